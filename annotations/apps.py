@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AnnotationsConfig(AppConfig):
+    name = "annotations"
+    verbose_name = "Human ratings"

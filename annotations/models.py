@@ -1,0 +1,1 @@
+# Rating campaigns, assignments and human grades arrive with the ratings issue.
