@@ -99,7 +99,9 @@ def family_tails(m: int, alpha: float = 0.05) -> tuple[float, float]:
 
 def _tails(level: float, tails: tuple[float, float] | None) -> tuple[float, float]:
     if tails is None:
-        t = (1 - level) / 2
+        # Rounded so that level 0.95 gives exactly 0.025 and 0.975, hence the
+        # percentiles 2.5 and 97.5 the paper used, not 2.5000000000000022.
+        t = round((1 - level) / 2, 12)
         tails = (t, 1 - t)
     lo, hi = float(tails[0]), float(tails[1])
     if not 0 <= lo < hi <= 1:

@@ -1,0 +1,115 @@
+from django.contrib import admin
+
+from experiments import models
+
+
+class MembershipInline(admin.TabularInline):
+    model = models.Membership
+    extra = 1
+
+
+@admin.register(models.Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "created_at"]
+    inlines = [MembershipInline]
+
+
+@admin.register(models.Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["project", "user", "role"]
+    list_filter = ["role", "project"]
+
+
+@admin.register(models.Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ["key", "project"]
+    list_filter = ["project"]
+
+
+@admin.register(models.Person)
+class PersonAdmin(admin.ModelAdmin):
+    list_display = ["label", "project"]
+    list_filter = ["project"]
+    search_fields = ["label"]
+
+
+class ScreenerItemInline(admin.TabularInline):
+    model = models.ScreenerItem
+    extra = 0
+
+
+class TurnInline(admin.TabularInline):
+    model = models.Turn
+    extra = 0
+
+
+@admin.register(models.Session)
+class SessionAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "project", "study", "person", "source_format", "imported_at"]
+    list_filter = ["project", "source_format"]
+    search_fields = ["external_id"]
+    list_select_related = ["project", "study", "person"]
+    inlines = [ScreenerItemInline, TurnInline]
+
+
+@admin.register(models.Turn)
+class TurnAdmin(admin.ModelAdmin):
+    list_display = ["session", "index", "speaker"]
+    list_select_related = ["session"]
+    raw_id_fields = ["session"]
+
+
+@admin.register(models.ScreenerItem)
+class ScreenerItemAdmin(admin.ModelAdmin):
+    list_display = ["session", "index", "question"]
+    raw_id_fields = ["session"]
+
+
+@admin.register(models.TaskSet)
+class TaskSetAdmin(admin.ModelAdmin):
+    list_display = ["project", "min_pairs", "min_targets", "max_targets", "derived_at"]
+
+
+@admin.register(models.Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ["session", "position", "cut", "record_cut", "task_set"]
+    list_select_related = ["session", "task_set"]
+    raw_id_fields = ["session", "question_turn", "answer_turn"]
+
+
+class CohortTaskInline(admin.TabularInline):
+    model = models.CohortTask
+    extra = 0
+    raw_id_fields = ["task"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(models.Cohort)
+class CohortAdmin(admin.ModelAdmin):
+    """Read-only: cohorts are drawn by the draw command or page, never edited."""
+
+    list_display = ["name", "project", "seed", "requested_size", "task_list_sha256", "created_at"]
+    inlines = [CohortTaskInline]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(models.CohortTask)
+class CohortTaskAdmin(admin.ModelAdmin):
+    list_display = ["cohort", "position", "task"]
+    raw_id_fields = ["task"]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_add_permission(self, request):
+        return False

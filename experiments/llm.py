@@ -1,0 +1,560 @@
+"""All LLM HTTP of OwnWords Lab: request building, one attempt, and its classification.
+
+The paper's execution rules (App. B.2) decide what this module reports, and the caller's request
+journal decides what happens next:
+
+- ``build_request`` makes the exact bytes of a request once, so that an allowed retry re-sends
+  the identical payload and the journal can store its hash.
+- ``send`` performs exactly ONE attempt and returns an ``Outcome``: ``ok``, ``transient`` (an
+  exception with no response, or an output-free 429/502/503/504), ``quota`` (opens the durable
+  circuit), ``fatal`` (stops the phase) or ``unusable`` (content was received but is not a
+  usable answer; recorded as it is and never a reason for a new draw).
+- ``decide_retry`` is the pure retry rule: at most two recoveries per slot, within the phase's
+  recovery allowance, after a 30 s cooldown or the server's own retry delay.
+
+Output text follows App. B.3: for Gemini the concatenation of the non-thought text parts of a
+single complete STOP candidate, surrounding whitespace stripped; hidden reasoning is never used
+as an answer. Token counts the service does not report stay ``None`` (unknown, not zero; App. B.3
+Table 14).
+
+API keys are read from the environment variable named in the config at send time; they are never
+stored on these objects, never logged, and redacted from any error text or body we keep.
+
+Imports no Django (tests check this in a fresh interpreter).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+
+import httpx
+
+from experiments import offline_backend
+from experiments.offline_backend import OFFLINE_LABEL, OFFLINE_MODEL_VERSION
+
+__all__ = [
+    "OFFLINE_LABEL",
+    "OFFLINE_MODEL_VERSION",
+    "Decision",
+    "ModelConfig",
+    "Outcome",
+    "OutcomeKind",
+    "PreparedRequest",
+    "RetryPolicy",
+    "Usage",
+    "build_request",
+    "decide_retry",
+    "send",
+]
+
+logger = logging.getLogger(__name__)
+
+PROVIDERS = ("openai", "gemini", "offline")
+TOKEN_PARAMS = ("max_completion_tokens", "max_tokens")
+# The statuses whose output-free envelope the paper retries (App. B.2). 500 is deliberately absent.
+RETRYABLE_STATUSES = (429, 502, 503, 504)
+OPENAI_QUOTA_CODES = ("insufficient_quota",)
+MAX_ERROR_CHARS = 300
+
+
+class OutcomeKind(enum.StrEnum):
+    OK = "ok"
+    TRANSIENT = "transient"  # no response, or an output-free 429/502/503/504: may be retried
+    QUOTA = "quota"  # quota exhausted: open the durable circuit, send nothing more
+    FATAL = "fatal"  # credentials, payment, other non-transient errors: stop the phase
+    UNUSABLE = "unusable"  # content received but not a usable answer: record, never redraw
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One generator or judge configuration (App. B.3: model, reasoning, caps, temperature).
+
+    ``api_key_env`` is the NAME of the environment variable holding the key, so this object can
+    be stored, hashed into a seal and printed without revealing anything.
+    """
+
+    provider: str  # "openai" (any Chat Completions server), "gemini" (native) or "offline"
+    base_url: str  # e.g. "https://api.openai.com/v1", "https://generativelanguage.googleapis.com/v1beta"
+    model: str
+    expected_model_version: str | None = None  # the returned identifier must match (App. B.3)
+    api_key_env: str | None = None  # None: send no credentials (local servers)
+    max_output_tokens: int = 1600
+    temperature: float | None = None  # None: omit, keeping the service default
+    reasoning: str | None = None  # OpenAI reasoning_effort / Gemini thinkingLevel; None: omit
+    token_param: str = "max_completion_tokens"  # older servers want "max_tokens"
+    timeout_s: float = 180.0  # the paper's transport timeout
+    quota_pattern: str | None = None  # regex over an error body meaning "quota exhausted"
+
+    def __post_init__(self):
+        if self.provider not in PROVIDERS:
+            raise ValueError(f"provider must be one of {PROVIDERS}, not {self.provider!r}")
+        if self.token_param not in TOKEN_PARAMS:
+            raise ValueError(f"token_param must be one of {TOKEN_PARAMS}")
+        if self.max_output_tokens <= 0 or self.timeout_s <= 0:
+            raise ValueError("max_output_tokens and timeout_s must be positive")
+        if self.quota_pattern is not None:
+            re.compile(self.quota_pattern)  # fail when configured, not at the first error
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """A request ready to send, minus its credentials. ``body_bytes`` is what goes on the wire."""
+
+    method: str
+    url: str
+    headers: dict[str, str]  # never holds the key; send() adds it
+    json_body: dict = field(repr=False)
+    body_bytes: bytes = field(repr=False)
+
+    @property
+    def request_sha256(self) -> str:
+        """Hash of method, URL and body: equal hashes mean an identical request."""
+        digest = hashlib.sha256(f"{self.method} {self.url}\n".encode())
+        digest.update(self.body_bytes)
+        return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts as the service reports them; None when it does not (unknown, not zero).
+
+    ``output_tokens`` is the provider's own figure: OpenAI's completion_tokens include reasoning
+    tokens, Gemini's candidatesTokenCount excludes thoughts. ``total_tokens`` is comparable.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt produced, ready to be written to the request journal (App. B.2).
+
+    ``text`` is None when no content was received, "" for a received empty answer.
+    """
+
+    kind: OutcomeKind
+    http_status: int | None = None
+    response_id: str | None = None
+    model_version: str | None = None
+    finish_reason: str | None = None
+    text: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    elapsed_s: float = 0.0
+    retry_after_s: float | None = None  # the server's requested delay, when it gave one
+    error: str = ""
+    raw_body: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """The paper's recovery rule (App. B.2), configurable per protocol."""
+
+    max_recoveries_per_slot: int = 2
+    cooldown_s: float = 30.0
+    retry_statuses: tuple[int, ...] = RETRYABLE_STATUSES
+
+
+@dataclass(frozen=True)
+class Decision:
+    retry: bool
+    wait_s: float
+    justification: str  # stored with the recovery attempt in the journal
+
+
+def build_request(config: ModelConfig, system: str, user: str) -> PreparedRequest:
+    """The canonical request for (system, user) under ``config``; same inputs, same bytes."""
+    if config.provider == "gemini":
+        url = f"{config.base_url.rstrip('/')}/models/{config.model}:generateContent"
+        generation_config: dict = {"maxOutputTokens": config.max_output_tokens}
+        if config.temperature is not None:
+            generation_config["temperature"] = config.temperature
+        if config.reasoning is not None:
+            generation_config["thinkingConfig"] = {"thinkingLevel": config.reasoning}
+        body: dict = {
+            "contents": [{"role": "user", "parts": [{"text": user}]}],
+            "generationConfig": generation_config,
+        }
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        method = "POST"
+    else:
+        messages = [{"role": "user", "content": user}]
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
+        body = {"model": config.model, "messages": messages}
+        if config.provider == "offline":
+            # No wire: the stand-in reads the same messages a real model would get.
+            method, url = "OFFLINE", f"offline:{config.model}"
+        else:
+            method, url = "POST", f"{config.base_url.rstrip('/')}/chat/completions"
+            body[config.token_param] = config.max_output_tokens
+            if config.temperature is not None:
+                body["temperature"] = config.temperature
+            if config.reasoning is not None:
+                body["reasoning_effort"] = config.reasoning
+    return PreparedRequest(
+        method=method,
+        url=url,
+        headers={"content-type": "application/json"},
+        json_body=body,
+        body_bytes=_canonical_json(body),
+    )
+
+
+def send(config: ModelConfig, prepared: PreparedRequest, *, client: httpx.Client) -> Outcome:
+    """Exactly one attempt of ``prepared``, classified. Never retries: the journal decides."""
+    started = time.monotonic()
+    if config.provider == "offline":
+        outcome = _send_offline(config, prepared)
+    else:
+        outcome = _send_http(config, prepared, client, started)
+    outcome = _with_elapsed(outcome, time.monotonic() - started)
+    logger.info(
+        "LLM attempt %s %s: %s (HTTP %s, %.3f s)",
+        config.provider,
+        config.model,
+        outcome.kind,
+        outcome.http_status,
+        outcome.elapsed_s,
+    )
+    return outcome
+
+
+def decide_retry(
+    policy: RetryPolicy, outcome: Outcome, recoveries_so_far: int, phase_allowance_left: int
+) -> Decision:
+    """May this slot be re-sent (the identical request), and after how long? (App. B.2)
+
+    Only a transient outcome qualifies: received content, a parse failure, a non-STOP finish or an
+    unexpected model version never authorise a new draw. The server's retry delay, when given,
+    wins over the default cooldown.
+    """
+    if outcome.kind is not OutcomeKind.TRANSIENT:
+        reason = {
+            OutcomeKind.OK: "completed",
+            OutcomeKind.UNUSABLE: "content was received; recorded as it is, never redrawn",
+            OutcomeKind.QUOTA: "quota exhausted; the circuit opens until an owner resumes",
+            OutcomeKind.FATAL: "non-transient error; the phase stops",
+        }[outcome.kind]
+        return Decision(False, 0.0, f"no retry: {reason}")
+    if outcome.http_status is not None and outcome.http_status not in policy.retry_statuses:
+        return Decision(False, 0.0, f"no retry: HTTP {outcome.http_status} is not retryable")
+    if recoveries_so_far >= policy.max_recoveries_per_slot:
+        return Decision(
+            False, 0.0, f"no retry: slot used its {policy.max_recoveries_per_slot} recoveries"
+        )
+    if phase_allowance_left <= 0:
+        return Decision(False, 0.0, "no retry: the phase's recovery allowance is used up")
+    if outcome.retry_after_s is not None:
+        wait_s, source = outcome.retry_after_s, "server retry delay"
+    else:
+        wait_s, source = policy.cooldown_s, "cooldown"
+    cause = (
+        f"output-free HTTP {outcome.http_status}"
+        if outcome.http_status is not None
+        else f"no response ({outcome.error})"
+    )
+    recovery = recoveries_so_far + 1
+    return Decision(
+        True,
+        wait_s,
+        f"recovery {recovery} of {policy.max_recoveries_per_slot} after {cause}; "
+        f"identical request after {wait_s:g} s ({source})",
+    )
+
+
+# --- one HTTP attempt --------------------------------------------------------------------------
+
+
+def _send_http(
+    config: ModelConfig, prepared: PreparedRequest, client: httpx.Client, started: float
+) -> Outcome:
+    api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
+    if config.api_key_env and not api_key:
+        return Outcome(
+            OutcomeKind.FATAL,
+            error=f"environment variable {config.api_key_env} is not set; nothing was sent",
+        )
+    headers = dict(prepared.headers)
+    if api_key:
+        # Gemini's key goes in a header too, never in the URL, so no log line can carry it.
+        if config.provider == "gemini":
+            headers["x-goog-api-key"] = api_key
+        else:
+            headers["authorization"] = f"Bearer {api_key}"
+    status: int | None = None
+    try:
+        with client.stream(
+            prepared.method,
+            prepared.url,
+            content=prepared.body_bytes,
+            headers=headers,
+            timeout=config.timeout_s,
+        ) as response:
+            status = response.status_code
+            response_headers = response.headers
+            body = response.read()
+    except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+        message = _redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, api_key)
+        if status is None:
+            return Outcome(OutcomeKind.TRANSIENT, error=f"no response: {message}")
+        # The status line arrived but the body broke off: the service answered, so this is not
+        # the response-free exception the paper retries.
+        return Outcome(
+            OutcomeKind.UNUSABLE, http_status=status, error=f"response interrupted: {message}"
+        )
+    except httpx.HTTPError as exc:  # bad URL, unsupported scheme, proxy errors: configuration
+        return Outcome(OutcomeKind.FATAL, error=_redact(f"{type(exc).__name__}: {exc}", api_key))
+    raw_body = _redact(body.decode("utf-8", errors="replace"), api_key)
+    return _classify(config, status, response_headers, raw_body)
+
+
+def _classify(config: ModelConfig, status: int, headers: httpx.Headers, raw_body: str) -> Outcome:
+    try:
+        payload = json.loads(raw_body)
+    except ValueError:
+        payload = None
+    # Gemini's OpenAI-compatible endpoint wraps errors in a one-element list.
+    if isinstance(payload, list) and len(payload) == 1 and isinstance(payload[0], dict):
+        payload = payload[0]
+    retry_after_s = _retry_after(headers, payload)
+
+    if 200 <= status < 300:
+        if not isinstance(payload, dict):
+            return Outcome(
+                OutcomeKind.UNUSABLE,
+                http_status=status,
+                error="malformed JSON body",
+                raw_body=raw_body,
+            )
+        return _parse_content(config, status, payload, raw_body)
+
+    if _carries_output(payload):
+        # An error status with output is received content: recorded, never a new draw.
+        received = _parse_content(config, status, payload, raw_body)
+        problem = f"HTTP {status} carried output; recorded as received"
+        return _replace(
+            received,
+            kind=OutcomeKind.UNUSABLE,
+            error="; ".join(filter(None, [problem, received.error])),
+            retry_after_s=retry_after_s,
+        )
+
+    error = payload.get("error") if isinstance(payload, dict) else None
+    error = error if isinstance(error, dict) else {}
+    message = str(error.get("message") or raw_body.strip() or f"HTTP {status}")
+    summary = _short(f"HTTP {status}: {message}")
+
+    def outcome(kind: OutcomeKind) -> Outcome:
+        return Outcome(
+            kind, http_status=status, retry_after_s=retry_after_s, error=summary, raw_body=raw_body
+        )
+
+    if status == 402 or _is_quota_exhausted(config, error, raw_body):
+        return outcome(OutcomeKind.QUOTA)
+    if status == 429 and message.lower().startswith("request too large"):
+        # OpenAI's per-request token limit: the identical request can never succeed.
+        return outcome(OutcomeKind.FATAL)
+    if status in RETRYABLE_STATUSES:
+        return outcome(OutcomeKind.TRANSIENT)
+    return outcome(OutcomeKind.FATAL)  # 401/403 credentials, 400, 404, 500, ...
+
+
+def _carries_output(payload: object) -> bool:
+    return isinstance(payload, dict) and bool(payload.get("choices") or payload.get("candidates"))
+
+
+def _is_quota_exhausted(config: ModelConfig, error: dict, raw_body: str) -> bool:
+    """App. B.2's circuit breakers: Gemini per-day quota, OpenAI insufficient_quota, a pattern."""
+    if error.get("code") in OPENAI_QUOTA_CODES or error.get("type") in OPENAI_QUOTA_CODES:
+        return True
+    if error.get("status") == "RESOURCE_EXHAUSTED":
+        # A per-minute limit clears by itself (transient); a per-day one does not.
+        for detail in error.get("details") or []:
+            if not isinstance(detail, dict):
+                continue
+            quota_ids = [
+                violation.get("quotaId", "")
+                for violation in detail.get("violations") or []
+                if isinstance(violation, dict)
+            ]
+            metadata = detail.get("metadata")
+            if isinstance(metadata, dict):
+                quota_ids.append(metadata.get("quota_limit", ""))
+            if any("perday" in str(quota_id).lower() for quota_id in quota_ids):
+                return True
+    return bool(config.quota_pattern and re.search(config.quota_pattern, raw_body))
+
+
+def _parse_content(config: ModelConfig, status: int, payload: dict, raw_body: str) -> Outcome:
+    """The answer, usage and identity of a response body; UNUSABLE unless complete and expected."""
+    try:
+        if config.provider == "gemini":
+            fields, problems = _parse_gemini(payload)
+        else:
+            fields, problems = _parse_openai(payload)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        return Outcome(
+            OutcomeKind.UNUSABLE,
+            http_status=status,
+            error=f"unexpected response shape ({type(exc).__name__})",
+            raw_body=raw_body,
+        )
+    expected = config.expected_model_version
+    if expected is not None and fields["model_version"] != expected:
+        problems.append(f"unexpected model version {fields['model_version']!r} (expected {expected!r})")
+    kind = OutcomeKind.UNUSABLE if problems else OutcomeKind.OK
+    return Outcome(kind, http_status=status, error="; ".join(problems), raw_body=raw_body, **fields)
+
+
+def _parse_openai(payload: dict) -> tuple[dict, list[str]]:
+    problems = []
+    choices = payload.get("choices") or []
+    text = finish_reason = None
+    if len(choices) != 1:
+        problems.append(f"expected a single choice, got {len(choices)}")
+    else:
+        # Some servers put hidden reasoning in message.reasoning_content: never an answer.
+        text = (choices[0]["message"].get("content") or "").strip()
+        finish_reason = choices[0].get("finish_reason")
+        if finish_reason != "stop":
+            problems.append(f"finish reason {finish_reason!r}, not 'stop' (incomplete)")
+    usage = payload.get("usage") or {}
+    details = usage.get("completion_tokens_details") or {}
+    fields = {
+        "response_id": payload.get("id"),
+        "model_version": payload.get("model"),
+        "finish_reason": finish_reason,
+        "text": text,
+        "usage": Usage(
+            input_tokens=_count(usage.get("prompt_tokens")),
+            output_tokens=_count(usage.get("completion_tokens")),
+            reasoning_tokens=_count(details.get("reasoning_tokens")),
+            total_tokens=_count(usage.get("total_tokens")),
+        ),
+    }
+    return fields, problems
+
+
+def _parse_gemini(payload: dict) -> tuple[dict, list[str]]:
+    problems = []
+    candidates = payload.get("candidates") or []
+    text = finish_reason = None
+    if len(candidates) != 1:
+        blocked = (payload.get("promptFeedback") or {}).get("blockReason")
+        problems.append(
+            f"expected a single candidate, got {len(candidates)}"
+            + (f" (prompt blocked: {blocked})" if blocked else "")
+        )
+    else:
+        candidate = candidates[0]
+        parts = (candidate.get("content") or {}).get("parts") or []
+        text = "".join(
+            part["text"]
+            for part in parts
+            if isinstance(part.get("text"), str) and not part.get("thought")
+        ).strip()
+        finish_reason = candidate.get("finishReason")
+        if finish_reason != "STOP":
+            problems.append(f"finish reason {finish_reason!r}, not 'STOP' (incomplete)")
+    usage = payload.get("usageMetadata") or {}
+    fields = {
+        "response_id": payload.get("responseId"),
+        "model_version": payload.get("modelVersion"),
+        "finish_reason": finish_reason,
+        "text": text,
+        "usage": Usage(
+            input_tokens=_count(usage.get("promptTokenCount")),
+            output_tokens=_count(usage.get("candidatesTokenCount")),
+            reasoning_tokens=_count(usage.get("thoughtsTokenCount")),
+            total_tokens=_count(usage.get("totalTokenCount")),
+        ),
+    }
+    return fields, problems
+
+
+def _send_offline(config: ModelConfig, prepared: PreparedRequest) -> Outcome:
+    messages = {m["role"]: m["content"] for m in prepared.json_body["messages"]}
+    text = offline_backend.offline_reply(messages.get("system", ""), messages.get("user", ""))
+    raw_body = json.dumps(
+        {"label": OFFLINE_LABEL, "model_version": OFFLINE_MODEL_VERSION, "text": text},
+        ensure_ascii=False,
+    )
+    expected = config.expected_model_version
+    wrong_version = expected is not None and expected != OFFLINE_MODEL_VERSION
+    return Outcome(
+        OutcomeKind.UNUSABLE if wrong_version else OutcomeKind.OK,
+        response_id=f"offline-{prepared.request_sha256[:16]}",
+        model_version=OFFLINE_MODEL_VERSION,
+        finish_reason="stop",
+        text=text,
+        error=f"unexpected model version (expected {expected!r})" if wrong_version else "",
+        raw_body=raw_body,
+    )
+
+
+# --- small helpers -----------------------------------------------------------------------------
+
+
+def _canonical_json(body: dict) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _retry_after(headers: httpx.Headers, payload: object) -> float | None:
+    """Seconds the server asks us to wait: retry-after-ms, retry-after, or Gemini's RetryInfo."""
+    if (milliseconds := _number(headers.get("retry-after-ms"))) is not None:
+        return max(0.0, milliseconds / 1000)
+    value = headers.get("retry-after")
+    if value is not None:
+        if (seconds := _number(value)) is not None:
+            return max(0.0, seconds)
+        try:  # an HTTP date
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            pass
+    error = payload.get("error") if isinstance(payload, dict) else None
+    for detail in (error.get("details") or []) if isinstance(error, dict) else []:
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("RetryInfo"):
+            delay = str(detail.get("retryDelay", ""))  # a protobuf Duration: "30s", "12.5s"
+            if delay.endswith("s") and (seconds := _number(delay[:-1])) is not None:
+                return max(0.0, seconds)
+    return None
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _redact(text: str, secret: str) -> str:
+    return text.replace(secret, "[redacted]") if secret else text
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+
+def _replace(outcome: Outcome, **changes) -> Outcome:
+    return Outcome(**{**outcome.__dict__, **changes})
+
+
+def _with_elapsed(outcome: Outcome, elapsed_s: float) -> Outcome:
+    return _replace(outcome, elapsed_s=round(elapsed_s, 6))

@@ -1,0 +1,35 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from experiments.models import Cohort, Project
+from experiments.services import CohortError, cohort_draw
+
+
+class Command(BaseCommand):
+    help = "Draw a frozen cohort from the project's current task set (paper App. G)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", required=True)
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--size", type=int, required=True, help="number of sessions")
+        parser.add_argument("--seed", type=int, required=True)
+        parser.add_argument("--exclude-cohort", action="append", default=[], help="leave out this cohort's people")
+
+    def handle(self, project, name, size, seed, exclude_cohort, **options):
+        try:
+            project_obj = Project.objects.get(slug=project)
+        except Project.DoesNotExist:
+            raise CommandError(f"no project '{project}'") from None
+        excluded = list(Cohort.objects.filter(project=project_obj, name__in=exclude_cohort))
+        unknown = set(exclude_cohort) - {c.name for c in excluded}
+        if unknown:
+            raise CommandError(f"no cohort named {', '.join(sorted(unknown))}")
+        try:
+            cohort = cohort_draw(
+                project=project_obj, name=name, size=size, seed=seed, exclude_cohorts=excluded
+            )
+        except CohortError as exc:
+            raise CommandError(str(exc)) from None
+        return (
+            f"cohort '{cohort.name}': {cohort.rule['drawn_sessions']} sessions, "
+            f"{cohort.cohort_tasks.count()} tasks, sha256 {cohort.task_list_sha256}"
+        )

@@ -1,0 +1,48 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from experiments.interviews import FORMATS, InterviewFileError, guess_format, read_interview_path
+from experiments.services import project_get_or_create, sessions_import
+from experiments.tasks import TaskRule
+
+
+class Command(BaseCommand):
+    help = "Import interview sessions from a JSONL file, an Anthropic Interviewer CSV or a genagents folder."
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", type=Path)
+        parser.add_argument("--project", required=True, help="project slug (created if missing)")
+        parser.add_argument("--format", choices=FORMATS, help="guessed from the file when omitted")
+        parser.add_argument("--min-pairs", type=int, help="task rule for the derivation after import")
+        parser.add_argument("--min-targets", type=int)
+        parser.add_argument("--max-targets", type=int)
+
+    def handle(self, path, project, format, min_pairs, min_targets, max_targets, **options):
+        try:
+            fmt = format or guess_format(path)
+            parsed = read_interview_path(path, fmt)
+        except InterviewFileError as exc:
+            raise CommandError(f"nothing imported:\n{exc}") from None
+        rule = None
+        if any(v is not None for v in (min_pairs, min_targets, max_targets)):
+            defaults = TaskRule()
+            try:
+                rule = TaskRule(
+                    min_pairs if min_pairs is not None else defaults.min_pairs,
+                    min_targets if min_targets is not None else defaults.min_targets,
+                    max_targets if max_targets is not None else defaults.max_targets,
+                )
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+        try:
+            summary = sessions_import(
+                project=project_get_or_create(slug=project),
+                parsed=parsed,
+                source_format=fmt,
+                source_file=path.name,
+                task_rule=rule,
+            )
+        except InterviewFileError as exc:
+            raise CommandError(f"nothing imported:\n{exc}") from None
+        return f"{path.name}: {summary}"

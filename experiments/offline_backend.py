@@ -1,0 +1,213 @@
+"""The offline stand-in: deterministic answers, selections and grades without any network.
+
+It is a demo and test double for the model services of the paper's App. B.2/B.3, never a model
+result: its model version is ``OFFLINE_MODEL_VERSION`` and every grade rationale starts with
+``OFFLINE_LABEL`` so pages can say so (DESIGN §7).
+
+It receives exactly the (system, user) messages a real model would get and finds what it needs
+by the bracketed section headings of the prompt files (``[QUESTION]``, ``[PREDICTED ANSWER]``,
+``[ACTUAL ANSWER]``/``[REFERENCE ANSWER]``, ``[ANONYMOUS CANDIDATES]``, evidence blocks). The
+prompt wording may change, so the parsing is tolerant: a message without headings is used whole.
+
+- Answering: the evidence sentences sharing the most content words with the question, in their
+  original order, capped at ``ANSWER_WORD_CAP`` words.
+- Selection (fusion/selection decision with ``candidate_id``): the candidate sharing the most
+  content words with the question and evidence; ties go to the first displayed.
+- Judging: Dice overlap of the content words of prediction and reference, on fixed thresholds,
+  gives a 0-3 score; the rationale names the shared words.
+
+Imports no Django.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+OFFLINE_LABEL = "offline stand-in"
+OFFLINE_MODEL_VERSION = "offline-stand-in-1"
+ANSWER_WORD_CAP = 60
+FALLBACK_ANSWER = "I don't know."
+
+# Dice overlap of content words at or above each threshold earns that grade (3, 2, 1); below the
+# last one, 0. Fixed constants so that grades are reproducible across runs.
+GRADE_THRESHOLDS = ((0.5, 3), (0.25, 2), (0.1, 1))
+
+# Small English function-word list: enough to keep "the", "and", "you" from counting as shared
+# content. Independent of the evidence builders' list on purpose (this is only a stand-in).
+STOP_WORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before being
+    below between both but by can could did do does doing don down during each few for from
+    further had has have having he her here hers him his how i if in into is it its itself just
+    me more most my no nor not now of off on once only or other our ours out over own same she
+    should so some such than that the their theirs them then there these they this those through
+    to too under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yeah like really um uh oh well get got thing things kind sort
+    lot lots think know mean going go""".split()
+)
+
+# A heading is a bracketed run of capitals at the start of a line, optionally followed by a
+# lower-case gloss after a comma ("[EVERYTHING THIS PARTICIPANT HAS SAID, their turns only]").
+# Requiring capitals keeps transcript tags such as "[Participant]" and JSON arrays out.
+_HEADING = re.compile(r"^\[([A-Z0-9][A-Z0-9 &/'_.-]+)(?:,[^\]\n]*)?\][ \t]*", re.MULTILINE)
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_GRADING_SYSTEM = re.compile(r"\b(grade|grading|judge|score)\b", re.IGNORECASE)
+
+
+def offline_reply(system: str, user: str) -> str:
+    """Answer text for one request: a grade JSON, a selection JSON, or a participant reply."""
+    sections = split_sections(user)
+    headings = [heading for heading, _ in sections]
+    if _find(headings, "PREDICT") is not None or (
+        not any(headings) and _GRADING_SYSTEM.search(system)
+    ):
+        return offline_grade(sections)
+    candidates = _candidates(sections)
+    if candidates and "candidate_id" in user:
+        return offline_select(sections, candidates)
+    return offline_answer(sections, extra_evidence=[answer for _, answer in candidates])
+
+
+def split_sections(user: str) -> list[tuple[str, str]]:
+    """[(HEADING, body)] in order; text before the first heading gets the heading ""."""
+    matches = list(_HEADING.finditer(user))
+    if not matches:
+        return [("", user.strip())] if user.strip() else []
+    sections = []
+    preamble = user[: matches[0].start()].strip()
+    if preamble:
+        sections.append(("", preamble))
+    for match, following in zip(matches, matches[1:] + [None]):
+        end = following.start() if following else len(user)
+        sections.append((match.group(1).strip(), user[match.end() : end].strip()))
+    return sections
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words that are not stop words, in order of first appearance, no repeats."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if word not in STOP_WORDS and len(word) > 1:
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def offline_answer(sections: list[tuple[str, str]], extra_evidence: Sequence[str] = ()) -> str:
+    """The evidence sentences that best match the question's content words (at most 60 words)."""
+    question, evidence_texts = _question_and_evidence(sections)
+    sentences = [s for text in [*evidence_texts, *extra_evidence] for s in _sentences(text)]
+    # Interviewer questions inside a transcript are evidence of topic, not answers to repeat.
+    sentences = [s for s in sentences if not s.endswith("?") and s != question]
+    if not sentences:
+        return FALLBACK_ANSWER
+    wanted = set(content_words(question))
+    overlap = [len(wanted.intersection(content_words(s))) for s in sentences]
+    ranked = sorted(range(len(sentences)), key=lambda i: (-overlap[i], i))
+    if overlap[ranked[0]] == 0:
+        ranked = ranked[:1]  # nothing matches: the first evidence sentence, as a plain guess
+    chosen: list[int] = []
+    words_used = 0
+    for index in ranked:
+        if chosen and overlap[index] == 0:
+            break
+        length = len(sentences[index].split())
+        if words_used + length > ANSWER_WORD_CAP:
+            if chosen:
+                continue
+            return " ".join(sentences[index].split()[:ANSWER_WORD_CAP])
+        chosen.append(index)
+        words_used += length
+    return " ".join(sentences[i] for i in sorted(chosen))
+
+
+def offline_select(sections: list[tuple[str, str]], candidates: list[tuple[str, str]]) -> str:
+    """``{"candidate_id": ...}`` for the candidate sharing most words with question and evidence."""
+    question, evidence_texts = _question_and_evidence(sections)
+    context = set(content_words(" ".join([question, *evidence_texts])))
+    best_id, best_overlap = candidates[0][0], -1
+    for candidate_id, answer in candidates:
+        overlap = len(context.intersection(content_words(answer)))
+        if overlap > best_overlap:
+            best_id, best_overlap = candidate_id, overlap
+    return json.dumps({"candidate_id": best_id})
+
+
+def offline_grade(sections: list[tuple[str, str]]) -> str:
+    """``{"score": 0..3, "rationale": "offline stand-in: shared words: ..."}``."""
+    headings = [heading for heading, _ in sections]
+    prediction_at = _find(headings, "PREDICT")
+    reference_at = _find(headings, "ACTUAL", "REFERENCE")
+    if prediction_at is None or reference_at is None:
+        return json.dumps(
+            {"score": 0, "rationale": f"{OFFLINE_LABEL}: predicted or reference answer not found"}
+        )
+    predicted = content_words(sections[prediction_at][1])
+    reference = content_words(sections[reference_at][1])
+    shared = [word for word in reference if word in set(predicted)]
+    dice = 2 * len(shared) / (len(predicted) + len(reference)) if predicted and reference else 0.0
+    score = next((grade for threshold, grade in GRADE_THRESHOLDS if dice >= threshold), 0)
+    named = ", ".join(sorted(shared)) if shared else "none"
+    rationale = f"{OFFLINE_LABEL}: shared words: {named} (overlap {dice:.2f})"
+    return json.dumps({"score": score, "rationale": rationale})
+
+
+def _find(headings: list[str], *needles: str) -> int | None:
+    """Index of the last heading containing any of the needles."""
+    for index in range(len(headings) - 1, -1, -1):
+        if any(needle in headings[index] for needle in needles):
+            return index
+    return None
+
+
+def _is_question_heading(heading: str) -> bool:
+    # "[SCREENER Q&A]" holds evidence, not the question being asked.
+    return "QUESTION" in heading and "SCREENER" not in heading
+
+
+def _question_and_evidence(sections: list[tuple[str, str]]) -> tuple[str, list[str]]:
+    """The question being asked, and the texts that may be quoted back as the answer."""
+    not_evidence = ("DECISION", "CANDIDATES", "INSTRUCTION", "TASK")
+    question_at = None
+    for index, (heading, _) in enumerate(sections):
+        if _is_question_heading(heading):
+            question_at = index
+    evidence = [
+        body
+        for index, (heading, body) in enumerate(sections)
+        if index != question_at and not any(word in heading for word in not_evidence)
+    ]
+    if question_at is not None:
+        return sections[question_at][1], evidence
+    # No heading names the question: take the last line asking one, and quote the rest.
+    lines = [line.strip() for text in evidence for line in text.splitlines() if line.strip()]
+    asked = [line for line in lines if line.endswith("?")]
+    return (asked[-1] if asked else " ".join(lines)), evidence
+
+
+def _sentences(text: str) -> list[str]:
+    sentences = []
+    for line in text.splitlines():
+        line = re.sub(r"^\s*(?:[-*•]\s+|\d+[.)]\s+)", "", line).strip()
+        sentences.extend(part.strip() for part in _SENTENCE_END.split(line) if part.strip())
+    return sentences
+
+
+def _candidates(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """[(candidate_id, answer)] from the JSON array under a CANDIDATES heading, in display order."""
+    at = _find([heading for heading, _ in sections], "CANDIDATES")
+    if at is None:
+        return []
+    body = sections[at][1]
+    try:
+        items = json.loads(body[body.index("[") : body.rindex("]") + 1])
+    except ValueError:
+        return []
+    if not isinstance(items, list):
+        return []
+    return [
+        (str(item["candidate_id"]), str(item.get("answer", "")))
+        for item in items
+        if isinstance(item, dict) and "candidate_id" in item
+    ]
