@@ -173,8 +173,8 @@ def test_transition_table_and_win_tie_loss():
     np.testing.assert_array_equal(table, expected)
     # a − b = [2, 0, −1, 1]: A higher on 2 tasks, tied on 1, lower on 1.
     assert stats.win_tie_loss(np.subtract(A, B) / 3) == (2, 1, 1)
-    # 1/3 + 1/3 − 2/3 is not exactly 0.0 in floating point; it is a tie.
-    assert stats.win_tie_loss([1 / 3 + 1 / 3 - 2 / 3]) == (0, 1, 0)
+    # 1/3 − 1 + 2/3 is −1.1e-16 in floating point, not 0.0; it is a tie.
+    assert stats.win_tie_loss([1 / 3 - 1 + 2 / 3]) == (0, 1, 0)
     with pytest.raises(ValueError):
         stats.transition_table([0, 4], [1, 1])
 
@@ -212,9 +212,10 @@ def test_sign_test_paper_numbers_against_scipy():
     # B.3: fusion below the one-shot for 85 people, above for 44, 59 equal.
     signs = [-1] * 85 + [1] * 44 + [0] * 59
     person, diff = [], []
-    for i, s in enumerate(signs):            # three tasks each; the sum has sign s
-        person += [i] * 3
-        diff += [s / 3, 1 / 3, -1 / 3]       # the ±1/3 pair cancels
+    for i, s in enumerate(signs):            # five tasks each; the sum has sign s
+        person += [i] * 5
+        # 1/3 + 1/3 − 1 + 1/3 sums to −5.6e-17 in floating point: a zero, not a sign.
+        diff += [s / 3, 1 / 3, 1 / 3, -1.0, 1 / 3]
     result = stats.sign_test(person, diff)
     assert result[:3] == (85, 44, 59)
     assert result.p_value == pytest.approx(binomtest(44, 129).pvalue, rel=1e-12)
