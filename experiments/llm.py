@@ -25,6 +25,7 @@ Imports no Django (tests check this in a fresh interpreter).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import hashlib
 import json
@@ -218,8 +219,8 @@ def send(config: ModelConfig, prepared: PreparedRequest, *, client: httpx.Client
     if config.provider == "offline":
         outcome = _send_offline(config, prepared)
     else:
-        outcome = _send_http(config, prepared, client, started)
-    outcome = _with_elapsed(outcome, time.monotonic() - started)
+        outcome = _send_http(config, prepared, client)
+    outcome = dataclasses.replace(outcome, elapsed_s=round(time.monotonic() - started, 6))
     logger.info(
         "LLM attempt %s %s: %s (HTTP %s, %.3f s)",
         config.provider,
@@ -277,9 +278,7 @@ def decide_retry(
 # --- one HTTP attempt --------------------------------------------------------------------------
 
 
-def _send_http(
-    config: ModelConfig, prepared: PreparedRequest, client: httpx.Client, started: float
-) -> Outcome:
+def _send_http(config: ModelConfig, prepared: PreparedRequest, client: httpx.Client) -> Outcome:
     api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
     if config.api_key_env and not api_key:
         return Outcome(
@@ -314,8 +313,11 @@ def _send_http(
         return Outcome(
             OutcomeKind.UNUSABLE, http_status=status, error=f"response interrupted: {message}"
         )
-    except httpx.HTTPError as exc:  # bad URL, unsupported scheme, proxy errors: configuration
-        return Outcome(OutcomeKind.FATAL, error=_redact(f"{type(exc).__name__}: {exc}", api_key))
+    except httpx.HTTPError as exc:
+        message = _redact(f"{type(exc).__name__}: {exc}", api_key)
+        if status is None:  # bad URL, unsupported scheme, proxy errors: configuration
+            return Outcome(OutcomeKind.FATAL, error=message)
+        return Outcome(OutcomeKind.UNUSABLE, http_status=status, error=f"undecodable response: {message}")
     raw_body = _redact(body.decode("utf-8", errors="replace"), api_key)
     return _classify(config, status, response_headers, raw_body)
 
@@ -344,7 +346,7 @@ def _classify(config: ModelConfig, status: int, headers: httpx.Headers, raw_body
         # An error status with output is received content: recorded, never a new draw.
         received = _parse_content(config, status, payload, raw_body)
         problem = f"HTTP {status} carried output; recorded as received"
-        return _replace(
+        return dataclasses.replace(
             received,
             kind=OutcomeKind.UNUSABLE,
             error="; ".join(filter(None, [problem, received.error])),
@@ -552,9 +554,3 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
 
 
-def _replace(outcome: Outcome, **changes) -> Outcome:
-    return Outcome(**{**outcome.__dict__, **changes})
-
-
-def _with_elapsed(outcome: Outcome, elapsed_s: float) -> Outcome:
-    return _replace(outcome, elapsed_s=round(elapsed_s, 6))

@@ -1,20 +1,26 @@
-"""The offline stand-in: deterministic answers, selections and grades without any network.
+"""The offline stand-in: deterministic answers, decisions and grades without any network.
 
-It is a demo and test double for the model services of the paper's App. B.2/B.3, never a model
+A demo and test double for the model services of the paper's App. B.2/B.3, never a model
 result: its model version is ``OFFLINE_MODEL_VERSION`` and every grade rationale starts with
-``OFFLINE_LABEL`` so pages can say so (DESIGN §7).
+``OFFLINE_LABEL``, so pages can say so (DESIGN §7).
 
 It receives exactly the (system, user) messages a real model would get and finds what it needs
-by the bracketed section headings of the prompt files (``[QUESTION]``, ``[PREDICTED ANSWER]``,
-``[ACTUAL ANSWER]``/``[REFERENCE ANSWER]``, ``[ANONYMOUS CANDIDATES]``, evidence blocks). The
-prompt wording may change, so the parsing is tolerant: a message without headings is used whole.
+by the bracketed section headings of prompts/*.txt (``[QUESTION]``, ``[ACTUAL ANSWER]``,
+``[PREDICTED ANSWER]``, ``[DECISION TASK]``, ``[ANONYMOUS CANDIDATES]``, ``[TASK]`` and the
+evidence blocks). Prompt wording may change, so parsing is tolerant: any heading containing
+QUESTION/PREDICT/ACTUAL or REFERENCE/... is recognised, and a message without headings is used
+whole. What it does, by the request it recognises:
 
-- Answering: the evidence sentences sharing the most content words with the question, in their
-  original order, capped at ``ANSWER_WORD_CAP`` words.
-- Selection (fusion/selection decision with ``candidate_id``): the candidate sharing the most
-  content words with the question and evidence; ties go to the first displayed.
-- Judging: Dice overlap of the content words of prediction and reference, on fixed thresholds,
-  gives a 0-3 score; the rationale names the shared words.
+- judge (a PREDICTED heading): Dice overlap of the content words of prediction and reference on
+  fixed thresholds gives a 0-3 score; ``{"score": n, "rationale": "offline stand-in: shared
+  words: ..."}`` names the shared words;
+- selection (a decision asking for ``candidate_id``): the candidate sharing the most content
+  words with question and evidence, ``{"candidate_id": "c2"}``; ties go to the first displayed;
+- archive queries (a task asking for ``"queries"``): the question's content words as one query;
+- memory writing (a task asking for "about N words", no question): the record's first sentences
+  up to N words;
+- answering, and fusion: the evidence (and candidate) sentences sharing the most content words
+  with the question, in their original order, at most ``ANSWER_WORD_CAP`` words.
 
 Imports no Django.
 """
@@ -28,14 +34,15 @@ from collections.abc import Sequence
 OFFLINE_LABEL = "offline stand-in"
 OFFLINE_MODEL_VERSION = "offline-stand-in-1"
 ANSWER_WORD_CAP = 60
+DEFAULT_MEMORY_WORDS = 100
 FALLBACK_ANSWER = "I don't know."
 
-# Dice overlap of content words at or above each threshold earns that grade (3, 2, 1); below the
-# last one, 0. Fixed constants so that grades are reproducible across runs.
+# Dice overlap of content words at or above a threshold earns that grade (3, 2, 1); below the
+# last, 0. Fixed so that grades are reproducible across runs and machines.
 GRADE_THRESHOLDS = ((0.5, 3), (0.25, 2), (0.1, 1))
 
-# Small English function-word list: enough to keep "the", "and", "you" from counting as shared
-# content. Independent of the evidence builders' list on purpose (this is only a stand-in).
+# A small English function-word list, enough to keep "the", "and", "you" from counting as shared
+# content. Independent of the evidence builders' list on purpose: this is only a stand-in.
 STOP_WORDS = frozenset(
     """a about above after again all also am an and any are as at be because been before being
     below between both but by can could did do does doing don down during each few for from
@@ -47,30 +54,48 @@ STOP_WORDS = frozenset(
     lot lots think know mean going go""".split()
 )
 
-# A heading is a bracketed run of capitals at the start of a line, optionally followed by a
-# lower-case gloss after a comma ("[EVERYTHING THIS PARTICIPANT HAS SAID, their turns only]").
-# Requiring capitals keeps transcript tags such as "[Participant]" and JSON arrays out.
+# A heading is a bracketed run of capitals at the start of a line, optionally with a lower-case
+# gloss after a comma ("[EARLIER IN THE INTERVIEW, verbatim]"). Requiring capitals keeps
+# transcript tags such as "[Participant]" and the candidates' JSON array out.
 _HEADING = re.compile(r"^\[([A-Z0-9][A-Z0-9 &/'_.-]+)(?:,[^\]\n]*)?\][ \t]*", re.MULTILINE)
+# The prompts close a block with an instruction paragraph that has no heading of its own
+# ("Answer as this participant would...", "Step 1: ..."); it is not part of the block's data.
+_CLOSING_INSTRUCTION = re.compile(r"\n[ \t]*\n(?=(?:Step 1\b|Answer as |Return only ))")
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_GRADING_SYSTEM = re.compile(r"\b(grade|grading|judge|score)\b", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[-*•]\s+|\d+[.)]\s+)")
+_REQUESTED_WORDS = re.compile(r"about (\d+) words")
+_GRADING_SYSTEM = re.compile(r"\b(grade|grading|judge)\b", re.IGNORECASE)
+# Blocks that instruct rather than describe the participant: never quoted back as an answer.
+_NOT_EVIDENCE = ("DECISION", "CANDIDATES", "TASK", "INSTRUCTION")
+
+Sections = list[tuple[str, str]]
 
 
 def offline_reply(system: str, user: str) -> str:
-    """Answer text for one request: a grade JSON, a selection JSON, or a participant reply."""
+    """The stand-in's output text for one request (see the module docstring)."""
     sections = split_sections(user)
     headings = [heading for heading, _ in sections]
+    has_headings = any(headings)
     if _find(headings, "PREDICT") is not None or (
-        not any(headings) and _GRADING_SYSTEM.search(system)
+        not has_headings and _GRADING_SYSTEM.search(system)
     ):
         return offline_grade(sections)
+    decision_at = _find(headings, "DECISION")
     candidates = _candidates(sections)
-    if candidates and "candidate_id" in user:
+    if candidates and decision_at is not None and "candidate_id" in sections[decision_at][1]:
         return offline_select(sections, candidates)
+    task_at = _find(headings, "TASK")
+    task = sections[task_at][1] if task_at is not None and task_at != decision_at else ""
+    if '"queries"' in task:
+        question, _ = _question_and_evidence(sections)
+        return json.dumps({"queries": [" ".join(content_words(question)[:8])]})
+    if (words := _REQUESTED_WORDS.search(task)) and not any(map(_is_question_heading, headings)):
+        return offline_memory(sections, int(words.group(1)))
     return offline_answer(sections, extra_evidence=[answer for _, answer in candidates])
 
 
-def split_sections(user: str) -> list[tuple[str, str]]:
+def split_sections(user: str) -> Sections:
     """[(HEADING, body)] in order; text before the first heading gets the heading ""."""
     matches = list(_HEADING.finditer(user))
     if not matches:
@@ -79,9 +104,10 @@ def split_sections(user: str) -> list[tuple[str, str]]:
     preamble = user[: matches[0].start()].strip()
     if preamble:
         sections.append(("", preamble))
-    for match, following in zip(matches, matches[1:] + [None]):
-        end = following.start() if following else len(user)
-        sections.append((match.group(1).strip(), user[match.end() : end].strip()))
+    for match, following in zip(matches, [*matches[1:], None]):
+        body = user[match.end() : following.start() if following else len(user)]
+        body = _CLOSING_INSTRUCTION.split(body, maxsplit=1)[0]
+        sections.append((match.group(1).strip(), body.strip()))
     return sections
 
 
@@ -94,11 +120,11 @@ def content_words(text: str) -> list[str]:
     return list(seen)
 
 
-def offline_answer(sections: list[tuple[str, str]], extra_evidence: Sequence[str] = ()) -> str:
-    """The evidence sentences that best match the question's content words (at most 60 words)."""
+def offline_answer(sections: Sections, extra_evidence: Sequence[str] = ()) -> str:
+    """The evidence sentences that best match the question's content words (≤ 60 words)."""
     question, evidence_texts = _question_and_evidence(sections)
     sentences = [s for text in [*evidence_texts, *extra_evidence] for s in _sentences(text)]
-    # Interviewer questions inside a transcript are evidence of topic, not answers to repeat.
+    # Interviewer questions inside a transcript show the topic; they are not answers to repeat.
     sentences = [s for s in sentences if not s.endswith("?") and s != question]
     if not sentences:
         return FALLBACK_ANSWER
@@ -122,8 +148,8 @@ def offline_answer(sections: list[tuple[str, str]], extra_evidence: Sequence[str
     return " ".join(sentences[i] for i in sorted(chosen))
 
 
-def offline_select(sections: list[tuple[str, str]], candidates: list[tuple[str, str]]) -> str:
-    """``{"candidate_id": ...}`` for the candidate sharing most words with question and evidence."""
+def offline_select(sections: Sections, candidates: list[tuple[str, str]]) -> str:
+    """``{"candidate_id": ...}``: the candidate sharing most words with question and evidence."""
     question, evidence_texts = _question_and_evidence(sections)
     context = set(content_words(" ".join([question, *evidence_texts])))
     best_id, best_overlap = candidates[0][0], -1
@@ -134,22 +160,33 @@ def offline_select(sections: list[tuple[str, str]], candidates: list[tuple[str, 
     return json.dumps({"candidate_id": best_id})
 
 
-def offline_grade(sections: list[tuple[str, str]]) -> str:
+def offline_memory(sections: Sections, words: int = DEFAULT_MEMORY_WORDS) -> str:
+    """The record's sentences in order, up to the requested number of words."""
+    _, evidence_texts = _question_and_evidence(sections)
+    kept: list[str] = []
+    for sentence in (s for text in evidence_texts for s in _sentences(text)):
+        if kept and len(" ".join([*kept, sentence]).split()) > words:
+            break
+        kept.append(sentence)
+    return " ".join(" ".join(kept).split()[:words]) or FALLBACK_ANSWER
+
+
+def offline_grade(sections: Sections) -> str:
     """``{"score": 0..3, "rationale": "offline stand-in: shared words: ..."}``."""
     headings = [heading for heading, _ in sections]
     prediction_at = _find(headings, "PREDICT")
     reference_at = _find(headings, "ACTUAL", "REFERENCE")
     if prediction_at is None or reference_at is None:
-        return json.dumps(
-            {"score": 0, "rationale": f"{OFFLINE_LABEL}: predicted or reference answer not found"}
-        )
+        rationale = f"{OFFLINE_LABEL}: predicted or reference answer not found"
+        return json.dumps({"score": 0, "rationale": rationale})
     predicted = content_words(sections[prediction_at][1])
     reference = content_words(sections[reference_at][1])
-    shared = [word for word in reference if word in set(predicted)]
+    shared = sorted(set(reference).intersection(predicted))
     dice = 2 * len(shared) / (len(predicted) + len(reference)) if predicted and reference else 0.0
     score = next((grade for threshold, grade in GRADE_THRESHOLDS if dice >= threshold), 0)
-    named = ", ".join(sorted(shared)) if shared else "none"
-    rationale = f"{OFFLINE_LABEL}: shared words: {named} (overlap {dice:.2f})"
+    rationale = (
+        f"{OFFLINE_LABEL}: shared words: {', '.join(shared) or 'none'} (overlap {dice:.2f})"
+    )
     return json.dumps({"score": score, "rationale": rationale})
 
 
@@ -166,9 +203,8 @@ def _is_question_heading(heading: str) -> bool:
     return "QUESTION" in heading and "SCREENER" not in heading
 
 
-def _question_and_evidence(sections: list[tuple[str, str]]) -> tuple[str, list[str]]:
-    """The question being asked, and the texts that may be quoted back as the answer."""
-    not_evidence = ("DECISION", "CANDIDATES", "INSTRUCTION", "TASK")
+def _question_and_evidence(sections: Sections) -> tuple[str, list[str]]:
+    """The question being asked, and the blocks that may be quoted back as the answer."""
     question_at = None
     for index, (heading, _) in enumerate(sections):
         if _is_question_heading(heading):
@@ -176,11 +212,11 @@ def _question_and_evidence(sections: list[tuple[str, str]]) -> tuple[str, list[s
     evidence = [
         body
         for index, (heading, body) in enumerate(sections)
-        if index != question_at and not any(word in heading for word in not_evidence)
+        if index != question_at and not any(word in heading for word in _NOT_EVIDENCE)
     ]
     if question_at is not None:
         return sections[question_at][1], evidence
-    # No heading names the question: take the last line asking one, and quote the rest.
+    # No heading names the question: take the last line that asks one, and quote the rest.
     lines = [line.strip() for text in evidence for line in text.splitlines() if line.strip()]
     asked = [line for line in lines if line.endswith("?")]
     return (asked[-1] if asked else " ".join(lines)), evidence
@@ -189,12 +225,12 @@ def _question_and_evidence(sections: list[tuple[str, str]]) -> tuple[str, list[s
 def _sentences(text: str) -> list[str]:
     sentences = []
     for line in text.splitlines():
-        line = re.sub(r"^\s*(?:[-*•]\s+|\d+[.)]\s+)", "", line).strip()
+        line = _BULLET.sub("", line).strip()
         sentences.extend(part.strip() for part in _SENTENCE_END.split(line) if part.strip())
     return sentences
 
 
-def _candidates(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
+def _candidates(sections: Sections) -> list[tuple[str, str]]:
     """[(candidate_id, answer)] from the JSON array under a CANDIDATES heading, in display order."""
     at = _find([heading for heading, _ in sections], "CANDIDATES")
     if at is None:
