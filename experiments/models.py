@@ -242,7 +242,7 @@ class CohortTask(models.Model):
     """A task of a cohort; `position` follows the draw order of sessions, then targets."""
 
     cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="cohort_tasks")
-    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="cohort_entries")
     position = models.PositiveIntegerField()
 
     class Meta:

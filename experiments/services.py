@@ -208,12 +208,16 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def cohort_task_queryset(cohort: Cohort):
-    return (
-        Task.objects.filter(cohort_tasks__cohort=cohort)
-        .select_related("session__person", "session__study", "question_turn", "answer_turn")
-        .order_by("cohort_tasks__position")
+def cohort_tasks(cohort: Cohort) -> list[Task]:
+    """The cohort's tasks in cohort order, with what the task list needs joined in."""
+    entries = (
+        CohortTask.objects.filter(cohort=cohort)
+        .select_related(
+            "task__session__person", "task__session__study", "task__question_turn", "task__answer_turn"
+        )
+        .order_by("position")
     )
+    return [entry.task for entry in entries]
 
 
 class CohortError(ValueError):
@@ -243,7 +247,7 @@ def cohort_draw(
     if any(c.project_id != project.pk for c in exclude_cohorts):
         raise CohortError("excluded cohorts must belong to the same project")
     excluded_people = set(
-        Task.objects.filter(cohort_tasks__cohort__in=exclude_cohorts).values_list("session__person__label", flat=True)
+        Task.objects.filter(cohorts__in=exclude_cohorts).values_list("session__person__label", flat=True)
     )
     eligible = (
         Session.objects.filter(tasks__task_set=task_set)

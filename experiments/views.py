@@ -16,7 +16,7 @@ from experiments.models import Cohort, Membership, Session, Study, Task, Turn
 from experiments.services import (
     CohortError,
     cohort_draw,
-    cohort_task_queryset,
+    cohort_tasks,
     project_task_rule,
     sessions_import,
     tasks_derive,
@@ -238,5 +238,5 @@ def cohort_detail(request, slug, pk):
         "excluded": cohort.excluded_cohorts.all(),
     }
     if membership.can_read_text():
-        context["tasks"] = cohort_task_queryset(cohort)
+        context["tasks"] = cohort_tasks(cohort)
     return render(request, "experiments/cohort_detail.html", context)

@@ -1,0 +1,63 @@
+"""Shared fixtures: the cast of roles and small hand-built interviews."""
+import pytest
+from django.contrib.auth import get_user_model
+
+from experiments.interviews import ParsedSession, ParsedTurn
+from experiments.models import Membership, Project, Role
+from experiments.services import sessions_import
+
+ROLES = [Role.OWNER, Role.ANALYST, Role.RATER, Role.VIEWER]
+
+
+@pytest.fixture
+def project(db):
+    return Project.objects.create(slug="alpha", name="Alpha study")
+
+
+@pytest.fixture
+def cast(project):
+    """One user per role in `project`, plus an outsider who belongs to another project."""
+    User = get_user_model()
+    users = {}
+    for role in ROLES:
+        user = User.objects.create_user(username=f"{role}-user", password="pw-for-tests-only")
+        Membership.objects.create(project=project, user=user, role=role)
+        users[role.value] = user
+    other = Project.objects.create(slug="other", name="Other")
+    outsider = User.objects.create_user(username="outsider", password="pw-for-tests-only")
+    Membership.objects.create(project=other, user=outsider, role=Role.OWNER)
+    users["outsider"] = outsider
+    return users
+
+
+def qa_turns(n_pairs, *, answer="I would say it depends on the day really", question="Could you tell me more about that part?"):
+    """An interview of `n_pairs` substantive question/answer pairs."""
+    turns = []
+    for i in range(n_pairs):
+        turns.append(ParsedTurn("interviewer", f"{question} ({i})"))
+        turns.append(ParsedTurn("participant", f"{answer} number {i}."))
+    return tuple(turns)
+
+
+def parsed_session(session_id, turns, *, person=None, study="s1", screener=()):
+    return ParsedSession(
+        session_id=session_id,
+        person_id=person or f"p-{session_id}",
+        study_id=study,
+        language="en",
+        screener=tuple(screener),
+        turns=tuple(turns),
+        location="line 1",
+    )
+
+
+@pytest.fixture
+def imported(project):
+    """Two eligible sessions (paper rule) and one too short, in two studies."""
+    sessions = [
+        parsed_session("sess-a", qa_turns(12), study="s1", screener=[("Age?", "41"), ("Job?", "Composer")]),
+        parsed_session("sess-b", qa_turns(14), study="s2"),
+        parsed_session("sess-c", qa_turns(5), study="s2"),
+    ]
+    sessions_import(project=project, parsed=sessions, source_format="jsonl", source_file="hand.jsonl")
+    return project
