@@ -48,7 +48,7 @@ MAX_GRADE = 3
 
 # A per-person or per-task difference this close to zero counts as a tie.
 # Normalized differences are sums of multiples of 1/3, which floating point
-# cannot always cancel exactly (1/3 + 1/3 - 2/3 is 1e-16, not 0).
+# cannot always cancel exactly (1/3 - 1 + 2/3 is -1.1e-16, not 0).
 ZERO_TOLERANCE = 1e-12
 
 # I.1: the identity normalized difference = (1/3)·Σ ΔP≥k holds exactly for
