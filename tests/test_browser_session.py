@@ -1,0 +1,65 @@
+"""In Chromium: a newcomer logs in, opens a project and reads a transcript with its targets marked."""
+import os
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from experiments.interviews import read_interview_path
+from experiments.models import Membership, Project, Role
+from experiments.services import sessions_import
+from experiments.tasks import TaskRule
+from tests.test_import_sessions import GENAGENTS
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail("Chromium is missing: apt-get install -y chromium (bin/test and .ci/run do)")
+    # Playwright's sync API runs an event loop in this thread; the live server's
+    # database calls happen in another thread, so Django's async guard is moot here.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+        )
+        yield browser
+        browser.close()
+
+
+def test_an_analyst_logs_in_and_reads_a_transcript_with_targets_marked(live_server, browser, transactional_db, tmp_path):
+    project = Project.objects.create(slug="demo", name="Demo project")
+    sessions_import(
+        project=project,
+        parsed=read_interview_path(GENAGENTS),
+        source_format="genagents",
+        source_file="genagents-sample",
+        task_rule=TaskRule(),
+    )
+    user = get_user_model().objects.create_user("ana", password="a-long-test-password")
+    Membership.objects.create(project=project, user=user, role=Role.ANALYST)
+
+    page = browser.new_page()
+    page.goto(live_server.url + "/")
+    assert "/accounts/login/" in page.url
+    page.fill("#id_username", "ana")
+    page.fill("#id_password", "a-long-test-password")
+    page.click("button[type=submit]")
+    page.click("text=Demo project")
+    page.click("text=01fd7d2a-0357-4c1b-9f3e-8eade2d537ae")
+
+    assert page.locator("li.turn").count() == 227
+    assert page.locator("li.turn.target-q").count() == 5
+    assert page.locator("li.turn.reference").count() == 5
+    assert page.locator("#record-cut").is_visible()
+    # The targets are told apart from ordinary turns by colour, not only by a class name.
+    target_bg = page.locator("li.turn.target-q").first.evaluate("e => getComputedStyle(e).backgroundColor")
+    plain_bg = page.locator("li.turn.interviewer:not(.target-q)").first.evaluate("e => getComputedStyle(e).backgroundColor")
+    assert target_bg != plain_bg
+    assert page.locator("dl.screener dd").first.inner_text() == "Joon"
+    page.screenshot(path=str(tmp_path / "session.png"), full_page=False)
