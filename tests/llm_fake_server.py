@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socketserver
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -75,6 +76,12 @@ class FakeLLMServer(ThreadingHTTPServer):
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
         self.stopping = threading.Event()
+
+    def server_bind(self):
+        # HTTPServer.server_bind resolves its own host name (socket.getfqdn), a DNS lookup that
+        # can cost 100 ms per server; nothing here needs it.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
 
     @property
     def base_url(self) -> str:
