@@ -83,7 +83,8 @@ class ModelConfig:
     """
 
     provider: str  # "openai" (any Chat Completions server), "gemini" (native) or "offline"
-    base_url: str  # e.g. "https://api.openai.com/v1", "https://generativelanguage.googleapis.com/v1beta"
+    # e.g. "https://api.openai.com/v1", "https://generativelanguage.googleapis.com/v1beta"
+    base_url: str
     model: str
     expected_model_version: str | None = None  # the returned identifier must match (App. B.3)
     api_key_env: str | None = None  # None: send no credentials (local servers)
@@ -305,7 +306,7 @@ def _send_http(config: ModelConfig, prepared: PreparedRequest, client: httpx.Cli
             response_headers = response.headers
             body = response.read()
     except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-        message = _redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, api_key)
+        message = _redact(_describe(exc), api_key)
         if status is None:
             return Outcome(OutcomeKind.TRANSIENT, error=f"no response: {message}")
         # The status line arrived but the body broke off: the service answered, so this is not
@@ -313,11 +314,13 @@ def _send_http(config: ModelConfig, prepared: PreparedRequest, client: httpx.Cli
         return Outcome(
             OutcomeKind.UNUSABLE, http_status=status, error=f"response interrupted: {message}"
         )
-    except httpx.HTTPError as exc:
-        message = _redact(f"{type(exc).__name__}: {exc}", api_key)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        message = _redact(_describe(exc), api_key)
         if status is None:  # bad URL, unsupported scheme, proxy errors: configuration
             return Outcome(OutcomeKind.FATAL, error=message)
-        return Outcome(OutcomeKind.UNUSABLE, http_status=status, error=f"undecodable response: {message}")
+        return Outcome(
+            OutcomeKind.UNUSABLE, http_status=status, error=f"undecodable response: {message}"
+        )
     raw_body = _redact(body.decode("utf-8", errors="replace"), api_key)
     return _classify(config, status, response_headers, raw_body)
 
@@ -415,7 +418,8 @@ def _parse_content(config: ModelConfig, status: int, payload: dict, raw_body: st
         )
     expected = config.expected_model_version
     if expected is not None and fields["model_version"] != expected:
-        problems.append(f"unexpected model version {fields['model_version']!r} (expected {expected!r})")
+        returned = fields["model_version"]
+        problems.append(f"unexpected model version {returned!r} (expected {expected!r})")
     kind = OutcomeKind.UNUSABLE if problems else OutcomeKind.OK
     return Outcome(kind, http_status=status, error="; ".join(problems), raw_body=raw_body, **fields)
 
@@ -543,6 +547,10 @@ def _number(value: str | None) -> float | None:
 
 def _count(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _describe(exc: Exception) -> str:
+    return _short(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
 
 
 def _redact(text: str, secret: str) -> str:

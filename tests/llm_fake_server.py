@@ -62,6 +62,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # wait before answering (longer than the client timeout: a timeout)
     drop: bool = False  # close the connection without sending any response
+    cut_body: bool = False  # send the status line and headers, then only half the body
 
 
 class FakeLLMServer(ThreadingHTTPServer):
@@ -136,12 +137,18 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, bytes):
             body = json.dumps(body).encode() if body is not None else b""
         with contextlib.suppress(OSError):  # the client may have timed out and gone
-            self._write(reply.status, body, reply.headers)
+            if reply.cut_body:
+                self.close_connection = True
+                self._write(reply.status, body[: len(body) // 2], reply.headers, len(body))
+            else:
+                self._write(reply.status, body, reply.headers)
 
-    def _write(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+    def _write(self, status: int, body: bytes, headers: dict[str, str],
+               content_length: int | None = None) -> None:
         self.send_response(status)
         self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
+        self.send_header("content-length", str(len(body) if content_length is None
+                                               else content_length))
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
@@ -273,7 +280,8 @@ def gemini_quota_exhausted(quota_id: str, retry_delay: str | None = "30s") -> di
             }],
         },
         {"@type": "type.googleapis.com/google.rpc.Help",
-         "links": [{"description": "Learn more", "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+         "links": [{"description": "Learn more",
+                    "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
     ]
     if retry_delay is not None:
         details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo",

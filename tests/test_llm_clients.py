@@ -164,7 +164,10 @@ def test_gemini_answer_and_request_use_the_native_format(fake_llm, client):
     assert request.json == {
         "systemInstruction": {"parts": [{"text": "SYS"}]},
         "contents": [{"role": "user", "parts": [{"text": "USER"}]}],
-        "generationConfig": {"maxOutputTokens": 1600, "thinkingConfig": {"thinkingLevel": "minimal"}},
+        "generationConfig": {
+            "maxOutputTokens": 1600,
+            "thinkingConfig": {"thinkingLevel": "minimal"},
+        },
     }
 
 
@@ -343,6 +346,16 @@ def test_a_connection_dropped_without_response_is_transient(fake_llm, client):
     assert len(fake_llm.requests) == 1
 
 
+def test_a_body_cut_off_after_the_status_line_is_received_not_response_free(fake_llm, client):
+    # The service answered (a status line arrived), so the paper's response-free retry does not
+    # apply: the attempt is recorded as it is.
+    fake_llm.script(Reply(200, openai_completion("A long answer that breaks off."), cut_body=True))
+    outcome = attempt(openai_config(fake_llm), client)
+    assert outcome.kind == OutcomeKind.UNUSABLE and outcome.http_status == 200
+    assert "response interrupted" in outcome.error
+    assert_no_retry(outcome)
+
+
 def test_nothing_listening_is_a_transient_connect_error(client):
     with running_fake_llm() as server:
         config = openai_config(server)
@@ -389,9 +402,13 @@ def test_gemini_per_day_resource_exhausted_is_quota(fake_llm, client):
 
 
 def test_gemini_per_day_limit_named_in_error_info_is_quota(fake_llm, client):
-    error_info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "RATE_LIMIT_EXCEEDED",
-                  "metadata": {"quota_limit": "Gemini25ProRequestsPerDay"}}
-    fake_llm.script(Reply(429, gemini_error(429, "RESOURCE_EXHAUSTED", "Quota exceeded", [error_info])))
+    error_info = {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": "RATE_LIMIT_EXCEEDED",
+        "metadata": {"quota_limit": "Gemini25ProRequestsPerDay"},
+    }
+    body = gemini_error(429, "RESOURCE_EXHAUSTED", "Quota exceeded", [error_info])
+    fake_llm.script(Reply(429, body))
     assert attempt(gemini_config(fake_llm), client).kind == OutcomeKind.QUOTA
 
 
@@ -446,6 +463,11 @@ def test_other_http_errors_are_fatal(fake_llm, client, status):
     fake_llm.script(Reply(status, gemini_error(status, "INVALID_ARGUMENT", "bad request")))
     outcome = attempt(gemini_config(fake_llm), client)
     assert outcome.kind == OutcomeKind.FATAL and outcome.error == f"HTTP {status}: bad request"
+
+
+def test_an_unusable_base_url_is_fatal(client):
+    outcome = attempt(ModelConfig("openai", "ftp://127.0.0.1:1/v1", "m"), client)
+    assert outcome.kind == OutcomeKind.FATAL and "UnsupportedProtocol" in outcome.error
 
 
 def test_a_missing_key_variable_is_fatal_and_sends_nothing(fake_llm, client, monkeypatch):
@@ -597,13 +619,16 @@ def test_offline_grades_run_from_zero_to_three_and_name_the_shared_words():
     reference = "I cook ramen on Sundays with my kids at home."
     assert grade(reference, reference)["score"] == 3
     assert grade(reference, "Ramen, usually on Sundays.")["score"] == 3
-    assert grade(reference, "I make ramen sometimes, after football practice and homework.")["score"] == 1
+    loose = grade(reference, "I make ramen sometimes, after football practice and homework.")
+    assert loose["score"] == 1
     nothing = grade(reference, "I prefer cycling to the office.")
-    assert nothing["score"] == 0 and nothing["rationale"].endswith("shared words: none (overlap 0.00)")
+    assert nothing["score"] == 0
+    assert nothing["rationale"].endswith("shared words: none (overlap 0.00)")
     partial = grade(reference, "Ramen with the kids, on busy weekdays after school runs.")
     assert partial["score"] in (1, 2)
     assert partial["rationale"].startswith(f"{OFFLINE_LABEL}: shared words: kids, ramen")
-    assert set(grade(reference, "")) == {"score", "rationale"} and grade(reference, "")["score"] == 0
+    empty = grade(reference, "")
+    assert set(empty) == {"score", "rationale"} and empty["score"] == 0
 
 
 def test_offline_selection_returns_a_candidate_id():

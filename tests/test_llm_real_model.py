@@ -60,20 +60,24 @@ def test_a_real_model_answers_as_a_participant(client):
     )
     outcome = send(config, build_request(config, system, user), client=client)
     assert_received(outcome)
-    print(f"\nanswer ({outcome.kind}, {outcome.elapsed_s:.2f} s, {outcome.usage}): {outcome.text!r}")
+    print(f"\nanswer ({outcome.kind}, {outcome.elapsed_s:.2f} s, {outcome.usage}):", outcome.text)
 
 
 def test_a_real_model_grades_like_a_judge(client):
     config = real_config(max_output_tokens=120)
-    system = "You are grading whether a PREDICTED answer matches the ACTUAL one. Output valid JSON only."
+    system = (
+        "You are grading whether a PREDICTED answer matches the ACTUAL one. "
+        "Output valid JSON only."
+    )
     user = (
         "[QUESTION]\nHow do you get to work?\n\n[ACTUAL ANSWER]\nI cycle every morning.\n\n"
-        '[PREDICTED ANSWER]\nBy bike.\n\nReturn only a JSON object {"score": <0-3>, "rationale": "..."}.'
+        "[PREDICTED ANSWER]\nBy bike.\n\n"
+        'Return only a JSON object {"score": <0-3>, "rationale": "..."}.'
     )
     outcome = send(config, build_request(config, system, user), client=client)
     assert_received(outcome)
     try:
         parsed = json.loads(outcome.text)
     except ValueError:
-        parsed = None  # a tiny model may not manage JSON; the judge parser records that as missing
+        parsed = None  # a tiny model may not manage JSON: the judge parser records a missing grade
     print(f"\njudge ({outcome.kind}, {outcome.elapsed_s:.2f} s): {outcome.text!r} -> {parsed!r}")
