@@ -5,7 +5,8 @@ Each view starts with `membership_for`, which is the whole access check.
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -64,8 +65,9 @@ def project_detail(request, slug):
             Session.objects.filter(project=project)
             .select_related("study", "person")
             .annotate(
-                turn_count=Count("turns", distinct=True),
-                task_count=Count("tasks", filter=Q(tasks__task_set=task_set), distinct=True),
+                # Correlated counts: joining turns and tasks at once would multiply rows.
+                turn_count=_count_per_session(Turn.objects.all()),
+                task_count=_count_per_session(Task.objects.filter(task_set=task_set)),
             )
             .order_by("external_id")
         )
@@ -74,6 +76,11 @@ def project_detail(request, slug):
     if membership.is_owner():
         context["rule_form"] = TaskRuleForm(initial=_rule_initial(project_task_rule(project)))
     return render(request, "experiments/project_detail.html", context)
+
+
+def _count_per_session(queryset):
+    counts = queryset.filter(session=OuterRef("pk")).order_by().values("session").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counts), 0)
 
 
 def _rule_initial(rule: TaskRule):
