@@ -13,8 +13,9 @@ journal decides what happens next:
   recovery allowance, after a 30 s cooldown or the server's own retry delay.
 
 Output text follows App. B.3: for Gemini the concatenation of the non-thought text parts of a
-single complete STOP candidate, surrounding whitespace stripped; hidden reasoning is never used
-as an answer. Token counts the service does not report stay ``None`` (unknown, not zero; App. B.3
+single complete STOP candidate, surrounding whitespace stripped; for Chat Completions the single
+choice's message content, stripped the same way. Hidden reasoning (thought parts, a server's
+reasoning_content) is never used as an answer. Token counts the service does not report stay ``None`` (unknown, not zero; App. B.3
 Table 14).
 
 API keys are read from the environment variable named in the config at send time; they are never
@@ -368,7 +369,7 @@ def _classify(config: ModelConfig, status: int, headers: httpx.Headers, raw_body
 
     if status == 402 or _is_quota_exhausted(config, error, raw_body):
         return outcome(OutcomeKind.QUOTA)
-    if status == 429 and message.lower().startswith("request too large"):
+    if status == 429 and "request too large" in message.lower():
         # OpenAI's per-request token limit: the identical request can never succeed.
         return outcome(OutcomeKind.FATAL)
     if status in RETRYABLE_STATUSES:
