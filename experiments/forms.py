@@ -15,9 +15,10 @@ class MultipleFileField(forms.FileField):
 
     def clean(self, data, initial=None):
         single = super().clean
-        if isinstance(data, (list, tuple)):
+        if isinstance(data, (list, tuple)) and data:
             return [single(item, initial) for item in data]
-        return [single(data, initial)]
+        # No file at all: the single-file clean raises "This field is required".
+        return [single(data or None, initial)]
 
 
 class ImportForm(forms.Form):
