@@ -14,7 +14,9 @@ App. G.1 "Budget sweep"):
   the query.
 
 Every length is in characters (`len` of a Python str), as |.| in the paper. Sums use
-Python's built-in `sum`, so scores and ties are exact and reproducible.
+Python's built-in `sum`, so scores and ties are exact and reproducible. (On Python 3.12 and
+later, `sum` of floats is compensated, which can change the last bit of a score and so
+the order of near-ties; this project runs on 3.11.)
 
 The other evidence of DESIGN §6: the whole record, the current dialogue (both speakers,
 tail-capped at 16,000 characters), the screener block (capped at 4,000), and the two
@@ -134,15 +136,16 @@ def bm25_scores(segment_tokens: Sequence[Sequence[str]], query_tokens: Sequence[
         for v in set(query_tokens)
     }
 
-    def term(v: str, tf: int, length_ratio: float) -> float:
-        if tf == 0:
-            return 0.0
-        return idf[v] * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length_ratio))
-
     scores = []
     for count, length in zip(counts, lengths):
         length_ratio = length / average if average > 0 else 0.0
-        scores.append(sum(term(v, count[v], length_ratio) for v in query_tokens))
+        length_norm = BM25_K1 * (1 - BM25_B + BM25_B * length_ratio)
+        # A query token absent from the segment has the term 0.0, and adding 0.0 changes no
+        # bit of a sum of positive terms, so those are left out (for speed only).
+        scores.append(sum(
+            (idf[v] * count[v] * (BM25_K1 + 1) / (count[v] + length_norm) for v in query_tokens if v in count),
+            0.0,
+        ))
     return scores
 
 

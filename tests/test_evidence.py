@@ -162,7 +162,7 @@ def test_bm25_averages_length_over_segments_without_tokens_too():
 def test_bm25_with_no_tokens_anywhere_scores_zero_without_dividing_by_zero():
     assert bm25_scores([[], []], ["cats"]) == [0.0, 0.0]
     assert bm25_scores([], ["cats"]) == []
-    assert bm25_scores([["cats"]], []) == [0]
+    assert bm25_scores([["cats"]], []) == [0.0]
 
 
 def test_bm25_scores_identical_segments_exactly_equal():
