@@ -32,7 +32,10 @@ def browser():
         browser.close()
 
 
-def test_an_analyst_logs_in_and_reads_a_transcript_with_targets_marked(live_server, browser, transactional_db, tmp_path):
+@pytest.fixture
+def analyst_with_a_transcript(transactional_db):
+    """Data set up before Playwright starts its event loop: ORM calls made while that
+    loop runs would open a connection in another async context, never closed."""
     project = Project.objects.create(slug="demo", name="Demo project")
     sessions_import(
         project=project,
@@ -43,7 +46,12 @@ def test_an_analyst_logs_in_and_reads_a_transcript_with_targets_marked(live_serv
     )
     user = get_user_model().objects.create_user("ana", password="a-long-test-password")
     Membership.objects.create(project=project, user=user, role=Role.ANALYST)
+    return user
 
+
+def test_an_analyst_logs_in_and_reads_a_transcript_with_targets_marked(
+    analyst_with_a_transcript, live_server, browser, tmp_path
+):
     page = browser.new_page()
     page.goto(live_server.url + "/")
     assert "/accounts/login/" in page.url
@@ -63,3 +71,4 @@ def test_an_analyst_logs_in_and_reads_a_transcript_with_targets_marked(live_serv
     assert target_bg != plain_bg
     assert page.locator("dl.screener dd").first.inner_text() == "Joon"
     page.screenshot(path=str(tmp_path / "session.png"), full_page=False)
+
