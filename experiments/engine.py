@@ -1,0 +1,754 @@
+"""Running a sealed protocol: phases, slots and the request journal (paper App. B.1–B.3).
+
+The run advances phase by phase — memories → base generation → decisions → judging →
+analysis. `run_drive` plans a phase's slots (each a logical request with a stable key),
+hands out those not yet handed out, and moves on once every slot of the phase is
+terminal. `slot_execute` makes the attempts of one slot under the journal's rules:
+
+- an attempt is reserved (a committed ModelCall row) before any byte is sent;
+- only a transient outcome is retried, with the identical request, within the slot's and
+  the phase's recovery allowances (`experiments.llm.decide_retry`);
+- quota exhaustion opens the run's circuit and holds the slot; a non-transient error stops
+  the run; both wait for an owner's amendment;
+- a reservation whose lease ran out without an outcome is *unknown* and never re-sent
+  automatically.
+
+Whoever calls these — an RQ job (`experiments.jobs`) or the inline driver — only moves ids.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, fields
+from datetime import timedelta
+
+import httpx
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from experiments import llm
+from experiments.assembly import TaskInput, assemble, assemble_judge, assemble_memory_request
+from experiments.conditions import FUSION, SELECTION, get_condition, memory_key
+from experiments.evidence import TurnText
+from experiments.models import Amendment, Grade, Memory, ModelCall, Prediction, Run, Slot, Task
+from experiments.models.runs import PHASE_ORDER, Phase
+from experiments.parsers import candidate_display_order, parse_judge, parse_selection
+from experiments.services import cohort_tasks
+
+DEFAULT_RETRY = {"max_recoveries_per_slot": 2, "cooldown_s": 30.0, "phase_allowance": 256}
+DEFAULT_CONCURRENCY = 4
+# A reservation outlives its request by this much before it counts as unknown.
+LEASE_GRACE_S = 10.0
+FINAL = "final"
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class RunError(Exception):
+    """A run cannot do what was asked; the message says why, for the page or the shell."""
+
+
+# --- configuration --------------------------------------------------------------------------
+
+_CONFIG_FIELDS = {f.name for f in fields(llm.ModelConfig)}
+
+
+def model_config(data: dict) -> llm.ModelConfig:
+    unknown = set(data) - _CONFIG_FIELDS
+    if unknown:
+        raise RunError(f"unknown model settings: {', '.join(sorted(unknown))}")
+    try:
+        return llm.ModelConfig(**data)
+    except (TypeError, ValueError) as exc:
+        raise RunError(f"model settings: {exc}") from None
+
+
+def role_config(run: Run, role: str) -> llm.ModelConfig:
+    protocol = run.protocol
+    return model_config(protocol.judge if role == Slot.Role.JUDGE else protocol.generator)
+
+
+def retry_settings(run: Run) -> dict:
+    return {**DEFAULT_RETRY, **run.protocol.retry_policy}
+
+
+def effective_concurrency(run: Run, provider: str) -> int:
+    """The protocol's cap, as changed by the latest concurrency amendment."""
+    caps = dict(run.protocol.concurrency)
+    for amendment in run.amendments.filter(kind=Amendment.Kind.CONCURRENCY).order_by("created_at", "pk"):
+        caps.update(amendment.payload.get("concurrency", {}))
+    return int(caps.get(provider, DEFAULT_CONCURRENCY))
+
+
+def limiter_name(config: llm.ModelConfig) -> str:
+    """The cap is shared by every run that talks to the same service."""
+    return f"{config.provider}:{config.base_url}"
+
+
+# --- task inputs ------------------------------------------------------------------------------
+
+def task_inputs(tasks: list[Task]) -> dict[int, TaskInput]:
+    """TaskInput per task id, loading each session's turns and screener once."""
+    session_ids = {t.session_id for t in tasks}
+    from experiments.models import ScreenerItem, Turn
+
+    turns: dict[int, list[TurnText]] = {}
+    for session_id, index, speaker, text in (
+        Turn.objects.filter(session_id__in=session_ids).order_by("session_id", "index")
+        .values_list("session_id", "index", "speaker", "text")
+    ):
+        turns.setdefault(session_id, []).append(TurnText(index, speaker, text))
+    screeners: dict[int, list[tuple[str, str]]] = {}
+    for session_id, question, answer in (
+        ScreenerItem.objects.filter(session_id__in=session_ids).order_by("session_id", "index")
+        .values_list("session_id", "question", "answer")
+    ):
+        screeners.setdefault(session_id, []).append((question, answer))
+    return {
+        task.pk: TaskInput(
+            question=task.question_turn.text,
+            turns=tuple(turns.get(task.session_id, ())),
+            cut=task.cut,
+            record_cut=task.record_cut,
+            screener=tuple(screeners.get(task.session_id, ())),
+        )
+        for task in tasks
+    }
+
+
+# --- planning ---------------------------------------------------------------------------------
+
+def _new_slot(run, phase, key, role, assembled, *, task=None, session_id=None) -> Slot:
+    return Slot(
+        run=run,
+        phase=phase,
+        key=key,
+        role=role,
+        task=task,
+        session_id=session_id,
+        system=assembled.system,
+        user=assembled.user,
+        request_sha256=sha256_text(assembled.system + "\x00" + assembled.user),
+        prompt_refs=[[ref.name, ref.sha256] for ref in assembled.prompt_refs],
+    )
+
+
+def _conditions(run: Run):
+    return [get_condition(key) for key in run.protocol.conditions]
+
+
+def plan_memories(run: Run) -> None:
+    specs = sorted({(c.memory_kind, c.memory_words) for c in _conditions(run) if c.needs_memory})
+    tasks = cohort_tasks(run.protocol.cohort)
+    first_task_of_session = {}
+    for task in tasks:
+        first_task_of_session.setdefault(task.session_id, task)
+    inputs = task_inputs(list(first_task_of_session.values()))
+    slots = []
+    for session_id, task in first_task_of_session.items():
+        for kind, words in specs:
+            assembled = assemble_memory_request(kind, words, inputs[task.pk])
+            slots.append(_new_slot(run, Phase.MEMORIES, f"memory|{session_id}|{kind}|{words}",
+                                   Slot.Role.GENERATOR, assembled, session_id=session_id))
+    Slot.objects.bulk_create(slots, ignore_conflicts=True)
+
+
+def _labels(condition) -> list[str]:
+    return [FINAL] if condition.candidates == 1 else [f"b{i}" for i in range(condition.candidates)]
+
+
+def plan_generation(run: Run) -> None:
+    """Base calls of every condition; byte-identical messages within a task share a slot (G.1)."""
+    tasks = cohort_tasks(run.protocol.cohort)
+    inputs = task_inputs(tasks)
+    memories = {
+        (m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)
+    }
+    slots: dict[str, Slot] = {}
+    predictions = []
+    for task in tasks:
+        for condition in _conditions(run):
+            memory = None
+            if condition.needs_memory:
+                memory = memories.get((task.session_id, condition.memory_kind, condition.memory_words))
+                if memory is None:
+                    predictions += [
+                        Prediction(run=run, task=task, condition=condition.key, label=label,
+                                   status=Prediction.Status.MISSING)
+                        for label in _labels(condition)
+                    ]
+                    continue
+            assembled = assemble(condition, inputs[task.pk], memory=memory)
+            messages_sha = sha256_text(assembled.system + "\x00" + assembled.user)
+            for index, label in enumerate(_labels(condition)):
+                key = f"gen|{task.pk}|{messages_sha[:32]}|{index}"
+                slot = slots.setdefault(key, _new_slot(run, Phase.GENERATION, key, Slot.Role.GENERATOR,
+                                                       assembled, task=task))
+                predictions.append(
+                    Prediction(run=run, task=task, condition=condition.key, label=label, slot=slot,
+                               evidence=assembled.evidence, evidence_chars=assembled.evidence_chars,
+                               budget=assembled.budget)
+                )
+    with transaction.atomic():
+        Slot.objects.bulk_create(list(slots.values()), ignore_conflicts=True)
+        by_key = dict(Slot.objects.filter(run=run, phase=Phase.GENERATION).values_list("key", "pk"))
+        for prediction in predictions:
+            if prediction.slot is not None:
+                prediction.slot_id = by_key[prediction.slot.key]
+        Prediction.objects.bulk_create(predictions, ignore_conflicts=True)
+
+
+def candidate_pool_key(task: Task, condition) -> str:
+    """Fusion and selection of the same memory show their pool in the same order (B.2)."""
+    return f"task {task.pk}|{memory_key(condition.memory_kind, condition.memory_words)}"
+
+
+def plan_decisions(run: Run) -> None:
+    deciding = [c for c in _conditions(run) if c.workflow in (FUSION, SELECTION)]
+    if not deciding:
+        return
+    tasks = cohort_tasks(run.protocol.cohort)
+    inputs = task_inputs(tasks)
+    memories = {(m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)}
+    candidates = {
+        (p.task_id, p.condition, p.label): p
+        for p in Prediction.objects.filter(run=run, condition__in=[c.key for c in deciding])
+    }
+    slots, predictions = [], []
+    for task in tasks:
+        for condition in deciding:
+            pool = [candidates.get((task.pk, condition.key, label)) for label in _labels(condition)]
+            usable = {Prediction.Status.OK, Prediction.Status.EMPTY}
+            if any(p is None or p.status not in usable for p in pool):
+                # A missing candidate blocks the decision: missing, never a smaller pool (B.2).
+                predictions.append(Prediction(run=run, task=task, condition=condition.key, label=FINAL,
+                                              status=Prediction.Status.MISSING))
+                continue
+            ordered = candidate_display_order(candidate_pool_key(task, condition),
+                                              [(p.label, p.text) for p in pool])
+            memory = memories[(task.session_id, condition.memory_kind, condition.memory_words)]
+            assembled = assemble(condition, inputs[task.pk], memory=memory,
+                                 candidates=[text for _, text in ordered])
+            slot = _new_slot(run, Phase.DECISIONS, f"decision|{task.pk}|{condition.key}",
+                             Slot.Role.GENERATOR, assembled, task=task)
+            slots.append(slot)
+            predictions.append(Prediction(run=run, task=task, condition=condition.key, label=FINAL, slot=slot,
+                                          evidence=assembled.evidence, evidence_chars=assembled.evidence_chars,
+                                          budget=assembled.budget))
+    with transaction.atomic():
+        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        by_key = dict(Slot.objects.filter(run=run, phase=Phase.DECISIONS).values_list("key", "pk"))
+        for prediction in predictions:
+            if prediction.slot is not None:
+                prediction.slot_id = by_key[prediction.slot.key]
+        Prediction.objects.bulk_create(predictions, ignore_conflicts=True)
+
+
+def plan_judging(run: Run) -> None:
+    """One judge call per distinct answer text within a task (B.2); selection inherits its
+    candidate's grade and an empty answer is an operational zero, so neither adds a call."""
+    answers = (
+        Prediction.objects.filter(run=run, status__in=[Prediction.Status.OK, Prediction.Status.EMPTY])
+        .select_related("task__question_turn", "task__answer_turn")
+        .order_by("task_id", "pk")
+    )
+    slots, grades, seen = [], [], set()
+    for prediction in answers:
+        key = (prediction.task_id, prediction.answer_sha256)
+        if key in seen:
+            continue
+        seen.add(key)
+        if prediction.status == Prediction.Status.EMPTY:
+            grades.append(Grade(run=run, task=prediction.task, answer_sha256=prediction.answer_sha256,
+                                status=Grade.Status.OPERATIONAL_ZERO, score=0))
+            continue
+        assembled = assemble_judge(prediction.task.question_turn.text, prediction.task.answer_turn.text,
+                                   prediction.text)
+        slots.append(_new_slot(run, Phase.JUDGING, f"judge|{prediction.task_id}|{prediction.answer_sha256}",
+                               Slot.Role.JUDGE, assembled, task=prediction.task))
+    with transaction.atomic():
+        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        Grade.objects.bulk_create(grades, ignore_conflicts=True)
+
+
+PLANNERS = {
+    Phase.MEMORIES: plan_memories,
+    Phase.GENERATION: plan_generation,
+    Phase.DECISIONS: plan_decisions,
+    Phase.JUDGING: plan_judging,
+}
+
+
+# --- outcomes into results --------------------------------------------------------------------
+
+def _apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
+    """Turn a slot's terminal outcome into memories, predictions or grades."""
+    text = outcome_text if usable else None
+    if slot.phase == Phase.MEMORIES:
+        _, session_id, kind, words = slot.key.split("|")
+        Memory.objects.update_or_create(
+            run=slot.run, session_id=int(session_id), kind=kind, words=int(words),
+            defaults={"text": text or None, "slot": slot},
+        )
+    elif slot.phase == Phase.GENERATION:
+        _set_answer(Prediction.objects.filter(slot=slot), text)
+    elif slot.phase == Phase.DECISIONS:
+        prediction = Prediction.objects.get(slot=slot)
+        condition = get_condition(prediction.condition)
+        if condition.workflow == FUSION or text is None:
+            _set_answer(Prediction.objects.filter(pk=prediction.pk), text)
+        else:
+            _apply_selection(prediction, condition, text)
+    elif slot.phase == Phase.JUDGING:
+        _, task_id, answer_sha = slot.key.split("|")
+        parsed = parse_judge(text) if text is not None else None
+        Grade.objects.update_or_create(
+            run=slot.run, task_id=int(task_id), answer_sha256=answer_sha,
+            defaults={
+                "status": Grade.Status.OK if parsed and parsed.score is not None else Grade.Status.MISSING,
+                "score": parsed.score if parsed else None,
+                "rationale": (parsed.rationale or "") if parsed else "",
+                "parse_error": (parsed.error or "") if parsed else "no usable judge response",
+                "slot": slot,
+            },
+        )
+
+
+def _set_answer(predictions, text: str | None) -> None:
+    if text is None:
+        predictions.update(status=Prediction.Status.MISSING, text=None, answer_sha256="")
+    else:
+        status = Prediction.Status.OK if text else Prediction.Status.EMPTY
+        predictions.update(status=status, text=text, answer_sha256=sha256_text(text))
+
+
+def _apply_selection(prediction: Prediction, condition, response: str) -> None:
+    """A valid id copies the whole selected answer; anything else is an operational zero."""
+    selection = parse_selection(response)
+    if not selection.usable:
+        prediction.status = Prediction.Status.INVALID_SELECTION
+        prediction.text = None
+        prediction.answer_sha256 = ""
+        prediction.save(update_fields=["status", "text", "answer_sha256"])
+        return
+    pool = {
+        p.label: p
+        for p in Prediction.objects.filter(run=prediction.run, task=prediction.task, condition=condition.key,
+                                           label__in=_labels(condition))
+    }
+    ordered = candidate_display_order(candidate_pool_key(prediction.task, condition),
+                                      [(label, pool[label].text) for label in _labels(condition)])
+    chosen_label = ordered[int(selection.candidate_id[1:]) - 1][0]
+    chosen = pool[chosen_label]
+    prediction.status = chosen.status
+    prediction.text = chosen.text
+    prediction.answer_sha256 = chosen.answer_sha256
+    prediction.chosen_label = chosen_label
+    prediction.save(update_fields=["status", "text", "answer_sha256", "chosen_label"])
+
+
+# --- one slot --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Reservation:
+    call_id: int
+    basis: str
+    recoveries: int
+
+
+def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):
+    """Commit the attempt row before anything is sent; None when the slot must not be sent."""
+    with transaction.atomic():
+        slot = Slot.objects.select_for_update().select_related("run").get(pk=slot_id)
+        run = Run.objects.select_for_update().get(pk=slot.run_id)
+        if not run.may_send() or run.phase != slot.phase:
+            return None
+        calls = ModelCall.objects.filter(slot=slot)
+        used = dict(calls.values_list("basis").annotate(n=Count("pk")))
+        if basis == ModelCall.Basis.RECOVERY:
+            if slot.status != Slot.Status.IN_FLIGHT:
+                return None
+            policy = retry_settings(run)
+            phase_recoveries = ModelCall.objects.filter(
+                slot__run=run, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
+            ).count()
+            if phase_recoveries >= policy["phase_allowance"]:
+                slot.status = Slot.Status.FAILED
+                slot.status_note = "the phase's recovery allowance is used up"
+                slot.save(update_fields=["status", "status_note", "updated_at"])
+                return None
+        elif slot.status != Slot.Status.PENDING:
+            return None  # terminal, in flight elsewhere, or held: never re-sent here
+        elif calls.exists():
+            # A pending slot with earlier attempts was released by an amendment.
+            if used.get(ModelCall.Basis.AMENDMENT, 0) >= slot.amended_attempts:
+                return None
+            basis = ModelCall.Basis.AMENDMENT
+            justification = justification or "allowed by the owner's amendment"
+        now = timezone.now()
+        try:
+            call = ModelCall.objects.create(
+                slot=slot, attempt=calls.count() + 1, basis=basis, justification=justification,
+                worker=worker[:200], reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
+            )
+        except IntegrityError:
+            return None  # another worker reserved this attempt first
+        slot.status = Slot.Status.IN_FLIGHT
+        slot.save(update_fields=["status", "updated_at"])
+        return _Reservation(call.pk, basis, used.get(ModelCall.Basis.RECOVERY, 0))
+
+
+def _record(call_id: int, outcome: llm.Outcome, config: llm.ModelConfig, decision: llm.Decision) -> None:
+    usage = outcome.usage
+    with transaction.atomic():
+        call = ModelCall.objects.select_for_update().select_related("slot__run").get(pk=call_id)
+        slot = call.slot
+        call.finished_at = timezone.now()
+        call.outcome = outcome.kind.value
+        call.http_status = outcome.http_status
+        call.response_id = (outcome.response_id or "")[:200]
+        call.model_version = (outcome.model_version or "")[:200]
+        call.finish_reason = (outcome.finish_reason or "")[:64]
+        call.text = outcome.text
+        call.input_tokens = usage.input_tokens
+        call.output_tokens = usage.output_tokens
+        call.reasoning_tokens = usage.reasoning_tokens
+        call.total_tokens = usage.total_tokens
+        call.elapsed_s = outcome.elapsed_s
+        call.error = outcome.error
+        call.raw_body = outcome.raw_body
+        call.save()
+        run = Run.objects.select_for_update().get(pk=slot.run_id)
+        kind = outcome.kind
+        if kind == llm.OutcomeKind.OK:
+            slot.status, slot.status_note = Slot.Status.OK, ""
+            _apply_result(slot, outcome.text, usable=True)
+        elif kind == llm.OutcomeKind.UNUSABLE:
+            slot.status, slot.status_note = Slot.Status.UNUSABLE, outcome.error
+            _apply_result(slot, outcome.text, usable=False)
+        elif kind == llm.OutcomeKind.QUOTA:
+            slot.status, slot.status_note = Slot.Status.HELD, f"quota exhausted: {outcome.error}"
+            run.circuit_open = True
+            run.status = Run.Status.PAUSED
+            run.status_reason = f"Quota exhausted (slot {slot.key}): {outcome.error}. Nothing is sent until an owner resumes."
+            run.save(update_fields=["circuit_open", "status", "status_reason"])
+        elif kind == llm.OutcomeKind.FATAL:
+            slot.status, slot.status_note = Slot.Status.HELD, f"stopped: {outcome.error}"
+            run.status = Run.Status.STOPPED
+            run.status_reason = f"Stopped by a non-transient error on slot {slot.key}: {outcome.error}"
+            run.save(update_fields=["status", "status_reason"])
+        elif not decision.retry:  # transient, and no recovery left
+            slot.status, slot.status_note = Slot.Status.FAILED, decision.justification
+            _apply_result(slot, None, usable=False)
+        else:  # stays in flight until its recovery is reserved
+            slot.retry_at = timezone.now() + timedelta(seconds=decision.wait_s)
+            slot.status_note = decision.justification
+        slot.save(update_fields=["status", "status_note", "retry_at", "updated_at"])
+
+
+def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "", sleep=time.sleep) -> None:
+    """Make the attempts of one slot allowed by the journal's rules."""
+    slot = Slot.objects.select_related("run__protocol").get(pk=slot_id)
+    run = slot.run
+    config = role_config(run, slot.role)
+    policy = retry_settings(run)
+    retry_policy = llm.RetryPolicy(max_recoveries_per_slot=int(policy["max_recoveries_per_slot"]),
+                                   cooldown_s=float(policy["cooldown_s"]))
+    prepared = llm.build_request(config, slot.system, slot.user)
+    lease_s = config.timeout_s + LEASE_GRACE_S
+    basis, justification = ModelCall.Basis.FIRST, ""
+    while True:
+        with limiter.hold(limiter_name(config), effective_concurrency(run, config.provider), lease_s=lease_s):
+            reservation = _reserve(slot_id, basis=basis, justification=justification, worker=worker, lease_s=lease_s)
+            if reservation is None:
+                return
+            outcome = llm.send(config, prepared, client=client)
+        allowance_left = policy["phase_allowance"] - ModelCall.objects.filter(
+            slot__run_id=run.pk, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
+        ).count()
+        recoveries = reservation.recoveries + (reservation.basis == ModelCall.Basis.RECOVERY)
+        decision = llm.decide_retry(retry_policy, outcome, recoveries, allowance_left)
+        if outcome.kind == llm.OutcomeKind.OK and config.expected_model_version and (
+            outcome.model_version != config.expected_model_version
+        ):
+            # An unexpected model version is recorded as it is, never a reason to redraw (B.2).
+            outcome = _as_unusable(outcome, f"returned model {outcome.model_version!r}, expected "
+                                              f"{config.expected_model_version!r}")
+        _record(reservation.call_id, outcome, config, decision)
+        if not decision.retry:
+            return
+        sleep(decision.wait_s)
+        basis, justification = ModelCall.Basis.RECOVERY, decision.justification
+
+
+def _as_unusable(outcome: llm.Outcome, why: str) -> llm.Outcome:
+    from dataclasses import replace
+
+    return replace(outcome, kind=llm.OutcomeKind.UNUSABLE, error=why)
+
+
+# --- driving the run ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Step:
+    """What the driver should do next: send these slots, look again later, or nothing."""
+
+    slot_ids: tuple[int, ...] = ()
+    recheck_in_s: float | None = None
+    phase: str = ""
+    analyze: bool = False  # the analysis phase is due: run `run_analyze`
+
+
+def run_drive(run_id: int) -> Step:
+    """Advance the run as far as it can go without sending anything.
+
+    Marks reservations whose lease ran out as unknown, finishes a phase whose slots are
+    all terminal (the next phase starts only after the previous one is complete, B.2),
+    plans the next phase, and returns the slots to hand out now.
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("protocol").get(pk=run_id)
+        while run.may_send():
+            if run.phase == Phase.DONE:
+                run.status = Run.Status.FINISHED
+                run.finished_at = timezone.now()
+                run.save(update_fields=["status", "finished_at"])
+                return Step()
+            if run.phase == Phase.ANALYSIS:
+                return Step(phase=Phase.ANALYSIS, analyze=True)
+            if run.planned_phase != run.phase:
+                PLANNERS[run.phase](run)
+                run.planned_phase = run.phase
+                run.save(update_fields=["planned_phase"])
+            _expire_leases(run)
+            slots = Slot.objects.filter(run=run, phase=run.phase)
+            to_send = list(slots.filter(status=Slot.Status.PENDING, dispatched_at__isnull=True)
+                           .order_by("pk").values_list("pk", flat=True))
+            if to_send:
+                Slot.objects.filter(pk__in=to_send).update(dispatched_at=timezone.now())
+                return Step(slot_ids=tuple(to_send), phase=run.phase)
+            open_slots = slots.filter(status__in=[Slot.Status.PENDING, Slot.Status.IN_FLIGHT, Slot.Status.HELD])
+            if open_slots.exists():
+                return Step(recheck_in_s=_next_deadline_s(run, open_slots), phase=run.phase)
+            _advance(run)
+        return Step()
+
+
+def _next_deadline_s(run: Run, open_slots) -> float:
+    """Seconds until an open slot's lease (or recovery) runs out: when to look again."""
+    now = timezone.now()
+    deadlines = list(ModelCall.objects.filter(slot__in=open_slots, outcome="").values_list("lease_until", flat=True))
+    for retry_at, role in open_slots.filter(retry_at__isnull=False).values_list("retry_at", "role"):
+        deadlines.append(retry_at + timedelta(seconds=role_config(run, role).timeout_s + LEASE_GRACE_S))
+    future = [d for d in deadlines if d > now]
+    return (min(future) - now).total_seconds() + 0.5 if future else 0.5
+
+
+def run_analyze(run_id: int) -> None:
+    """The analysis phase: statistics from the grades, then the run is done."""
+    from experiments.analysis import analysis_compute
+
+    run = Run.objects.select_related("protocol").get(pk=run_id)
+    result = analysis_compute(run)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.phase != Phase.ANALYSIS:
+            return  # another worker finished it first
+        run.analysis = result
+        run.save(update_fields=["analysis"])
+        _advance(run)
+
+
+def _advance(run: Run) -> None:
+    run.phase = PHASE_ORDER[PHASE_ORDER.index(run.phase) + 1]
+    run.save(update_fields=["phase"])
+
+
+def _expire_leases(run: Run) -> None:
+    """Reservations past their lease with no outcome: the worker died mid-request (B.2).
+
+    A slot whose worker died while waiting to send a recovery sent nothing more: it
+    fails with what it has, and nothing is unknown about it.
+    """
+    now = timezone.now()
+    expired = ModelCall.objects.filter(slot__run=run, outcome="", lease_until__lt=now)
+    slot_ids = list(expired.values_list("slot_id", flat=True))
+    for slot in Slot.objects.filter(pk__in=slot_ids, status=Slot.Status.IN_FLIGHT):
+        slot.status = Slot.Status.UNKNOWN
+        slot.status_note = "reserved, no outcome recorded: the request may or may not have reached the service"
+        slot.save(update_fields=["status", "status_note", "updated_at"])
+        _apply_result(slot, None, usable=False)
+    stale = Slot.objects.filter(run=run, status=Slot.Status.IN_FLIGHT, retry_at__isnull=False).exclude(
+        calls__outcome=""
+    )
+    for slot in stale:
+        lease_s = role_config(run, slot.role).timeout_s + LEASE_GRACE_S
+        if slot.retry_at + timedelta(seconds=lease_s) < now:
+            slot.status = Slot.Status.FAILED
+            slot.status_note = "the worker stopped while waiting to send its recovery; nothing more was sent"
+            slot.save(update_fields=["status", "status_note", "updated_at"])
+            _apply_result(slot, None, usable=False)
+
+
+# --- seal, start, pause, resume, amend --------------------------------------------------------
+
+def run_start(*, run: Run) -> None:
+    from experiments.sealing import seal_mismatches
+
+    if not run.protocol.is_sealed():
+        raise RunError("the protocol is not sealed; seal it before running")
+    if run.status != Run.Status.CREATED:
+        raise RunError(f"the run is {run.status}; only a new run can start")
+    problems = seal_mismatches(run.protocol)
+    if problems:
+        raise RunError("the seal no longer matches: " + "; ".join(problems))
+    run.status = Run.Status.RUNNING
+    run.started_at = timezone.now()
+    run.save(update_fields=["status", "started_at"])
+
+
+def run_pause(*, run: Run, user, reason: str) -> Amendment:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.status != Run.Status.RUNNING:
+            raise RunError(f"the run is {run.status}, not running")
+        run.status = Run.Status.PAUSED
+        run.status_reason = f"Paused by {user}: {reason}"
+        run.save(update_fields=["status", "status_reason"])
+        return Amendment.objects.create(run=run, kind=Amendment.Kind.PAUSE, reason=reason, created_by=user)
+
+
+def run_resume(*, run: Run, user, reason: str) -> Amendment:
+    """Close the circuit and continue; each held slot may send one more identical request."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.status not in (Run.Status.PAUSED, Run.Status.STOPPED):
+            raise RunError(f"the run is {run.status}; only a paused or stopped run resumes")
+        held = list(Slot.objects.filter(run=run, status=Slot.Status.HELD).values_list("key", flat=True))
+        amendment = Amendment.objects.create(
+            run=run, kind=Amendment.Kind.RESUME, reason=reason, created_by=user,
+            payload={"held_slots_released": held, "was": run.status, "circuit_was_open": run.circuit_open},
+        )
+        _release(run, Slot.objects.filter(run=run, status=Slot.Status.HELD), amendment)
+        # Pending slots handed out before the pause may have been dropped as no-ops.
+        Slot.objects.filter(run=run, status=Slot.Status.PENDING).update(dispatched_at=None)
+        run.status = Run.Status.RUNNING
+        run.circuit_open = False
+        run.status_reason = f"Resumed by {user}: {reason}"
+        run.save(update_fields=["status", "circuit_open", "status_reason"])
+        return amendment
+
+
+def run_reissue_unknown(*, run: Run, user, reason: str) -> Amendment:
+    """Allow exactly one more identical request for each slot now counted unknown."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        unknown = Slot.objects.filter(run=run, status=Slot.Status.UNKNOWN, phase=run.phase)
+        keys = list(unknown.values_list("key", flat=True))
+        if not keys:
+            raise RunError("no unknown slots in the current phase")
+        if run.status == Run.Status.FINISHED:
+            raise RunError("the run is finished")
+        amendment = Amendment.objects.create(run=run, kind=Amendment.Kind.REISSUE_UNKNOWN, reason=reason,
+                                             created_by=user, payload={"slots": keys})
+        _release(run, unknown, amendment)
+        return amendment
+
+
+def _release(run: Run, slots, amendment: Amendment) -> None:
+    for slot in slots:
+        slot.amended_attempts += 1
+        slot.status = Slot.Status.PENDING
+        slot.status_note = f"released by amendment {amendment.pk}"
+        slot.dispatched_at = None
+        slot.save(update_fields=["amended_attempts", "status", "status_note", "dispatched_at", "updated_at"])
+
+
+def run_set_concurrency(*, run: Run, user, provider: str, cap: int, reason: str) -> Amendment:
+    if cap < 1:
+        raise RunError("the in-flight cap must be at least 1")
+    return Amendment.objects.create(run=run, kind=Amendment.Kind.CONCURRENCY, reason=reason, created_by=user,
+                                    payload={"concurrency": {provider: cap}})
+
+
+# --- progress ---------------------------------------------------------------------------------
+
+def run_progress(run: Run) -> dict:
+    """Counters per phase for the run page and the report command."""
+    counts = {}
+    for phase, status, n in (Slot.objects.filter(run=run).values_list("phase", "status")
+                             .annotate(n=Count("pk")).order_by()):
+        counts.setdefault(phase, {})[status] = n
+    calls = ModelCall.objects.filter(slot__run=run)
+    per_phase_calls = {
+        row["slot__phase"]: row
+        for row in calls.values("slot__phase").annotate(
+            attempts=Count("pk"),
+            recoveries=Count("pk", filter=Q(basis=ModelCall.Basis.RECOVERY)),
+        ).order_by()
+    }
+    phases = []
+    for phase in PHASE_ORDER[:4]:
+        c = counts.get(phase, {})
+        total = sum(c.values())
+        done = sum(n for s, n in c.items() if s in Slot.TERMINAL)
+        phases.append({
+            "phase": phase,
+            "label": Phase(phase).label,
+            "total": total,
+            "done": done,
+            "ok": c.get(Slot.Status.OK, 0),
+            "pending": c.get(Slot.Status.PENDING, 0),
+            "in_flight": c.get(Slot.Status.IN_FLIGHT, 0),
+            "failed": c.get(Slot.Status.FAILED, 0) + c.get(Slot.Status.UNUSABLE, 0),
+            "held": c.get(Slot.Status.HELD, 0),
+            "unknown": c.get(Slot.Status.UNKNOWN, 0),
+            "attempts": per_phase_calls.get(phase, {}).get("attempts", 0),
+            "recoveries": per_phase_calls.get(phase, {}).get("recoveries", 0),
+        })
+    window_start = timezone.now() - timedelta(seconds=60)
+    recent = calls.filter(finished_at__gte=window_start).count()
+    remaining = sum(p["total"] - p["done"] for p in phases)
+    rate = recent / 60.0
+    tokens = {
+        field: sum(v for v in calls.values_list(field, flat=True) if v is not None)
+        for field in ("input_tokens", "output_tokens", "reasoning_tokens")
+    }
+    return {
+        "phases": phases,
+        "calls_per_second": rate,
+        "eta_s": (remaining / rate) if rate > 0 and remaining else None,
+        "tokens": tokens,
+        "attempts": calls.count(),
+    }
+
+
+def canonical_json(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def run_inline(run_id: int, *, client: httpx.Client | None = None, sleep=time.sleep) -> Run:
+    """Drive a run to its end in this process, one request at a time (no queue)."""
+    from experiments.concurrency import NoLimiter
+
+    own_client = client is None
+    client = client or httpx.Client()
+    try:
+        while True:
+            step = run_drive(run_id)
+            if step.analyze:
+                run_analyze(run_id)
+            elif step.slot_ids:
+                for slot_id in step.slot_ids:
+                    slot_execute(slot_id, limiter=NoLimiter(), client=client, worker="inline", sleep=sleep)
+            elif step.recheck_in_s is not None:
+                sleep(step.recheck_in_s)
+            else:
+                return Run.objects.get(pk=run_id)
+    finally:
+        if own_client:
+            client.close()

@@ -1,0 +1,27 @@
+"""The domain model (DESIGN §4): interview data and tasks in `data`, protocols, runs and
+the request journal in `runs`."""
+from experiments.models.data import (  # noqa: F401
+    TEXT_ROLES,
+    Cohort,
+    CohortTask,
+    Membership,
+    Person,
+    Project,
+    Role,
+    ScreenerItem,
+    Session,
+    Study,
+    Task,
+    TaskSet,
+    Turn,
+)
+from experiments.models.runs import (  # noqa: F401
+    Amendment,
+    Grade,
+    Memory,
+    ModelCall,
+    Prediction,
+    Protocol,
+    Run,
+    Slot,
+)

@@ -1,0 +1,284 @@
+"""Protocols, runs and the request journal (DESIGN §4, paper App. B.2).
+
+A Slot is one logical request with a stable key; each ModelCall is one attempt at it,
+reserved (a committed row) before any byte is sent. The journal is the ground truth for
+resuming and for cost: a slot with a terminal outcome is never requested again.
+"""
+from django.conf import settings
+from django.db import models
+
+from experiments.models.data import Cohort, Project, Session, Task
+
+
+class Phase(models.TextChoices):
+    MEMORIES = "memories", "Memories"
+    GENERATION = "generation", "Base generation"
+    DECISIONS = "decisions", "Decisions"
+    JUDGING = "judging", "Judging"
+    ANALYSIS = "analysis", "Analysis"
+    DONE = "done", "Done"
+
+
+PHASE_ORDER = [Phase.MEMORIES, Phase.GENERATION, Phase.DECISIONS, Phase.JUDGING, Phase.ANALYSIS, Phase.DONE]
+
+
+class Protocol(models.Model):
+    """Cohort × conditions × model configs × caps × contrasts; sealed before any request."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="protocols")
+    name = models.CharField(max_length=100)
+    cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="protocols")
+    conditions = models.JSONField(help_text="condition keys of experiments.conditions")
+    generator = models.JSONField(help_text="experiments.llm.ModelConfig fields (also writes memories)")
+    judge = models.JSONField(help_text="experiments.llm.ModelConfig fields")
+    concurrency = models.JSONField(default=dict, help_text="in-flight cap per provider, e.g. {'openai': 8}")
+    retry_policy = models.JSONField(default=dict)
+    contrasts = models.JSONField(default=list, help_text="planned contrasts, family membership, criteria")
+    bootstrap = models.JSONField(default=dict, help_text="seed and draws of the analysis")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    sealed_at = models.DateTimeField(null=True, blank=True)
+    sealed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    seal = models.JSONField(default=dict, blank=True, help_text="sha256 of prompts, task list, settings, code")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="protocol_name_unique_in_project"),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    def is_sealed(self) -> bool:
+        return self.sealed_at is not None
+
+    def save(self, *args, **kwargs):
+        # Sealed means read-only: later changes are amendments, recorded on the run.
+        if self.pk is not None and Protocol.objects.filter(pk=self.pk, sealed_at__isnull=False).exists():
+            raise ValueError("a sealed protocol is read-only; record an amendment instead")
+        super().save(*args, **kwargs)
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        CREATED = "created", "Created"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        STOPPED = "stopped", "Stopped"
+        FINISHED = "finished", "Finished"
+
+    protocol = models.ForeignKey(Protocol, on_delete=models.PROTECT, related_name="runs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.CREATED)
+    phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.MEMORIES)
+    circuit_open = models.BooleanField(default=False, help_text="quota exhausted: nothing is sent until an owner resumes")
+    status_reason = models.TextField(blank=True)
+    planned_phase = models.CharField(max_length=16, blank=True, help_text="the latest phase whose slots exist")
+    inline = models.BooleanField(default=False, help_text="executed in-process, without the queue")
+    analysis = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"run {self.pk} of {self.protocol}"
+
+    def may_send(self) -> bool:
+        return self.status == Run.Status.RUNNING and not self.circuit_open
+
+
+class Amendment(models.Model):
+    """A recorded, timestamped change after sealing (paper App. B.2)."""
+
+    class Kind(models.TextChoices):
+        CONCURRENCY = "concurrency", "Concurrency change"
+        PAUSE = "pause", "Pause"
+        RESUME = "resume", "Resume"
+        REISSUE_UNKNOWN = "reissue_unknown", "Re-issue unknown slots"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="amendments")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    reason = models.TextField()
+    payload = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+
+class Slot(models.Model):
+    """One logical request of a run, with a stable key (App. B.2)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"  # not yet (or not again) requested
+        IN_FLIGHT = "in_flight", "In flight"  # an attempt is reserved and has no outcome yet
+        OK = "ok", "Completed"
+        UNUSABLE = "unusable", "Content unusable"  # received, recorded as is, never redrawn
+        FAILED = "failed", "Failed"  # no usable response and no recovery left
+        HELD = "held", "Held"  # quota exhausted or a non-transient error: waits for an owner's amendment
+        UNKNOWN = "unknown", "Unknown"  # reserved, no outcome: the worker died mid-request
+
+    TERMINAL = {Status.OK, Status.UNUSABLE, Status.FAILED, Status.UNKNOWN}
+
+    class Role(models.TextChoices):
+        GENERATOR = "generator", "Generator"
+        JUDGE = "judge", "Judge"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="slots")
+    phase = models.CharField(max_length=16, choices=Phase.choices)
+    key = models.CharField(max_length=200)
+    role = models.CharField(max_length=16, choices=Role.choices)
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    system = models.TextField()
+    user = models.TextField()
+    request_sha256 = models.CharField(max_length=64)
+    prompt_refs = models.JSONField(default=list)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    status_note = models.TextField(blank=True)
+    # Extra attempts an owner's amendment allowed (quota continuation, re-issue of unknowns).
+    amended_attempts = models.PositiveIntegerField(default=0)
+    dispatched_at = models.DateTimeField(null=True, blank=True, help_text="handed to the queue; cleared to hand it again")
+    retry_at = models.DateTimeField(null=True, blank=True, help_text="a recovery is due then (identical request)")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "key"], name="slot_key_unique_in_run"),
+        ]
+        indexes = [
+            # progress counters per phase and status on the run page
+            models.Index(fields=["run", "phase", "status"], name="slot_progress"),
+        ]
+
+    def __str__(self):
+        return self.key
+
+    def is_terminal(self) -> bool:
+        return self.status in Slot.TERMINAL
+
+
+class ModelCall(models.Model):
+    """One HTTP attempt of a slot: reserved before sending, then its outcome."""
+
+    class Basis(models.TextChoices):
+        FIRST = "first", "First attempt"
+        RECOVERY = "recovery", "Recovery by the retry policy"
+        AMENDMENT = "amendment", "Allowed by an amendment"
+
+    slot = models.ForeignKey(Slot, on_delete=models.CASCADE, related_name="calls")
+    attempt = models.PositiveIntegerField()
+    basis = models.CharField(max_length=16, choices=Basis.choices, default=Basis.FIRST)
+    justification = models.TextField(blank=True, help_text="why this attempt was allowed, for attempts after the first")
+    worker = models.CharField(max_length=200, blank=True)
+    reserved_at = models.DateTimeField()
+    lease_until = models.DateTimeField(help_text="after this, a reservation without outcome is unknown")
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, blank=True, help_text="experiments.llm.OutcomeKind; empty while in flight")
+    http_status = models.PositiveIntegerField(null=True, blank=True)
+    response_id = models.CharField(max_length=200, blank=True)
+    model_version = models.CharField(max_length=200, blank=True)
+    finish_reason = models.CharField(max_length=64, blank=True)
+    text = models.TextField(null=True, blank=True)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)
+    total_tokens = models.PositiveIntegerField(null=True, blank=True)
+    elapsed_s = models.FloatField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    raw_body = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["slot", "attempt"]
+        constraints = [
+            # Two workers can never both reserve the same attempt of a slot.
+            models.UniqueConstraint(fields=["slot", "attempt"], name="model_call_attempt_once"),
+        ]
+        indexes = [
+            # cost per phase, calls per second
+            models.Index(fields=["finished_at"], name="model_call_finished"),
+        ]
+
+
+class Memory(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="memories")
+    session = models.ForeignKey(Session, on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=16)
+    words = models.PositiveIntegerField()
+    text = models.TextField(null=True, blank=True, help_text="null: missing (the writing call failed)")
+    slot = models.ForeignKey(Slot, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "session", "kind", "words"], name="memory_once_per_run"),
+        ]
+
+
+class Prediction(models.Model):
+    """One answer of (task, condition, label): `final` is the condition's answer; fusion and
+    selection conditions also keep their candidates b0..b2 (b0 is the one-shot)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        OK = "ok", "Answered"
+        EMPTY = "empty", "Empty answer (operational zero)"
+        INVALID_SELECTION = "invalid_selection", "No usable selection (operational zero)"
+        MISSING = "missing", "Missing"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="predictions")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
+    condition = models.CharField(max_length=100)
+    label = models.CharField(max_length=16)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    text = models.TextField(null=True, blank=True)
+    answer_sha256 = models.CharField(max_length=64, blank=True)
+    slot = models.ForeignKey(Slot, null=True, blank=True, on_delete=models.PROTECT, related_name="predictions")
+    chosen_label = models.CharField(max_length=16, blank=True, help_text="selection: the candidate it copied")
+    evidence = models.TextField(blank=True)
+    evidence_chars = models.PositiveIntegerField(default=0)
+    budget = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "task", "condition", "label"], name="prediction_once"),
+        ]
+        indexes = [
+            # analysis: the final answers of a run
+            models.Index(fields=["run", "label", "condition"], name="prediction_final"),
+        ]
+
+
+class Grade(models.Model):
+    """The judge's grade of one distinct answer text within a task (App. B.2)."""
+
+    class Status(models.TextChoices):
+        OK = "ok", "Graded"
+        OPERATIONAL_ZERO = "operational_zero", "Operational zero (empty answer)"
+        MISSING = "missing", "Missing"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="grades")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
+    answer_sha256 = models.CharField(max_length=64)
+    status = models.CharField(max_length=20, choices=Status.choices)
+    score = models.PositiveSmallIntegerField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    parse_error = models.TextField(blank=True)
+    slot = models.ForeignKey(Slot, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "task", "answer_sha256"], name="grade_once_per_answer"),
+        ]
