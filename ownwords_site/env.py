@@ -65,7 +65,18 @@ def database_from_url(url, *, base_dir):
         if not path:
             raise ConfigError(f"DATABASE_URL={url!r} names no SQLite file")
         full = path if path.startswith("/") else str(base_dir / path)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": full}
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": full,
+            "OPTIONS": {
+                # The web server and a queue worker write to the same file: WAL lets
+                # readers go on during a write, IMMEDIATE takes the write lock up front
+                # (no lock-upgrade deadlock), and a writer waits up to 20 s for another.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+            },
+        }
     if parts.scheme in ("postgres", "postgresql"):
         name = parts.path.lstrip("/")
         if not name:

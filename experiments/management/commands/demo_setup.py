@@ -1,4 +1,5 @@
 import secrets
+import time
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -6,7 +7,10 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from experiments.interviews import read_interview_path
-from experiments.models import Membership, Project, Role
+from experiments.engine import run_inline, run_start
+from experiments.jobs import run_enqueue
+from experiments.models import Membership, Project, Protocol, Role, Run
+from experiments.sealing import protocol_seal
 from experiments.services import CohortError, cohort_draw, sessions_import
 from experiments.tasks import TaskRule
 
@@ -19,14 +23,37 @@ SAMPLE_SOURCES = [
 # The sample interviews are short: under the paper's 12 pairs / 5 targets only 8 of
 # 251 sessions qualify, so the demo loosens the thresholds and says so on its page.
 DEMO_RULE = TaskRule(min_pairs=8, min_targets=3, max_targets=5)
-DEMO_COHORT = {"name": "demo", "size": 40, "seed": 20260918}
+DEMO_COHORT = {"name": "demo", "size": 24, "seed": 20260918}
 DEMO_USERS = [("demo", Role.OWNER), ("demo-viewer", Role.VIEWER)]
+OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+MEMORY_ONE_SHOT = "memory(concrete,100w)+one-shot"
+DEMO_PROTOCOL = {
+    "name": "demo-offline",
+    "conditions": [MEMORY_ONE_SHOT, "memory(concrete,100w)+selection(3)", "ownwords(B=|memory|)", "whole-record"],
+    "generator": OFFLINE,
+    "judge": OFFLINE,
+    "concurrency": {"offline": 4},
+    "contrasts": [
+        {"name": "OwnWords minus memory", "terms": {"ownwords(B=|memory|)": 1, MEMORY_ONE_SHOT: -1},
+         "family": True, "criterion": "interval_above_zero"},
+        {"name": "Whole record minus memory", "terms": {"whole-record": 1, MEMORY_ONE_SHOT: -1}, "family": True},
+        {"name": "Selection minus one-shot",
+         "terms": {"memory(concrete,100w)+selection(3)": 1, MEMORY_ONE_SHOT: -1}, "family": True},
+    ],
+    "bootstrap": {"seed": 20260918, "draws": 20_000},
+}
 
 
 class Command(BaseCommand):
     help = "Create the demo project from the bundled public interviews, a demo cohort and demo logins."
 
-    def handle(self, **options):
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--queue", action="store_true",
+            help="run the demo protocol through the RQ queues (a worker must be running) instead of inline",
+        )
+
+    def handle(self, queue, **options):
         lines = []
         with transaction.atomic():
             project, created = Project.objects.get_or_create(
@@ -60,4 +87,23 @@ class Command(BaseCommand):
                 user.save()
                 Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
                 lines.append(f"login: {username} / {password}  ({role.label.lower()})")
+        lines.append(self._demo_run(project, queue))
         return "\n".join(lines)
+
+    def _demo_run(self, project, queue):
+        """A small protocol on the demo cohort, answered and graded by the offline stand-in."""
+        if project.protocols.filter(name=DEMO_PROTOCOL["name"]).exists():
+            return "demo protocol exists already; no new run"
+        cohort = project.cohorts.get(name=DEMO_COHORT["name"])
+        protocol = Protocol.objects.create(project=project, cohort=cohort, **DEMO_PROTOCOL)
+        protocol = protocol_seal(protocol=protocol, user=None)
+        run = Run.objects.create(protocol=protocol)
+        run_start(run=run)
+        if queue:
+            run_enqueue(run.pk)
+            return f"run {run.pk} of '{protocol.name}' goes through the queue (offline stand-in, not a model)"
+        Run.objects.filter(pk=run.pk).update(inline=True)
+        started = time.monotonic()
+        run = run_inline(run.pk)
+        return (f"run {run.pk} of '{protocol.name}' ran inline, without a queue (no Redis reachable): "
+                f"{run.status} in {time.monotonic() - started:.1f} s (offline stand-in, not a model)")
