@@ -1,6 +1,8 @@
 """Settings for OwnWords Lab, read from the environment (see README, "Configuration")."""
 from pathlib import Path
 
+import plotly
+
 from ownwords_site.env import (
     ConfigError,
     database_from_url,
@@ -81,7 +83,12 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# plotly.js is served from the installed plotly package, never from a CDN: the data is
+# private and the network may be closed.
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    ("plotly", str(Path(plotly.__file__).resolve().parent / "package_data")),
+]
 STATIC_ROOT = BASE_DIR / "var" / "static"
 
 LOGIN_URL = "login"

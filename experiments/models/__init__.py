@@ -25,3 +25,4 @@ from experiments.models.runs import (  # noqa: F401
     Run,
     Slot,
 )
+from experiments.models.analysis import AnalysisResult  # noqa: F401,E402

@@ -1,0 +1,20 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from experiments.dashboard import dashboard_refresh
+from experiments.models import Run
+
+
+class Command(BaseCommand):
+    help = "Recompute a run's dashboard numbers from its grades (cached with their inputs' hash)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("run_id", type=int)
+
+    def handle(self, run_id, **options):
+        try:
+            run = Run.objects.select_related("protocol").get(pk=run_id)
+        except Run.DoesNotExist:
+            raise CommandError(f"no run {run_id}") from None
+        result = dashboard_refresh(run)
+        contrasts = result.payload["contrasts"]
+        return f"run {run.pk}: {len(contrasts)} contrasts computed, inputs sha256 {result.inputs_sha256}"
