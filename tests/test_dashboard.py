@@ -1,0 +1,160 @@
+"""Dashboards and numeric exports of a run: numbers that match the statistics, roles, no text."""
+import csv
+import io
+
+import numpy as np
+import pytest
+from django.urls import reverse
+
+from experiments import stats
+from experiments.analysis import final_grades
+from experiments.dashboard import dashboard_cached, dashboard_refresh
+from experiments.engine import run_inline, run_start
+from experiments.models import Grade, Prediction, Protocol, Run, Turn
+from experiments.sealing import protocol_seal
+from experiments.services import cohort_draw
+
+OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+MEMORY = "memory(concrete,100w)+one-shot"
+OWNWORDS = "ownwords(B=|memory|)"
+WHOLE = "whole-record"
+
+
+@pytest.fixture
+def finished_run(imported):
+    cohort = cohort_draw(project=imported, name="c", size=5, seed=3)
+    protocol = Protocol.objects.create(
+        project=imported, name="p", cohort=cohort, conditions=[MEMORY, OWNWORDS, WHOLE],
+        generator=OFFLINE, judge=OFFLINE,
+        contrasts=[
+            {"name": "OwnWords minus memory", "terms": {OWNWORDS: 1, MEMORY: -1}, "family": True,
+             "criterion": "interval_above_zero"},
+            {"name": "Whole minus memory", "terms": {WHOLE: 1, MEMORY: -1}, "family": True},
+        ],
+        bootstrap={"seed": 7, "draws": 500},
+    )
+    protocol = protocol_seal(protocol=protocol, user=None)
+    run = Run.objects.create(protocol=protocol)
+    run_start(run=run)
+    run = run_inline(run.pk)
+    assert run.status == Run.Status.FINISHED
+    return run
+
+
+def test_the_dashboard_numbers_are_the_statistics_of_the_grades(finished_run):
+    payload = dashboard_refresh(finished_run).payload
+    table = final_grades(finished_run)
+    tasks = sorted(table[MEMORY])
+    assert payload["planned_tasks"] == len(tasks) == 10
+    person = {t: t_person for t, t_person in finished_run.protocol.cohort.tasks.values_list("pk", "session__person_id")}
+    diff = stats.normalize([table[OWNWORDS][t] for t in tasks]) - stats.normalize([table[MEMORY][t] for t in tasks])
+    expected = stats.paired_bootstrap([person[t] for t in tasks], diff, seed=7, draws=500)
+    contrast = payload["contrasts"][0]
+    assert contrast["estimate"] == pytest.approx(float(np.mean(diff)))
+    assert (contrast["lo"], contrast["hi"]) == pytest.approx((expected.lo, expected.hi))
+    assert contrast["n_tasks"] == 10 and contrast["lost"] == 0
+    assert sum(contrast["delta_at_least"]) / 3 == pytest.approx(contrast["estimate"])
+    assert contrast["criterion_met"] == (expected.lo > 0)
+    family = stats.paired_bootstrap([person[t] for t in tasks], diff, seed=7, draws=500, tails=stats.family_tails(2))
+    assert (contrast["family_lo"], contrast["family_hi"]) == pytest.approx((family.lo, family.hi))
+    means = {m["condition"]: m["mean"] for m in payload["means"]}
+    assert means[WHOLE] == pytest.approx(np.mean(stats.normalize([table[WHOLE][t] for t in tasks])))
+    assert payload["cost"]["per_phase"]  # the journal has attempts
+    assert sum(r["attempts"] for r in payload["cost"]["per_phase"]) == finished_run.slots.count()
+
+
+def test_a_missing_grade_shrinks_the_paired_set_and_invalidates_the_cache(finished_run):
+    dashboard_refresh(finished_run)
+    assert dashboard_cached(finished_run) is not None
+    prediction = Prediction.objects.filter(run=finished_run, condition=OWNWORDS, label="final").first()
+    Grade.objects.filter(run=finished_run, task=prediction.task, answer_sha256=prediction.answer_sha256).update(
+        status=Grade.Status.MISSING, score=None
+    )
+    assert dashboard_cached(finished_run) is None  # its inputs changed
+    contrast = dashboard_refresh(finished_run).payload["contrasts"][0]
+    assert (contrast["n_tasks"], contrast["lost"], contrast["planned"]) == (9, 1, 10)
+    # The deterministic bounds keep all 10 planned tasks, each missing grade free in [0, 3].
+    # Byte-identical answers share a grade, so one missing grade can alias several terms.
+    table = final_grades(finished_run)
+    missing_terms = sum(table[c][prediction.task_id] is None for c in (OWNWORDS, MEMORY))
+    assert missing_terms >= 1
+    assert contrast["bound_hi"] - contrast["bound_lo"] == pytest.approx(missing_terms * 3 / (3 * 10))
+
+
+PAGES = ["run_dashboard", "run_scores_csv", "contrasts_csv"]
+EXPECTED = {"owner": 200, "analyst": 200, "viewer": 200, "rater": 403, "outsider": 404}
+
+
+def page_url(name, run):
+    slug = run.protocol.project.slug
+    if name == "contrasts_csv":
+        return reverse("run_dashboard_csv", args=[slug, run.pk, "contrasts"])
+    return reverse(name, args=[slug, run.pk])
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("who", sorted(EXPECTED))
+def test_dashboard_and_export_roles(client, cast, finished_run, page, who):
+    dashboard_refresh(finished_run)
+    client.force_login(cast[who])
+    assert client.get(page_url(page, finished_run)).status_code == EXPECTED[who]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_anonymous_users_go_to_the_login(client, finished_run, page):
+    response = client.get(page_url(page, finished_run))
+    assert response.status_code == 302 and "/accounts/login/" in response.url
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_viewers_get_numbers_and_never_participant_text(client, cast, finished_run, page):
+    dashboard_refresh(finished_run)
+    client.force_login(cast["viewer"])
+    body = client.get(page_url(page, finished_run)).content.decode()
+    for text in Turn.objects.values_list("text", flat=True):
+        assert text not in body
+    for text in Prediction.objects.exclude(text=None).exclude(text="").values_list("text", flat=True):
+        assert text not in body
+
+
+def test_the_dashboard_labels_the_offline_stand_in_and_has_a_table_per_figure(client, cast, finished_run):
+    dashboard_refresh(finished_run)
+    client.force_login(cast["viewer"])
+    body = client.get(page_url("run_dashboard", finished_run)).content.decode()
+    assert "Offline stand-in" in body
+    assert 'id="contrasts-table"' in body and 'id="means-table"' in body and 'id="cost-table"' in body
+    assert "/static/plotly/plotly.min.js" in body
+    assert body.count('class="plot"') >= 5
+
+
+def test_the_dashboard_says_when_it_is_not_computed(client, cast, finished_run):
+    client.force_login(cast["owner"])
+    body = client.get(page_url("run_dashboard", finished_run)).content.decode()
+    assert 'id="analysis-missing"' in body
+
+
+def test_the_numeric_package_has_remapped_labels_and_no_text(client, cast, finished_run):
+    client.force_login(cast["viewer"])
+    response = client.get(page_url("run_scores_csv", finished_run))
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert len(rows) == 10 * 3
+    assert sorted({int(r["person"]) for r in rows}) == [1, 2]  # two eligible people, renumbered
+    assert [int(r["task"]) for r in rows[::3]] == list(range(1, 11))
+    assert {r["condition"] for r in rows} == {MEMORY, OWNWORDS, WHOLE}
+    assert "sess-a" not in response.content.decode() and "p-sess-a" not in response.content.decode()
+    graded = [r for r in rows if r["grade"] != ""]
+    assert all(float(r["score"]) == pytest.approx(int(r["grade"]) / 3) for r in graded)
+
+
+def test_a_csv_of_every_table_downloads(client, cast, finished_run):
+    dashboard_refresh(finished_run)
+    client.force_login(cast["analyst"])
+    for table in ("contrasts", "means", "thresholds", "transitions", "sweep", "lengths", "cost_phase", "cost_condition"):
+        response = client.get(reverse("run_dashboard_csv", args=["alpha", finished_run.pk, table]))
+        assert response.status_code == 200, table
+        assert response["Content-Type"].startswith("text/csv")
+    transitions = list(csv.DictReader(io.StringIO(
+        client.get(reverse("run_dashboard_csv", args=["alpha", finished_run.pk, "transitions"])).content.decode())))
+    assert len(transitions) == 2 * 16  # two two-term contrasts, 4 x 4 cells each
+    assert sum(int(r["tasks"]) for r in transitions if r["name"] == "Whole minus memory") == 10
+    assert client.get(reverse("run_dashboard_csv", args=["alpha", finished_run.pk, "nope"])).status_code == 404
