@@ -93,11 +93,77 @@ def main() -> None:
           "the loop and the vectorised code agreed on those draws.")
 
     # ------------------------------------------------------------------
-    # LATER (issue 5, dashboards): a dashboard computed from a database holding
-    # 20,000 predictions goes here, timed and printed like the family above.
-    # It needs Django and a database, which this module-level benchmark
-    # deliberately does not import.
-    # ------------------------------------------------------------------
+    dashboard_from_database()
+
+
+def dashboard_from_database(tasks_n: int = 2_000, conditions_n: int = 10) -> None:
+    """A run's dashboard recomputed from a database holding 20,000 final predictions.
+
+    Uses a fresh SQLite file unless DATABASE_URL names another (empty) database.
+    """
+    import os
+    import tempfile
+
+    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp()}/dashboard.sqlite3")
+    os.environ.setdefault("SECRET_KEY", "benchmark-only")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+    from django.utils import timezone
+
+    from experiments import models as m
+    from experiments.conditions import CONDITIONS as REGISTRY
+    from experiments.dashboard import dashboard_refresh
+
+    call_command("migrate", verbosity=0)
+    keys = [k for k, c in REGISTRY.items() if c.runnable][:conditions_n]
+    rng = np.random.default_rng(SEED)
+    started = time.perf_counter()
+    project = m.Project.objects.create(slug=f"bench-{int(time.time())}", name="bench")
+    study = m.Study.objects.create(project=project, key="s")
+    sessions = tasks_n // 5
+    people = m.Person.objects.bulk_create([m.Person(project=project, label=f"p{i}") for i in range(sessions)])
+    session_rows = m.Session.objects.bulk_create([
+        m.Session(project=project, study=study, person=people[i], external_id=f"s{i}", source_format="jsonl",
+                  source_file="bench") for i in range(sessions)])
+    turns = m.Turn.objects.bulk_create([
+        m.Turn(session=s, index=j, speaker="interviewer" if j % 2 == 0 else "participant", text=f"turn {j}?")
+        for s in session_rows for j in range(10)], batch_size=5000)
+    task_set = m.TaskSet.objects.create(project=project, min_pairs=1, min_targets=1, max_targets=5,
+                                        derived_at=timezone.now())
+    task_rows = m.Task.objects.bulk_create([
+        m.Task(task_set=task_set, session=s, question_turn=turns[k * 10 + 2 * j], answer_turn=turns[k * 10 + 2 * j + 1],
+               position=j, pair_number=j, cut=2 * j, record_cut=0)
+        for k, s in enumerate(session_rows) for j in range(5)], batch_size=5000)
+    cohort = m.Cohort.objects.create(project=project, task_set=task_set, name="c", seed=1,
+                                     requested_size=sessions, rule={}, task_list_sha256="-")
+    m.CohortTask.objects.bulk_create([m.CohortTask(cohort=cohort, task=t, position=i) for i, t in enumerate(task_rows)],
+                                     batch_size=5000)
+    contrasts = [{"name": f"{a} - {keys[0]}", "terms": {a: 1, keys[0]: -1}, "family": True} for a in keys[1:9]]
+    protocol = m.Protocol.objects.create(project=project, name="p", cohort=cohort, conditions=keys,
+                                         generator={}, judge={}, contrasts=contrasts,
+                                         bootstrap={"seed": SEED, "draws": DRAWS})
+    run = m.Run.objects.create(protocol=protocol, status="finished", phase="done")
+    predictions, grades = [], []
+    for t in task_rows:
+        for key in keys:
+            sha = f"{t.pk}-{key}"
+            predictions.append(m.Prediction(run=run, task=t, condition=key, label="final", status="ok",
+                                            text="an answer of a few words", answer_sha256=sha))
+            grades.append(m.Grade(run=run, task=t, answer_sha256=sha, status="ok", score=int(rng.integers(0, 4))))
+    m.Prediction.objects.bulk_create(predictions, batch_size=5000)
+    m.Grade.objects.bulk_create(grades, batch_size=5000)
+    print(f"\ndashboard database ({connection.vendor}): {len(predictions):,} predictions and grades, "
+          f"{len(task_rows):,} tasks, {sessions} people, {len(keys)} conditions, {len(contrasts)} family contrasts "
+          f"(built in {time.perf_counter() - started:.1f} s)")
+    started = time.perf_counter()
+    dashboard_refresh(run)
+    print(f"dashboard recomputed from the database at {DRAWS:,} draws: {time.perf_counter() - started:.2f} s "
+          f"(means with intervals, 8 contrasts with pointwise, family and study intervals, bounds, "
+          f"decompositions, lengths, cost)")
 
 
 if __name__ == "__main__":

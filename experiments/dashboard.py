@@ -109,7 +109,7 @@ def _contrasts(planned, table, task_ids, person, study, seed, draws) -> list[dic
         if paired.n_tasks:
             diff = paired.diff(coefficients)
             people = paired.person
-            pointwise = stats.paired_bootstrap(people, diff, seed=seed, draws=draws)
+            pointwise = stats.paired_bootstrap(people, diff, seed=seed, draws=draws, keep_replicates=True)
             by_study = stats.study_bootstrap([study[t] for t in paired.keys], diff, seed=seed, draws=draws)
             wtl = stats.win_tie_loss(diff)
             sign = stats.sign_test(people, diff)
@@ -123,8 +123,10 @@ def _contrasts(planned, table, task_ids, person, study, seed, draws) -> list[dic
                 delta_at_least=list(decomposition.delta),
             )
             if row["family"]:
-                fam = stats.paired_bootstrap(people, diff, seed=seed, draws=draws, tails=family_tails)
-                row.update(family_lo=fam.lo, family_hi=fam.hi)
+                # The same draws as the pointwise interval, read at the Bonferroni tails.
+                family_lo, family_hi = np.percentile(
+                    pointwise.replicates, [100 * family_tails[0], 100 * family_tails[1]], method="linear")
+                row.update(family_lo=float(family_lo), family_hi=float(family_hi))
             if sorted(coefficients) == [-1.0, 1.0]:
                 a, b = (0, 1) if coefficients[0] == 1 else (1, 0)
                 row["transitions"] = stats.transition_table(paired.grades[b], paired.grades[a]).tolist()
