@@ -7,7 +7,7 @@ use the page gets 403.
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from experiments.models import Membership, Role
+from experiments.models import Membership, Protocol, Role, Run
 
 EVERY_ROLE = frozenset(Role)
 TEXT_READERS = frozenset({Role.OWNER, Role.ANALYST})
@@ -26,3 +26,37 @@ def membership_for(request, slug: str, *, roles=EVERY_ROLE) -> Membership:
     if membership.role not in roles:
         raise PermissionDenied(f"The {membership.role} role cannot use this page")
     return membership
+
+
+# Every role but the blinded rater: protocols and runs show condition names and aggregate
+# counts, which a rater must never see (DESIGN §2), but no participant text.
+AGGREGATE_READERS = frozenset({Role.OWNER, Role.ANALYST, Role.VIEWER})
+
+
+def protocol_for(request, slug: str, pk: int, *, roles=AGGREGATE_READERS):
+    """(membership, protocol) for protocol `pk` of project `slug`, checked against `roles`.
+
+    A protocol of another project is not found (404), like the project itself.
+    """
+    membership = membership_for(request, slug, roles=roles)
+    protocol = (
+        Protocol.objects.select_related("cohort", "sealed_by", "created_by")
+        .filter(project=membership.project, pk=pk)
+        .first()
+    )
+    if protocol is None:
+        raise Http404("No such protocol")
+    return membership, protocol
+
+
+def run_for(request, slug: str, pk: int, *, roles=AGGREGATE_READERS):
+    """(membership, run) for run `pk` of project `slug`, checked against `roles`."""
+    membership = membership_for(request, slug, roles=roles)
+    run = (
+        Run.objects.select_related("protocol__cohort", "protocol__sealed_by", "created_by")
+        .filter(protocol__project=membership.project, pk=pk)
+        .first()
+    )
+    if run is None:
+        raise Http404("No such run")
+    return membership, run

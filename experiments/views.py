@@ -10,7 +10,7 @@ from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from experiments.access import OWNERS, TEXT_READERS, membership_for
+from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for
 from experiments.forms import CohortForm, ImportForm, TaskRuleForm
 from experiments.interviews import GENAGENTS_FILES, InterviewFileError, Problem, decode_utf8, parse_genagents, parse_text
 from experiments.models import Cohort, Membership, Session, Study, Task, Turn
@@ -75,6 +75,9 @@ def project_detail(request, slug):
         context["cohort_form"] = CohortForm(project=project)
     if membership.is_owner():
         context["rule_form"] = TaskRuleForm(initial=_rule_initial(project_task_rule(project)))
+    if membership.role in AGGREGATE_READERS:
+        # Raters are blinded to conditions and grades, so protocols and runs are not listed for them.
+        context["protocols"] = project.protocols.select_related("cohort").prefetch_related("runs")
     return render(request, "experiments/project_detail.html", context)
 
 
