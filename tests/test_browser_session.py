@@ -72,3 +72,52 @@ def test_an_analyst_logs_in_and_reads_a_transcript_with_targets_marked(
     assert page.locator("dl.screener dd").first.inner_text() == "Joon"
     page.screenshot(path=str(tmp_path / "session.png"), full_page=False)
 
+
+
+@pytest.fixture
+def viewer_with_a_finished_run(transactional_db):
+    """A finished offline run with its dashboard computed (before Playwright's loop starts)."""
+    from experiments.dashboard import dashboard_refresh
+    from experiments.engine import run_inline, run_start
+    from experiments.models import Protocol, Run
+    from experiments.sealing import protocol_seal
+    from experiments.services import cohort_draw
+    from tests.conftest import parsed_session, qa_turns
+
+    project = Project.objects.create(slug="dash", name="Dashboard project")
+    sessions = [parsed_session(f"s{k}", qa_turns(12), person=f"p{k}", study=f"st{k % 2}") for k in range(4)]
+    sessions_import(project=project, parsed=sessions, source_format="jsonl", source_file="x.jsonl")
+    offline = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+    protocol = Protocol.objects.create(
+        project=project, name="p", cohort=cohort_draw(project=project, name="c", size=4, seed=1),
+        conditions=["memory(concrete,100w)+one-shot", "ownwords(B=|memory|)"], generator=offline, judge=offline,
+        contrasts=[{"name": "OwnWords minus memory", "family": True,
+                    "terms": {"ownwords(B=|memory|)": 1, "memory(concrete,100w)+one-shot": -1}}],
+        bootstrap={"seed": 1, "draws": 500},
+    )
+    run = Run.objects.create(protocol=protocol_seal(protocol=protocol, user=None))
+    run_start(run=run)
+    run = run_inline(run.pk)
+    dashboard_refresh(run)
+    user = get_user_model().objects.create_user("vic", password="a-long-test-password")
+    Membership.objects.create(project=project, user=user, role=Role.VIEWER)
+    return run
+
+
+def test_a_viewer_sees_the_dashboard_figures_drawn_by_the_local_plotly(
+    viewer_with_a_finished_run, live_server, browser
+):
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(live_server.url + "/accounts/login/")
+    page.fill("#id_username", "vic")
+    page.fill("#id_password", "a-long-test-password")
+    page.click("button[type=submit]")
+    page.goto(f"{live_server.url}/p/dash/runs/{viewer_with_a_finished_run.pk}/analysis/")
+    page.wait_for_selector(".plot .main-svg")
+    assert errors == []
+    # every figure container got a plotly SVG (forest, means, thresholds, transitions, lengths, cost)
+    assert page.locator(".plot").count() >= 5
+    assert page.locator(".plot:has(.main-svg)").count() == page.locator(".plot").count()
+    assert page.locator("#offline-label").is_visible()
