@@ -60,3 +60,16 @@ def run_for(request, slug: str, pk: int, *, roles=AGGREGATE_READERS):
     if run is None:
         raise Http404("No such run")
     return membership, run
+
+
+def member_with_role(project, username: str, *, roles):
+    """The user called `username` when they hold one of `roles` in `project`, else None.
+
+    Management commands take `--user` to record who acted; the same roles apply as on the pages.
+    """
+    membership = (
+        Membership.objects.select_related("user")
+        .filter(project=project, user__username=username, role__in=roles)
+        .first()
+    )
+    return membership.user if membership else None

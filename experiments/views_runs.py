@@ -14,6 +14,7 @@ and does nothing: model calls never run inside a web request.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import django_rq
@@ -34,7 +35,8 @@ from experiments.access import OWNERS, TEXT_READERS, membership_for, protocol_fo
 from experiments.analysis import final_grades
 from experiments.concurrency import InflightLimiter
 from experiments.forms_runs import ConcurrencyForm, ProtocolEditor, ReasonForm, format_terms
-from experiments.models import CohortTask, Grade, ModelCall, Prediction, Run, Slot
+from experiments.conditions import get_condition
+from experiments.models import CohortTask, Grade, Memory, ModelCall, Prediction, Run, Slot
 from experiments.models.runs import Phase
 from experiments.sealing import protocol_problems, protocol_seal
 from experiments.services import cohort_tasks
@@ -73,7 +75,7 @@ def _worker_count() -> int | None:
         return None
 
 
-def _in_flight(run: Run) -> list[dict]:
+def in_flight(run: Run) -> list[dict]:
     """Requests in flight per service, from the Redis limiter shared by every worker (0 without Redis)."""
     rows = {}
     for role in (Slot.Role.GENERATOR, Slot.Role.JUDGE):
@@ -85,7 +87,8 @@ def _in_flight(run: Run) -> list[dict]:
             count = InflightLimiter(_redis()).in_flight(name)
         except (redis.RedisError, OSError):
             count = 0
-        rows[name] = {"service": name, "provider": config.provider, "in_flight": count,
+        label = f"{config.provider} at {config.base_url}" if config.base_url else config.provider
+        rows[name] = {"service": label, "provider": config.provider, "in_flight": count,
                       "cap": engine.effective_concurrency(run, config.provider)}
     return list(rows.values())
 
@@ -189,10 +192,18 @@ def run_create(request, slug, pk):
 def _protocol_facts(protocol) -> dict:
     """What protocol_settings_block.html shows besides the protocol itself."""
     return {
-        "model_configs": [("generator", protocol.generator), ("judge", protocol.judge)],
+        "model_configs": [("generator", _effective(protocol.generator)), ("judge", _effective(protocol.judge))],
         "retry_policy": {**engine.DEFAULT_RETRY, **protocol.retry_policy},
         "contrasts": [{**c, "expression": format_terms(c["terms"])} for c in protocol.contrasts],
     }
+
+
+def _effective(config: dict) -> dict:
+    """The settings as the engine applies them (defaults filled in); as stored when they are invalid."""
+    try:
+        return dataclasses.asdict(engine.model_config(config))
+    except engine.RunError:
+        return config
 
 
 # --- runs -------------------------------------------------------------------------------------
@@ -203,7 +214,7 @@ def _offline_roles(protocol) -> dict:
     return {**roles, "any": any(roles.values()), "label": llm.OFFLINE_LABEL}
 
 
-def _duration(seconds: float | None) -> str:
+def duration_text(seconds: float | None) -> str:
     if seconds is None:
         return "—"
     minutes, secs = divmod(int(round(seconds)), 60)
@@ -219,8 +230,8 @@ def _progress(run: Run) -> dict:
     return {
         **progress,
         "run": run,
-        "eta": _duration(progress["eta_s"]),
-        "in_flight": _in_flight(run),
+        "eta": duration_text(progress["eta_s"]),
+        "in_flight": in_flight(run),
         "workers": None if run.inline else _worker_count(),
         "finished": run.status == Run.Status.FINISHED,
         "current_phase": Phase(run.phase).label,
@@ -417,6 +428,11 @@ def _condition_columns(run: Run, task) -> list[dict]:
     last_call = {}
     for call in ModelCall.objects.filter(slot_id__in=slot_ids).order_by("slot_id", "attempt"):
         last_call[call.slot_id] = call
+    memories = {
+        (m.kind, m.words): {"memory": m, "call": last_call.get(m.slot_id)}
+        for m in _with_last_calls(Memory.objects.filter(run=run, session_id=task.session_id).select_related("slot"),
+                                  last_call)
+    }
     by_condition: dict[str, dict[str, Prediction]] = {}
     for prediction in predictions:
         by_condition.setdefault(prediction.condition, {})[prediction.label] = prediction
@@ -435,10 +451,19 @@ def _condition_columns(run: Run, task) -> list[dict]:
     columns = []
     for key in run.protocol.conditions:
         labels = by_condition.get(key, {})
+        condition = get_condition(key)
         columns.append({
             "condition": key,
+            "memory": memories.get((condition.memory_kind, condition.memory_words)) if condition.needs_memory else None,
             "final": answer(labels.get(engine.FINAL)),
             "candidates": [answer(labels[label]) for label in sorted(labels) if label != engine.FINAL],
         })
     return columns
 
+
+def _with_last_calls(memories, last_call: dict) -> list:
+    """The memories, with the last attempt of each memory's slot added to `last_call`."""
+    memories = list(memories)
+    for call in ModelCall.objects.filter(slot_id__in=[m.slot_id for m in memories]).order_by("slot_id", "attempt"):
+        last_call[call.slot_id] = call
+    return memories

@@ -486,7 +486,7 @@ def test_the_progress_endpoint_reports_counts_and_the_block(client, world, finis
     assert data["finished"] is True and data["status"] == "finished"
     generation = next(p for p in data["phases"] if p["phase"] == "generation")
     assert generation["total"] == generation["done"] == generation["ok"] > 0
-    assert data["in_flight"][0]["service"] == "offline:" and data["in_flight"][0]["in_flight"] == 0
+    assert data["in_flight"][0]["service"] == "offline" and data["in_flight"][0]["in_flight"] == 0
     assert 'id="run-phases"' in data["html"]
 
 
@@ -514,6 +514,10 @@ def test_the_prediction_page_shows_every_condition_side_by_side_with_its_provena
     for name, digest in prediction.slot.prompt_refs:
         assert f'<code>{name}</code> <code title="{digest}">' in body
     assert "<summary>system and user message</summary>" in body and prediction.slot.request_sha256 in body
+    memory = finished.memories.get(session=task.session)  # B = |memory| and the memory condition's evidence
+    assert "memory (concrete, 100 words)" in body
+    for name, digest in memory.slot.prompt_refs:
+        assert f'<code>{name}</code> <code title="{digest}">' in body
 
 
 def test_the_offline_stand_in_is_labelled_wherever_its_output_shows(client, world, finished):

@@ -1,0 +1,35 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from experiments.access import TEXT_READERS, member_with_role
+from experiments.engine import RunError
+from experiments.models import Protocol
+from experiments.sealing import protocol_seal
+
+
+class Command(BaseCommand):
+    help = "Seal a protocol: store the sha256 of its prompt files, task list and settings, and the code version."
+
+    def add_arguments(self, parser):
+        parser.add_argument("protocol_id", type=int)
+        parser.add_argument("--user", help="recorded as the sealer (an owner or analyst of the project)")
+
+    def handle(self, protocol_id, user, **options):
+        protocol = Protocol.objects.select_related("project").filter(pk=protocol_id).first()
+        if protocol is None:
+            raise CommandError(f"no protocol with id {protocol_id}")
+        sealer = member_with_role(protocol.project, user, roles=TEXT_READERS) if user else None
+        if user and sealer is None:
+            raise CommandError(f"{user!r} is not an owner or analyst of project '{protocol.project.slug}'")
+        try:
+            protocol = protocol_seal(protocol=protocol, user=sealer)
+        except RunError as exc:
+            raise CommandError(f"protocol {protocol.name!r} not sealed: {exc}") from None
+        seal = protocol.seal
+        lines = [
+            f"protocol {protocol.name!r} (id {protocol.pk}) sealed; start a run with: manage.py run_start {protocol.pk}",
+            f"  task list  {seal['task_list_sha256']}",
+            f"  settings   {seal['settings_sha256']}",
+            f"  code       {seal['code_version']}",
+            *(f"  prompt {name}  {digest}" for name, digest in seal["prompts"].items()),
+        ]
+        return "\n".join(lines)

@@ -1,0 +1,97 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from experiments import engine, llm
+from experiments.models import Run
+from experiments.views_runs import duration_text, in_flight
+
+PHASE_COLUMNS = [("slots", "total"), ("done", "done"), ("pending", "pending"), ("in flight", "in_flight"),
+                 ("failed", "failed"), ("held", "held"), ("unknown", "unknown"), ("attempts", "attempts"),
+                 ("recoveries", "recoveries")]
+
+
+class Command(BaseCommand):
+    help = "Print a run's progress per phase, rates, tokens, circuit, amendments and (when finished) its analysis."
+
+    def add_arguments(self, parser):
+        parser.add_argument("run_id", type=int)
+
+    def handle(self, run_id, **options):
+        run = Run.objects.select_related("protocol__cohort").filter(pk=run_id).first()
+        if run is None:
+            raise CommandError(f"no run with id {run_id}")
+        progress = engine.run_progress(run)
+        sections = [_header(run, progress), _phases(progress), _amendments(run)]
+        if run.status == Run.Status.FINISHED:
+            sections.append(_analysis(run))
+        return "\n\n".join(sections)
+
+
+def _header(run: Run, progress: dict) -> str:
+    protocol = run.protocol
+    tokens = progress["tokens"]
+    limits = ", ".join(f"{row['service']} {row['in_flight']}/{row['cap']}" for row in in_flight(run))
+    lines = [
+        f"run {run.pk} of protocol {protocol.name!r} (cohort {protocol.cohort.name}): {run.get_status_display().lower()}, "
+        f"phase {run.get_phase_display().lower()}{' (inline)' if run.inline else ''}",
+        f"circuit: {'OPEN — quota exhausted, nothing is sent until an owner resumes' if run.circuit_open else 'closed'}",
+        f"calls/s (recent): {progress['calls_per_second']:.2f} · time left: {duration_text(progress['eta_s'])} · "
+        f"attempts: {progress['attempts']}",
+        f"tokens: input {tokens['input_tokens']}, output {tokens['output_tokens']}, reasoning {tokens['reasoning_tokens']}",
+        f"in flight now (limiter): {limits}",
+    ]
+    if run.status_reason:
+        lines.insert(2, f"reason: {run.status_reason}")
+    offline = [role for role in ("generator", "judge") if getattr(protocol, role).get("provider") == "offline"]
+    if offline:
+        lines.append(f"{llm.OFFLINE_LABEL}: the {' and '.join(offline)} of this run is the offline stand-in, "
+                     "not a model; its outputs are not model results")
+    return "\n".join(lines)
+
+
+def _phases(progress: dict) -> str:
+    rows = [["phase"] + [title for title, _ in PHASE_COLUMNS]]
+    for phase in progress["phases"]:
+        rows.append([phase["label"]] + [str(phase[key]) for _, key in PHASE_COLUMNS])
+    return _table(rows)
+
+
+def _amendments(run: Run) -> str:
+    amendments = list(run.amendments.select_related("created_by"))
+    if not amendments:
+        return "amendments: none"
+    lines = ["amendments:"]
+    for a in amendments:
+        who = a.created_by or "shell"
+        lines.append(f"  {a.created_at:%Y-%m-%d %H:%M:%S} {who} {a.get_kind_display().lower()}: {a.reason} {a.payload}")
+    return "\n".join(lines)
+
+
+def _number(value, digits=3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _analysis(run: Run) -> str:
+    analysis = run.analysis
+    rows = [["condition", "graded", "planned", "mean"]]
+    for key, c in analysis.get("conditions", {}).items():
+        rows.append([key, str(c["graded"]), str(c["planned"]), _number(c["mean"])])
+    lines = [f"analysis ({analysis.get('tasks')} tasks, grades 0..1; bootstrap seed {analysis.get('seed')}, "
+             f"{analysis.get('draws')} draws):", _table(rows), ""]
+    rows = [["contrast", "tasks", "estimate", "95% interval", "family interval", "W/T/L", "criterion"]]
+    for c in analysis.get("contrasts", []):
+        interval = f"[{_number(c.get('lo'))}, {_number(c.get('hi'))}]" if c.get("lo") is not None else "—"
+        family = f"[{_number(c.get('family_lo'))}, {_number(c.get('family_hi'))}]" if c.get("family_lo") is not None else "—"
+        wtl = f"{c['wins']}/{c['ties']}/{c['losses']}" if "wins" in c else "—"
+        criterion = ("met" if c.get("criterion_met") else "not met") if c.get("criterion") else "—"
+        rows.append([c["name"], f"{c['n_tasks']}/{c['planned']}", _number(c.get("estimate")), interval, family, wtl,
+                     criterion])
+    lines.append(_table(rows) if len(rows) > 1 else "no planned contrasts")
+    return "\n".join(lines)
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+        for row in rows
+    )

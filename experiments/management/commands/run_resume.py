@@ -1,0 +1,48 @@
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from experiments import engine, jobs, views_runs
+from experiments.access import OWNERS, member_with_role
+from experiments.models import Run
+from experiments.views_runs import WORKER_COMMAND
+
+
+class Command(BaseCommand):
+    help = (
+        "Resume a paused or stopped run (an amendment with a reason; it closes an open circuit and lets each "
+        "held slot send one more identical request), then continue it through the queue or, with --inline, here."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("run_id", type=int)
+        parser.add_argument("--reason", required=True, help="recorded with the amendment")
+        parser.add_argument("--inline", action="store_true", help="drive the run here, without the queue")
+        parser.add_argument("--user", help="recorded as who resumed it (an owner of the project)")
+
+    def handle(self, run_id, reason, inline, user, **options):
+        run = Run.objects.select_related("protocol__project").filter(pk=run_id).first()
+        if run is None:
+            raise CommandError(f"no run with id {run_id}")
+        if not reason.strip():
+            raise CommandError("give a reason: amendments are recorded with it")
+        project = run.protocol.project
+        owner = member_with_role(project, user, roles=OWNERS) if user else None
+        if user and owner is None:
+            raise CommandError(f"{user!r} is not an owner of project '{project.slug}'")
+        if not inline and not views_runs.queue_reachable():
+            raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
+                               f"changed. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
+        try:
+            with transaction.atomic():
+                amendment = engine.run_resume(run=run, user=owner, reason=reason.strip())
+                if not inline:
+                    jobs.run_enqueue(run.pk)  # enqueued when this transaction commits
+        except engine.RunError as exc:
+            raise CommandError(f"run {run_id} not resumed: {exc}") from None
+        released = len(amendment.payload.get("held_slots_released", []))
+        if not inline:
+            return f"run {run_id} resumed through the queue (amendment {amendment.pk}, {released} held slots released)"
+        run = engine.run_inline(run.pk)
+        ending = run.get_status_display().lower() + (
+            f": {run.status_reason}" if run.status_reason and run.status != run.Status.FINISHED else "")
+        return f"run {run_id} resumed inline (amendment {amendment.pk}, {released} held slots released) and is {ending}"

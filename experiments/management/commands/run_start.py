@@ -1,0 +1,44 @@
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from experiments import engine, jobs, views_runs
+from experiments.access import TEXT_READERS, member_with_role
+from experiments.models import Protocol, Run
+from experiments.views_runs import WORKER_COMMAND
+
+
+class Command(BaseCommand):
+    help = (
+        "Create a run of a sealed protocol and start it: through the queue (workers make the calls), "
+        "or with --inline in this process, one request at a time. Prints the run id."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("protocol_id", type=int)
+        parser.add_argument("--inline", action="store_true", help="drive the run here, without the queue")
+        parser.add_argument("--user", help="recorded as the run's creator (an owner or analyst of the project)")
+
+    def handle(self, protocol_id, inline, user, **options):
+        protocol = Protocol.objects.select_related("project").filter(pk=protocol_id).first()
+        if protocol is None:
+            raise CommandError(f"no protocol with id {protocol_id}")
+        creator = member_with_role(protocol.project, user, roles=TEXT_READERS) if user else None
+        if user and creator is None:
+            raise CommandError(f"{user!r} is not an owner or analyst of project '{protocol.project.slug}'")
+        if not inline and not views_runs.queue_reachable():
+            raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
+                               f"was started. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
+        try:
+            with transaction.atomic():
+                run = Run.objects.create(protocol=protocol, created_by=creator, inline=inline)
+                engine.run_start(run=run)
+                if not inline:
+                    jobs.run_enqueue(run.pk)  # enqueued when this transaction commits
+        except engine.RunError as exc:
+            raise CommandError(f"protocol {protocol.name!r}: the run did not start: {exc}") from None
+        if not inline:
+            return f"run {run.pk} of {protocol.name!r} started through the queue; follow it with: manage.py run_report {run.pk}"
+        run = engine.run_inline(run.pk)
+        ending = f"{run.get_status_display().lower()}" + (
+            f": {run.status_reason}" if run.status_reason and run.status != run.Status.FINISHED else "")
+        return f"run {run.pk} of {protocol.name!r} ran inline and is {ending}; see: manage.py run_report {run.pk}"
