@@ -75,7 +75,7 @@ def _worker_count() -> int | None:
         return None
 
 
-def in_flight(run: Run) -> list[dict]:
+def in_flight(run: Run, *, redis_up: bool = True) -> list[dict]:
     """Requests in flight per service, from the Redis limiter shared by every worker (0 without Redis)."""
     rows = {}
     for role in (Slot.Role.GENERATOR, Slot.Role.JUDGE):
@@ -84,7 +84,7 @@ def in_flight(run: Run) -> list[dict]:
         if name in rows:
             continue
         try:
-            count = InflightLimiter(_redis()).in_flight(name)
+            count = InflightLimiter(_redis()).in_flight(name) if redis_up else 0
         except (redis.RedisError, OSError):
             count = 0
         label = f"{config.provider} at {config.base_url}" if config.base_url else config.provider
@@ -227,12 +227,14 @@ def duration_text(seconds: float | None) -> str:
 def _progress(run: Run) -> dict:
     """What the progress block shows, for the page and the JSON endpoint alike."""
     progress = engine.run_progress(run)
+    # Asked once: a page polled every 2 s must not wait on an unreachable Redis several times.
+    redis_up = queue_reachable()
     return {
         **progress,
         "run": run,
         "eta": duration_text(progress["eta_s"]),
-        "in_flight": in_flight(run),
-        "workers": None if run.inline else _worker_count(),
+        "in_flight": in_flight(run, redis_up=redis_up),
+        "workers": _worker_count() if redis_up and not run.inline else None,
         "finished": run.status == Run.Status.FINISHED,
         "current_phase": Phase(run.phase).label,
     }

@@ -9,6 +9,7 @@ from experiments.llm import OFFLINE_LABEL
 from experiments.models import Amendment, Protocol, Run, Slot
 from experiments.sealing import protocol_seal
 from experiments.services import cohort_draw
+from tests.test_browser_session import browser  # noqa: F401 (the Chromium fixture)
 
 PARTICIPANT_TEXT = "I would say it depends on the day really"
 QUESTION_TEXT = "Could you tell me more"
@@ -490,6 +491,27 @@ def test_the_progress_endpoint_reports_counts_and_the_block(client, world, finis
     assert 'id="run-phases"' in data["html"]
 
 
+def test_the_in_flight_count_comes_from_the_shared_redis_limiter(client, world):
+    if not views_runs.queue_reachable():
+        pytest.skip("needs the Redis server of the test settings")
+    from experiments.concurrency import InflightLimiter
+
+    client.force_login(world["users"]["viewer"])
+    url = reverse("run_progress", args=["alpha", world["run"].pk])
+    name = engine.limiter_name(engine.role_config(world["run"], Slot.Role.GENERATOR))
+    with InflightLimiter(views_runs._redis()).hold(name, 4, lease_s=30):
+        assert client.get(url).json()["in_flight"] == [
+            {"service": "offline", "provider": "offline", "in_flight": 1, "cap": 4}]
+    assert client.get(url).json()["in_flight"][0]["in_flight"] == 0
+
+
+def test_without_redis_the_in_flight_count_is_zero_and_workers_are_not_claimed(client, world, monkeypatch):
+    monkeypatch.setattr(views_runs, "queue_reachable", lambda: False)
+    client.force_login(world["users"]["owner"])
+    data = client.get(reverse("run_progress", args=["alpha", world["run"].pk])).json()
+    assert data["in_flight"][0]["in_flight"] == 0 and "Workers listening" not in data["html"]
+
+
 def test_a_running_run_page_refreshes_itself(client, world):
     client.force_login(world["users"]["owner"])
     body = client.get(reverse("run_detail", args=["alpha", world["run"].pk])).content.decode()
@@ -589,3 +611,54 @@ def test_the_project_page_lists_protocols_and_runs_but_not_for_raters(client, wo
     client.force_login(world["users"]["rater"])
     body = client.get(reverse("project_detail", args=["alpha"])).content.decode()
     assert "Protocols and runs" not in body and "draft" not in body
+
+
+# --- the page refreshes itself (Chromium) ----------------------------------------------------
+
+@pytest.fixture
+def running_and_finished(transactional_db, imported, cast):
+    """Set up before Playwright's event loop starts (see tests/test_browser_session.py)."""
+    cohort = cohort_draw(project=imported, name="c1", size=2, seed=1)
+    protocol = make_protocol(imported, cohort, "sealed", sealed=True)
+    return {"running": started_run(protocol), "finished": finished_run(protocol)}
+
+
+def _log_in(page, live_server):
+    page.goto(live_server.url + reverse("login"))
+    page.fill("#id_username", "owner-user")
+    page.fill("#id_password", "pw-for-tests-only")
+    page.click("button[type=submit]")
+
+
+@pytest.mark.slow
+def test_run_progress_js_refreshes_the_block_and_reloads_once_finished(running_and_finished, live_server, browser):
+    import json
+
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    _log_in(page, live_server)
+    answers = []
+
+    def progress(route):
+        # Stand in for the endpoint: first still running, then finished.
+        answers.append(route.request.url)
+        finished = len(answers) >= 2
+        route.fulfill(status=200, content_type="application/json",
+                      body=json.dumps({"html": f'<p id="tick-{len(answers)}">tick</p>', "finished": finished}))
+
+    page.route("**/progress.json", progress)
+    page.goto(live_server.url + reverse("run_detail", args=["alpha", running_and_finished["running"].pk]))
+    page.wait_for_selector("#tick-1", timeout=5000)  # the block was replaced by the endpoint's HTML
+    with page.expect_navigation(timeout=5000):  # finished: the page reloads to show the analysis
+        pass
+    page.unroute("**/progress.json")
+    assert len(answers) == 2 and errors == []
+    page.wait_for_selector("#run-phases")  # the real block again, from the reloaded page
+
+    # A finished run's page does not poll at all.
+    requests = []
+    page.on("request", lambda request: requests.append(request.url) if "progress.json" in request.url else None)
+    page.goto(live_server.url + reverse("run_detail", args=["alpha", running_and_finished["finished"].pk]))
+    page.wait_for_timeout(2500)
+    assert requests == [] and page.locator("#condition-means").is_visible()

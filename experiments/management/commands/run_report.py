@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from experiments import engine, llm
 from experiments.models import Run
-from experiments.views_runs import duration_text, in_flight
+from experiments.views_runs import duration_text, in_flight, queue_reachable
 
 PHASE_COLUMNS = [("slots", "total"), ("done", "done"), ("pending", "pending"), ("in flight", "in_flight"),
                  ("failed", "failed"), ("held", "held"), ("unknown", "unknown"), ("attempts", "attempts"),
@@ -29,7 +29,7 @@ class Command(BaseCommand):
 def _header(run: Run, progress: dict) -> str:
     protocol = run.protocol
     tokens = progress["tokens"]
-    limits = ", ".join(f"{row['service']} {row['in_flight']}/{row['cap']}" for row in in_flight(run))
+    limits = ", ".join(f"{row['service']} {row['in_flight']}/{row['cap']}" for row in in_flight(run, redis_up=queue_reachable()))
     lines = [
         f"run {run.pk} of protocol {protocol.name!r} (cohort {protocol.cohort.name}): {run.get_status_display().lower()}, "
         f"phase {run.get_phase_display().lower()}{' (inline)' if run.inline else ''}",
