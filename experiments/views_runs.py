@@ -260,7 +260,10 @@ def run_detail(request, slug, pk):
         **_protocol_facts(protocol),
     }
     if membership.is_owner() and run.status != Run.Status.FINISHED:
-        context["unknown_now"] = Slot.objects.filter(run=run, phase=run.phase, status=Slot.Status.UNKNOWN).count()
+        unknown = Slot.objects.filter(run=run, status=Slot.Status.UNKNOWN)
+        context["unknown_now"] = unknown.filter(phase=run.phase).count()
+        # The engine re-issues the current phase's unknown slots only; say so rather than hide them.
+        context["unknown_earlier"] = unknown.exclude(phase=run.phase).count()
         # One form per action; distinct ids keep the page's labels pointing at the right box.
         for action in ("pause", "resume", "reissue"):
             context[f"{action}_form"] = ReasonForm(auto_id=f"{action}_%s")

@@ -438,6 +438,15 @@ def test_the_reissue_button_appears_only_with_unknown_slots_and_releases_exactly
     assert (slot.status, slot.amended_attempts) == (Slot.Status.PENDING, 1)
 
 
+def test_unknown_slots_of_an_earlier_phase_are_counted_and_said_to_be_beyond_reissue(client, world):
+    _make_an_unknown_slot(world)
+    Run.objects.filter(pk=world["run"].pk).update(phase="generation", planned_phase="generation")
+    client.force_login(world["users"]["owner"])
+    body = client.get(reverse("run_detail", args=["alpha", world["run"].pk])).content.decode()
+    assert 'id="reissue-form"' not in body
+    assert "1 unknown slot of earlier phases cannot be re-issued" in body
+
+
 def test_a_concurrency_change_is_recorded_and_takes_effect(client, world):
     client.force_login(world["users"]["owner"])
     run = world["run"]
