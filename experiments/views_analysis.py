@@ -1,33 +1,25 @@
 """Contrast dashboards and numeric exports of a run (issue 5): numbers only, no text.
 
-Owners, analysts and viewers see them (the paper's "public package" level); raters do not.
+Owners, analysts and viewers see them (the paper's "public package" level); raters do not
+(`access.run_for` with its default, the aggregate readers).
 """
 import csv
 import io
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
 from experiments import figures
-from experiments.access import membership_for
+from experiments.access import run_for
 from experiments.dashboard import dashboard_cached
 from experiments.exports import scores_package_rows
-from experiments.models import Role, Run
-
-DASHBOARD_ROLES = frozenset({Role.OWNER, Role.ANALYST, Role.VIEWER})
-
-
-def _dashboard_run(request, slug, pk):
-    membership = membership_for(request, slug, roles=DASHBOARD_ROLES)
-    run = get_object_or_404(Run.objects.select_related("protocol__cohort"), pk=pk, protocol__project=membership.project)
-    return membership, run
 
 
 @login_required
 def run_dashboard(request, slug, pk):
     """Template experiments/run_dashboard.html: figures, each with its table and CSV."""
-    membership, run = _dashboard_run(request, slug, pk)
+    membership, run = run_for(request, slug, pk)
     result = dashboard_cached(run)
     context = {"membership": membership, "project": membership.project, "run": run, "result": result}
     if result is not None:
@@ -97,7 +89,7 @@ def _csv_response(filename, header, rows):
 @login_required
 def run_dashboard_csv(request, slug, pk, table):
     """The numbers of one dashboard table as CSV."""
-    _, run = _dashboard_run(request, slug, pk)
+    _, run = run_for(request, slug, pk)
     result = dashboard_cached(run)
     if table not in CSV_TABLES or result is None:
         return HttpResponse("No such table, or the analysis is not computed yet.", status=404,
@@ -108,6 +100,6 @@ def run_dashboard_csv(request, slug, pk, table):
 @login_required
 def run_scores_csv(request, slug, pk):
     """The run's numeric package: task-level scores, remapped labels, lengths, no text."""
-    _, run = _dashboard_run(request, slug, pk)
+    _, run = run_for(request, slug, pk)
     header, rows = scores_package_rows(run)
     return _csv_response(f"run-{run.pk}-scores.csv", header, rows)
