@@ -99,11 +99,13 @@ class Command(BaseCommand):
         protocol = protocol_seal(protocol=protocol, user=None)
         run = Run.objects.create(protocol=protocol)
         run_start(run=run)
+        page = f"/p/{project.slug}/runs/{run.pk}/"
         if queue:
             run_enqueue(run.pk)
-            return f"run {run.pk} of '{protocol.name}' goes through the queue (offline stand-in, not a model)"
+            return (f"run {run.pk} of '{protocol.name}' goes through the queue (offline stand-in, not a model); "
+                    f"watch it at {page}")
         Run.objects.filter(pk=run.pk).update(inline=True)
         started = time.monotonic()
         run = run_inline(run.pk)
         return (f"run {run.pk} of '{protocol.name}' ran inline, without a queue (no Redis reachable): "
-                f"{run.status} in {time.monotonic() - started:.1f} s (offline stand-in, not a model)")
+                f"{run.status} in {time.monotonic() - started:.1f} s (offline stand-in, not a model); see {page}")
