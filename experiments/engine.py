@@ -25,7 +25,7 @@ from datetime import timedelta
 
 import httpx
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from experiments import llm
@@ -353,37 +353,55 @@ def _apply_selection(prediction: Prediction, condition, response: str) -> None:
 
 # --- one slot --------------------------------------------------------------------------------
 
+# ModelCall.outcome of a reservation whose lease ran out without an outcome (the slot is unknown).
+UNKNOWN_OUTCOME = "unknown"
+OPEN_STATUSES = (Slot.Status.PENDING, Slot.Status.IN_FLIGHT, Slot.Status.HELD)
+
+
 @dataclass(frozen=True)
 class _Reservation:
     call_id: int
     basis: str
-    recoveries: int
+    recoveries: int  # recoveries of the slot before this attempt
 
 
 def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):
-    """Commit the attempt row before anything is sent; None when the slot must not be sent."""
+    """Commit the attempt row before anything is sent; None when the slot must not be sent.
+
+    Locks in the order run → slot (as run_drive does) and takes the run's row lock only
+    for a recovery, whose phase allowance must be counted and used atomically.
+    """
     with transaction.atomic():
-        slot = Slot.objects.select_for_update().select_related("run").get(pk=slot_id)
-        run = Run.objects.select_for_update().get(pk=slot.run_id)
-        if not run.may_send() or run.phase != slot.phase:
+        if basis == ModelCall.Basis.RECOVERY:
+            run_id = Slot.objects.values_list("run_id", flat=True).get(pk=slot_id)
+            run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
+            slot = Slot.objects.select_for_update().get(pk=slot_id)
+        else:
+            slot = Slot.objects.select_for_update().get(pk=slot_id)
+            run = Run.objects.select_related("protocol").get(pk=slot.run_id)
+        slot.run = run
+        if run.phase != slot.phase:
             return None
-        calls = ModelCall.objects.filter(slot=slot)
-        used = dict(calls.values_list("basis").annotate(n=Count("pk")))
+        used = dict(ModelCall.objects.filter(slot=slot).values_list("basis").annotate(n=Count("pk")).order_by())
         if basis == ModelCall.Basis.RECOVERY:
             if slot.status != Slot.Status.IN_FLIGHT:
+                return None  # counted failed or unknown meanwhile: nothing more is sent
+            if not run.may_send():
+                # The circuit opened (or the run stopped) during the cooldown: the recovery waits
+                # for the owner, whose resume allows one more identical request (App. B.2).
+                _settle(slot, Slot.Status.HELD, f"a recovery was due when the run was {run.status}"
+                                                f"{' (circuit open)' if run.circuit_open else ''}; "
+                                                "held for the owner's amendment")
                 return None
-            policy = retry_settings(run)
             phase_recoveries = ModelCall.objects.filter(
                 slot__run=run, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
             ).count()
-            if phase_recoveries >= policy["phase_allowance"]:
-                slot.status = Slot.Status.FAILED
-                slot.status_note = "the phase's recovery allowance is used up"
-                slot.save(update_fields=["status", "status_note", "updated_at"])
+            if phase_recoveries >= retry_settings(run)["phase_allowance"]:
+                _settle(slot, Slot.Status.FAILED, "no retry: the phase's recovery allowance is used up")
                 return None
-        elif slot.status != Slot.Status.PENDING:
-            return None  # terminal, in flight elsewhere, or held: never re-sent here
-        elif calls.exists():
+        elif not run.may_send() or slot.status != Slot.Status.PENDING:
+            return None  # paused, or terminal / in flight elsewhere / held: never re-sent here
+        elif used:
             # A pending slot with earlier attempts was released by an amendment.
             if used.get(ModelCall.Basis.AMENDMENT, 0) >= slot.amended_attempts:
                 return None
@@ -391,24 +409,45 @@ def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease
             justification = justification or "allowed by the owner's amendment"
         now = timezone.now()
         try:
-            call = ModelCall.objects.create(
-                slot=slot, attempt=calls.count() + 1, basis=basis, justification=justification,
-                worker=worker[:200], reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
-            )
+            with transaction.atomic():
+                call = ModelCall.objects.create(
+                    slot=slot, attempt=sum(used.values()) + 1, basis=basis, justification=justification,
+                    worker=worker[:200], reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
+                )
         except IntegrityError:
             return None  # another worker reserved this attempt first
-        slot.status = Slot.Status.IN_FLIGHT
-        slot.save(update_fields=["status", "updated_at"])
+        slot.status, slot.retry_at = Slot.Status.IN_FLIGHT, None
+        slot.save(update_fields=["status", "retry_at", "updated_at"])
         return _Reservation(call.pk, basis, used.get(ModelCall.Basis.RECOVERY, 0))
 
 
-def _record(call_id: int, outcome: llm.Outcome, config: llm.ModelConfig, decision: llm.Decision) -> None:
+def _settle(slot: Slot, status: str, note: str) -> None:
+    """A slot ends (or is held) without a usable answer: its results are missing."""
+    slot.status, slot.status_note, slot.retry_at = status, note, None
+    slot.save(update_fields=["status", "status_note", "retry_at", "updated_at"])
+    if status in Slot.TERMINAL:
+        _apply_result(slot, None, usable=False)
+
+
+def _record(call_id: int, outcome: llm.Outcome, decision: llm.Decision) -> bool:
+    """Store the attempt's receipt and what it means for the slot and the run.
+
+    Returns False when the receipt came too late: the reservation's lease had run out and
+    the slot is counted unknown. The receipt is kept, the slot stays as it is, nothing is
+    retried.
+    """
     usage = outcome.usage
+    kind = outcome.kind
     with transaction.atomic():
-        call = ModelCall.objects.select_for_update().select_related("slot__run").get(pk=call_id)
+        run = None
+        if kind in (llm.OutcomeKind.QUOTA, llm.OutcomeKind.FATAL):
+            run_id = ModelCall.objects.filter(pk=call_id).values_list("slot__run_id", flat=True).get()
+            run = Run.objects.select_for_update().get(pk=run_id)  # run → call → slot, as run_drive
+        call = ModelCall.objects.select_for_update(of=("self",)).select_related("slot__run").get(pk=call_id)
         slot = call.slot
+        late = call.outcome != "" or slot.status != Slot.Status.IN_FLIGHT
         call.finished_at = timezone.now()
-        call.outcome = outcome.kind.value
+        call.outcome = kind.value
         call.http_status = outcome.http_status
         call.response_id = (outcome.response_id or "")[:200]
         call.model_version = (outcome.model_version or "")[:200]
@@ -420,10 +459,13 @@ def _record(call_id: int, outcome: llm.Outcome, config: llm.ModelConfig, decisio
         call.total_tokens = usage.total_tokens
         call.elapsed_s = outcome.elapsed_s
         call.error = outcome.error
+        if late:
+            call.error = ("arrived after the reservation's lease ran out; the slot stays "
+                          f"{slot.status}" + (f"; {outcome.error}" if outcome.error else ""))
         call.raw_body = outcome.raw_body
         call.save()
-        run = Run.objects.select_for_update().get(pk=slot.run_id)
-        kind = outcome.kind
+        if late:
+            return False
         if kind == llm.OutcomeKind.OK:
             slot.status, slot.status_note = Slot.Status.OK, ""
             _apply_result(slot, outcome.text, usable=True)
@@ -434,7 +476,8 @@ def _record(call_id: int, outcome: llm.Outcome, config: llm.ModelConfig, decisio
             slot.status, slot.status_note = Slot.Status.HELD, f"quota exhausted: {outcome.error}"
             run.circuit_open = True
             run.status = Run.Status.PAUSED
-            run.status_reason = f"Quota exhausted (slot {slot.key}): {outcome.error}. Nothing is sent until an owner resumes."
+            run.status_reason = (f"Quota exhausted (slot {slot.key}): {outcome.error}. "
+                                 "Nothing is sent until an owner resumes.")
             run.save(update_fields=["circuit_open", "status", "status_reason"])
         elif kind == llm.OutcomeKind.FATAL:
             slot.status, slot.status_note = Slot.Status.HELD, f"stopped: {outcome.error}"
@@ -448,6 +491,7 @@ def _record(call_id: int, outcome: llm.Outcome, config: llm.ModelConfig, decisio
             slot.retry_at = timezone.now() + timedelta(seconds=decision.wait_s)
             slot.status_note = decision.justification
         slot.save(update_fields=["status", "status_note", "retry_at", "updated_at"])
+        return True
 
 
 def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "", sleep=time.sleep) -> None:
@@ -460,29 +504,47 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
                                    cooldown_s=float(policy["cooldown_s"]))
     prepared = llm.build_request(config, slot.system, slot.user)
     lease_s = config.timeout_s + LEASE_GRACE_S
+    name, cap = limiter_name(config), effective_concurrency(run, config.provider)
     basis, justification = ModelCall.Basis.FIRST, ""
     while True:
-        with limiter.hold(limiter_name(config), effective_concurrency(run, config.provider), lease_s=lease_s):
+        with limiter.hold(name, cap, lease_s=lease_s):
             reservation = _reserve(slot_id, basis=basis, justification=justification, worker=worker, lease_s=lease_s)
             if reservation is None:
                 return
             outcome = llm.send(config, prepared, client=client)
-        allowance_left = policy["phase_allowance"] - ModelCall.objects.filter(
-            slot__run_id=run.pk, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
-        ).count()
-        recoveries = reservation.recoveries + (reservation.basis == ModelCall.Basis.RECOVERY)
-        decision = llm.decide_retry(retry_policy, outcome, recoveries, allowance_left)
         if outcome.kind == llm.OutcomeKind.OK and config.expected_model_version and (
             outcome.model_version != config.expected_model_version
         ):
             # An unexpected model version is recorded as it is, never a reason to redraw (B.2).
             outcome = _as_unusable(outcome, f"returned model {outcome.model_version!r}, expected "
                                               f"{config.expected_model_version!r}")
-        _record(reservation.call_id, outcome, config, decision)
-        if not decision.retry:
+        decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
+        if not _record(reservation.call_id, outcome, decision) or not decision.retry:
             return
         sleep(decision.wait_s)
         basis, justification = ModelCall.Basis.RECOVERY, decision.justification
+
+
+def _decide(retry_policy, policy: dict, run: Run, slot: Slot, reservation: _Reservation,
+            outcome: llm.Outcome) -> llm.Decision:
+    if outcome.kind == llm.OutcomeKind.TRANSIENT and reservation.basis == ModelCall.Basis.AMENDMENT:
+        # The owner's amendment allowed exactly one identical request (App. B.2's continuation).
+        return llm.Decision(False, 0.0, "no retry: the amendment allowed exactly one identical request")
+    recoveries = reservation.recoveries + (reservation.basis == ModelCall.Basis.RECOVERY)
+    allowance_left = 0
+    if outcome.kind == llm.OutcomeKind.TRANSIENT:
+        allowance_left = policy["phase_allowance"] - ModelCall.objects.filter(
+            slot__run_id=run.pk, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
+        ).count()
+    return llm.decide_retry(retry_policy, outcome, recoveries, allowance_left)
+
+
+def phase_settled(slot_id: int) -> int | None:
+    """The run's id when the slot's phase has no open slot left (time to drive), else None."""
+    run_id, phase = Slot.objects.values_list("run_id", "phase").get(pk=slot_id)
+    if Slot.objects.filter(run_id=run_id, phase=phase, status__in=OPEN_STATUSES).exists():
+        return None
+    return run_id
 
 
 def _as_unusable(outcome: llm.Outcome, why: str) -> llm.Outcome:
@@ -495,7 +557,11 @@ def _as_unusable(outcome: llm.Outcome, why: str) -> llm.Outcome:
 
 @dataclass(frozen=True)
 class Step:
-    """What the driver should do next: send these slots, look again later, or nothing."""
+    """What the driver should do next: send these slots and/or look again later, or nothing.
+
+    `recheck_in_s` comes with every step of a phase that still has open slots: somebody must
+    look again when a lease may have run out (a worker that died mid-request sends no word).
+    """
 
     slot_ids: tuple[int, ...] = ()
     recheck_in_s: float | None = None
@@ -503,15 +569,19 @@ class Step:
     analyze: bool = False  # the analysis phase is due: run `run_analyze`
 
 
-def run_drive(run_id: int) -> Step:
+def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
     """Advance the run as far as it can go without sending anything.
 
     Marks reservations whose lease ran out as unknown, finishes a phase whose slots are
     all terminal (the next phase starts only after the previous one is complete, B.2),
     plans the next phase, and returns the slots to hand out now.
+
+    `redispatch_after_s`: hand out again pending slots handed out at least this long ago
+    (their job was lost, e.g. the driver died between committing and enqueuing). A slot
+    handed out twice is still sent at most once: `_reserve` decides under the slot's lock.
     """
     with transaction.atomic():
-        run = Run.objects.select_for_update().select_related("protocol").get(pk=run_id)
+        run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
         while run.may_send():
             if run.phase == Phase.DONE:
                 run.status = Run.Status.FINISHED
@@ -526,26 +596,37 @@ def run_drive(run_id: int) -> Step:
                 run.save(update_fields=["planned_phase"])
             _expire_leases(run)
             slots = Slot.objects.filter(run=run, phase=run.phase)
-            to_send = list(slots.filter(status=Slot.Status.PENDING, dispatched_at__isnull=True)
+            undispatched = Q(dispatched_at__isnull=True)
+            if redispatch_after_s is not None:
+                undispatched |= Q(dispatched_at__lte=timezone.now() - timedelta(seconds=redispatch_after_s))
+            to_send = list(slots.filter(undispatched, status=Slot.Status.PENDING)
                            .order_by("pk").values_list("pk", flat=True))
             if to_send:
                 Slot.objects.filter(pk__in=to_send).update(dispatched_at=timezone.now())
-                return Step(slot_ids=tuple(to_send), phase=run.phase)
-            open_slots = slots.filter(status__in=[Slot.Status.PENDING, Slot.Status.IN_FLIGHT, Slot.Status.HELD])
-            if open_slots.exists():
-                return Step(recheck_in_s=_next_deadline_s(run, open_slots), phase=run.phase)
+            if to_send or slots.filter(status__in=OPEN_STATUSES).exists():
+                return Step(slot_ids=tuple(to_send), recheck_in_s=_next_deadline_s(run), phase=run.phase)
             _advance(run)
         return Step()
 
 
-def _next_deadline_s(run: Run, open_slots) -> float:
-    """Seconds until an open slot's lease (or recovery) runs out: when to look again."""
+def _next_deadline_s(run: Run) -> float:
+    """Seconds until the earliest moment an open slot of the phase may need the driver: a
+    reservation's lease running out, or a recovery overdue. Never later than one lease from
+    now, since a slot handed out now can be reserved at any moment."""
     now = timezone.now()
-    deadlines = list(ModelCall.objects.filter(slot__in=open_slots, outcome="").values_list("lease_until", flat=True))
-    for retry_at, role in open_slots.filter(retry_at__isnull=False).values_list("retry_at", "role"):
-        deadlines.append(retry_at + timedelta(seconds=role_config(run, role).timeout_s + LEASE_GRACE_S))
-    future = [d for d in deadlines if d > now]
-    return (min(future) - now).total_seconds() + 0.5 if future else 0.5
+    lease = timedelta(seconds=max(role_config(run, role).timeout_s for role in Slot.Role.values) + LEASE_GRACE_S)
+    open_calls = ModelCall.objects.filter(slot__run=run, slot__phase=run.phase, outcome="",
+                                          slot__status=Slot.Status.IN_FLIGHT)
+    deadlines = [now + lease]
+    earliest_lease = open_calls.order_by("lease_until").values_list("lease_until", flat=True).first()
+    if earliest_lease is not None:
+        deadlines.append(earliest_lease)
+    earliest_retry = (Slot.objects.filter(run=run, phase=run.phase, status=Slot.Status.IN_FLIGHT,
+                                          retry_at__isnull=False)
+                      .order_by("retry_at").values_list("retry_at", flat=True).first())
+    if earliest_retry is not None:
+        deadlines.append(earliest_retry + lease)
+    return max((min(deadlines) - now).total_seconds(), 0.0) + 0.5
 
 
 def run_analyze(run_id: int) -> None:
@@ -553,6 +634,8 @@ def run_analyze(run_id: int) -> None:
     from experiments.analysis import analysis_compute
 
     run = Run.objects.select_related("protocol").get(pk=run_id)
+    if run.phase != Phase.ANALYSIS:
+        return  # done already (a second analysis job)
     result = analysis_compute(run)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
@@ -571,27 +654,31 @@ def _advance(run: Run) -> None:
 def _expire_leases(run: Run) -> None:
     """Reservations past their lease with no outcome: the worker died mid-request (B.2).
 
-    A slot whose worker died while waiting to send a recovery sent nothing more: it
-    fails with what it has, and nothing is unknown about it.
+    The reservation is marked unknown (so a later attempt an owner allows is judged on its
+    own lease) and its slot counts unknown: it is never re-sent automatically. A slot whose
+    worker died while waiting to send a recovery sent nothing more: it fails with what it
+    has, and nothing is unknown about it.
     """
     now = timezone.now()
     expired = ModelCall.objects.filter(slot__run=run, outcome="", lease_until__lt=now)
     slot_ids = list(expired.values_list("slot_id", flat=True))
-    for slot in Slot.objects.filter(pk__in=slot_ids, status=Slot.Status.IN_FLIGHT):
-        slot.status = Slot.Status.UNKNOWN
-        slot.status_note = "reserved, no outcome recorded: the request may or may not have reached the service"
-        slot.save(update_fields=["status", "status_note", "updated_at"])
-        _apply_result(slot, None, usable=False)
+    if slot_ids:
+        ModelCall.objects.filter(pk__in=expired.values_list("pk", flat=True)).update(
+            outcome=UNKNOWN_OUTCOME,
+            error="no outcome was recorded before the lease ran out: the worker stopped mid-request; "
+                  "the request may or may not have reached the service",
+        )
+        for slot in Slot.objects.filter(pk__in=slot_ids, status=Slot.Status.IN_FLIGHT).select_related("run"):
+            _settle(slot, Slot.Status.UNKNOWN,
+                    "reserved, no outcome recorded: the request may or may not have reached the service")
     stale = Slot.objects.filter(run=run, status=Slot.Status.IN_FLIGHT, retry_at__isnull=False).exclude(
         calls__outcome=""
-    )
+    ).select_related("run")
     for slot in stale:
         lease_s = role_config(run, slot.role).timeout_s + LEASE_GRACE_S
         if slot.retry_at + timedelta(seconds=lease_s) < now:
-            slot.status = Slot.Status.FAILED
-            slot.status_note = "the worker stopped while waiting to send its recovery; nothing more was sent"
-            slot.save(update_fields=["status", "status_note", "updated_at"])
-            _apply_result(slot, None, usable=False)
+            _settle(slot, Slot.Status.FAILED,
+                    "the worker stopped while waiting to send its recovery; nothing more was sent")
 
 
 # --- seal, start, pause, resume, amend --------------------------------------------------------
@@ -710,14 +797,16 @@ def run_progress(run: Run) -> dict:
             "attempts": per_phase_calls.get(phase, {}).get("attempts", 0),
             "recoveries": per_phase_calls.get(phase, {}).get("recoveries", 0),
         })
-    window_start = timezone.now() - timedelta(seconds=60)
-    recent = calls.filter(finished_at__gte=window_start).count()
+    # Calls per second over the last minute, or since the start when that is shorter.
+    now = timezone.now()
+    window_s = 60.0
+    if run.started_at is not None:
+        window_s = min(window_s, max((now - run.started_at).total_seconds(), 1.0))
+    recent = calls.filter(finished_at__gte=now - timedelta(seconds=window_s)).count()
     remaining = sum(p["total"] - p["done"] for p in phases)
-    rate = recent / 60.0
-    tokens = {
-        field: sum(v for v in calls.values_list(field, flat=True) if v is not None)
-        for field in ("input_tokens", "output_tokens", "reasoning_tokens")
-    }
+    rate = recent / window_s
+    sums = calls.aggregate(**{field: Sum(field) for field in ("input_tokens", "output_tokens", "reasoning_tokens")})
+    tokens = {field: value or 0 for field, value in sums.items()}
     return {
         "phases": phases,
         "calls_per_second": rate,
@@ -739,7 +828,9 @@ def run_inline(run_id: int, *, client: httpx.Client | None = None, sleep=time.sl
     client = client or httpx.Client()
     try:
         while True:
-            step = run_drive(run_id)
+            # Every slot handed out is executed before the next drive, so a pending slot handed
+            # out earlier belongs to an inline driver that stopped (e.g. an interrupted demo).
+            step = run_drive(run_id, redispatch_after_s=0)
             if step.analyze:
                 run_analyze(run_id)
             elif step.slot_ids:

@@ -2,12 +2,20 @@
 
 Queues: `memories`, `generation`, `decisions`, `judging` carry one job per slot of that
 phase; `analysis` the statistics; `default` the driver that moves a run from phase to
-phase. Any number of `rqworker` processes on any number of machines may serve them.
+phase. Any number of `rqworker` processes on any number of machines may serve them; one
+of them must run with `--with-scheduler` for the driver's delayed looks (`enqueue_in`).
+
+The driver runs when a run is enqueued, when a phase's last open slot settles, and on a
+delayed look while a phase has open slots (a worker that died mid-request leaves no word:
+only a look after its lease ran out counts the slot unknown). It does not run after every
+slot: that would put the run's row lock on every call's path.
 """
 from __future__ import annotations
 
 import os
 import socket
+import time
+import uuid
 from datetime import timedelta
 
 import django_rq
@@ -15,8 +23,12 @@ import httpx
 from rq import Queue
 
 from experiments.concurrency import InflightLimiter
-from experiments.engine import Step, run_analyze, run_drive, slot_execute
-from experiments.models import Slot
+from experiments.engine import Step, phase_settled, run_analyze, run_drive, slot_execute
+
+SLOT_QUEUES = ("memories", "generation", "decisions", "judging")
+# With the slot queues empty, a pending slot handed out this long ago lost its job: hand it out again.
+REDISPATCH_AFTER_S = 60.0
+RECHECK_KEY = "ownwords:recheck:{run_id}"
 
 _http_client: httpx.Client | None = None
 _limiter: InflightLimiter | None = None
@@ -45,23 +57,57 @@ def dispatch(run_id: int, step: Step) -> None:
     """Put the driver's next step on the queues."""
     if step.analyze:
         django_rq.get_queue("analysis").enqueue(job_analyze, run_id)
-    elif step.slot_ids:
+    if step.slot_ids:
         queue = django_rq.get_queue(step.phase)
         queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,)) for slot_id in step.slot_ids])
-    elif step.recheck_in_s is not None:
-        # One scheduled look per run: the same job id replaces an earlier one.
-        django_rq.get_queue("default").enqueue_in(
-            timedelta(seconds=step.recheck_in_s), job_drive, run_id, job_id=f"ownwords-drive-{run_id}"
-        )
+    if step.recheck_in_s is not None:
+        schedule_recheck(run_id, step.recheck_in_s)
+
+
+def schedule_recheck(run_id: int, delay_s: float) -> bool:
+    """A delayed look at the run, unless one is due already no later than this one would be.
+
+    Keeps one look pending per run (a Redis key holds its due time) instead of one per
+    driver call. A look whose time passed long ago without running (no scheduler then)
+    does not count. Returns whether a look was scheduled.
+    """
+    connection = django_rq.get_connection("default")
+    key = RECHECK_KEY.format(run_id=run_id)
+    now = time.time()
+    due = now + delay_s
+    pending = connection.get(key)
+    if pending is not None and now - 30 <= float(pending) <= due + 0.5:
+        return False
+    connection.set(key, repr(due), ex=int(delay_s) + 300)
+    django_rq.get_queue("default").enqueue_in(
+        timedelta(seconds=delay_s), job_recheck, run_id, repr(due),
+        job_id=f"ownwords-recheck-{run_id}-{uuid.uuid4().hex[:12]}",
+    )
+    return True
+
+
+def _slot_queues_idle() -> bool:
+    return all(django_rq.get_queue(name).count == 0 for name in SLOT_QUEUES)
 
 
 def job_drive(run_id: int) -> None:
-    dispatch(run_id, run_drive(run_id))
+    redispatch = REDISPATCH_AFTER_S if _slot_queues_idle() else None
+    dispatch(run_id, run_drive(run_id, redispatch_after_s=redispatch))
+
+
+def job_recheck(run_id: int, due: str) -> None:
+    connection = django_rq.get_connection("default")
+    key = RECHECK_KEY.format(run_id=run_id)
+    if (connection.get(key) or b"").decode() == due:
+        connection.delete(key)  # this look is running: the next one may be scheduled
+    job_drive(run_id)
 
 
 def job_slot(slot_id: int) -> None:
     slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name())
-    job_drive(Slot.objects.values_list("run_id", flat=True).get(pk=slot_id))
+    run_id = phase_settled(slot_id)
+    if run_id is not None:  # the phase's last open slot: the next phase may start
+        job_drive(run_id)
 
 
 def job_analyze(run_id: int) -> None:
