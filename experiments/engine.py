@@ -591,6 +591,8 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
             if run.phase == Phase.ANALYSIS:
                 return Step(phase=Phase.ANALYSIS, analyze=True)
             if run.planned_phase != run.phase:
+                if not _seal_holds(run):
+                    return Step()
                 PLANNERS[run.phase](run)
                 run.planned_phase = run.phase
                 run.save(update_fields=["planned_phase"])
@@ -607,6 +609,21 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                 return Step(slot_ids=tuple(to_send), recheck_in_s=_next_deadline_s(run), phase=run.phase)
             _advance(run)
         return Step()
+
+
+def _seal_holds(run: Run) -> bool:
+    """Before a phase's requests are built: prompts, tasks and settings are still the sealed
+    ones (App. B.2: a hash failure stops the phase). Otherwise the run stops, saying why."""
+    from experiments.sealing import seal_mismatches
+
+    problems = seal_mismatches(run.protocol, code=False)
+    if not problems:
+        return True
+    run.status = Run.Status.STOPPED
+    run.status_reason = (f"Stopped before planning {Phase(run.phase).label.lower()}: the seal no longer matches: "
+                         + "; ".join(problems))
+    run.save(update_fields=["status", "status_reason"])
+    return False
 
 
 def _next_deadline_s(run: Run) -> float:
@@ -684,18 +701,22 @@ def _expire_leases(run: Run) -> None:
 # --- seal, start, pause, resume, amend --------------------------------------------------------
 
 def run_start(*, run: Run) -> None:
+    """Start a new run of a sealed protocol whose seal still matches (read fresh, under lock)."""
     from experiments.sealing import seal_mismatches
 
-    if not run.protocol.is_sealed():
-        raise RunError("the protocol is not sealed; seal it before running")
-    if run.status != Run.Status.CREATED:
-        raise RunError(f"the run is {run.status}; only a new run can start")
-    problems = seal_mismatches(run.protocol)
-    if problems:
-        raise RunError("the seal no longer matches: " + "; ".join(problems))
-    run.status = Run.Status.RUNNING
-    run.started_at = timezone.now()
-    run.save(update_fields=["status", "started_at"])
+    with transaction.atomic():
+        current = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run.pk)
+        if not current.protocol.is_sealed():
+            raise RunError("the protocol is not sealed; seal it before running")
+        if current.status != Run.Status.CREATED:
+            raise RunError(f"the run is {current.status}; only a new run can start")
+        problems = seal_mismatches(current.protocol)
+        if problems:
+            raise RunError("the seal no longer matches: " + "; ".join(problems))
+        current.status = Run.Status.RUNNING
+        current.started_at = timezone.now()
+        current.save(update_fields=["status", "started_at"])
+    run.status, run.started_at = current.status, current.started_at
 
 
 def run_pause(*, run: Run, user, reason: str) -> Amendment:
