@@ -38,10 +38,12 @@ QUESTION_ONLY = "question-only"
 
 # --- data -----------------------------------------------------------------------------------
 
-def build_cohort(project, *, sessions: int = 1, targets: int = 1, name: str = "engine", pairs: int = 8):
+def build_cohort(project, *, sessions: int = 1, targets: int = 1, name: str = "engine", pairs: int | None = None):
     """`sessions` sessions (one person each) with `targets` tasks each, all in one cohort."""
+    pairs = pairs or max(8, 2 * targets)  # targets come from the second half of the pairs
     parsed = [
-        parsed_session(f"eng-{name}-{i}", qa_turns(pairs, answer=f"In session {i} I mostly talk about gardening"),
+        parsed_session(f"eng-{name}-{i}", qa_turns(pairs, answer=f"In session {i} I mostly talk about gardening",
+                                                   question=f"Could you tell me more about part {i} of that?"),
                        study=f"s{i % 2}", screener=[("Age?", str(30 + i))])
         for i in range(sessions)
     ]
@@ -49,7 +51,9 @@ def build_cohort(project, *, sessions: int = 1, targets: int = 1, name: str = "e
     sessions_import(project=project, parsed=parsed, source_format="jsonl", source_file=f"{name}.jsonl",
                     task_rule=rule)
     task_set = project.task_sets.get(min_pairs=pairs, min_targets=targets, max_targets=targets)
-    return cohort_draw(project=project, name=name, size=sessions, seed=7, task_set=task_set)
+    cohort = cohort_draw(project=project, name=name, size=sessions, seed=7, task_set=task_set)
+    assert cohort.cohort_tasks.count() == sessions * targets
+    return cohort
 
 
 def openai_model(server: FakeLLMServer, **changes) -> dict:
