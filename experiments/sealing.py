@@ -138,7 +138,9 @@ def protocol_problems(protocol: Protocol) -> list[str]:
     problems = []
     if not protocol.conditions:
         problems.append("choose at least one condition")
-    if not protocol.cohort.cohort_tasks.exists():
+    if protocol.cohort_id is None:
+        problems.append("choose a cohort")
+    elif not protocol.cohort.cohort_tasks.exists():
         problems.append(f"the cohort {protocol.cohort.name!r} has no tasks")
     for key in protocol.conditions:
         try:

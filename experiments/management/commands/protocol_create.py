@@ -48,7 +48,7 @@ class Command(BaseCommand):
         if cohort is None:
             raise CommandError(f"no cohort named {spec['cohort']!r} in project '{project}'")
         values = _values(spec)
-        problems = _problems(project_obj, values)
+        problems = _problems(project_obj, cohort, values)
         if problems:
             raise CommandError("protocol not created:\n- " + "\n- ".join(problems))
         protocol = Protocol.objects.create(project=project_obj, cohort=cohort, created_by=creator, **values)
@@ -103,7 +103,7 @@ def _values(spec: dict) -> dict:
     }
 
 
-def _problems(project, values: dict) -> list[str]:
+def _problems(project, cohort, values: dict) -> list[str]:
     problems = []
     if not isinstance(values["name"], str) or not values["name"].strip() or len(values["name"]) > 100:
         problems.append("name must be a non-empty string of at most 100 characters")
@@ -123,7 +123,7 @@ def _problems(project, values: dict) -> list[str]:
     problems += contrast_problems(values["contrasts"], values["conditions"])
     if not problems:
         # The sealing rules last: they assume the shapes checked above.
-        problems += protocol_problems(Protocol(project=project, **values))
+        problems += protocol_problems(Protocol(project=project, cohort=cohort, **values))
     return problems
 
 
