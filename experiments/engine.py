@@ -17,6 +17,7 @@ Whoever calls these — an RQ job (`experiments.jobs`) or the inline driver — 
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -24,8 +25,8 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 
 import httpx
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Q, Sum
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.utils import timezone
 
 from experiments import llm
@@ -291,7 +292,7 @@ def _apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
     if slot.phase == Phase.MEMORIES:
         _, session_id, kind, words = slot.key.split("|")
         Memory.objects.update_or_create(
-            run=slot.run, session_id=int(session_id), kind=kind, words=int(words),
+            run_id=slot.run_id, session_id=int(session_id), kind=kind, words=int(words),
             defaults={"text": text or None, "slot": slot},
         )
     elif slot.phase == Phase.GENERATION:
@@ -307,7 +308,7 @@ def _apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
         _, task_id, answer_sha = slot.key.split("|")
         parsed = parse_judge(text) if text is not None else None
         Grade.objects.update_or_create(
-            run=slot.run, task_id=int(task_id), answer_sha256=answer_sha,
+            run_id=slot.run_id, task_id=int(task_id), answer_sha256=answer_sha,
             defaults={
                 "status": Grade.Status.OK if parsed and parsed.score is not None else Grade.Status.MISSING,
                 "score": parsed.score if parsed else None,
@@ -337,8 +338,8 @@ def _apply_selection(prediction: Prediction, condition, response: str) -> None:
         return
     pool = {
         p.label: p
-        for p in Prediction.objects.filter(run=prediction.run, task=prediction.task, condition=condition.key,
-                                           label__in=_labels(condition))
+        for p in Prediction.objects.filter(run_id=prediction.run_id, task_id=prediction.task_id,
+                                           condition=condition.key, label__in=_labels(condition))
     }
     ordered = candidate_display_order(candidate_pool_key(prediction.task, condition),
                                       [(label, pool[label].text) for label in _labels(condition)])
@@ -368,9 +369,17 @@ class _Reservation:
 def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):
     """Commit the attempt row before anything is sent; None when the slot must not be sent.
 
-    Locks in the order run → slot (as run_drive does) and takes the run's row lock only
-    for a recovery, whose phase allowance must be counted and used atomically.
+    A first attempt claims its slot with one conditional UPDATE (pending, never amended, the
+    run sending and in the slot's phase) and inserts its attempt row: two statements, no
+    lock held on the run. Everything else — recoveries, amended attempts, refusals — takes
+    the general path, which locks in the order run → slot (as run_drive does) and takes the
+    run's row lock only for a recovery, whose phase allowance must be counted and used
+    atomically.
     """
+    if basis == ModelCall.Basis.FIRST:
+        reservation = _reserve_first(slot_id, worker=worker, lease_s=lease_s)
+        if reservation is not None:
+            return reservation
     with transaction.atomic():
         if basis == ModelCall.Basis.RECOVERY:
             run_id = Slot.objects.values_list("run_id", flat=True).get(pk=slot_id)
@@ -421,6 +430,57 @@ def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease
         return _Reservation(call.pk, basis, used.get(ModelCall.Basis.RECOVERY, 0))
 
 
+_RESERVE_FIRST_SQL = """
+WITH claimed AS (
+    UPDATE {slot} SET status = %s, retry_at = NULL, updated_at = %s
+    WHERE id = %s AND status = %s AND amended_attempts = 0
+      AND EXISTS (SELECT 1 FROM {run} r WHERE r.id = {slot}.run_id AND r.status = %s
+                  AND NOT r.circuit_open AND r.phase = {slot}.phase)
+    RETURNING id
+)
+INSERT INTO {call} (slot_id, attempt, basis, justification, worker, reserved_at, lease_until,
+                    outcome, response_id, model_version, finish_reason, error, raw_body)
+SELECT id, 1, %s, '', %s, %s, %s, '', '', '', '', '', '' FROM claimed
+RETURNING id
+"""
+
+
+def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
+    now = timezone.now()
+    if connection.vendor == "postgresql":
+        # One statement, one round trip and one commit while the in-flight place is held.
+        sql = _RESERVE_FIRST_SQL.format(slot=Slot._meta.db_table, run=Run._meta.db_table,
+                                        call=ModelCall._meta.db_table)
+        params = [Slot.Status.IN_FLIGHT, now, slot_id, Slot.Status.PENDING, Run.Status.RUNNING,
+                  ModelCall.Basis.FIRST, worker[:200], now, now + timedelta(seconds=lease_s)]
+        # In autocommit the statement commits by itself; inside a caller's transaction a
+        # savepoint keeps a failed insert from breaking it.
+        block = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+        try:
+            with block, connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                row = cursor.fetchone()
+        except IntegrityError:
+            return None
+        return _Reservation(row[0], ModelCall.Basis.FIRST, 0) if row else None
+    sending = Run.objects.filter(pk=OuterRef("run_id"), status=Run.Status.RUNNING, circuit_open=False,
+                                 phase=OuterRef("phase"))
+    try:
+        with transaction.atomic():
+            claimed = (Slot.objects.filter(pk=slot_id, status=Slot.Status.PENDING, amended_attempts=0)
+                       .filter(Exists(sending))
+                       .update(status=Slot.Status.IN_FLIGHT, retry_at=None, updated_at=now))
+            if not claimed:
+                return None
+            call = ModelCall.objects.create(
+                slot_id=slot_id, attempt=1, basis=ModelCall.Basis.FIRST, justification="", worker=worker[:200],
+                reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
+            )
+    except IntegrityError:
+        return None
+    return _Reservation(call.pk, ModelCall.Basis.FIRST, 0)
+
+
 def _settle(slot: Slot, status: str, note: str) -> None:
     """A slot ends (or is held) without a usable answer: its results are missing."""
     slot.status, slot.status_note, slot.retry_at = status, note, None
@@ -429,73 +489,87 @@ def _settle(slot: Slot, status: str, note: str) -> None:
         _apply_result(slot, None, usable=False)
 
 
-def _record(call_id: int, outcome: llm.Outcome, decision: llm.Decision) -> bool:
+def _record(call_id: int, outcome: llm.Outcome, decision: llm.Decision, slot: Slot | None = None) -> bool:
     """Store the attempt's receipt and what it means for the slot and the run.
 
     Returns False when the receipt came too late: the reservation's lease had run out and
     the slot is counted unknown. The receipt is kept, the slot stays as it is, nothing is
-    retried.
+    retried. Statements are conditional updates in the order run (only for quota or a
+    fatal error) → attempt → slot → results, the order run_drive uses.
     """
     usage = outcome.usage
     kind = outcome.kind
+    now = timezone.now()
+    if slot is None:
+        slot = Slot.objects.defer("system", "user").get(calls__pk=call_id)
+    receipt = dict(
+        finished_at=now, outcome=kind.value, http_status=outcome.http_status,
+        response_id=(outcome.response_id or "")[:200], model_version=(outcome.model_version or "")[:200],
+        finish_reason=(outcome.finish_reason or "")[:64], text=outcome.text,
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens, total_tokens=usage.total_tokens,
+        elapsed_s=outcome.elapsed_s, error=outcome.error, raw_body=outcome.raw_body,
+    )
+    status, note, retry_at = Slot.Status.IN_FLIGHT, "", None
+    if kind == llm.OutcomeKind.OK:
+        status = Slot.Status.OK
+    elif kind == llm.OutcomeKind.UNUSABLE:
+        status, note = Slot.Status.UNUSABLE, outcome.error
+    elif kind == llm.OutcomeKind.QUOTA:
+        status, note = Slot.Status.HELD, f"quota exhausted: {outcome.error}"
+    elif kind == llm.OutcomeKind.FATAL:
+        status, note = Slot.Status.HELD, f"stopped: {outcome.error}"
+    elif not decision.retry:  # transient, and no recovery left
+        status, note = Slot.Status.FAILED, decision.justification
+    else:  # stays in flight until its recovery is reserved
+        retry_at, note = now + timedelta(seconds=decision.wait_s), decision.justification
     with transaction.atomic():
         run = None
         if kind in (llm.OutcomeKind.QUOTA, llm.OutcomeKind.FATAL):
-            run_id = ModelCall.objects.filter(pk=call_id).values_list("slot__run_id", flat=True).get()
-            run = Run.objects.select_for_update().get(pk=run_id)  # run → call → slot, as run_drive
-        call = ModelCall.objects.select_for_update(of=("self",)).select_related("slot__run").get(pk=call_id)
-        slot = call.slot
-        late = call.outcome != "" or slot.status != Slot.Status.IN_FLIGHT
-        call.finished_at = timezone.now()
-        call.outcome = kind.value
-        call.http_status = outcome.http_status
-        call.response_id = (outcome.response_id or "")[:200]
-        call.model_version = (outcome.model_version or "")[:200]
-        call.finish_reason = (outcome.finish_reason or "")[:64]
-        call.text = outcome.text
-        call.input_tokens = usage.input_tokens
-        call.output_tokens = usage.output_tokens
-        call.reasoning_tokens = usage.reasoning_tokens
-        call.total_tokens = usage.total_tokens
-        call.elapsed_s = outcome.elapsed_s
-        call.error = outcome.error
-        if late:
-            call.error = ("arrived after the reservation's lease ran out; the slot stays "
-                          f"{slot.status}" + (f"; {outcome.error}" if outcome.error else ""))
-        call.raw_body = outcome.raw_body
-        call.save()
-        if late:
+            run = Run.objects.select_for_update(of=("self",)).get(pk=slot.run_id)
+        on_time = (ModelCall.objects.filter(pk=call_id, outcome="").update(**receipt)
+                   and Slot.objects.filter(pk=slot.pk, status=Slot.Status.IN_FLIGHT)
+                   .update(status=status, status_note=note, retry_at=retry_at, updated_at=now))
+        if not on_time:
+            current = Slot.objects.values_list("status", flat=True).get(pk=slot.pk)
+            receipt["error"] = ("arrived after the reservation's lease ran out; the slot stays "
+                                f"{current}" + (f"; {outcome.error}" if outcome.error else ""))
+            ModelCall.objects.filter(pk=call_id).update(**receipt)
             return False
+        slot.status, slot.status_note, slot.retry_at = status, note, retry_at
         if kind == llm.OutcomeKind.OK:
-            slot.status, slot.status_note = Slot.Status.OK, ""
             _apply_result(slot, outcome.text, usable=True)
-        elif kind == llm.OutcomeKind.UNUSABLE:
-            slot.status, slot.status_note = Slot.Status.UNUSABLE, outcome.error
+        elif status in (Slot.Status.UNUSABLE, Slot.Status.FAILED):
             _apply_result(slot, outcome.text, usable=False)
         elif kind == llm.OutcomeKind.QUOTA:
-            slot.status, slot.status_note = Slot.Status.HELD, f"quota exhausted: {outcome.error}"
             run.circuit_open = True
             run.status = Run.Status.PAUSED
             run.status_reason = (f"Quota exhausted (slot {slot.key}): {outcome.error}. "
                                  "Nothing is sent until an owner resumes.")
             run.save(update_fields=["circuit_open", "status", "status_reason"])
         elif kind == llm.OutcomeKind.FATAL:
-            slot.status, slot.status_note = Slot.Status.HELD, f"stopped: {outcome.error}"
             run.status = Run.Status.STOPPED
             run.status_reason = f"Stopped by a non-transient error on slot {slot.key}: {outcome.error}"
             run.save(update_fields=["status", "status_reason"])
-        elif not decision.retry:  # transient, and no recovery left
-            slot.status, slot.status_note = Slot.Status.FAILED, decision.justification
-            _apply_result(slot, None, usable=False)
-        else:  # stays in flight until its recovery is reserved
-            slot.retry_at = timezone.now() + timedelta(seconds=decision.wait_s)
-            slot.status_note = decision.justification
-        slot.save(update_fields=["status", "status_note", "retry_at", "updated_at"])
         return True
 
 
-def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "", sleep=time.sleep) -> None:
-    """Make the attempts of one slot allowed by the journal's rules."""
+_CAP_CACHE: dict[tuple[int, str], tuple[float, int]] = {}
+CAP_CACHE_S = 2.0  # a concurrency amendment reaches every worker within this
+
+
+def _cap(run: Run, provider: str) -> int:
+    key, now = (run.pk, provider), time.monotonic()
+    cached = _CAP_CACHE.get(key)
+    if cached is None or cached[0] < now:
+        cached = (now + CAP_CACHE_S, effective_concurrency(run, provider))
+        _CAP_CACHE[key] = cached
+    return cached[1]
+
+
+def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "", sleep=time.sleep) -> Slot:
+    """Make the attempts of one slot allowed by the journal's rules; returns the slot as read
+    before its first attempt (its run id and phase tell the caller where to look next)."""
     slot = Slot.objects.select_related("run__protocol").get(pk=slot_id)
     run = slot.run
     config = role_config(run, slot.role)
@@ -504,13 +578,13 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
                                    cooldown_s=float(policy["cooldown_s"]))
     prepared = llm.build_request(config, slot.system, slot.user)
     lease_s = config.timeout_s + LEASE_GRACE_S
-    name, cap = limiter_name(config), effective_concurrency(run, config.provider)
+    name, cap = limiter_name(config), _cap(run, config.provider)
     basis, justification = ModelCall.Basis.FIRST, ""
     while True:
         with limiter.hold(name, cap, lease_s=lease_s):
             reservation = _reserve(slot_id, basis=basis, justification=justification, worker=worker, lease_s=lease_s)
             if reservation is None:
-                return
+                return slot
             outcome = llm.send(config, prepared, client=client)
         if outcome.kind == llm.OutcomeKind.OK and config.expected_model_version and (
             outcome.model_version != config.expected_model_version
@@ -519,8 +593,8 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
             outcome = _as_unusable(outcome, f"returned model {outcome.model_version!r}, expected "
                                               f"{config.expected_model_version!r}")
         decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
-        if not _record(reservation.call_id, outcome, decision) or not decision.retry:
-            return
+        if not _record(reservation.call_id, outcome, decision, slot) or not decision.retry:
+            return slot
         sleep(decision.wait_s)
         basis, justification = ModelCall.Basis.RECOVERY, decision.justification
 
@@ -542,9 +616,12 @@ def _decide(retry_policy, policy: dict, run: Run, slot: Slot, reservation: _Rese
 def phase_settled(slot_id: int) -> int | None:
     """The run's id when the slot's phase has no open slot left (time to drive), else None."""
     run_id, phase = Slot.objects.values_list("run_id", "phase").get(pk=slot_id)
-    if Slot.objects.filter(run_id=run_id, phase=phase, status__in=OPEN_STATUSES).exists():
-        return None
-    return run_id
+    return None if phase_open(run_id, phase) else run_id
+
+
+def phase_open(run_id: int, phase: str) -> bool:
+    """Whether a slot of the phase is still pending, in flight or held."""
+    return Slot.objects.filter(run_id=run_id, phase=phase, status__in=OPEN_STATUSES).exists()
 
 
 def _as_unusable(outcome: llm.Outcome, why: str) -> llm.Outcome:
@@ -582,6 +659,7 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
     """
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
+        seal_checked = False
         while run.may_send():
             if run.phase == Phase.DONE:
                 run.status = Run.Status.FINISHED
@@ -591,8 +669,9 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
             if run.phase == Phase.ANALYSIS:
                 return Step(phase=Phase.ANALYSIS, analyze=True)
             if run.planned_phase != run.phase:
-                if not _seal_holds(run):
+                if not seal_checked and not _seal_holds(run):
                     return Step()
+                seal_checked = True  # once per look: nothing is read from disk twice in one transaction
                 PLANNERS[run.phase](run)
                 run.planned_phase = run.phase
                 run.save(update_fields=["planned_phase"])
@@ -677,10 +756,16 @@ def _expire_leases(run: Run) -> None:
     has, and nothing is unknown about it.
     """
     now = timezone.now()
-    expired = ModelCall.objects.filter(slot__run=run, outcome="", lease_until__lt=now)
-    slot_ids = list(expired.values_list("slot_id", flat=True))
-    if slot_ids:
-        ModelCall.objects.filter(pk__in=expired.values_list("pk", flat=True)).update(
+    # Only the phase's slots in flight can have an open reservation that matters (earlier
+    # phases are all terminal): the (run, phase, status) index keeps this cheap on big runs.
+    in_flight = Slot.objects.filter(run=run, phase=run.phase, status=Slot.Status.IN_FLIGHT)
+    expired = ModelCall.objects.filter(slot__in=in_flight, outcome="", lease_until__lt=now)
+    # Locked, so an outcome being recorded right now either lands first (and the call is no
+    # longer open when the lock is granted) or waits and finds the call marked unknown.
+    calls = list(expired.select_for_update(of=("self",)).values_list("pk", "slot_id"))
+    slot_ids = [slot_id for _, slot_id in calls]
+    if calls:
+        ModelCall.objects.filter(pk__in=[pk for pk, _ in calls]).update(
             outcome=UNKNOWN_OUTCOME,
             error="no outcome was recorded before the lease ran out: the worker stopped mid-request; "
                   "the request may or may not have reached the service",
@@ -688,9 +773,7 @@ def _expire_leases(run: Run) -> None:
         for slot in Slot.objects.filter(pk__in=slot_ids, status=Slot.Status.IN_FLIGHT).select_related("run"):
             _settle(slot, Slot.Status.UNKNOWN,
                     "reserved, no outcome recorded: the request may or may not have reached the service")
-    stale = Slot.objects.filter(run=run, status=Slot.Status.IN_FLIGHT, retry_at__isnull=False).exclude(
-        calls__outcome=""
-    ).select_related("run")
+    stale = in_flight.filter(retry_at__isnull=False).exclude(calls__outcome="").select_related("run")
     for slot in stale:
         lease_s = role_config(run, slot.role).timeout_s + LEASE_GRACE_S
         if slot.retry_at + timedelta(seconds=lease_s) < now:

@@ -23,7 +23,7 @@ import httpx
 from rq import Queue
 
 from experiments.concurrency import InflightLimiter
-from experiments.engine import Step, phase_settled, run_analyze, run_drive, slot_execute
+from experiments.engine import Step, phase_open, run_analyze, run_drive, slot_execute
 
 SLOT_QUEUES = ("memories", "generation", "decisions", "judging")
 # With the slot queues empty, a pending slot handed out this long ago lost its job: hand it out again.
@@ -59,7 +59,8 @@ def dispatch(run_id: int, step: Step) -> None:
         django_rq.get_queue("analysis").enqueue(job_analyze, run_id)
     if step.slot_ids:
         queue = django_rq.get_queue(step.phase)
-        queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,)) for slot_id in step.slot_ids])
+        # No result to keep (the journal is the record): a finished job leaves nothing in Redis.
+        queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=0) for slot_id in step.slot_ids])
     if step.recheck_in_s is not None:
         schedule_recheck(run_id, step.recheck_in_s)
 
@@ -104,10 +105,9 @@ def job_recheck(run_id: int, due: str) -> None:
 
 
 def job_slot(slot_id: int) -> None:
-    slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name())
-    run_id = phase_settled(slot_id)
-    if run_id is not None:  # the phase's last open slot: the next phase may start
-        job_drive(run_id)
+    slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name())
+    if not phase_open(slot.run_id, slot.phase):  # the phase's last open slot: the next phase may start
+        job_drive(slot.run_id)
 
 
 def job_analyze(run_id: int) -> None:

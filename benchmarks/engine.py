@@ -1,0 +1,259 @@
+"""Engine throughput through the real queue (issue 4): calls per second against the ideal.
+
+A local LLM server (tests/llm_fake_server.py) answers every request after 200 ms; the
+protocol's in-flight cap is 8, so no engine can do better than 8 / 0.2 s = 40 calls/s.
+N `rqworker` processes serve the queues; a run of a few hundred slots (base generation
+then judging, question-only, one answer and one judge call per task) goes through them.
+
+Printed per configuration (worker class × number of workers):
+- calls/s over the whole run (first reservation → run finished) and per phase, against 40/s;
+- the overhead per call: 8 × wall / calls − 0.2 s (what each in-flight place spends on
+  something other than the server's 200 ms), split into
+    * in `send` beyond the server's delay (HTTP client and the fake server),
+    * database work inside the reservation (reserve committed → outcome committed, minus send),
+    * the place empty (between one attempt's outcome and the next reservation: the limiter,
+      the queue, job start-up, the reservation's own transaction, the driver at phase ends).
+
+    createdb -h 127.0.0.1 -U postgres bench_engine     # once (the script also creates it)
+    .venv/bin/python benchmarks/engine.py                        # PostgreSQL bench_engine, Redis db 14
+    .venv/bin/python benchmarks/engine.py --workers 8 12 16 --classes simple fork --tasks 200
+
+The database and Redis database 14 are emptied first; do not point them at real data.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_engine")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
+os.environ.setdefault("SECRET_KEY", "benchmark-only")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
+
+DELAY_S = 0.2
+CAP = 8
+IDEAL = CAP / DELAY_S
+QUEUES = ["default", "memories", "generation", "decisions", "judging", "analysis"]
+WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker", "fork": "rq.worker.Worker"}
+
+
+def ensure_database(url: str) -> None:
+    """Create the PostgreSQL database named by DATABASE_URL when it does not exist."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql"):
+        return
+    import psycopg
+
+    name = parts.path.lstrip("/")
+    admin = psycopg.connect(host=parts.hostname, port=parts.port or 5432, user=parts.username or "postgres",
+                            password=parts.password, dbname="postgres", autocommit=True)
+    with admin:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            admin.execute(f'CREATE DATABASE "{name}"')
+
+
+ensure_database(os.environ["DATABASE_URL"])
+
+import django  # noqa: E402
+
+django.setup()
+
+import django_rq  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from rq import Worker  # noqa: E402
+
+from experiments.jobs import run_enqueue  # noqa: E402
+from experiments.models import ModelCall, Project, Run, Slot  # noqa: E402
+from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, make_run, openai_model  # noqa: E402
+from tests.llm_fake_server import running_fake_llm  # noqa: E402
+
+
+def cpu_seconds(pids) -> float:
+    """user + system CPU time of these processes (Linux /proc), children that exited included."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+    return total
+
+
+def pids_named(*names) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() in names:
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def start_workers(n: int, worker_class: str, log_dir: Path) -> list[subprocess.Popen]:
+    env = {**os.environ, "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+    processes = []
+    for i in range(n):
+        command = [sys.executable, "manage.py", "rqworker", *QUEUES, "--worker-class",
+                   WORKER_CLASSES[worker_class], "--verbosity", "0"]
+        if i == 0:
+            command.append("--with-scheduler")
+        log = open(log_dir / f"worker-{worker_class}-{i}.log", "wb")
+        processes.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True))
+        log.close()
+    redis = django_rq.get_connection("default")
+    deadline = time.monotonic() + 60
+    while len(Worker.all(connection=redis)) < n:
+        if time.monotonic() > deadline:
+            raise SystemExit("workers did not start; see " + str(log_dir))
+        time.sleep(0.1)
+    return processes
+
+
+def stop_workers(processes) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def measure(run: Run) -> dict:
+    calls = list(ModelCall.objects.filter(slot__run=run).values_list(
+        "slot__phase", "reserved_at", "finished_at", "elapsed_s", "outcome"))
+    assert all(outcome == "ok" for *_, outcome in calls), "every call should have succeeded"
+    start = min(c[1] for c in calls)
+    end = run.finished_at
+    wall = (end - start).total_seconds()
+    busy = sum((f - r).total_seconds() for _, r, f, _, _ in calls)
+    send = sum(e for *_, e, _ in calls)
+    n = len(calls)
+    phases, spans = {}, {}
+    for phase in ("generation", "judging"):
+        rows = [c for c in calls if c[0] == phase]
+        spans[phase] = (min(c[1] for c in rows), max(c[2] for c in rows))
+        span = (spans[phase][1] - spans[phase][0]).total_seconds()
+        phases[phase] = (len(rows), len(rows) / span)
+    place_s = CAP * wall / n  # time one in-flight place spends per call
+    return {
+        "calls": n, "wall": wall, "rate": n / wall, "phases": phases,
+        "overhead_ms": (place_s - DELAY_S) * 1000,
+        "send_extra_ms": (send / n - DELAY_S) * 1000,
+        "db_inside_ms": (busy - send) / n * 1000,
+        "empty_ms": (CAP * wall - busy) / n * 1000,
+        "median_send_ms": statistics.median(e for *_, e, _ in calls) * 1000,
+        # between phases: the last answer recorded → the first judge call reserved (the driver
+        # plans the judging and enqueues it); the last judge call → the run finished (analysis)
+        "between_s": (spans["judging"][0] - spans["generation"][1]).total_seconds(),
+        "tail_s": (end - spans["judging"][1]).total_seconds(),
+    }
+
+
+def wait_finished(run: Run, log_dir: Path) -> None:
+    deadline = time.monotonic() + 600
+    while True:
+        run.refresh_from_db()
+        if run.status == Run.Status.FINISHED:
+            return
+        if run.status != Run.Status.RUNNING or time.monotonic() > deadline:
+            raise SystemExit(f"run {run.pk} is {run.status} ({run.status_reason}); see {log_dir}")
+        time.sleep(0.05)
+
+
+def one_configuration(server, project, cohorts, n_workers: int, worker_class: str, log_dir: Path, index: int):
+    def new_run(cohort, label):
+        return make_run(project, cohort, conditions=[QUESTION_ONLY], name=f"bench-{label}-{index}",
+                        generator=openai_model(server, timeout_s=10.0), concurrency={"openai": CAP},
+                        bootstrap={"draws": 1000})
+
+    warm_up, measured = new_run(cohorts[0], "warm-up"), new_run(cohorts[1], f"{worker_class}-{n_workers}")
+    processes = start_workers(n_workers, worker_class, log_dir)
+    try:
+        # A short run first, so every worker has imported the engine and holds its connections:
+        # the figures are a long run's steady state, not a worker's start-up.
+        run_enqueue(warm_up.pk)
+        wait_finished(warm_up, log_dir)
+        groups = {"workers": [p.pid for p in processes], "redis": pids_named("redis-server"),
+                  "server+bench": [os.getpid()]}
+        cpu_before = {name: cpu_seconds(pids) for name, pids in groups.items()}
+        postgres_before = {pid: cpu_seconds([pid]) for pid in pids_named("postgres")}
+        run_enqueue(measured.pk)
+        wait_finished(measured, log_dir)
+        cpu = {name: cpu_seconds(pids) - cpu_before[name] for name, pids in groups.items()}
+        cpu["postgres (all)"] = sum(cpu_seconds([pid]) - postgres_before.get(pid, 0.0)
+                                    for pid in pids_named("postgres"))
+    finally:
+        stop_workers(processes)
+    assert not Slot.objects.filter(run=measured).exclude(status=Slot.Status.OK).exists()
+    result = measure(measured)
+    result["cpu_ms"] = {name: seconds / result["calls"] * 1000 for name, seconds in cpu.items()}
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workers", type=int, nargs="+", default=[8, 12, 16])
+    parser.add_argument("--classes", nargs="+", choices=list(WORKER_CLASSES), default=["simple", "fork"])
+    parser.add_argument("--tasks", type=int, default=200, help="tasks in the cohort (two calls each)")
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+
+    redis = django_rq.get_connection("default")
+    redis.flushdb()
+    call_command("migrate", verbosity=0)
+    call_command("flush", interactive=False, verbosity=0)
+    project = Project.objects.create(slug="bench-engine", name="Engine benchmark")
+    cohorts = [build_cohort(project, sessions=4, targets=5, name="bench-warm-up"),
+               build_cohort(project, sessions=args.tasks // 5, targets=5, name="bench")]
+    cohort = cohorts[1]
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    print(f"database: {connection.vendor} {connection.settings_dict['NAME']}; redis {os.environ['REDIS_URL']}")
+    print(f"server delay {DELAY_S * 1000:.0f} ms, cap {CAP} in flight: ideal {IDEAL:.0f} calls/s; "
+          f"{cohort.cohort_tasks.count()} tasks → {2 * cohort.cohort_tasks.count()} calls per run")
+    print(f"{'workers':>16} {'calls':>5} {'wall s':>7} {'calls/s':>8} {'of ideal':>8} {'gen/s':>6} {'judge/s':>7} "
+          f"{'overhead/call':>13} {'send+':>6} {'db in':>6} {'empty':>6} {'between':>7} {'tail':>5}")
+    try:
+        with running_fake_llm() as server:
+            server.default_delay_s = DELAY_S
+            Roles(server)
+            index = 0
+            for worker_class in args.classes:
+                for n in args.workers:
+                    for _ in range(args.repeat):
+                        index += 1
+                        m = one_configuration(server, project, cohorts, n, worker_class, log_dir, index)
+                        print(f"{worker_class + ' × ' + str(n):>16} {m['calls']:>5} {m['wall']:>7.2f} "
+                              f"{m['rate']:>8.1f} {m['rate'] / IDEAL:>8.0%} {m['phases']['generation'][1]:>6.1f} "
+                              f"{m['phases']['judging'][1]:>7.1f} {m['overhead_ms']:>10.1f} ms "
+                              f"{m['send_extra_ms']:>6.1f} {m['db_inside_ms']:>6.1f} {m['empty_ms']:>6.1f} "
+                              f"{m['between_s']:>6.2f}s {m['tail_s']:>4.2f}s",
+                              flush=True)
+                        print(" " * 17 + "CPU per call: " + ", ".join(
+                            f"{name} {ms:.1f} ms" for name, ms in m["cpu_ms"].items()), flush=True)
+    finally:
+        redis.flushdb()
+    print("overhead/call = 8 × wall / calls − 200 ms; send+ = time in send beyond the server's 200 ms; "
+          "db in = reserved→recorded minus send; empty = a place with no reservation (limiter, queue, job "
+          "start, the reservation's own transaction, the driver). All in ms per call. between = last answer → "
+          "first judge call (the driver plans and enqueues the judging); tail = last judge call → run finished "
+          "(analysis).")
+
+
+if __name__ == "__main__":
+    main()
