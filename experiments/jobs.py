@@ -29,6 +29,8 @@ SLOT_QUEUES = ("memories", "generation", "decisions", "judging")
 # With the slot queues empty, a pending slot handed out this long ago lost its job: hand it out again.
 REDISPATCH_AFTER_S = 60.0
 RECHECK_KEY = "ownwords:recheck:{run_id}"
+SLOT_RESULT_TTL_S = 60
+QUEUED_KEY = "ownwords:queued:{run_id}:{phase}"  # slot jobs of the run and phase not yet finished
 
 _http_client: httpx.Client | None = None
 _limiter: InflightLimiter | None = None
@@ -59,8 +61,14 @@ def dispatch(run_id: int, step: Step) -> None:
         django_rq.get_queue("analysis").enqueue(job_analyze, run_id)
     if step.slot_ids:
         queue = django_rq.get_queue(step.phase)
-        # No result to keep (the journal is the record): a finished job leaves nothing in Redis.
-        queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=0) for slot_id in step.slot_ids])
+        connection = django_rq.get_connection("default")
+        key = QUEUED_KEY.format(run_id=run_id, phase=step.phase)
+        connection.incrby(key, len(step.slot_ids))
+        connection.expire(key, 7 * 24 * 3600)
+        # The journal is the record; rq keeps a finished job a minute (deleting it at once,
+        # result_ttl=0, costs the worker more than letting it expire).
+        queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=SLOT_RESULT_TTL_S)
+                            for slot_id in step.slot_ids])
     if step.recheck_in_s is not None:
         schedule_recheck(run_id, step.recheck_in_s)
 
@@ -106,7 +114,11 @@ def job_recheck(run_id: int, due: str) -> None:
 
 def job_slot(slot_id: int) -> None:
     slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name())
-    if not phase_open(slot.run_id, slot.phase):  # the phase's last open slot: the next phase may start
+    # Only the phase's last jobs look whether it is settled: while others of this run and phase
+    # are still queued or running, one of them will. (A lost job keeps the count above zero;
+    # the delayed look drives then. An expired count reads below zero: every job looks.)
+    left = django_rq.get_connection("default").decr(QUEUED_KEY.format(run_id=slot.run_id, phase=slot.phase))
+    if left <= 0 and not phase_open(slot.run_id, slot.phase):  # the next phase may start
         job_drive(slot.run_id)
 
 
