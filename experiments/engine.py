@@ -733,7 +733,8 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
             if run.phase == Phase.DONE:
                 run.status = Run.Status.FINISHED
                 run.finished_at = timezone.now()
-                run.save(update_fields=["status", "finished_at"])
+                run.status_reason = ""  # a pause or resume note no longer describes a finished run
+                run.save(update_fields=["status", "finished_at", "status_reason"])
                 return Step()
             if run.phase == Phase.ANALYSIS:
                 return Step(phase=Phase.ANALYSIS, analyze=True)
@@ -809,6 +810,10 @@ def run_analyze(run_id: int) -> None:
         run.analysis = result
         run.save(update_fields=["analysis"])
         _advance(run)
+    # The dashboards' numbers, cached with their inputs' hash, so pages only read them.
+    from experiments.dashboard import dashboard_refresh
+
+    dashboard_refresh(run)
 
 
 def _advance(run: Run) -> None:
@@ -877,7 +882,7 @@ def run_pause(*, run: Run, user, reason: str) -> Amendment:
         if run.status != Run.Status.RUNNING:
             raise RunError(f"the run is {run.status}, not running")
         run.status = Run.Status.PAUSED
-        run.status_reason = f"Paused by {user}: {reason}"
+        run.status_reason = f"Paused by {_who(user)}: {reason}"
         run.save(update_fields=["status", "status_reason"])
         return Amendment.objects.create(run=run, kind=Amendment.Kind.PAUSE, reason=reason, created_by=user)
 
@@ -898,7 +903,7 @@ def run_resume(*, run: Run, user, reason: str) -> Amendment:
         Slot.objects.filter(run=run, status=Slot.Status.PENDING).update(dispatched_at=None)
         run.status = Run.Status.RUNNING
         run.circuit_open = False
-        run.status_reason = f"Resumed by {user}: {reason}"
+        run.status_reason = f"Resumed by {_who(user)}: {reason}"
         run.save(update_fields=["status", "circuit_open", "status_reason"])
         return amendment
 
@@ -928,9 +933,18 @@ def _release(run: Run, slots, amendment: Amendment) -> None:
         slot.save(update_fields=["amended_attempts", "status", "status_note", "dispatched_at", "updated_at"])
 
 
+def _who(user) -> str:
+    return str(user) if user is not None else "a shell command"
+
+
 def run_set_concurrency(*, run: Run, user, provider: str, cap: int, reason: str) -> Amendment:
     if cap < 1:
         raise RunError("the in-flight cap must be at least 1")
+    providers = {run.protocol.generator.get("provider"), run.protocol.judge.get("provider")}
+    if provider not in providers:
+        raise RunError(f"the protocol uses {', '.join(sorted(p for p in providers if p))}, not {provider!r}")
+    if run.status == Run.Status.FINISHED:
+        raise RunError("the run is finished")
     return Amendment.objects.create(run=run, kind=Amendment.Kind.CONCURRENCY, reason=reason, created_by=user,
                                     payload={"concurrency": {provider: cap}})
 

@@ -166,6 +166,8 @@ def protocol_problems(protocol: Protocol) -> list[str]:
 
 
 def protocol_seal(*, protocol: Protocol, user) -> Protocol:
+    """Seal the protocol; the caller's instance is updated too, and returned."""
+    given = protocol
     with transaction.atomic():
         protocol = Protocol.objects.select_for_update().get(pk=protocol.pk)
         if protocol.is_sealed():
@@ -181,7 +183,9 @@ def protocol_seal(*, protocol: Protocol, user) -> Protocol:
         protocol.sealed_by = user
         # Bypass the read-only guard for this one transition into the sealed state.
         Protocol.objects.filter(pk=protocol.pk).update(seal=hashes, sealed_at=protocol.sealed_at, sealed_by=user)
-        return protocol
+    # A caller holding the old instance must not go on seeing an unsealed protocol.
+    given.seal, given.sealed_at, given.sealed_by = protocol.seal, protocol.sealed_at, user
+    return given
 
 
 def seal_mismatches(protocol: Protocol, *, code: bool = True) -> list[str]:

@@ -127,10 +127,13 @@ def test_the_dashboard_labels_the_offline_stand_in_and_has_a_table_per_figure(cl
     assert body.count('class="plot"') >= 5
 
 
-def test_the_dashboard_says_when_it_is_not_computed(client, cast, finished_run):
+def test_the_analysis_phase_computes_the_dashboard_and_the_page_says_when_it_is_stale(client, cast, finished_run):
+    assert dashboard_cached(finished_run) is not None  # the run's analysis job computed it
     client.force_login(cast["owner"])
+    assert 'id="contrasts-table"' in client.get(page_url("run_dashboard", finished_run)).content.decode()
+    Grade.objects.filter(run=finished_run).update(score=None, status=Grade.Status.MISSING)
     body = client.get(page_url("run_dashboard", finished_run)).content.decode()
-    assert 'id="analysis-missing"' in body
+    assert 'id="analysis-missing"' in body and "analysis_refresh" in body
 
 
 def test_the_numeric_package_has_remapped_labels_and_no_text(client, cast, finished_run):
