@@ -21,7 +21,7 @@ import contextlib
 import hashlib
 import json
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import timedelta
 
 import httpx
@@ -30,10 +30,15 @@ from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.utils import timezone
 
 from experiments import llm
+from experiments.analysis import analysis_compute
 from experiments.assembly import TaskInput, assemble, assemble_judge, assemble_memory_request
+from experiments.concurrency import NoLimiter
 from experiments.conditions import FUSION, SELECTION, get_condition, memory_key
+from experiments.dashboard import dashboard_refresh
 from experiments.evidence import TurnText
-from experiments.models import Amendment, Grade, Memory, ModelCall, Prediction, Protocol, Run, Slot, Task
+from experiments.models import (
+    Amendment, Grade, Memory, ModelCall, Prediction, Protocol, Run, ScreenerItem, Slot, Task, Turn,
+)
 from experiments.models.runs import PHASE_ORDER, Phase
 from experiments.parsers import candidate_display_order, parse_judge, parse_selection
 from experiments.services import cohort_tasks
@@ -95,8 +100,6 @@ def limiter_name(config: llm.ModelConfig) -> str:
 def task_inputs(tasks: list[Task]) -> dict[int, TaskInput]:
     """TaskInput per task id, loading each session's turns and screener once."""
     session_ids = {t.session_id for t in tasks}
-    from experiments.models import ScreenerItem, Turn
-
     turns: dict[int, list[TurnText]] = {}
     for session_id, index, speaker, text in (
         Turn.objects.filter(session_id__in=session_ids).order_by("session_id", "index")
@@ -694,8 +697,6 @@ def phase_open(run_id: int, phase: str) -> bool:
 
 
 def _as_unusable(outcome: llm.Outcome, why: str) -> llm.Outcome:
-    from dataclasses import replace
-
     return replace(outcome, kind=llm.OutcomeKind.UNUSABLE, error=why)
 
 
@@ -763,7 +764,7 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
 def _seal_holds(run: Run) -> bool:
     """Before a phase's requests are built: prompts, tasks and settings are still the sealed
     ones (App. B.2: a hash failure stops the phase). Otherwise the run stops, saying why."""
-    from experiments.sealing import seal_mismatches
+    from experiments.sealing import seal_mismatches  # here: sealing imports this module
 
     problems = seal_mismatches(run.protocol, code=False)
     if not problems:
@@ -797,8 +798,6 @@ def _next_deadline_s(run: Run) -> float:
 
 def run_analyze(run_id: int) -> None:
     """The analysis phase: statistics from the grades, then the run is done."""
-    from experiments.analysis import analysis_compute
-
     run = Run.objects.select_related("protocol").get(pk=run_id)
     if run.phase != Phase.ANALYSIS:
         return  # done already (a second analysis job)
@@ -811,8 +810,6 @@ def run_analyze(run_id: int) -> None:
         run.save(update_fields=["analysis"])
         _advance(run)
     # The dashboards' numbers, cached with their inputs' hash, so pages only read them.
-    from experiments.dashboard import dashboard_refresh
-
     dashboard_refresh(run)
 
 
@@ -859,7 +856,7 @@ def _expire_leases(run: Run) -> None:
 
 def run_start(*, run: Run) -> None:
     """Start a new run of a sealed protocol whose seal still matches (read fresh, under lock)."""
-    from experiments.sealing import seal_mismatches
+    from experiments.sealing import seal_mismatches  # here: sealing imports this module
 
     with transaction.atomic():
         current = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run.pk)
@@ -1009,8 +1006,6 @@ def canonical_json(value) -> str:
 
 def run_inline(run_id: int, *, client: httpx.Client | None = None, sleep=time.sleep) -> Run:
     """Drive a run to its end in this process, one request at a time (no queue)."""
-    from experiments.concurrency import NoLimiter
-
     own_client = client is None
     client = client or httpx.Client()
     try:
