@@ -295,6 +295,7 @@ def _send_http(config: ModelConfig, prepared: PreparedRequest, client: httpx.Cli
         else:
             headers["authorization"] = f"Bearer {api_key}"
     status: int | None = None
+    started = time.monotonic()
     try:
         with client.stream(
             prepared.method,
@@ -305,7 +306,7 @@ def _send_http(config: ModelConfig, prepared: PreparedRequest, client: httpx.Cli
         ) as response:
             status = response.status_code
             response_headers = response.headers
-            body = response.read()
+            body = _read_before(response, started + config.timeout_s)
     except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
         message = _redact(_describe(exc), api_key)
         if status is None:
@@ -324,6 +325,20 @@ def _send_http(config: ModelConfig, prepared: PreparedRequest, client: httpx.Cli
         )
     raw_body = _redact(body.decode("utf-8", errors="replace"), api_key)
     return _classify(config, status, response_headers, raw_body)
+
+
+def _read_before(response: httpx.Response, deadline: float) -> bytes:
+    """The whole body, or ReadTimeout once the attempt's total time is up.
+
+    httpx's timeout bounds each network step, not the request: a body trickling in a
+    byte at a time would otherwise outlive the journal's lease for this attempt.
+    """
+    chunks = []
+    for chunk in response.iter_bytes():
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise httpx.ReadTimeout("the response took longer than the attempt's timeout in total")
+    return b"".join(chunks)
 
 
 def _classify(config: ModelConfig, status: int, headers: httpx.Headers, raw_body: str) -> Outcome:

@@ -63,6 +63,7 @@ class Reply:
     delay_s: float = 0.0  # wait before answering (longer than the client timeout: a timeout)
     drop: bool = False  # close the connection without sending any response
     cut_body: bool = False  # send the status line and headers, then only half the body
+    trickle_s: float = 0.0  # send the body a byte at a time, this long apart (never idle long enough for a read timeout)
 
 
 class FakeLLMServer(ThreadingHTTPServer):
@@ -140,6 +141,13 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.cut_body:
                 self.close_connection = True
                 self._write(reply.status, body[: len(body) // 2], reply.headers, len(body))
+            elif reply.trickle_s:
+                self._write(reply.status, b"", reply.headers, len(body))
+                for i in range(len(body)):
+                    if self.server.stopping.wait(reply.trickle_s):
+                        return
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
             else:
                 self._write(reply.status, body, reply.headers)
 

@@ -356,6 +356,18 @@ def test_a_body_cut_off_after_the_status_line_is_received_not_response_free(fake
     assert_no_retry(outcome)
 
 
+def test_a_body_trickling_past_the_timeout_is_cut_at_the_total_deadline(fake_llm, client):
+    # Each byte arrives well within the read timeout, so only a total deadline stops it:
+    # the journal's lease for the attempt (timeout + grace) must outlast the attempt.
+    fake_llm.script(Reply(200, openai_completion("A slow answer."), trickle_s=0.05))
+    config = openai_config(fake_llm, timeout_s=0.5)
+    outcome = attempt(config, client)
+    assert outcome.kind == OutcomeKind.UNUSABLE and outcome.http_status == 200
+    assert "response interrupted" in outcome.error and "in total" in outcome.error
+    assert outcome.elapsed_s < config.timeout_s + 0.3
+    assert_no_retry(outcome)
+
+
 def test_nothing_listening_is_a_transient_connect_error(client):
     with running_fake_llm() as server:
         config = openai_config(server)
