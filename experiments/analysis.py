@@ -7,9 +7,9 @@ import numpy as np
 
 from experiments import stats
 from experiments.models import Grade, Prediction, Run
+from experiments.planning import FINAL
 from experiments.services import cohort_tasks
 
-FINAL = "final"
 DEFAULT_SEED = 20260918
 DEFAULT_DRAWS = 100_000
 

@@ -17,6 +17,7 @@ from experiments import stats
 from experiments.analysis import DEFAULT_DRAWS, DEFAULT_SEED, final_grades
 from experiments.conditions import MEMORY, ONE_SHOT, OWNWORDS, RECENCY, WHOLE_RECORD, get_condition
 from experiments.models import AnalysisResult, ModelCall, Prediction, Run, Slot
+from experiments.planning import FINAL
 from experiments.services import cohort_tasks
 
 # The statistics code is part of what a cached result depends on.
@@ -165,7 +166,7 @@ def _sweep(conditions, table, task_ids, person, seed, draws) -> dict:
 def _answer_lengths(run: Run) -> list[dict]:
     """Word and character counts of each condition's final answers (numbers, not text)."""
     lengths: dict[str, list[tuple[int, int]]] = {}
-    for condition, text in Prediction.objects.filter(run=run, label="final").exclude(text=None).values_list(
+    for condition, text in Prediction.objects.filter(run=run, label=FINAL).exclude(text=None).values_list(
         "condition", "text"
     ):
         lengths.setdefault(condition, []).append((len(text.split()), len(text)))

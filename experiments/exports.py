@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from experiments.analysis import final_grades
 from experiments.models import Prediction, Run
+from experiments.planning import FINAL
 from experiments.services import cohort_tasks
 
 HEADER = ["task", "person", "session", "study", "target", "condition", "status", "grade", "score",
@@ -27,7 +28,7 @@ def scores_package_rows(run: Run) -> tuple[list[str], list[dict]]:
     table = final_grades(run)
     predictions = {
         (p["task_id"], p["condition"]): p
-        for p in Prediction.objects.filter(run=run, label="final").values(
+        for p in Prediction.objects.filter(run=run, label=FINAL).values(
             "task_id", "condition", "status", "text", "evidence_chars", "budget")
     }
     rows = []

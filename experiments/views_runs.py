@@ -30,7 +30,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 from rq import Worker
 
-from experiments import engine, jobs, llm
+from experiments import engine, jobs, llm, planning
 from experiments.access import OWNERS, TEXT_READERS, membership_for, protocol_for, run_for
 from experiments.analysis import final_grades
 from experiments.concurrency import InflightLimiter
@@ -460,8 +460,8 @@ def _condition_columns(run: Run, task) -> list[dict]:
         columns.append({
             "condition": key,
             "memory": memories.get((condition.memory_kind, condition.memory_words)) if condition.needs_memory else None,
-            "final": answer(labels.get(engine.FINAL)),
-            "candidates": [answer(labels[label]) for label in sorted(labels) if label != engine.FINAL],
+            "final": answer(labels.get(planning.FINAL)),
+            "candidates": [answer(labels[label]) for label in sorted(labels) if label != planning.FINAL],
         })
     return columns
 
