@@ -1,8 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments import engine
-from experiments.access import OWNERS, member_with_role
-from experiments.models import Run
+from experiments.management.owner_action import run_and_owner
 
 
 class Command(BaseCommand):
@@ -14,15 +13,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="recorded as who paused it (an owner of the project)")
 
     def handle(self, run_id, reason, user, **options):
-        run = Run.objects.select_related("protocol__project").filter(pk=run_id).first()
-        if run is None:
-            raise CommandError(f"no run with id {run_id}")
-        if not reason.strip():
-            raise CommandError("give a reason: amendments are recorded with it")
-        project = run.protocol.project
-        owner = member_with_role(project, user, roles=OWNERS) if user else None
-        if user and owner is None:
-            raise CommandError(f"{user!r} is not an owner of project '{project.slug}'")
+        run, owner = run_and_owner(run_id, reason, user)
         try:
             amendment = engine.run_pause(run=run, user=owner, reason=reason.strip())
         except engine.RunError as exc:

@@ -2,8 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from experiments import engine, jobs, views_runs
-from experiments.access import OWNERS, member_with_role
-from experiments.models import Run
+from experiments.management.owner_action import run_and_owner
 from experiments.views_runs import WORKER_COMMAND
 
 
@@ -20,15 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="recorded as who resumed it (an owner of the project)")
 
     def handle(self, run_id, reason, inline, user, **options):
-        run = Run.objects.select_related("protocol__project").filter(pk=run_id).first()
-        if run is None:
-            raise CommandError(f"no run with id {run_id}")
-        if not reason.strip():
-            raise CommandError("give a reason: amendments are recorded with it")
-        project = run.protocol.project
-        owner = member_with_role(project, user, roles=OWNERS) if user else None
-        if user and owner is None:
-            raise CommandError(f"{user!r} is not an owner of project '{project.slug}'")
+        run, owner = run_and_owner(run_id, reason, user)
         if not inline and not views_runs.queue_reachable():
             raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
                                f"changed. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
