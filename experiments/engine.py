@@ -716,8 +716,10 @@ def run_progress(run: Run) -> dict:
     recent = calls.filter(finished_at__gte=now - timedelta(seconds=window_s)).count()
     remaining = sum(p["total"] - p["done"] for p in phases)
     rate = recent / window_s
-    sums = calls.aggregate(**{field: Sum(field) for field in ("input_tokens", "output_tokens", "reasoning_tokens")})
-    tokens = {field: value or 0 for field, value in sums.items()}
+    # A count no attempt reported stays None (unknown, not zero: App. B.3, Table 14), and
+    # `unreported` says how many finished attempts gave no usage at all.
+    tokens = calls.aggregate(**{field: Sum(field) for field in ("input_tokens", "output_tokens", "reasoning_tokens")})
+    tokens["unreported"] = calls.exclude(finished_at=None).filter(total_tokens=None).count()
     return {
         "phases": phases,
         "calls_per_second": rate,

@@ -161,3 +161,15 @@ def test_a_csv_of_every_table_downloads(client, cast, finished_run):
     assert len(transitions) == 2 * 16  # two two-term contrasts, 4 x 4 cells each
     assert sum(int(r["tasks"]) for r in transitions if r["name"] == "Whole minus memory") == 10
     assert client.get(reverse("run_dashboard_csv", args=["alpha", finished_run.pk, "nope"])).status_code == 404
+
+
+def test_token_counts_the_service_did_not_report_are_unknown_not_zero(finished_run, client, cast):
+    from experiments.engine import run_progress
+
+    tokens = run_progress(finished_run)["tokens"]
+    # the offline stand-in reports no usage at all
+    assert tokens["input_tokens"] is None and tokens["output_tokens"] is None
+    assert tokens["unreported"] == finished_run.slots.count()
+    client.force_login(cast["viewer"])
+    body = client.get(reverse("run_detail", args=["alpha", finished_run.pk])).content.decode()
+    assert "input not reported" in body

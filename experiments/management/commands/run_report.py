@@ -36,7 +36,8 @@ def _header(run: Run, progress: dict) -> str:
         f"circuit: {'OPEN — quota exhausted, nothing is sent until an owner resumes' if run.circuit_open else 'closed'}",
         f"calls/s (recent): {progress['calls_per_second']:.2f} · time left: {duration_text(progress['eta_s'])} · "
         f"attempts: {progress['attempts']}",
-        f"tokens: input {tokens['input_tokens']}, output {tokens['output_tokens']}, reasoning {tokens['reasoning_tokens']}",
+        f"tokens: input {_reported(tokens['input_tokens'])}, output {_reported(tokens['output_tokens'])}, "
+        f"reasoning {_reported(tokens['reasoning_tokens'])} ({tokens['unreported']} attempts reported no usage)",
         f"in flight now (limiter): {limits}",
     ]
     if run.status_reason:
@@ -95,3 +96,7 @@ def _table(rows: list[list[str]]) -> str:
         "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
         for row in rows
     )
+
+
+def _reported(count):
+    return "not reported" if count is None else count
