@@ -57,6 +57,24 @@ def dashboard_refresh(run: Run) -> AnalysisResult:
     return result
 
 
+def run_summary(payload: dict) -> dict:
+    """The headline numbers kept on the run (run page, run_report) from a dashboard payload."""
+    conditions = {m["condition"]: {k: m[k] for k in ("planned", "graded", "missing", "mean")}
+                  for m in payload["means"]}
+    contrasts = []
+    for c in payload["contrasts"]:
+        entry = {k: c[k] for k in ("name", "terms", "planned", "n_tasks", "lost", "seed", "draws", "family",
+                                   "criterion")}
+        if "estimate" in c:
+            entry.update({k: c[k] for k in ("estimate", "lo", "hi", "wins", "ties", "losses")}, n_people=c["people"])
+        entry.update({k: c[k] for k in ("family_lo", "family_hi", "criterion_met") if k in c})
+        contrasts.append(entry)
+    family = sum(1 for c in payload["contrasts"] if c["family"])
+    return {"conditions": conditions, "contrasts": contrasts,
+            "family_tails": stats.family_tails(family) if family else None,
+            "seed": payload["seed"], "draws": payload["draws"], "tasks": payload["planned_tasks"]}
+
+
 def dashboard_compute(run: Run, table: dict[str, dict[int, int | None]]) -> dict:
     protocol = run.protocol
     tasks = cohort_tasks(protocol.cohort)

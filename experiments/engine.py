@@ -30,9 +30,8 @@ from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.utils import timezone
 
 from experiments import llm
-from experiments.analysis import analysis_compute
 from experiments.concurrency import NoLimiter
-from experiments.dashboard import dashboard_refresh
+from experiments.dashboard import dashboard_refresh, run_summary
 from experiments.models import Amendment, ModelCall, Protocol, Run, Slot
 from experiments.models.runs import PHASE_ORDER, Phase
 from experiments.planning import PLANNERS, apply_result
@@ -524,20 +523,19 @@ def _next_deadline_s(run: Run) -> float:
 
 
 def run_analyze(run_id: int) -> None:
-    """The analysis phase: statistics from the grades, then the run is done."""
+    """The analysis phase: the dashboards' numbers from the grades, cached with their inputs'
+    hash so pages only read them, and their headline on the run; then the run is done."""
     run = Run.objects.select_related("protocol").get(pk=run_id)
     if run.phase != Phase.ANALYSIS:
         return  # done already (a second analysis job)
-    result = analysis_compute(run)
+    summary = run_summary(dashboard_refresh(run).payload)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.phase != Phase.ANALYSIS:
             return  # another worker finished it first
-        run.analysis = result
+        run.analysis = summary
         run.save(update_fields=["analysis"])
         _advance(run)
-    # The dashboards' numbers, cached with their inputs' hash, so pages only read them.
-    dashboard_refresh(run)
 
 
 def _advance(run: Run) -> None:
