@@ -14,6 +14,7 @@ from experiments import figures
 from experiments.access import run_for
 from experiments.dashboard import dashboard_cached
 from experiments.exports import scores_package_rows
+from experiments.views_runs import offline_roles
 
 
 @login_required
@@ -33,7 +34,7 @@ def run_dashboard(request, slug, pk):
             transitions=[(c["name"], figures.transitions(c)) for c in data["contrasts"] if c.get("transitions")],
             lengths=figures.lengths(data["lengths"]),
             cost=figures.cost(data["cost"]["per_phase"]),
-            offline=run.protocol.generator.get("provider") == "offline" or run.protocol.judge.get("provider") == "offline",
+            offline=offline_roles(run.protocol)["any"],
         )
     return render(request, "experiments/run_dashboard.html", context)
 

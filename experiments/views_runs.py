@@ -144,7 +144,7 @@ def protocol_detail(request, slug, pk):
         "protocol": protocol,
         "runs": protocol.runs.select_related("created_by"),
         "can_edit": membership.can_read_text(),
-        "offline": _offline_roles(protocol),
+        "offline": offline_roles(protocol),
         **_protocol_facts(protocol),
     }
     if not protocol.is_sealed():
@@ -208,7 +208,7 @@ def _effective(config: dict) -> dict:
 
 # --- runs -------------------------------------------------------------------------------------
 
-def _offline_roles(protocol) -> dict:
+def offline_roles(protocol) -> dict:
     """Which roles the offline stand-in plays: every page showing its output must say so (DESIGN §7)."""
     roles = {role: getattr(protocol, role).get("provider") == "offline" for role in ("generator", "judge")}
     return {**roles, "any": any(roles.values()), "label": llm.OFFLINE_LABEL}
@@ -255,7 +255,7 @@ def run_detail(request, slug, pk):
         "protocol": protocol,
         "progress": _progress(run),
         "amendments": run.amendments.select_related("created_by"),
-        "offline": _offline_roles(protocol),
+        "offline": offline_roles(protocol),
         "analysis": run.analysis if run.status == Run.Status.FINISHED else None,
         **_protocol_facts(protocol),
     }
@@ -405,7 +405,7 @@ def prediction_list(request, slug, pk):
     ]
     return render(request, "experiments/prediction_list.html", {
         "membership": membership, "project": membership.project, "run": run, "protocol": protocol,
-        "page": page, "rows": rows, "offline": _offline_roles(protocol),
+        "page": page, "rows": rows, "offline": offline_roles(protocol),
     })
 
 
@@ -421,7 +421,7 @@ def prediction_detail(request, slug, pk, task_pk):
     return render(request, "experiments/prediction_detail.html", {
         "membership": membership, "project": membership.project, "run": run, "protocol": protocol,
         "task": entry.task, "position": entry.position + 1,
-        "columns": _condition_columns(run, entry.task), "offline": _offline_roles(protocol),
+        "columns": _condition_columns(run, entry.task), "offline": offline_roles(protocol),
     })
 
 
