@@ -13,9 +13,10 @@ protocol seals; prompt files are sealed separately by their own hashes (`prompts
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict, dataclass
 from typing import Literal, Union
+
+from experiments.canonical import canonical_json
 
 # Evidence constructions (what the model sees about the person, besides screener and question).
 MEMORY = "memory"
@@ -107,7 +108,7 @@ class Condition:
         and rewording it must not break a seal."""
         spec = asdict(self)
         del spec["note"]
-        return json.dumps(spec, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return canonical_json(spec)
 
     def spec_sha256(self) -> str:
         return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()

@@ -7,13 +7,13 @@ contrasts, the bootstrap settings): a page recomputes only when an input changed
 from __future__ import annotations
 
 import hashlib
-import json
 
 import numpy as np
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from experiments import stats
+from experiments.canonical import canonical_json
 from experiments.analysis import DEFAULT_DRAWS, DEFAULT_SEED, final_grades
 from experiments.conditions import MEMORY, ONE_SHOT, OWNWORDS, RECENCY, WHOLE_RECORD, get_condition
 from experiments.models import AnalysisResult, ModelCall, Prediction, Run, Slot
@@ -23,10 +23,6 @@ from experiments.services import cohort_tasks
 # The statistics code is part of what a cached result depends on.
 DASHBOARD_VERSION = "1"
 SWEEP_BUILDERS = {MEMORY: "memory", OWNWORDS: "OwnWords", RECENCY: "most recent sentences"}
-
-
-def _canonical(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def dashboard_inputs(run: Run) -> tuple[dict, str]:
@@ -39,7 +35,7 @@ def dashboard_inputs(run: Run) -> tuple[dict, str]:
         "contrasts": protocol.contrasts,
         "bootstrap": protocol.bootstrap,
     }
-    return table, hashlib.sha256(_canonical(inputs).encode("utf-8")).hexdigest()
+    return table, hashlib.sha256(canonical_json(inputs).encode("utf-8")).hexdigest()
 
 
 def dashboard_cached(run: Run) -> AnalysisResult | None:

@@ -19,7 +19,6 @@ Whoever calls these — an RQ job (`experiments.jobs`) or the inline driver — 
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from dataclasses import dataclass, fields, replace
 from datetime import timedelta
@@ -727,8 +726,6 @@ def run_progress(run: Run) -> dict:
     }
 
 
-def canonical_json(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def run_inline(run_id: int, *, client: httpx.Client | None = None, sleep=time.sleep) -> Run:

@@ -40,6 +40,7 @@ from email.utils import parsedate_to_datetime
 import httpx
 
 from experiments import offline_backend
+from experiments.canonical import canonical_json
 from experiments.offline_backend import OFFLINE_LABEL, OFFLINE_MODEL_VERSION
 
 __all__ = [
@@ -211,7 +212,7 @@ def build_request(config: ModelConfig, system: str, user: str) -> PreparedReques
         url=url,
         headers={"content-type": "application/json"},
         json_body=body,
-        body_bytes=_canonical_json(body),
+        body_bytes=canonical_json(body).encode("utf-8"),
     )
 
 
@@ -527,10 +528,6 @@ def _send_offline(config: ModelConfig, prepared: PreparedRequest) -> Outcome:
 
 
 # --- small helpers -----------------------------------------------------------------------------
-
-
-def _canonical_json(body: dict) -> bytes:
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _retry_after(headers: httpx.Headers, payload: object) -> float | None:

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from experiments.canonical import canonical_json
+
 CANDIDATE_IDS = ("c1", "c2", "c3")
 JUDGE_SCORES = (0, 1, 2, 3)
 
@@ -171,4 +173,4 @@ def selection_payload(ordered_answers: Sequence[str]) -> str:
         {"answer": answer, "candidate_id": candidate_id}
         for candidate_id, answer in zip(CANDIDATE_IDS, ordered_answers)
     ]
-    return json.dumps(items, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return canonical_json(items)

@@ -11,7 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.conditions import JUDGE_PROMPTS, get_condition
-from experiments.engine import DEFAULT_RETRY, RunError, canonical_json, model_config
+from experiments.canonical import canonical_json
+from experiments.engine import DEFAULT_RETRY, RunError, model_config
 from experiments.models import Protocol
 from experiments.prompts import PromptError, prompt_sha256
 from experiments.services import canonical_task_list, cohort_tasks

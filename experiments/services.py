@@ -6,12 +6,12 @@ only translate input and output.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
 
+from experiments.canonical import canonical_json
 from experiments.cohorts import Candidate, draw_cohort
 from experiments.interviews import InterviewFileError, ParsedSession, Problem
 from experiments.models import (
@@ -183,7 +183,7 @@ def canonical_task_list(tasks) -> str:
     lines = []
     for task in tasks:
         lines.append(
-            json.dumps(
+            canonical_json(
                 {
                     "session": task.session.external_id,
                     "person": task.session.person.label,
@@ -195,10 +195,7 @@ def canonical_task_list(tasks) -> str:
                     "record_cut": task.record_cut,
                     "question_sha256": _sha256(task.question_turn.text),
                     "answer_sha256": _sha256(task.answer_turn.text),
-                },
-                sort_keys=True,
-                separators=(",", ":"),
-                ensure_ascii=False,
+                }
             )
         )
     return "\n".join(lines) + "\n"
