@@ -79,7 +79,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from rq import Worker  # noqa: E402
 
-from experiments.jobs import run_enqueue  # noqa: E402
+from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Project, Run, Slot  # noqa: E402
 from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, make_run, openai_model  # noqa: E402
 from tests.llm_fake_server import running_fake_llm  # noqa: E402

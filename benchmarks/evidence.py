@@ -3,8 +3,8 @@ Anthropic Interviewer transcripts at B = 700 characters.
 
     .venv/bin/python benchmarks/evidence.py [--data DIR] [--budget 700] [--repeat 5]
 
-Reads the CSVs with the project's pure reader (experiments.interviews.parse_anthropic_csv)
-and derives targets with the project's task rule (experiments.tasks.derive_targets) at the
+Reads the CSVs with the project's pure reader (experiments.core.interviews.parse_anthropic_csv)
+and derives targets with the project's task rule (experiments.core.tasks.derive_targets) at the
 demo thresholds for these short interviews: at least 8 substantive pairs, at least 3 in the
 second half, the first 5 second-half pairs. Each task's evidence is built from scratch, as a
 run does: the session's record H up to its earliest target cut, then OwnWords for the
@@ -19,9 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from experiments.evidence import TurnText, ownwords, respondent_record  # noqa: E402
-from experiments.interviews import parse_anthropic_csv  # noqa: E402
-from experiments.tasks import TaskRule, derive_targets  # noqa: E402
+from experiments.core.evidence import TurnText, ownwords, respondent_record
+from experiments.core.interviews.readers import parse_anthropic_csv
+from experiments.core.tasks import TaskRule, derive_targets
 
 SHARED_DATA = Path("/work/shared/data/anthropic-interviewer")
 DEMO_RULE = TaskRule(min_pairs=8, min_targets=3, max_targets=5)

@@ -32,10 +32,10 @@ from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
-from experiments.interviews import read_interview_path  # noqa: E402
+from experiments.core.interviews.readers import read_interview_path
 from experiments.models import Membership, Role, Session, Turn  # noqa: E402
-from experiments.services import project_get_or_create, sessions_import  # noqa: E402
-from experiments.tasks import TaskRule  # noqa: E402
+from experiments.data import project_get_or_create, sessions_import
+from experiments.core.tasks import TaskRule
 
 SAMPLE = ROOT / "experiments" / "sample_data" / "anthropic-interviewer"
 

@@ -1,4 +1,4 @@
-"""Benchmark of experiments.stats (issue 5): the eight-contrast family of App. B.3.
+"""Benchmark of experiments.core.stats (issue 5): the eight-contrast family of App. B.3.
 
 Run from the repository root:
 
@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from experiments import stats  # noqa: E402
+from experiments.core import stats  # noqa: E402
 
 PEOPLE, TASKS = 188, 1_768
 SEED = 20260918                 # App. B.3
@@ -115,8 +115,8 @@ def dashboard_from_database(tasks_n: int = 2_000, conditions_n: int = 10) -> Non
     from django.utils import timezone
 
     from experiments import models as m
-    from experiments.conditions import CONDITIONS as REGISTRY
-    from experiments.dashboard import dashboard_refresh
+    from experiments.core.conditions import CONDITIONS as REGISTRY
+    from experiments.analysis.dashboard import dashboard_refresh
 
     call_command("migrate", verbosity=0)
     keys = [k for k, c in REGISTRY.items() if c.runnable][:conditions_n]

@@ -7,6 +7,5 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("django-rq/", include("django_rq.urls")),
-    path("", include("experiments.urls_analysis")),
     path("", include("experiments.urls")),
 ]

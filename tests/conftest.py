@@ -2,9 +2,9 @@
 import pytest
 from django.contrib.auth import get_user_model
 
-from experiments.interviews import ParsedSession, ParsedTurn
+from experiments.core.interviews.records import ParsedSession, ParsedTurn
 from experiments.models import Membership, Project, Role
-from experiments.services import sessions_import
+from experiments.data import sessions_import
 
 ROLES = [Role.OWNER, Role.ANALYST, Role.RATER, Role.VIEWER]
 

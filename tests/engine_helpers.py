@@ -18,12 +18,13 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 
-from experiments import llm
-from experiments.engine import model_config, run_start
+from experiments.core.llm import wire
+from experiments.execution.policy import model_config
+from experiments.execution.control import run_start
 from experiments.models import ModelCall, Protocol, Run, Slot
-from experiments.sealing import protocol_seal
-from experiments.services import cohort_draw, sessions_import
-from experiments.tasks import TaskRule
+from experiments.execution.sealing import protocol_seal
+from experiments.data import cohort_draw, sessions_import
+from experiments.core.tasks import TaskRule
 from tests.conftest import parsed_session, qa_turns
 from tests.llm_fake_server import FakeLLMServer, RecordedRequest, Reply, answer
 
@@ -96,7 +97,7 @@ def request_bytes(run: Run, slot: Slot) -> bytes:
     """The exact body the engine sends for `slot` (what the server must have received)."""
     protocol = run.protocol
     config = model_config(protocol.judge if slot.role == Slot.Role.JUDGE else protocol.generator)
-    return llm.build_request(config, slot.system, slot.user).body_bytes
+    return wire.build_request(config, slot.system, slot.user).body_bytes
 
 
 class Sleeps:

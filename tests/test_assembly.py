@@ -1,16 +1,12 @@
 """Message assembly: the exact messages per condition, and what each may and may not see."""
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from experiments.assembly import Assembled, TaskInput, assemble, assemble_judge, assemble_memory_request
-from experiments.conditions import CONDITIONS, ownwords_condition
-from experiments.evidence import INTERVIEWER, PARTICIPANT, TurnText, recency, question_free
-from experiments.parsers import selection_payload
-from experiments.prompts import PromptRef, load_prompt, prompt_sha256
+from experiments.core.assembly import Assembled, TaskInput, assemble, assemble_judge, assemble_memory_request
+from experiments.core.conditions import CONDITIONS, ownwords_condition
+from experiments.core.evidence import INTERVIEWER, PARTICIPANT, TurnText, question_free, recency
+from experiments.core.parsers import selection_payload
+from experiments.core.prompts import PromptRef, load_prompt, prompt_sha256
 
 REFERENCE = "REFERENCE-SENTINEL I never let it write melodies."
 LATER = "LATER-SENTINEL Nothing else."
@@ -252,19 +248,3 @@ def test_judge_request_sees_question_reference_and_prediction_only():
     )
     assert (sent.evidence, sent.evidence_chars, sent.budget) == ("", 0, None)
     assert sent.prompt_refs == (ref("judge_system"), ref("judge_user"))
-
-
-# --- No Django -------------------------------------------------------------------------------
-
-def test_the_pure_modules_import_without_django():
-    code = (
-        "import sys\n"
-        "import experiments.evidence, experiments.prompts, experiments.parsers\n"
-        "import experiments.conditions, experiments.assembly\n"
-        "loaded = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
-        "assert not loaded, loaded\n"
-    )
-    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
-    repo = Path(__file__).resolve().parent.parent
-    result = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr

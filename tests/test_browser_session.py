@@ -4,10 +4,10 @@ import os
 import pytest
 from django.contrib.auth import get_user_model
 
-from experiments.interviews import read_interview_path
+from experiments.core.interviews.readers import read_interview_path
 from experiments.models import Membership, Project, Role
-from experiments.services import sessions_import
-from experiments.tasks import TaskRule
+from experiments.data import sessions_import
+from experiments.core.tasks import TaskRule
 from tests.test_import_sessions import GENAGENTS
 
 pytestmark = pytest.mark.slow
@@ -77,11 +77,12 @@ def test_an_analyst_logs_in_and_reads_a_transcript_with_targets_marked(
 @pytest.fixture
 def viewer_with_a_finished_run(transactional_db):
     """A finished offline run with its dashboard computed (before Playwright's loop starts)."""
-    from experiments.dashboard import dashboard_refresh
-    from experiments.engine import run_inline, run_start
+    from experiments.analysis.dashboard import dashboard_refresh
+    from experiments.execution.driver import run_inline
+    from experiments.execution.control import run_start
     from experiments.models import Protocol, Run
-    from experiments.sealing import protocol_seal
-    from experiments.services import cohort_draw
+    from experiments.execution.sealing import protocol_seal
+    from experiments.data import cohort_draw
     from tests.conftest import parsed_session, qa_turns
 
     project = Project.objects.create(slug="dash", name="Dashboard project")

@@ -4,9 +4,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from experiments.cohorts import Candidate, draw_cohort
+from experiments.core.cohorts import Candidate, draw_cohort
 from experiments.models import Cohort, Task
-from experiments.services import CohortError, canonical_task_list, cohort_draw, cohort_tasks, sessions_import
+from experiments.data import CohortError, canonical_task_list, cohort_draw, cohort_tasks, sessions_import
 from tests.conftest import parsed_session, qa_turns
 
 

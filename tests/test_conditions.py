@@ -5,11 +5,8 @@ import json
 
 import pytest
 
-from experiments.conditions import (
-    CONDITIONS, MEMORY_LENGTH, get_condition, memory_condition, ownwords_condition,
-    recency_condition,
-)
-from experiments.prompts import all_prompt_names
+from experiments.core.conditions import CONDITIONS, MEMORY_LENGTH, get_condition, memory_condition, ownwords_condition, recency_condition
+from experiments.core.prompts import all_prompt_names
 
 DESIGN_CONDITIONS = [
     "memory(concrete,100w)+one-shot", "memory(trait,100w)+one-shot",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from experiments import stats
+from experiments.core import stats
 
 
 def write_csv(path, rows, header="person,a,b"):

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from experiments import stats
-from experiments.analysis import final_grades
-from experiments.dashboard import dashboard_cached, dashboard_refresh
-from experiments.engine import run_inline, run_start
+from experiments.core import stats
+from experiments.analysis.grades import final_grades
+from experiments.analysis.dashboard import dashboard_cached, dashboard_refresh
+from experiments.execution.driver import run_inline
+from experiments.execution.control import run_start
 from experiments.models import Grade, Prediction, Protocol, Run, Turn
-from experiments.sealing import protocol_seal
-from experiments.services import cohort_draw
+from experiments.execution.sealing import protocol_seal
+from experiments.data import cohort_draw
 
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
 MEMORY = "memory(concrete,100w)+one-shot"
@@ -164,7 +165,7 @@ def test_a_csv_of_every_table_downloads(client, cast, finished_run):
 
 
 def test_token_counts_the_service_did_not_report_are_unknown_not_zero(finished_run, client, cast):
-    from experiments.engine import run_progress
+    from experiments.execution.progress import run_progress
 
     tokens = run_progress(finished_run)["tokens"]
     # the offline stand-in reports no usage at all

@@ -12,18 +12,14 @@ import httpx
 import pytest
 from django.utils import timezone
 
-from experiments import engine
-from experiments.concurrency import NoLimiter
-from experiments.engine import (
-    RunError,
-    phase_settled,
-    run_drive,
-    run_inline,
-    run_progress,
-    run_reissue_unknown,
-    run_resume,
-    slot_execute,
-)
+from experiments.execution import control, journal as journal_rules, policy
+from experiments.core.llm import wire
+from experiments.execution.concurrency import NoLimiter
+from experiments.execution.policy import RunError
+from experiments.execution.journal import phase_settled, slot_execute
+from experiments.execution.driver import run_drive, run_inline
+from experiments.execution.progress import run_progress
+from experiments.execution.control import run_reissue_unknown, run_resume
 from experiments.models import Amendment, Grade, ModelCall, Prediction, Run, Slot
 from experiments.models.runs import Phase
 from tests.engine_helpers import (
@@ -345,7 +341,7 @@ def test_rejected_credentials_stop_the_run_with_a_clear_reason(project, cohort2,
     run_inline(run.pk, client=client, sleep=Sleeps())
     assert len(server.requests) == 1  # stopped: nothing more is sent
     with pytest.raises(RunError):
-        engine.run_pause(run=run, user=cast["owner"], reason="too late")
+        control.run_pause(run=run, user=cast["owner"], reason="too late")
 
 
 # --- received content that is not a usable answer: recorded as it is, never redrawn -----------
@@ -486,7 +482,7 @@ def test_an_empty_answer_is_an_operational_zero_without_a_judge_call(project, co
 
 def _reserve_and_die(slot):
     """What a worker leaves behind when it dies mid-request: a reservation, no outcome."""
-    reservation = engine._reserve(slot.pk, basis=FIRST, justification="", worker="dead", lease_s=30)
+    reservation = journal_rules._reserve(slot.pk, basis=FIRST, justification="", worker="dead", lease_s=30)
     ModelCall.objects.filter(pk=reservation.call_id).update(lease_until=timezone.now() - timedelta(seconds=1))
     return reservation
 
@@ -501,7 +497,7 @@ def test_an_expired_reservation_is_unknown_never_resent_and_reissued_once_by_ame
     lost.refresh_from_db()
     assert lost.status == Slot.Status.UNKNOWN and prediction(lost).status == Prediction.Status.MISSING
     [call] = journal(lost)
-    assert call.outcome == engine.UNKNOWN_OUTCOME and "lease ran out" in call.error
+    assert call.outcome == journal_rules.UNKNOWN_OUTCOME and "lease ran out" in call.error
     execute(lost, client)  # a late duplicate job for it sends nothing
     assert server.requests == []
     assert run_progress(run)["phases"][1]["unknown"] == 1
@@ -522,11 +518,9 @@ def test_an_outcome_arriving_after_its_lease_is_kept_but_the_slot_stays_unknown(
     late_slot = Slot.objects.get(pk=step.slot_ids[0])
     reservation = _reserve_and_die(late_slot)
     run_drive(run.pk)
-    from experiments import llm
-
-    outcome = llm.Outcome(llm.OutcomeKind.OK, http_status=200, text="Too late.", finish_reason="stop")
-    decision = llm.Decision(False, 0.0, "completed")
-    assert engine._record(reservation.call_id, outcome, decision) is False
+    outcome = wire.Outcome(wire.OutcomeKind.OK, http_status=200, text="Too late.", finish_reason="stop")
+    decision = policy.Decision(False, 0.0, "completed")
+    assert journal_rules._record(reservation.call_id, outcome, decision) is False
     late_slot.refresh_from_db()
     [call] = journal(late_slot)
     assert (call.outcome, call.text, call.http_status) == ("ok", "Too late.", 200)
@@ -539,7 +533,7 @@ def test_a_phase_is_settled_only_when_no_slot_is_open(project, cohort2, server, 
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=openai_model(server))
     step = run_drive(run.pk)
     first, second = Slot.objects.filter(pk__in=step.slot_ids).order_by("pk")
-    assert step.recheck_in_s == pytest.approx(TIMEOUT_S + engine.LEASE_GRACE_S + 0.5, abs=0.2)
+    assert step.recheck_in_s == pytest.approx(TIMEOUT_S + policy.LEASE_GRACE_S + 0.5, abs=0.2)
     execute(first, client)
     assert phase_settled(first.pk) is None
     execute(second, client)

@@ -27,8 +27,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 
-from experiments.concurrency import InflightLimiter
-from experiments.jobs import run_enqueue
+from experiments.execution.concurrency import InflightLimiter
+from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Prediction, Project, Run, Slot
 from experiments.models.runs import Phase
 from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, journal, make_run, openai_model, request_bytes

@@ -7,28 +7,17 @@ decides. Nothing here sleeps for a cooldown: decide_retry only says how long to 
 import dataclasses
 import json
 import logging
-import subprocess
-import sys
 from email.utils import format_datetime
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import httpx
 import pytest
 
-from experiments import offline_backend
-from experiments.llm import (
-    OFFLINE_LABEL,
-    OFFLINE_MODEL_VERSION,
-    ModelConfig,
-    Outcome,
-    OutcomeKind,
-    RetryPolicy,
-    Usage,
-    build_request,
-    decide_retry,
-    send,
-)
+from experiments.core.llm import offline as offline_backend
+from experiments.core.llm.offline import OFFLINE_LABEL, OFFLINE_MODEL_VERSION
+from experiments.core.llm.wire import ModelConfig, Outcome, OutcomeKind, Usage, build_request
+from experiments.execution.policy import RetryPolicy, decide_retry
+from experiments.core.llm.client import send
 from tests.llm_fake_server import (
     Reply,
     gemini_error,
@@ -548,12 +537,6 @@ def test_invalid_configs_fail_early():
         ModelConfig("openai", "http://x", "m", quota_pattern="(unclosed")
 
 
-def test_the_module_imports_no_django():
-    code = ("import experiments.llm, experiments.offline_backend, sys; "
-            "assert 'django' not in sys.modules, 'django imported'")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parent.parent)
-
-
 def test_the_fake_server_answers_after_its_configured_delay(fake_llm, client):
     fake_llm.default_delay_s = 0.2
     outcome = attempt(openai_config(fake_llm, timeout_s=1.0), client)
@@ -658,7 +641,7 @@ def test_offline_selection_returns_a_candidate_id():
 
 
 def test_offline_follows_the_project_prompt_files():
-    prompts = pytest.importorskip("experiments.prompts")
+    prompts = pytest.importorskip("experiments.core.prompts")
     try:
         judge, _ = prompts.render_prompt("judge_user", question="What do you cook?",
                                          reference="Ramen on Sundays.", prediction="Ramen.")

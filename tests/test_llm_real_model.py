@@ -12,7 +12,8 @@ import os
 import httpx
 import pytest
 
-from experiments.llm import ModelConfig, OutcomeKind, build_request, send
+from experiments.core.llm.wire import ModelConfig, OutcomeKind, build_request
+from experiments.core.llm.client import send
 
 BASE_URL = os.environ.get("OWNWORDS_TEST_LLM_URL")
 

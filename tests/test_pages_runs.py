@@ -3,12 +3,14 @@ action, the editor's validation, what each role sees, and that keys and text nev
 import pytest
 from django.urls import reverse
 
-from experiments import engine, views_runs
-from experiments.forms_runs import api_key_env_problem, format_contrast, parse_contrast_line
-from experiments.llm import OFFLINE_LABEL
+from experiments.execution import control, driver, policy, progress
+from experiments.core.llm.wire import api_key_env_problem
+from experiments.core.contrasts import format_contrast, parse_contrast_line
+from experiments.core.llm.offline import OFFLINE_LABEL
+from experiments.web.predictions import views as prediction_views
 from experiments.models import Amendment, Protocol, Run, Slot
-from experiments.sealing import protocol_seal
-from experiments.services import cohort_draw
+from experiments.execution.sealing import protocol_seal
+from experiments.data import cohort_draw
 from tests.test_browser_session import browser  # noqa: F401 (the Chromium fixture)
 
 PARTICIPANT_TEXT = "I would say it depends on the day really"
@@ -33,14 +35,14 @@ def make_protocol(project, cohort, name, *, sealed=False, user=None, **fields):
 def started_run(protocol):
     """A run that is running but not driven: nothing has been sent."""
     run = Run.objects.create(protocol=protocol)
-    engine.run_start(run=run)
+    control.run_start(run=run)
     return run
 
 
 def finished_run(protocol):
     run = Run.objects.create(protocol=protocol)
-    engine.run_start(run=run)
-    return engine.run_inline(run.pk)
+    control.run_start(run=run)
+    return driver.run_inline(run.pk)
 
 
 @pytest.fixture
@@ -135,12 +137,12 @@ def _snapshot(world):
 
 
 def _pause(world):
-    engine.run_pause(run=world["run"], user=world["users"]["owner"], reason="set up")
+    control.run_pause(run=world["run"], user=world["users"]["owner"], reason="set up")
 
 
 def _make_an_unknown_slot(world):
     """A slot whose worker died mid-request, in the current phase."""
-    step = engine.run_drive(world["run"].pk)
+    step = driver.run_drive(world["run"].pk)
     Slot.objects.filter(pk=step.slot_ids[0]).update(status=Slot.Status.UNKNOWN)
 
 
@@ -168,7 +170,7 @@ def _action_url(world, action):
 @pytest.mark.parametrize("who", ROLES)
 def test_actions_check_the_role_and_change_nothing_when_refused(client, world, monkeypatch, action, who):
     _, _, data, allowed, setup = ACTIONS[action]
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: True)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     if setup:
         setup(world)
     client.force_login(world["users"][who])
@@ -358,7 +360,7 @@ def test_an_unsealable_protocol_lists_its_problems_and_seal_refuses(client, worl
 # --- starting and amending runs ---------------------------------------------------------------
 
 def test_without_a_queue_the_run_button_starts_nothing_and_says_why(client, world, monkeypatch):
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: False)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: False)
     client.force_login(world["users"]["owner"])
     body = client.get(reverse("protocol_detail", args=["alpha", world["sealed"].pk])).content.decode()
     assert "No queue is reachable" in body and ">Run</button>" not in body
@@ -370,7 +372,7 @@ def test_without_a_queue_the_run_button_starts_nothing_and_says_why(client, worl
 
 
 def test_the_run_button_starts_a_run_through_the_queue(client, world, django_capture_on_commit_callbacks):
-    if not views_runs.queue_reachable():
+    if not progress.queue_reachable():
         pytest.skip("needs the Redis server of the test settings")
     client.force_login(world["users"]["analyst"])
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -383,7 +385,7 @@ def test_the_run_button_starts_a_run_through_the_queue(client, world, django_cap
 
 
 def test_a_run_does_not_start_when_the_seal_no_longer_matches(client, world, monkeypatch):
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: True)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     Protocol.objects.filter(pk=world["sealed"].pk).update(seal={**world["sealed"].seal, "settings_sha256": "0" * 64})
     client.force_login(world["users"]["owner"])
     runs_before = Run.objects.count()
@@ -393,7 +395,7 @@ def test_a_run_does_not_start_when_the_seal_no_longer_matches(client, world, mon
 
 
 def test_pause_and_resume_need_a_reason_and_are_amendments(client, world, monkeypatch):
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: True)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     client.force_login(world["users"]["owner"])
     run = world["run"]
     body = client.post(reverse("run_pause", args=["alpha", run.pk]), {"reason": "  "}, follow=True).content.decode()
@@ -415,7 +417,7 @@ def test_pause_and_resume_need_a_reason_and_are_amendments(client, world, monkey
 
 def test_resume_without_a_queue_changes_nothing(client, world, monkeypatch):
     _pause(world)
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: False)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: False)
     client.force_login(world["users"]["owner"])
     body = client.post(reverse("run_resume", args=["alpha", world["run"].pk]), {"reason": "go"},
                        follow=True).content.decode()
@@ -425,7 +427,7 @@ def test_resume_without_a_queue_changes_nothing(client, world, monkeypatch):
 
 
 def test_the_reissue_button_appears_only_with_unknown_slots_and_releases_exactly_those(client, world, monkeypatch):
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: True)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     client.force_login(world["users"]["owner"])
     url = reverse("run_detail", args=["alpha", world["run"].pk])
     assert 'id="reissue-form"' not in client.get(url).content.decode()
@@ -451,7 +453,7 @@ def test_a_concurrency_change_is_recorded_and_takes_effect(client, world):
     client.force_login(world["users"]["owner"])
     run = world["run"]
     client.post(reverse("run_concurrency", args=["alpha", run.pk]), {"provider": "offline", "cap": 2, "reason": "429s"})
-    assert engine.effective_concurrency(run, "offline") == 2
+    assert policy.effective_concurrency(run, "offline") == 2
     response = client.post(reverse("run_concurrency", args=["alpha", run.pk]),
                            {"provider": "openai", "cap": 2, "reason": "not in this protocol"}, follow=True)
     assert "Nothing changed" in response.content.decode()
@@ -501,21 +503,21 @@ def test_the_progress_endpoint_reports_counts_and_the_block(client, world, finis
 
 
 def test_the_in_flight_count_comes_from_the_shared_redis_limiter(client, world):
-    if not views_runs.queue_reachable():
+    if not progress.queue_reachable():
         pytest.skip("needs the Redis server of the test settings")
-    from experiments.concurrency import InflightLimiter
+    from experiments.execution.concurrency import InflightLimiter
 
     client.force_login(world["users"]["viewer"])
     url = reverse("run_progress", args=["alpha", world["run"].pk])
-    name = engine.limiter_name(engine.role_config(world["run"], Slot.Role.GENERATOR))
-    with InflightLimiter(views_runs._redis()).hold(name, 4, lease_s=30):
+    name = policy.limiter_name(policy.role_config(world["run"], Slot.Role.GENERATOR))
+    with InflightLimiter(progress._redis()).hold(name, 4, lease_s=30):
         assert client.get(url).json()["in_flight"] == [
             {"service": "offline", "provider": "offline", "in_flight": 1, "cap": 4}]
     assert client.get(url).json()["in_flight"][0]["in_flight"] == 0
 
 
 def test_without_redis_the_in_flight_count_is_zero_and_workers_are_not_claimed(client, world, monkeypatch):
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: False)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: False)
     client.force_login(world["users"]["owner"])
     data = client.get(reverse("run_progress", args=["alpha", world["run"].pk])).json()
     assert data["in_flight"][0]["in_flight"] == 0 and "Workers listening" not in data["html"]
@@ -575,7 +577,7 @@ def test_selection_shows_its_candidates_and_which_one_it_copied(client, world):
 
 
 def test_the_prediction_list_pages_through_tasks_with_grades(client, world, finished, monkeypatch):
-    monkeypatch.setattr(views_runs, "TASKS_PER_PAGE", 4)
+    monkeypatch.setattr(prediction_views, "TASKS_PER_PAGE", 4)
     client.force_login(world["users"]["analyst"])
     body = client.get(reverse("prediction_list", args=["alpha", finished.pk])).content.decode()
     assert body.count(f'href="/p/alpha/runs/{finished.pk}/predictions/') == 4

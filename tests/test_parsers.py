@@ -5,10 +5,7 @@ from collections import Counter
 
 import pytest
 
-from experiments.parsers import (
-    CANDIDATE_IDS, JudgeResult, Selection, candidate_display_order, parse_judge,
-    parse_selection, selection_payload,
-)
+from experiments.core.parsers import CANDIDATE_IDS, JudgeResult, Selection, candidate_display_order, parse_judge, parse_selection, selection_payload
 
 # --- Selection ------------------------------------------------------------------------------
 

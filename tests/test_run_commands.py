@@ -5,9 +5,10 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from experiments import views_runs
+
+from experiments.execution import progress
 from experiments.models import Amendment, Protocol, Run
-from experiments.services import cohort_draw
+from experiments.data import cohort_draw
 
 MEMORY = "memory(concrete,100w)+one-shot"
 OWNWORDS = "ownwords(B=|memory|)"
@@ -139,7 +140,7 @@ def test_run_start_inline_finishes_the_run_and_prints_its_id(tmp_path, cohort):
 
 def test_run_start_goes_through_the_queue_by_default(tmp_path, cohort, monkeypatch, django_capture_on_commit_callbacks):
     protocol = sealed_protocol(tmp_path)
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: True)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         out = call_command("run_start", str(protocol.pk))
     run = Run.objects.get()
@@ -151,7 +152,7 @@ def test_run_start_goes_through_the_queue_by_default(tmp_path, cohort, monkeypat
 
 def test_run_start_without_a_queue_starts_nothing_and_points_at_inline(tmp_path, cohort, monkeypatch):
     protocol = sealed_protocol(tmp_path)
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: False)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: False)
     with pytest.raises(CommandError, match="no queue is reachable.*or use --inline"):
         call_command("run_start", str(protocol.pk))
     assert not Run.objects.exists()
@@ -184,7 +185,7 @@ def test_pause_and_resume_need_a_reason(tmp_path, cohort):
 
 def test_a_queued_run_paused_then_resumed_inline_finishes_with_both_amendments(tmp_path, cohort, monkeypatch):
     protocol = sealed_protocol(tmp_path)
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: True)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     call_command("run_start", str(protocol.pk))
     run = Run.objects.get()
     out = call_command("run_pause", str(run.pk), reason="checking costs", user="owner-user")
@@ -201,7 +202,7 @@ def test_a_queued_run_paused_then_resumed_inline_finishes_with_both_amendments(t
 
 def test_only_owners_pause_or_resume_and_refusals_change_nothing(tmp_path, cohort, monkeypatch):
     protocol = sealed_protocol(tmp_path)
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: True)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     call_command("run_start", str(protocol.pk))
     run = Run.objects.get()
     with pytest.raises(CommandError, match="'analyst-user' is not an owner"):
@@ -218,11 +219,11 @@ def test_only_owners_pause_or_resume_and_refusals_change_nothing(tmp_path, cohor
 
 def test_resume_without_a_queue_changes_nothing(tmp_path, cohort, monkeypatch):
     protocol = sealed_protocol(tmp_path)
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: True)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     call_command("run_start", str(protocol.pk))
     run = Run.objects.get()
     call_command("run_pause", str(run.pk), reason="x")
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: False)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: False)
     with pytest.raises(CommandError, match="no queue is reachable"):
         call_command("run_resume", str(run.pk), reason="y")
     run.refresh_from_db()
@@ -251,7 +252,7 @@ def test_run_report_of_a_finished_run_shows_phases_amendments_and_the_analysis(t
 
 def test_run_report_of_a_running_run_has_no_analysis_yet(tmp_path, cohort, monkeypatch):
     protocol = sealed_protocol(tmp_path)
-    monkeypatch.setattr(views_runs, "queue_reachable", lambda: True)
+    monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     call_command("run_start", str(protocol.pk))
     call_command("run_pause", str(Run.objects.get().pk), reason="look first")
     out = call_command("run_report", str(Run.objects.get().pk))

@@ -5,12 +5,16 @@ import shutil
 
 import pytest
 
-from experiments import prompts, sealing
-from experiments.concurrency import NoLimiter
-from experiments.engine import RunError, run_drive, run_inline, run_start, slot_execute
+from experiments.core import prompts
+from experiments.execution import sealing
+from experiments.execution.concurrency import NoLimiter
+from experiments.execution.policy import RunError
+from experiments.execution.driver import run_drive, run_inline
+from experiments.execution.control import run_start
+from experiments.execution.journal import slot_execute
 from experiments.models import Protocol, Run, Slot, Turn
 from experiments.models.runs import Phase
-from experiments.services import canonical_task_list, cohort_tasks
+from experiments.data import canonical_task_list, cohort_tasks
 from tests.engine_helpers import ONE_SHOT, QUESTION_ONLY, SELECTION, build_cohort, make_protocol
 
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
@@ -18,7 +22,7 @@ OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
 
 @pytest.fixture
 def prompt_dir(tmp_path, monkeypatch):
-    """A private copy of prompts/ that the whole process reads (experiments.prompts.PROMPTS_DIR)."""
+    """A private copy of prompts/ that the whole process reads (experiments.core.prompts.PROMPTS_DIR)."""
     copy = tmp_path / "prompts"
     shutil.copytree(prompts.PROMPTS_DIR, copy)
     monkeypatch.setattr(prompts, "PROMPTS_DIR", copy)
@@ -181,7 +185,7 @@ def test_another_code_version_stops_a_run_from_starting(project, cohort, monkeyp
 
 
 def test_a_condition_removed_from_the_registry_is_a_mismatch_not_a_crash(project, cohort, monkeypatch):
-    from experiments import conditions
+    from experiments.core import conditions
 
     protocol = sealed(project, cohort)
     registry = dict(conditions.CONDITIONS)

@@ -1,9 +1,8 @@
 """The App. G task rule on hand-built sessions, at its boundaries."""
 import pytest
 
-from experiments.interviews import INTERVIEWER as I
-from experiments.interviews import PARTICIPANT as P
-from experiments.tasks import TaskRule, derive_targets, substantive_pairs
+from experiments.core.interviews.records import INTERVIEWER as I, PARTICIPANT as P
+from experiments.core.tasks import TaskRule, derive_targets, substantive_pairs
 
 Q19 = "Why did you do it?" + "x"  # 19 characters, with "?"
 Q20 = "Why did you do that?"  # 20 characters

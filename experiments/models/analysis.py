@@ -1,3 +1,4 @@
+"""The cached numbers of a run's dashboard (AnalysisResult)."""
 from django.db import models
 
 from experiments.models.runs import Run

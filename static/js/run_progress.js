@@ -1,5 +1,5 @@
 // Refreshes the run page's progress block every 2 s from its JSON endpoint
-// (experiments.views_runs.run_progress_json), until the run is finished.
+// (experiments.web.runs.views.run_progress_json), until the run is finished.
 // The block's markup comes from the server (run_progress_block.html), so the page and
 // the refresh can never disagree about what is shown to whom.
 (function () {

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments.dashboard import dashboard_refresh
+from experiments.analysis.dashboard import dashboard_refresh
 from experiments.models import Run
 
 

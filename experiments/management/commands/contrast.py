@@ -4,7 +4,7 @@ import math
 
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments import stats
+from experiments.core import stats
 
 
 class Command(BaseCommand):

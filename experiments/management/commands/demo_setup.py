@@ -6,13 +6,14 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from experiments.interviews import read_interview_path
-from experiments.engine import run_inline, run_start
-from experiments.jobs import run_enqueue
+from experiments.core.interviews.readers import read_interview_path
+from experiments.execution.driver import run_inline
+from experiments.execution.control import run_start
+from experiments.execution.jobs import run_enqueue
 from experiments.models import Membership, Project, Protocol, Role, Run
-from experiments.sealing import protocol_seal
-from experiments.services import CohortError, cohort_draw, sessions_import
-from experiments.tasks import TaskRule
+from experiments.execution.sealing import protocol_seal
+from experiments.data import CohortError, cohort_draw, sessions_import
+from experiments.core.tasks import TaskRule
 
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data"
 SAMPLE_SOURCES = [

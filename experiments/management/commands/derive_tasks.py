@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.models import Project
-from experiments.services import tasks_derive
-from experiments.tasks import PAPER_RULE, TaskRule
+from experiments.data import tasks_derive
+from experiments.core.tasks import PAPER_RULE, TaskRule
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.models import Cohort, Project
-from experiments.services import CohortError, cohort_draw
+from experiments.data import CohortError, cohort_draw
 
 
 class Command(BaseCommand):

@@ -2,9 +2,10 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments.interviews import FORMATS, InterviewFileError, guess_format, read_interview_path
-from experiments.services import project_get_or_create, sessions_import
-from experiments.tasks import TaskRule
+from experiments.core.interviews.readers import FORMATS, guess_format, read_interview_path
+from experiments.core.interviews.records import InterviewFileError
+from experiments.data import project_get_or_create, sessions_import
+from experiments.core.tasks import TaskRule
 
 
 class Command(BaseCommand):

@@ -3,11 +3,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments.engine import DEFAULT_RETRY
-from experiments.forms_runs import api_key_env_problem, concurrency_problems, contrast_problems, parse_contrast_line
+from experiments.execution.policy import DEFAULT_RETRY
+from experiments.core.llm.wire import api_key_env_problem, concurrency_problems
+from experiments.core.contrasts import contrast_problems, parse_contrast_line
 from experiments.access import TEXT_READERS, member_with_role
 from experiments.models import Cohort, Project, Protocol
-from experiments.sealing import protocol_problems
+from experiments.execution.sealing import protocol_problems
 
 REQUIRED = ("name", "cohort", "conditions", "generator", "judge")
 OPTIONAL = ("concurrency", "retry_policy", "contrasts", "bootstrap")

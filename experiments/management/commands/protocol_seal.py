@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.access import TEXT_READERS, member_with_role
-from experiments.engine import RunError
+from experiments.execution.policy import RunError
 from experiments.models import Protocol
-from experiments.sealing import protocol_seal
+from experiments.execution.sealing import protocol_seal
 
 
 class Command(BaseCommand):

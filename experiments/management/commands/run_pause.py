@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments import engine
+from experiments.execution import control, policy
 from experiments.management.owner_action import run_and_owner
 
 
@@ -15,7 +15,7 @@ class Command(BaseCommand):
     def handle(self, run_id, reason, user, **options):
         run, owner = run_and_owner(run_id, reason, user)
         try:
-            amendment = engine.run_pause(run=run, user=owner, reason=reason.strip())
-        except engine.RunError as exc:
+            amendment = control.run_pause(run=run, user=owner, reason=reason.strip())
+        except policy.RunError as exc:
             raise CommandError(f"run {run_id} not paused: {exc}") from None
         return f"run {run_id} paused (amendment {amendment.pk}); resume it with: manage.py run_resume {run_id} --reason …"

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments import engine, llm
+from experiments.core.llm.offline import OFFLINE_LABEL
+from experiments.execution import progress
 from experiments.models import Run
-from experiments.views_runs import duration_text, in_flight, queue_reachable
 
 PHASE_COLUMNS = [("slots", "total"), ("done", "done"), ("pending", "pending"), ("in flight", "in_flight"),
                  ("failed", "failed"), ("held", "held"), ("unknown", "unknown"), ("attempts", "attempts"),
@@ -19,39 +19,40 @@ class Command(BaseCommand):
         run = Run.objects.select_related("protocol__cohort").filter(pk=run_id).first()
         if run is None:
             raise CommandError(f"no run with id {run_id}")
-        progress = engine.run_progress(run)
-        sections = [_header(run, progress), _phases(progress), _amendments(run)]
+        counts = progress.run_progress(run)
+        sections = [_header(run, counts), _phases(counts), _amendments(run)]
         if run.status == Run.Status.FINISHED:
             sections.append(_analysis(run))
         return "\n\n".join(sections)
 
 
-def _header(run: Run, progress: dict) -> str:
+def _header(run: Run, counts: dict) -> str:
     protocol = run.protocol
-    tokens = progress["tokens"]
-    limits = ", ".join(f"{row['service']} {row['in_flight']}/{row['cap']}" for row in in_flight(run, redis_up=queue_reachable()))
+    tokens = counts["tokens"]
+    limits = ", ".join(f"{row['service']} {row['in_flight']}/{row['cap']}"
+                       for row in progress.in_flight(run, redis_up=progress.queue_reachable()))
     lines = [
         f"run {run.pk} of protocol {protocol.name!r} (cohort {protocol.cohort.name}): {run.get_status_display().lower()}, "
         f"phase {run.get_phase_display().lower()}{' (inline)' if run.inline else ''}",
         f"circuit: {'OPEN — quota exhausted, nothing is sent until an owner resumes' if run.circuit_open else 'closed'}",
-        f"calls/s (recent): {progress['calls_per_second']:.2f} · time left: {duration_text(progress['eta_s'])} · "
-        f"attempts: {progress['attempts']}",
+        f"calls/s (recent): {counts['calls_per_second']:.2f} · time left: {progress.duration_text(counts['eta_s'])} · "
+        f"attempts: {counts['attempts']}",
         f"tokens: input {_reported(tokens['input_tokens'])}, output {_reported(tokens['output_tokens'])}, "
         f"reasoning {_reported(tokens['reasoning_tokens'])} ({tokens['unreported']} attempts reported no usage)",
         f"in flight now (limiter): {limits}",
     ]
     if run.status_reason:
         lines.insert(2, f"reason: {run.status_reason}")
-    offline = [role for role in ("generator", "judge") if getattr(protocol, role).get("provider") == "offline"]
-    if offline:
-        lines.append(f"{llm.OFFLINE_LABEL}: the {' and '.join(offline)} of this run is the offline stand-in, "
+    stand_in_roles = [role for role in ("generator", "judge") if getattr(protocol, role).get("provider") == "offline"]
+    if stand_in_roles:
+        lines.append(f"{OFFLINE_LABEL}: the {' and '.join(stand_in_roles)} of this run is the offline stand-in, "
                      "not a model; its outputs are not model results")
     return "\n".join(lines)
 
 
-def _phases(progress: dict) -> str:
+def _phases(counts: dict) -> str:
     rows = [["phase"] + [title for title, _ in PHASE_COLUMNS]]
-    for phase in progress["phases"]:
+    for phase in counts["phases"]:
         rows.append([phase["label"]] + [str(phase[key]) for _, key in PHASE_COLUMNS])
     return _table(rows)
 

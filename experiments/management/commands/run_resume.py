@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from experiments import engine, jobs, views_runs
+from experiments.execution import control, driver, jobs, policy, progress
 from experiments.management.owner_action import run_and_owner
-from experiments.views_runs import WORKER_COMMAND
+from experiments.execution.jobs import WORKER_COMMAND
 
 
 class Command(BaseCommand):
@@ -20,20 +20,20 @@ class Command(BaseCommand):
 
     def handle(self, run_id, reason, inline, user, **options):
         run, owner = run_and_owner(run_id, reason, user)
-        if not inline and not views_runs.queue_reachable():
+        if not inline and not progress.queue_reachable():
             raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
                                f"changed. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
         try:
             with transaction.atomic():
-                amendment = engine.run_resume(run=run, user=owner, reason=reason.strip())
+                amendment = control.run_resume(run=run, user=owner, reason=reason.strip())
                 if not inline:
                     jobs.run_enqueue(run.pk)  # enqueued when this transaction commits
-        except engine.RunError as exc:
+        except policy.RunError as exc:
             raise CommandError(f"run {run_id} not resumed: {exc}") from None
         released = len(amendment.payload.get("held_slots_released", []))
         if not inline:
             return f"run {run_id} resumed through the queue (amendment {amendment.pk}, {released} held slots released)"
-        run = engine.run_inline(run.pk)
+        run = driver.run_inline(run.pk)
         ending = run.get_status_display().lower() + (
             f": {run.status_reason}" if run.status_reason and run.status != run.Status.FINISHED else "")
         return f"run {run_id} resumed inline (amendment {amendment.pk}, {released} held slots released) and is {ending}"

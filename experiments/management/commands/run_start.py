@@ -1,10 +1,10 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from experiments import engine, jobs, views_runs
+from experiments.execution import control, driver, jobs, policy, progress
 from experiments.access import TEXT_READERS, member_with_role
 from experiments.models import Protocol, Run
-from experiments.views_runs import WORKER_COMMAND
+from experiments.execution.jobs import WORKER_COMMAND
 
 
 class Command(BaseCommand):
@@ -25,20 +25,20 @@ class Command(BaseCommand):
         creator = member_with_role(protocol.project, user, roles=TEXT_READERS) if user else None
         if user and creator is None:
             raise CommandError(f"{user!r} is not an owner or analyst of project '{protocol.project.slug}'")
-        if not inline and not views_runs.queue_reachable():
+        if not inline and not progress.queue_reachable():
             raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
                                f"was started. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
         try:
             with transaction.atomic():
                 run = Run.objects.create(protocol=protocol, created_by=creator, inline=inline)
-                engine.run_start(run=run)
+                control.run_start(run=run)
                 if not inline:
                     jobs.run_enqueue(run.pk)  # enqueued when this transaction commits
-        except engine.RunError as exc:
+        except policy.RunError as exc:
             raise CommandError(f"protocol {protocol.name!r}: the run did not start: {exc}") from None
         if not inline:
             return f"run {run.pk} of {protocol.name!r} started through the queue; follow it with: manage.py run_report {run.pk}"
-        run = engine.run_inline(run.pk)
+        run = driver.run_inline(run.pk)
         ending = f"{run.get_status_display().lower()}" + (
             f": {run.status_reason}" if run.status_reason and run.status != run.Status.FINISHED else "")
         return f"run {run.pk} of {protocol.name!r} ran inline and is {ending}; see: manage.py run_report {run.pk}"

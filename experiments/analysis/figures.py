@@ -1,0 +1,121 @@
+"""Plotly figures of a run's dashboard, built from `experiments.analysis.dashboard` numbers.
+
+Each returns a figure as plain data for Plotly.newPlot; the same numbers are in the
+table beside the figure and in its CSV download.
+"""
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+
+LAYOUT = dict(margin=dict(l=10, r=10, t=30, b=40), height=320, template="plotly_white")
+
+
+def _json(fig: go.Figure) -> dict:
+    """The figure as plain data for json_script (plotly's own encoder handles numpy)."""
+    return json.loads(fig.to_json())
+
+
+def forest(contrasts: list[dict]) -> dict | None:
+    rows = [c for c in contrasts if c.get("estimate") is not None]
+    if not rows:
+        return None
+    names = [c["name"] for c in rows]
+    fig = go.Figure()
+    family = [c for c in rows if c.get("family_lo") is not None]
+    if family:
+        fig.add_trace(go.Scatter(
+            x=[c["estimate"] for c in family], y=[c["name"] for c in family], mode="markers",
+            marker=dict(size=1, color="rgba(0,0,0,0)"), name="family interval",
+            error_x=dict(type="data", symmetric=False, color="#9ca3af", thickness=8, width=0,
+                         array=[c["family_hi"] - c["estimate"] for c in family],
+                         arrayminus=[c["estimate"] - c["family_lo"] for c in family]),
+        ))
+    fig.add_trace(go.Scatter(
+        x=[c["estimate"] for c in rows], y=names, mode="markers", name="estimate, 95% interval",
+        marker=dict(size=9, color="#2f5d9b"),
+        error_x=dict(type="data", symmetric=False, color="#2f5d9b", thickness=2,
+                     array=[c["hi"] - c["estimate"] for c in rows],
+                     arrayminus=[c["estimate"] - c["lo"] for c in rows]),
+    ))
+    fig.add_vline(x=0, line_dash="dot", line_color="#6b7280")
+    fig.update_layout(LAYOUT).update_layout(xaxis_title="paired difference (normalized score)",
+                      height=max(220, 60 + 45 * len(rows)), legend=dict(orientation="h", y=-0.25))
+    fig.update_yaxes(autorange="reversed")
+    return _json(fig)
+
+
+def means(rows: list[dict]) -> dict | None:
+    shown = [r for r in rows if r.get("mean") is not None]
+    if not shown:
+        return None
+    fig = go.Figure(go.Scatter(
+        x=[r["mean"] for r in shown], y=[r["condition"] for r in shown], mode="markers",
+        marker=dict(size=9, color="#4d8a4d"),
+        error_x=dict(type="data", symmetric=False, array=[r["hi"] - r["mean"] for r in shown],
+                     arrayminus=[r["mean"] - r["lo"] for r in shown]),
+    ))
+    fig.update_layout(LAYOUT).update_layout(xaxis_title="mean normalized content score", height=max(220, 60 + 40 * len(shown)))
+    fig.update_yaxes(autorange="reversed")
+    return _json(fig)
+
+
+def sweep(data: dict) -> dict | None:
+    if not data.get("shown"):
+        return None
+    fig = go.Figure()
+    for builder, points in data["lines"].items():
+        fig.add_trace(go.Scatter(
+            x=[p["words"] for p in points], y=[p["mean"] for p in points], mode="lines+markers", name=builder,
+            error_y=dict(type="data", symmetric=False, array=[p["hi"] - p["mean"] for p in points],
+                         arrayminus=[p["mean"] - p["lo"] for p in points]),
+        ))
+    if data.get("whole_record") is not None:
+        fig.add_hline(y=data["whole_record"], line_dash="dash", annotation_text="whole record")
+    fig.update_layout(LAYOUT).update_layout(xaxis_title="memory length (words); B = its characters",
+                      yaxis_title="mean normalized score")
+    return _json(fig)
+
+
+def thresholds(contrasts: list[dict]) -> dict | None:
+    rows = [c for c in contrasts if c.get("delta_at_least")]
+    if not rows:
+        return None
+    fig = go.Figure()
+    for k in range(3):
+        fig.add_trace(go.Bar(name=f"ΔP(grade ≥ {k + 1})", x=[c["name"] for c in rows],
+                             y=[c["delta_at_least"][k] for c in rows]))
+    fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="difference in share of tasks")
+    return _json(fig)
+
+
+def transitions(contrast: dict) -> dict | None:
+    table = contrast.get("transitions")
+    if not table:
+        return None
+    axes = contrast["transition_axes"]
+    fig = go.Figure(go.Heatmap(z=table, x=[0, 1, 2, 3], y=[0, 1, 2, 3], colorscale="Blues",
+                               text=table, texttemplate="%{text}"))
+    fig.update_layout(LAYOUT).update_layout(height=300, xaxis_title=f"grade under {axes['columns']}",
+                      yaxis_title=f"grade under {axes['rows']}")
+    return _json(fig)
+
+
+def lengths(rows: list[dict]) -> dict | None:
+    shown = [r for r in rows if r["words"]]
+    if not shown:
+        return None
+    fig = go.Figure([go.Box(x=r["words"], name=r["condition"], boxpoints=False) for r in shown])
+    fig.update_layout(LAYOUT).update_layout(xaxis_title="answer length (words)", showlegend=False,
+                      height=max(220, 60 + 40 * len(shown)))
+    return _json(fig)
+
+
+def cost(per_phase: list[dict]) -> dict | None:
+    if not per_phase:
+        return None
+    fig = go.Figure(go.Bar(x=[r["phase"] for r in per_phase], y=[r["attempts"] for r in per_phase],
+                           name="attempts"))
+    fig.update_layout(LAYOUT).update_layout(yaxis_title="HTTP attempts")
+    return _json(fig)

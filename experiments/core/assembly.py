@@ -1,0 +1,171 @@
+"""Message assembly: a condition and a task in, the exact messages sent out. Pure Python, no Django.
+
+`assemble` is the one place that decides what an answering call contains, so what a page
+shows as "what the model saw" is by construction what was sent (DESIGN §4, Prediction keeps
+the exact evidence and messages). `assemble_memory_request` and `assemble_judge` do the same
+for the memory writer (App. E.1-E.4) and the blind judge (App. E.10-E.11, §3.2).
+
+Example (a notebook):
+
+    from experiments.core.assembly import TaskInput, assemble
+    from experiments.core.evidence import TurnText
+    task = TaskInput(question="How do you use AI when composing?", turns=turns, cut=14,
+                     record_cut=10, screener=(("Occupation?", "Composer"),))
+    sent = assemble("ownwords(B=|memory|)", task, memory=memory_text)
+    sent.system, sent.user, sent.evidence, sent.evidence_chars, sent.prompt_refs
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from experiments.core import evidence as ev
+from experiments.core.conditions import CURRENT_DIALOGUE, Condition, JUDGE_PROMPTS, MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, NO_EVIDENCE, ONE_SHOT, OWNWORDS, QUESTION_FREE, RECENCY, WHOLE_RECORD, get_condition
+from experiments.core.evidence import TurnText
+from experiments.core.parsers import selection_payload
+from experiments.core.prompts import PromptRef, render_prompt
+
+# Blocks of a composite evidence are shown, and counted, joined by one blank line.
+EVIDENCE_PART_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True)
+class TaskInput:
+    """One prediction task as the builders need it (DESIGN §4, Task).
+
+    `turns` is the whole session; `cut` is the target question's turn index (the current
+    dialogue sees the turns before it); `record_cut` is the session's earliest task cut,
+    which bounds the permitted record for memories, OwnWords, recency and the whole record
+    (§3.1, §8); `screener` holds (question, answer) pairs.
+    """
+
+    question: str
+    turns: tuple[TurnText, ...]
+    cut: int
+    record_cut: int
+    screener: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self):
+        if self.record_cut > self.cut:
+            raise ValueError(
+                f"record_cut ({self.record_cut}) is the session's earliest cut and cannot be "
+                f"after this task's cut ({self.cut})"
+            )
+
+    def record(self) -> str:
+        """The permitted respondent-only record H (App. F)."""
+        return ev.respondent_record(self.turns, self.record_cut)
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """The exact messages of one call, the personal evidence inside them, and the prompts.
+
+    `evidence` is what the condition shows about the person besides the screener and the
+    question (the memory, the excerpts, the record, the dialogue; "" for none) and
+    `evidence_chars` its length in characters. `budget` is B in characters, if any.
+    """
+
+    system: str
+    user: str
+    evidence: str
+    evidence_chars: int
+    prompt_refs: tuple[PromptRef, ...]
+    budget: int | None = None
+
+
+def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, budget: int | None) -> dict[str, str]:
+    """The user prompt's evidence fields for the condition, in prompt order."""
+    kind = condition.evidence
+    if kind == MEMORY:
+        return {"memory": memory}
+    if kind == OWNWORDS:
+        return {"evidence": ev.ownwords(task.record(), task.question, budget)}
+    if kind == RECENCY:
+        return {"evidence": ev.recency(task.record(), budget)}
+    if kind == QUESTION_FREE:
+        return {"evidence": ev.question_free(task.record(), budget)}
+    if kind == WHOLE_RECORD:
+        return {"evidence": ev.whole_record(task.turns, task.record_cut)}
+    if kind == CURRENT_DIALOGUE:
+        return {"evidence": ev.current_dialogue(task.turns, task.cut)}
+    if kind == MEMORY_PLUS_OWNWORDS:
+        return ev.memory_plus_ownwords(memory, task.record(), task.question)
+    if kind == MEMORY_PLUS_WHOLE_RECORD:
+        return ev.memory_plus_whole_record(memory, task.record())
+    if kind == NO_EVIDENCE:
+        return {}
+    raise NotImplementedError(f"{condition.key}: no builder for evidence {kind!r}")
+
+
+def assemble(
+    condition: Condition | str,
+    task: TaskInput,
+    *,
+    memory: str | None = None,
+    candidates: Sequence[str] | None = None,
+) -> Assembled:
+    """The messages of one answering call of `condition` on `task`.
+
+    `memory` is the session's written memory of the condition's kind and length (required
+    when the condition shows a memory or its budget is |memory|; ignored otherwise).
+    Without `candidates`, the base call (a one-shot, or each identical-prompt candidate of
+    fusion and selection). With `candidates` — the three answers in display order, see
+    `parsers.candidate_display_order` — the decision call: the base user prompt followed by
+    [DECISION TASK], the instruction and [ANONYMOUS CANDIDATES] (App. E, after E.11).
+    """
+    if isinstance(condition, str):
+        condition = get_condition(condition)
+    if not condition.runnable:
+        raise NotImplementedError(f"{condition.key} is not runnable yet: {condition.note}")
+    if condition.needs_memory and memory is None:
+        raise ValueError(f"{condition.key} needs the session's {condition.memory_kind} memory")
+    if candidates is not None and condition.workflow == ONE_SHOT:
+        raise ValueError(f"{condition.key} is a one-shot condition: it takes no candidates")
+
+    budget = condition.resolve_budget(memory)
+    evidence_fields = _evidence_fields(condition, task, memory, budget)
+    fields = dict(evidence_fields, question=task.question)
+    if condition.with_screener:
+        fields["screener"] = ev.screener_block(task.screener)
+
+    system, system_ref = render_prompt(condition.system_prompt)
+    user, user_ref = render_prompt(condition.user_prompt, **fields)
+    refs = [system_ref, user_ref]
+    if candidates is not None:
+        instruction, instruction_ref = render_prompt(condition.decision_instruction)
+        user, layout_ref = render_prompt(
+            condition.decision_layout,
+            base=user, instruction=instruction, candidates=selection_payload(candidates),
+        )
+        refs += [instruction_ref, layout_ref]
+
+    evidence = EVIDENCE_PART_SEPARATOR.join(evidence_fields.values())
+    return Assembled(system, user, evidence, len(evidence), tuple(refs), budget)
+
+
+def assemble_memory_request(kind: str, words: int, task: TaskInput) -> Assembled:
+    """The call that writes a session's memory (App. E.1-E.4, §5): the permitted record H
+    (up to the session's earliest cut, capped at 12,000 characters) and about `words` words."""
+    if kind not in MEMORY_PROMPTS:
+        raise ValueError(f"memory kind must be one of {tuple(MEMORY_PROMPTS)}, got {kind!r}")
+    if isinstance(words, bool) or not isinstance(words, int) or words < 1:
+        raise ValueError(f"words must be a positive integer, got {words!r}")
+    system_name, user_name = MEMORY_PROMPTS[kind]
+    record = task.record()
+    system, system_ref = render_prompt(system_name)
+    user, user_ref = render_prompt(user_name, record=record, words=str(words))
+    return Assembled(system, user, record, len(record), (system_ref, user_ref))
+
+
+def assemble_judge(question: str, reference: str, prediction: str) -> Assembled:
+    """The blind content judge's call (App. E.10-E.11): question, reference and prediction
+    only — no condition, no memory, no evidence (§3.2)."""
+    system_name, user_name = JUDGE_PROMPTS
+    system, system_ref = render_prompt(system_name)
+    user, user_ref = render_prompt(user_name, question=question, reference=reference, prediction=prediction)
+    return Assembled(system, user, "", 0, (system_ref, user_ref))
+
+
+__all__ = ["Assembled", "TaskInput", "TurnText", "assemble", "assemble_memory_request",
+           "assemble_judge"]

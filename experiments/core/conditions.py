@@ -1,0 +1,290 @@
+"""The condition registry (DESIGN §4): evidence construction x answering workflow x prompts,
+as named, frozen, parameterised specs. Pure Python, no Django.
+
+A condition says *what* the answering call sees and *how many* calls answer; `assembly`
+turns it and a task into the exact messages. Keys read like the paper's names, e.g.
+`memory(concrete,100w)+one-shot`, `ownwords(B=|memory|)`, `recency(B=|memory(concrete,50w)|)`.
+`B=|memory|` means the budget is the character length of the session's concrete 100-word
+memory (§8: B := |m|); other memories are spelled out, fixed budgets are numbers.
+
+Each spec has a canonical JSON form (`canonical_json`) and its sha256 (`spec_sha256`) for
+protocol seals; prompt files are sealed separately by their own hashes (`prompts`).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from typing import Literal, Union
+
+from experiments.core.canonical import canonical_json
+
+# Evidence constructions (what the model sees about the person, besides screener and question).
+MEMORY = "memory"
+OWNWORDS = "ownwords"
+RECENCY = "recency"
+QUESTION_FREE = "question-free"
+WHOLE_RECORD = "whole-record"
+CURRENT_DIALOGUE = "current-dialogue"
+MEMORY_PLUS_OWNWORDS = "memory+ownwords"
+MEMORY_PLUS_WHOLE_RECORD = "memory+whole-record"
+NO_EVIDENCE = "none"  # screener-only and question-only
+MEM0 = "mem0"
+MEMGPT_STYLE = "memgpt-style"
+
+# Answering workflows (§6, App. B.2).
+ONE_SHOT = "one-shot"
+FUSION = "fusion"
+SELECTION = "selection"
+
+CONCRETE = "concrete"
+TRAIT = "trait"
+MEMORY_KINDS = (CONCRETE, TRAIT)
+DEFAULT_MEMORY_WORDS = 100
+SWEEP_MEMORY_WORDS = (50, 100, 200, 400)  # App. G.1
+DECISION_CANDIDATES = 3
+# The label of a condition's own answer; fusion and selection pools also keep candidates b0..b2.
+FINAL = "final"
+
+# Budget rule: "|memory|" (B = the memory's character count), a fixed number of characters,
+# or None (no budget).
+MEMORY_LENGTH = "|memory|"
+Budget = Union[Literal["|memory|"], int, None]
+
+GENERATION_SYSTEM = "generation_system"
+MEMORY_PROMPTS = {
+    CONCRETE: ("memory_concrete_system", "memory_concrete_user"),
+    TRAIT: ("memory_trait_system", "memory_trait_user"),
+}
+DECISION_INSTRUCTIONS = {FUSION: "fusion_instruction", SELECTION: "selection_instruction"}
+DECISION_LAYOUT = "decision_layout"
+JUDGE_PROMPTS = ("judge_system", "judge_user")
+MEMGPT_QUERY_PROMPTS = ("memgpt_query_system", "memgpt_query_user")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One condition. `candidates` is the number of identical-prompt base calls (1 for a
+    one-shot, 3 for fusion and selection, the first being the one-shot b0, App. B.2)."""
+
+    key: str
+    evidence: str
+    workflow: str
+    candidates: int
+    budget: Budget
+    memory_kind: str | None  # the memory shown, or the one whose length sets the budget
+    memory_words: int | None
+    with_screener: bool
+    system_prompt: str
+    user_prompt: str
+    decision_instruction: str | None = None
+    decision_layout: str | None = None
+    auxiliary_prompts: tuple[str, ...] = ()  # further calls per answer, e.g. archive queries
+    runnable: bool = True
+    note: str = ""
+
+    @property
+    def needs_memory(self) -> bool:
+        return self.memory_kind is not None
+
+    def prompt_names(self) -> tuple[str, ...]:
+        """Every prompt file the condition depends on, in use order: the memory writer's (when
+        a memory is shown or sets the budget), auxiliary calls', then the answering call's."""
+        names = [
+            *(MEMORY_PROMPTS[self.memory_kind] if self.needs_memory else ()),
+            *self.auxiliary_prompts,
+            self.system_prompt, self.user_prompt, self.decision_instruction, self.decision_layout,
+        ]
+        return tuple(dict.fromkeys(name for name in names if name is not None))
+
+    def resolve_budget(self, memory: str | None) -> int | None:
+        """The budget in characters for this session: |memory|, the fixed number, or None."""
+        if self.budget == MEMORY_LENGTH:
+            if memory is None:
+                raise ValueError(f"{self.key}: the budget is |memory| but no memory was given")
+            return len(memory)
+        return self.budget
+
+    def canonical_json(self) -> str:
+        """The spec as JSON with sorted keys, compact separators and UTF-8 as is, so the same
+        spec always gives the same bytes. `note` is left out: it describes, it does not act,
+        and rewording it must not break a seal."""
+        spec = asdict(self)
+        del spec["note"]
+        return canonical_json(spec)
+
+    def spec_sha256(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode("utf-8")).hexdigest()
+
+
+def memory_key(kind: str, words: int) -> str:
+    return f"memory({kind},{words}w)"
+
+
+def _budget_key(budget: Budget, kind: str | None, words: int | None) -> str:
+    if budget == MEMORY_LENGTH:
+        if (kind, words) == (CONCRETE, DEFAULT_MEMORY_WORDS):
+            return "B=|memory|"
+        return f"B=|{memory_key(kind, words)}|"
+    return f"B={budget}"
+
+
+def _check_memory(kind: str, words: int) -> None:
+    if kind not in MEMORY_KINDS:
+        raise ValueError(f"memory kind must be one of {MEMORY_KINDS}, got {kind!r}")
+    if isinstance(words, bool) or not isinstance(words, int) or words < 1:
+        raise ValueError(f"memory words must be a positive integer, got {words!r}")
+
+
+def _check_budget(budget: Budget) -> None:
+    if budget == MEMORY_LENGTH:
+        return
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ValueError(f"budget must be {MEMORY_LENGTH!r} or a non-negative integer, got {budget!r}")
+
+
+# --- Factories: one per family of conditions ------------------------------------------
+
+def memory_condition(kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS, workflow: str = ONE_SHOT) -> Condition:
+    """Answering from a written memory (§5-§7, E.6): one-shot, or fusion / selection over
+    three identical-prompt candidates (E.8, E.9)."""
+    _check_memory(kind, words)
+    if workflow == ONE_SHOT:
+        key, candidates = f"{memory_key(kind, words)}+one-shot", 1
+    elif workflow in DECISION_INSTRUCTIONS:
+        key, candidates = f"{memory_key(kind, words)}+{workflow}({DECISION_CANDIDATES})", DECISION_CANDIDATES
+    else:
+        raise ValueError(f"workflow must be one-shot, fusion or selection, got {workflow!r}")
+    return Condition(
+        key=key, evidence=MEMORY, workflow=workflow, candidates=candidates, budget=None,
+        memory_kind=kind, memory_words=words, with_screener=True,
+        system_prompt=GENERATION_SYSTEM, user_prompt="answer_memory_user",
+        decision_instruction=DECISION_INSTRUCTIONS.get(workflow),
+        decision_layout=DECISION_LAYOUT if workflow != ONE_SHOT else None,
+    )
+
+
+def _budgeted(evidence: str, budget: Budget, kind: str, words: int, note: str) -> Condition:
+    _check_budget(budget)
+    if budget == MEMORY_LENGTH:
+        _check_memory(kind, words)
+    else:
+        kind = words = None  # a fixed budget needs no memory
+    return Condition(
+        key=f"{evidence}({_budget_key(budget, kind, words)})", evidence=evidence,
+        workflow=ONE_SHOT, candidates=1, budget=budget, memory_kind=kind, memory_words=words,
+        with_screener=True, system_prompt=GENERATION_SYSTEM, user_prompt="answer_raw_user",
+        note=note,
+    )
+
+
+def ownwords_condition(budget: Budget = MEMORY_LENGTH, kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS) -> Condition:
+    """OwnWords at budget B (§8, Algorithm 1), answered with the raw-evidence prompt (E.7)."""
+    return _budgeted(OWNWORDS, budget, kind, words, "Algorithm 1: BM25 over the person's sentences, greedy fill to B")
+
+
+def recency_condition(budget: Budget = MEMORY_LENGTH, kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS) -> Condition:
+    """The most recent whole sentences that fit in B (App. G.1)."""
+    return _budgeted(RECENCY, budget, kind, words, "most recent whole sentences that fit in B")
+
+
+def question_free_condition(budget: Budget = MEMORY_LENGTH, kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS) -> Condition:
+    """OwnWords with the record's 12 most frequent content words as the query (App. F)."""
+    return _budgeted(QUESTION_FREE, budget, kind, words, "OwnWords with the source's 12 most frequent tokens as query")
+
+
+def _unbudgeted(key: str, evidence: str, user_prompt: str, *, with_screener: bool = True, note: str = "") -> Condition:
+    return Condition(
+        key=key, evidence=evidence, workflow=ONE_SHOT, candidates=1, budget=None,
+        memory_kind=None, memory_words=None, with_screener=with_screener,
+        system_prompt=GENERATION_SYSTEM, user_prompt=user_prompt, note=note,
+    )
+
+
+def memory_plus_ownwords_condition(kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS) -> Condition:
+    """The memory and OwnWords's excerpts at B = |memory| in one call (App. H)."""
+    _check_memory(kind, words)
+    suffix = "" if (kind, words) == (CONCRETE, DEFAULT_MEMORY_WORDS) else f"({kind},{words}w)"
+    return Condition(
+        key=f"memory+ownwords{suffix}", evidence=MEMORY_PLUS_OWNWORDS, workflow=ONE_SHOT,
+        candidates=1, budget=MEMORY_LENGTH, memory_kind=kind, memory_words=words,
+        with_screener=True, system_prompt=GENERATION_SYSTEM,
+        user_prompt="answer_memory_excerpts_user",
+        note="about twice the context of the memory alone",
+    )
+
+
+def memory_plus_whole_record_condition(kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS) -> Condition:
+    """The memory and the whole record, no budget, in one call (App. H)."""
+    _check_memory(kind, words)
+    suffix = "" if (kind, words) == (CONCRETE, DEFAULT_MEMORY_WORDS) else f"({kind},{words}w)"
+    return Condition(
+        key=f"memory+whole-record{suffix}", evidence=MEMORY_PLUS_WHOLE_RECORD, workflow=ONE_SHOT,
+        candidates=1, budget=None, memory_kind=kind, memory_words=words, with_screener=True,
+        system_prompt=GENERATION_SYSTEM, user_prompt="answer_memory_record_user",
+    )
+
+
+def _not_yet_runnable(evidence: str, user_prompt: str, note: str, auxiliary_prompts: tuple[str, ...] = ()) -> Condition:
+    return Condition(
+        key=f"{evidence}({_budget_key(MEMORY_LENGTH, CONCRETE, DEFAULT_MEMORY_WORDS)})",
+        evidence=evidence, workflow=ONE_SHOT, candidates=1, budget=MEMORY_LENGTH,
+        memory_kind=CONCRETE, memory_words=DEFAULT_MEMORY_WORDS, with_screener=True,
+        system_prompt=GENERATION_SYSTEM, user_prompt=user_prompt,
+        auxiliary_prompts=auxiliary_prompts, runnable=False, note=note,
+    )
+
+
+def _budget_sweep(words: int) -> tuple[Condition, ...]:
+    """App. G.1 at one memory length w: the memory, OwnWords and recency at B_w = |m_w|."""
+    return (
+        memory_condition(CONCRETE, words),
+        ownwords_condition(MEMORY_LENGTH, CONCRETE, words),
+        recency_condition(MEMORY_LENGTH, CONCRETE, words),
+    )
+
+
+def _registry() -> dict[str, Condition]:
+    conditions = [
+        *(memory_condition(kind, DEFAULT_MEMORY_WORDS, workflow)
+          for kind in MEMORY_KINDS for workflow in (ONE_SHOT, FUSION, SELECTION)),
+        ownwords_condition(),
+        recency_condition(),
+        question_free_condition(),
+        _unbudgeted(WHOLE_RECORD, WHOLE_RECORD, "answer_raw_user",
+                    note="the memories' verbatim source: OwnWords without a budget"),
+        _unbudgeted(CURRENT_DIALOGUE, CURRENT_DIALOGUE, "answer_raw_user",
+                    note="both speakers up to the question, last 16,000 characters"),
+        memory_plus_ownwords_condition(),
+        memory_plus_whole_record_condition(),
+        _unbudgeted("screener-only", NO_EVIDENCE, "answer_screener_only_user"),
+        _unbudgeted("question-only", NO_EVIDENCE, "answer_question_only_user", with_screener=False),
+        _not_yet_runnable(
+            MEM0, "answer_raw_user",
+            "NOT YET RUNNABLE: needs the Mem0 store (mem0ai, local vector store and embeddings, App. H)",
+        ),
+        _not_yet_runnable(
+            MEMGPT_STYLE, "answer_memory_excerpts_user",
+            "NOT YET RUNNABLE: needs the archive-query call and its parser (App. H)",
+            auxiliary_prompts=MEMGPT_QUERY_PROMPTS,
+        ),
+        *(condition for words in SWEEP_MEMORY_WORDS if words != DEFAULT_MEMORY_WORDS
+          for condition in _budget_sweep(words)),
+    ]
+    registry = {condition.key: condition for condition in conditions}
+    assert len(registry) == len(conditions), "condition keys must be unique"
+    return registry
+
+
+CONDITIONS: dict[str, Condition] = _registry()
+
+
+def get_condition(key: str) -> Condition:
+    try:
+        return CONDITIONS[key]
+    except KeyError:
+        raise KeyError(f"unknown condition {key!r}; known: {', '.join(CONDITIONS)}") from None
+
+
+def prediction_labels(condition: Condition) -> list[str]:
+    """The labels of the answers a condition produces per task: its final answer, or its pool's candidates."""
+    return [FINAL] if condition.candidates == 1 else [f"b{i}" for i in range(condition.candidates)]

@@ -1,0 +1,126 @@
+"""What an interview file becomes before it is stored: sessions, turns, problems, and the checks every reader shares.
+
+Every reader (`readers`) either returns all sessions of a file or raises `InterviewFileError`
+listing what is wrong, each problem naming the file, the line/row and the field.
+Nothing is half-read: the caller imports a file whole or not at all. Imports no Django.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+INTERVIEWER = "interviewer"
+PARTICIPANT = "participant"
+SPEAKERS = (INTERVIEWER, PARTICIPANT)
+
+
+# Longest turn in the shared data is about 6,700 characters; a turn far beyond
+# that is almost certainly a whole transcript pasted into one field.
+TURN_MAX_CHARS = 20_000
+TRANSCRIPT_MAX_CHARS = 1_000_000
+ID_MAX_CHARS = 200
+LANGUAGE_MAX_CHARS = 16
+# A malformed file can produce thousands of identical complaints; the first
+# ones say enough.
+MAX_REPORTED_PROBLEMS = 50
+
+
+
+@dataclass(frozen=True)
+class ParsedTurn:
+    speaker: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ParsedSession:
+    session_id: str
+    person_id: str
+    study_id: str
+    language: str
+    screener: tuple[tuple[str, str], ...]
+    turns: tuple[ParsedTurn, ...]
+    location: str  # where it came from, e.g. "line 3", for later messages
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    location: str  # "line 3", "row 7", "node 12" or "" for the whole file
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        where = ", ".join(part for part in (self.file, self.location) if part)
+        field_part = f", field '{self.field}'" if self.field else ""
+        return f"{where}{field_part}: {self.message}"
+
+
+class InterviewFileError(Exception):
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+@dataclass
+class _Collector:
+    """Gathers problems for one file so the user sees them all in one go."""
+
+    file: str
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, location: str, field_name: str, message: str) -> None:
+        if len(self.problems) < MAX_REPORTED_PROBLEMS:
+            self.problems.append(Problem(self.file, location, field_name, message))
+
+    def raise_if_any(self) -> None:
+        if self.problems:
+            raise InterviewFileError(self.problems)
+
+
+def _check_text(text: str, where: str, field_name: str, out: _Collector, *, limit: int) -> None:
+    if "\x00" in text:
+        out.add(where, field_name, "contains a NUL character, which cannot be stored")
+    if len(text) > limit:
+        out.add(where, field_name, f"is {len(text):,} characters long; the limit is {limit:,}")
+
+
+def _check_id(value, where: str, field_name: str, out: _Collector) -> None:
+    if not isinstance(value, str):
+        out.add(where, field_name, f"must be a string, got {type(value).__name__}")
+    elif not value.strip():
+        out.add(where, field_name, "must not be empty")
+    elif value != value.strip() or any(ch in value for ch in "\r\n\t"):
+        out.add(where, field_name, "must not contain leading/trailing spaces or line breaks")
+    else:
+        _check_text(value, where, field_name, out, limit=ID_MAX_CHARS)
+
+
+def _check_has_participant_speech(turns, where: str, out: _Collector) -> None:
+    if not turns:
+        out.add(where, "turns", "the interview is empty (no turns)")
+    elif not any(t.speaker == PARTICIPANT and t.text.strip() for t in turns):
+        out.add(where, "turns", "the interview has no participant speech")
+
+
+def _check_unique_ids(sessions: list[ParsedSession], out: _Collector) -> None:
+    first_seen: dict[str, str] = {}
+    for session in sessions:
+        if session.session_id in first_seen:
+            out.add(
+                session.location,
+                "session_id",
+                f"'{session.session_id}' repeats the session of {first_seen[session.session_id]}",
+            )
+        else:
+            first_seen[session.session_id] = session.location
+
+
+def decode_utf8(data: bytes, filename: str) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InterviewFileError(
+            [Problem(filename, "", "", f"is not valid UTF-8 (byte {exc.start})")]
+        ) from None
+    return text[1:] if text.startswith("\ufeff") else text
+

@@ -1,0 +1,359 @@
+"""One attempt of an LLM request, over HTTP or to the offline stand-in, and its classification.
+
+The paper's execution rules (App. B.2) decide what this module reports, and the caller's request
+journal decides what happens next. ``send`` performs exactly ONE attempt and returns an
+``Outcome``: ``ok``, ``transient`` (an exception with no response, or an output-free
+429/502/503/504), ``quota`` (opens the durable circuit), ``fatal`` (stops the phase) or
+``unusable`` (content was received but is not a usable answer; recorded as it is and never a
+reason for a new draw).
+
+Output text follows App. B.3: for Gemini the concatenation of the non-thought text parts of a
+single complete STOP candidate, surrounding whitespace stripped; for Chat Completions the single
+choice's message content, stripped the same way. Hidden reasoning (thought parts, a server's
+reasoning_content) is never used as an answer. Token counts the service does not report stay
+``None`` (unknown, not zero; App. B.3 Table 14).
+
+API keys are read from the environment variable named in the config at send time; they are never
+stored on these objects, never logged, and redacted from any error text or body we keep.
+
+Imports no Django.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+import time
+from email.utils import parsedate_to_datetime
+
+import httpx
+
+from experiments.core.llm.offline import OFFLINE_LABEL, OFFLINE_MODEL_VERSION, offline_reply
+from experiments.core.llm.wire import (
+    OPENAI_QUOTA_CODES, RETRYABLE_STATUSES, ModelConfig, Outcome, OutcomeKind, PreparedRequest, Usage,
+)
+
+logger = logging.getLogger(__name__)
+
+MAX_ERROR_CHARS = 300
+
+
+def send(config: ModelConfig, prepared: PreparedRequest, *, client: httpx.Client) -> Outcome:
+    """Exactly one attempt of ``prepared``, classified. Never retries: the journal decides."""
+    started = time.monotonic()
+    if config.provider == "offline":
+        outcome = _send_offline(config, prepared)
+    else:
+        outcome = _send_http(config, prepared, client)
+    outcome = dataclasses.replace(outcome, elapsed_s=round(time.monotonic() - started, 6))
+    logger.info(
+        "LLM attempt %s %s: %s (HTTP %s, %.3f s)",
+        config.provider,
+        config.model,
+        outcome.kind,
+        outcome.http_status,
+        outcome.elapsed_s,
+    )
+    return outcome
+
+
+# --- one HTTP attempt --------------------------------------------------------------------------
+
+
+def _send_http(config: ModelConfig, prepared: PreparedRequest, client: httpx.Client) -> Outcome:
+    api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
+    if config.api_key_env and not api_key:
+        return Outcome(
+            OutcomeKind.FATAL,
+            error=f"environment variable {config.api_key_env} is not set; nothing was sent",
+        )
+    headers = dict(prepared.headers)
+    if api_key:
+        # Gemini's key goes in a header too, never in the URL, so no log line can carry it.
+        if config.provider == "gemini":
+            headers["x-goog-api-key"] = api_key
+        else:
+            headers["authorization"] = f"Bearer {api_key}"
+    status: int | None = None
+    started = time.monotonic()
+    try:
+        with client.stream(
+            prepared.method,
+            prepared.url,
+            content=prepared.body_bytes,
+            headers=headers,
+            timeout=config.timeout_s,
+        ) as response:
+            status = response.status_code
+            response_headers = response.headers
+            body = _read_before(response, started + config.timeout_s)
+    except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+        message = _redact(_describe(exc), api_key)
+        if status is None:
+            return Outcome(OutcomeKind.TRANSIENT, error=f"no response: {message}")
+        # The status line arrived but the body broke off: the service answered, so this is not
+        # the response-free exception the paper retries.
+        return Outcome(
+            OutcomeKind.UNUSABLE, http_status=status, error=f"response interrupted: {message}"
+        )
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        message = _redact(_describe(exc), api_key)
+        if status is None:  # bad URL, unsupported scheme, proxy errors: configuration
+            return Outcome(OutcomeKind.FATAL, error=message)
+        return Outcome(
+            OutcomeKind.UNUSABLE, http_status=status, error=f"undecodable response: {message}"
+        )
+    raw_body = _redact(body.decode("utf-8", errors="replace"), api_key)
+    return _classify(config, status, response_headers, raw_body)
+
+
+def _read_before(response: httpx.Response, deadline: float) -> bytes:
+    """The whole body, or ReadTimeout once the attempt's total time is up.
+
+    httpx's timeout bounds each network step, not the request: a body trickling in a
+    byte at a time would otherwise outlive the journal's lease for this attempt.
+    """
+    chunks = []
+    for chunk in response.iter_bytes():
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise httpx.ReadTimeout("the response took longer than the attempt's timeout in total")
+    return b"".join(chunks)
+
+
+def _classify(config: ModelConfig, status: int, headers: httpx.Headers, raw_body: str) -> Outcome:
+    try:
+        payload = json.loads(raw_body)
+    except ValueError:
+        payload = None
+    # Gemini's OpenAI-compatible endpoint wraps errors in a one-element list.
+    if isinstance(payload, list) and len(payload) == 1 and isinstance(payload[0], dict):
+        payload = payload[0]
+    retry_after_s = _retry_after(headers, payload)
+
+    if 200 <= status < 300:
+        if not isinstance(payload, dict):
+            return Outcome(
+                OutcomeKind.UNUSABLE,
+                http_status=status,
+                error="malformed JSON body",
+                raw_body=raw_body,
+            )
+        return _parse_content(config, status, payload, raw_body)
+
+    if _carries_output(payload):
+        # An error status with output is received content: recorded, never a new draw.
+        received = _parse_content(config, status, payload, raw_body)
+        problem = f"HTTP {status} carried output; recorded as received"
+        return dataclasses.replace(
+            received,
+            kind=OutcomeKind.UNUSABLE,
+            error="; ".join(filter(None, [problem, received.error])),
+            retry_after_s=retry_after_s,
+        )
+
+    error = payload.get("error") if isinstance(payload, dict) else None
+    error = error if isinstance(error, dict) else {}
+    message = str(error.get("message") or raw_body.strip() or f"HTTP {status}")
+    summary = _short(f"HTTP {status}: {message}")
+
+    def outcome(kind: OutcomeKind) -> Outcome:
+        return Outcome(
+            kind, http_status=status, retry_after_s=retry_after_s, error=summary, raw_body=raw_body
+        )
+
+    if status == 402 or _is_quota_exhausted(config, error, raw_body):
+        return outcome(OutcomeKind.QUOTA)
+    if status == 429 and "request too large" in message.lower():
+        # OpenAI's per-request token limit: the identical request can never succeed.
+        return outcome(OutcomeKind.FATAL)
+    if status in RETRYABLE_STATUSES:
+        return outcome(OutcomeKind.TRANSIENT)
+    return outcome(OutcomeKind.FATAL)  # 401/403 credentials, 400, 404, 500, ...
+
+
+def _carries_output(payload: object) -> bool:
+    return isinstance(payload, dict) and bool(payload.get("choices") or payload.get("candidates"))
+
+
+def _is_quota_exhausted(config: ModelConfig, error: dict, raw_body: str) -> bool:
+    """App. B.2's circuit breakers: Gemini per-day quota, OpenAI insufficient_quota, a pattern."""
+    if error.get("code") in OPENAI_QUOTA_CODES or error.get("type") in OPENAI_QUOTA_CODES:
+        return True
+    if error.get("status") == "RESOURCE_EXHAUSTED":
+        # A per-minute limit clears by itself (transient); a per-day one does not.
+        for detail in error.get("details") or []:
+            if not isinstance(detail, dict):
+                continue
+            quota_ids = [
+                violation.get("quotaId", "")
+                for violation in detail.get("violations") or []
+                if isinstance(violation, dict)
+            ]
+            metadata = detail.get("metadata")
+            if isinstance(metadata, dict):
+                quota_ids.append(metadata.get("quota_limit", ""))
+            if any("perday" in str(quota_id).lower() for quota_id in quota_ids):
+                return True
+    return bool(config.quota_pattern and re.search(config.quota_pattern, raw_body))
+
+
+def _parse_content(config: ModelConfig, status: int, payload: dict, raw_body: str) -> Outcome:
+    """The answer, usage and identity of a response body; UNUSABLE unless complete and expected."""
+    try:
+        if config.provider == "gemini":
+            fields, problems = _parse_gemini(payload)
+        else:
+            fields, problems = _parse_openai(payload)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        return Outcome(
+            OutcomeKind.UNUSABLE,
+            http_status=status,
+            error=f"unexpected response shape ({type(exc).__name__})",
+            raw_body=raw_body,
+        )
+    expected = config.expected_model_version
+    if expected is not None and fields["model_version"] != expected:
+        returned = fields["model_version"]
+        problems.append(f"unexpected model version {returned!r} (expected {expected!r})")
+    kind = OutcomeKind.UNUSABLE if problems else OutcomeKind.OK
+    return Outcome(kind, http_status=status, error="; ".join(problems), raw_body=raw_body, **fields)
+
+
+def _parse_openai(payload: dict) -> tuple[dict, list[str]]:
+    problems = []
+    choices = payload.get("choices") or []
+    text = finish_reason = None
+    if len(choices) != 1:
+        problems.append(f"expected a single choice, got {len(choices)}")
+    else:
+        # Some servers put hidden reasoning in message.reasoning_content: never an answer.
+        text = (choices[0]["message"].get("content") or "").strip()
+        finish_reason = choices[0].get("finish_reason")
+        if finish_reason != "stop":
+            problems.append(f"finish reason {finish_reason!r}, not 'stop' (incomplete)")
+    usage = payload.get("usage") or {}
+    details = usage.get("completion_tokens_details") or {}
+    fields = {
+        "response_id": payload.get("id"),
+        "model_version": payload.get("model"),
+        "finish_reason": finish_reason,
+        "text": text,
+        "usage": Usage(
+            input_tokens=_count(usage.get("prompt_tokens")),
+            output_tokens=_count(usage.get("completion_tokens")),
+            reasoning_tokens=_count(details.get("reasoning_tokens")),
+            total_tokens=_count(usage.get("total_tokens")),
+        ),
+    }
+    return fields, problems
+
+
+def _parse_gemini(payload: dict) -> tuple[dict, list[str]]:
+    problems = []
+    candidates = payload.get("candidates") or []
+    text = finish_reason = None
+    if len(candidates) != 1:
+        blocked = (payload.get("promptFeedback") or {}).get("blockReason")
+        problems.append(
+            f"expected a single candidate, got {len(candidates)}"
+            + (f" (prompt blocked: {blocked})" if blocked else "")
+        )
+    else:
+        candidate = candidates[0]
+        parts = (candidate.get("content") or {}).get("parts") or []
+        text = "".join(
+            part["text"]
+            for part in parts
+            if isinstance(part.get("text"), str) and not part.get("thought")
+        ).strip()
+        finish_reason = candidate.get("finishReason")
+        if finish_reason != "STOP":
+            problems.append(f"finish reason {finish_reason!r}, not 'STOP' (incomplete)")
+    usage = payload.get("usageMetadata") or {}
+    fields = {
+        "response_id": payload.get("responseId"),
+        "model_version": payload.get("modelVersion"),
+        "finish_reason": finish_reason,
+        "text": text,
+        "usage": Usage(
+            input_tokens=_count(usage.get("promptTokenCount")),
+            output_tokens=_count(usage.get("candidatesTokenCount")),
+            reasoning_tokens=_count(usage.get("thoughtsTokenCount")),
+            total_tokens=_count(usage.get("totalTokenCount")),
+        ),
+    }
+    return fields, problems
+
+
+def _send_offline(config: ModelConfig, prepared: PreparedRequest) -> Outcome:
+    messages = {m["role"]: m["content"] for m in prepared.json_body["messages"]}
+    text = offline_reply(messages.get("system", ""), messages.get("user", ""))
+    raw_body = json.dumps(
+        {"label": OFFLINE_LABEL, "model_version": OFFLINE_MODEL_VERSION, "text": text},
+        ensure_ascii=False,
+    )
+    expected = config.expected_model_version
+    wrong_version = expected is not None and expected != OFFLINE_MODEL_VERSION
+    return Outcome(
+        OutcomeKind.UNUSABLE if wrong_version else OutcomeKind.OK,
+        response_id=f"offline-{prepared.request_sha256[:16]}",
+        model_version=OFFLINE_MODEL_VERSION,
+        finish_reason="stop",
+        text=text,
+        error=f"unexpected model version (expected {expected!r})" if wrong_version else "",
+        raw_body=raw_body,
+    )
+
+
+# --- small helpers -----------------------------------------------------------------------------
+
+
+def _retry_after(headers: httpx.Headers, payload: object) -> float | None:
+    """Seconds the server asks us to wait: retry-after-ms, retry-after, or Gemini's RetryInfo."""
+    if (milliseconds := _number(headers.get("retry-after-ms"))) is not None:
+        return max(0.0, milliseconds / 1000)
+    value = headers.get("retry-after")
+    if value is not None:
+        if (seconds := _number(value)) is not None:
+            return max(0.0, seconds)
+        try:  # an HTTP date
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            pass
+    error = payload.get("error") if isinstance(payload, dict) else None
+    for detail in (error.get("details") or []) if isinstance(error, dict) else []:
+        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("RetryInfo"):
+            delay = str(detail.get("retryDelay", ""))  # a protobuf Duration: "30s", "12.5s"
+            if delay.endswith("s") and (seconds := _number(delay[:-1])) is not None:
+                return max(0.0, seconds)
+    return None
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _describe(exc: Exception) -> str:
+    return _short(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+
+
+def _redact(text: str, secret: str) -> str:
+    return text.replace(secret, "[redacted]") if secret else text
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+
+

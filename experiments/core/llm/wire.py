@@ -1,0 +1,207 @@
+"""What goes over the wire to an LLM: model configurations, the exact request bytes, and the outcome types.
+
+``build_request`` makes the exact bytes of a request once, so that an allowed retry re-sends the
+identical payload and the journal can store its hash. ``ModelConfig`` names the environment
+variable of a key, never the key, so it can be stored, hashed into a seal and printed;
+``api_key_env_problem`` refuses a pasted key. Sending is `client.send`; whether to send again is
+the journal's decision (`experiments.execution.policy`).
+
+Imports no Django.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from experiments.core.canonical import canonical_json
+
+PROVIDERS = ("openai", "gemini", "offline")
+TOKEN_PARAMS = ("max_completion_tokens", "max_tokens")
+# The statuses whose output-free envelope the paper retries (App. B.2). 500 is deliberately absent.
+RETRYABLE_STATUSES = (429, 502, 503, 504)
+OPENAI_QUOTA_CODES = ("insufficient_quota",)
+
+
+class OutcomeKind(enum.StrEnum):
+    OK = "ok"
+    TRANSIENT = "transient"  # no response, or an output-free 429/502/503/504: may be retried
+    QUOTA = "quota"  # quota exhausted: open the durable circuit, send nothing more
+    FATAL = "fatal"  # credentials, payment, other non-transient errors: stop the phase
+    UNUSABLE = "unusable"  # content received but not a usable answer: record, never redraw
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One generator or judge configuration (App. B.3: model, reasoning, caps, temperature).
+
+    ``api_key_env`` is the NAME of the environment variable holding the key, so this object can
+    be stored, hashed into a seal and printed without revealing anything.
+    """
+
+    provider: str  # "openai" (any Chat Completions server), "gemini" (native) or "offline"
+    # e.g. "https://api.openai.com/v1", "https://generativelanguage.googleapis.com/v1beta"
+    base_url: str
+    model: str
+    expected_model_version: str | None = None  # the returned identifier must match (App. B.3)
+    api_key_env: str | None = None  # None: send no credentials (local servers)
+    max_output_tokens: int = 1600
+    temperature: float | None = None  # None: omit, keeping the service default
+    reasoning: str | None = None  # OpenAI reasoning_effort / Gemini thinkingLevel; None: omit
+    token_param: str = "max_completion_tokens"  # older servers want "max_tokens"
+    timeout_s: float = 180.0  # the paper's transport timeout
+    quota_pattern: str | None = None  # regex over an error body meaning "quota exhausted"
+
+    def __post_init__(self):
+        if self.provider not in PROVIDERS:
+            raise ValueError(f"provider must be one of {PROVIDERS}, not {self.provider!r}")
+        if self.token_param not in TOKEN_PARAMS:
+            raise ValueError(f"token_param must be one of {TOKEN_PARAMS}")
+        if self.max_output_tokens <= 0 or self.timeout_s <= 0:
+            raise ValueError("max_output_tokens and timeout_s must be positive")
+        if self.quota_pattern is not None:
+            re.compile(self.quota_pattern)  # fail when configured, not at the first error
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """A request ready to send, minus its credentials. ``body_bytes`` is what goes on the wire."""
+
+    method: str
+    url: str
+    headers: dict[str, str]  # never holds the key; send() adds it
+    json_body: dict = field(repr=False)
+    body_bytes: bytes = field(repr=False)
+
+    @property
+    def request_sha256(self) -> str:
+        """Hash of method, URL and body: equal hashes mean an identical request."""
+        digest = hashlib.sha256(f"{self.method} {self.url}\n".encode())
+        digest.update(self.body_bytes)
+        return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts as the service reports them; None when it does not (unknown, not zero).
+
+    ``output_tokens`` is the provider's own figure: OpenAI's completion_tokens include reasoning
+    tokens, Gemini's candidatesTokenCount excludes thoughts. ``total_tokens`` is comparable.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt produced, ready to be written to the request journal (App. B.2).
+
+    ``text`` is None when no content was received, "" for a received empty answer.
+    """
+
+    kind: OutcomeKind
+    http_status: int | None = None
+    response_id: str | None = None
+    model_version: str | None = None
+    finish_reason: str | None = None
+    text: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    elapsed_s: float = 0.0
+    retry_after_s: float | None = None  # the server's requested delay, when it gave one
+    error: str = ""
+    raw_body: str = field(default="", repr=False)
+
+
+def build_request(config: ModelConfig, system: str, user: str) -> PreparedRequest:
+    """The canonical request for (system, user) under ``config``; same inputs, same bytes."""
+    if config.provider == "gemini":
+        url = f"{config.base_url.rstrip('/')}/models/{config.model}:generateContent"
+        generation_config: dict = {"maxOutputTokens": config.max_output_tokens}
+        if config.temperature is not None:
+            generation_config["temperature"] = config.temperature
+        if config.reasoning is not None:
+            generation_config["thinkingConfig"] = {"thinkingLevel": config.reasoning}
+        body: dict = {
+            "contents": [{"role": "user", "parts": [{"text": user}]}],
+            "generationConfig": generation_config,
+        }
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        method = "POST"
+    else:
+        messages = [{"role": "user", "content": user}]
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
+        body = {"model": config.model, "messages": messages}
+        if config.provider == "offline":
+            # No wire: the stand-in reads the same messages a real model would get.
+            method, url = "OFFLINE", f"offline:{config.model}"
+        else:
+            method, url = "POST", f"{config.base_url.rstrip('/')}/chat/completions"
+            body[config.token_param] = config.max_output_tokens
+            if config.temperature is not None:
+                body["temperature"] = config.temperature
+            if config.reasoning is not None:
+                body["reasoning_effort"] = config.reasoning
+    return PreparedRequest(
+        method=method,
+        url=url,
+        headers={"content-type": "application/json"},
+        json_body=body,
+        body_bytes=canonical_json(body).encode("utf-8"),
+    )
+
+
+
+# --- the NAME of the variable holding an API key, never the key ------------------------------
+
+_ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Prefixes of keys people paste by mistake: OpenAI and compatible, Google, Hugging Face, Groq, xAI.
+_KEY_PREFIXES = ("sk-", "sk_", "aiza", "hf_", "gsk_", "xai-", "bearer ")
+_LONG_TOKEN_CHARS = 32
+
+
+def api_key_env_problem(value: str) -> str | None:
+    """Why `value` cannot be the name of a key variable, or None when it can.
+
+    The messages never repeat the value: it may be a secret.
+    """
+    if not value:
+        return None
+    # Variable names are short and plain; keys are long and mix cases and digits or punctuation.
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value) and any(c.isdigit() for c in value)
+    looks_random = len(value) >= _LONG_TOKEN_CHARS and " " not in value and (
+        mixed or not _ENV_VAR_NAME.fullmatch(value)
+    )
+    if value.lower().startswith(_KEY_PREFIXES) or looks_random:
+        return (
+            "This looks like an API key itself. Enter the NAME of the environment variable that holds "
+            "the key (for example OPENAI_API_KEY), never the key: keys are read from the environment "
+            "and never stored. What you entered was not saved."
+        )
+    if not _ENV_VAR_NAME.fullmatch(value):
+        return (
+            "Not an environment variable name: use letters, digits and _ (for example OPENAI_API_KEY). "
+            "What you entered was not saved."
+        )
+    return None
+
+
+# --- concurrency written as one "provider=cap" per line (the management command's JSON uses a dict)
+
+def concurrency_problems(concurrency) -> list[str]:
+    if not isinstance(concurrency, dict):
+        return ["concurrency must be a mapping {provider: cap}"]
+    problems = []
+    for provider, cap in concurrency.items():
+        if provider not in PROVIDERS:
+            problems.append(f"concurrency: unknown provider {provider!r} (one of {', '.join(PROVIDERS)})")
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+            problems.append(f"concurrency of {provider}: the in-flight cap must be a whole number ≥ 1")
+    return problems
+

@@ -1,0 +1,164 @@
+"""The driver loop (paper App. B.1): a run advances phase by phase — memories → base generation → decisions → judging → analysis.
+
+`run_drive` plans a phase's slots (`planning`: each a logical request with a stable key), hands
+out those not yet handed out, and moves on once every slot of the phase is terminal. Whoever
+calls it — an RQ job (`execution.jobs`) or `run_inline` — only moves ids.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+import httpx
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from experiments.analysis.dashboard import dashboard_refresh, run_summary
+from experiments.execution.concurrency import NoLimiter
+from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
+from experiments.execution.planning import PLANNERS
+from experiments.execution.policy import LEASE_GRACE_S, role_config
+from experiments.execution.sealing import seal_mismatches
+from experiments.models import ModelCall, Run, Slot
+from experiments.models.runs import PHASE_ORDER, Phase
+
+# --- driving the run ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Step:
+    """What the driver should do next: send these slots and/or look again later, or nothing.
+
+    `recheck_in_s` comes with every step of a phase that still has open slots: somebody must
+    look again when a lease may have run out (a worker that died mid-request sends no word).
+    """
+
+    slot_ids: tuple[int, ...] = ()
+    recheck_in_s: float | None = None
+    phase: str = ""
+    analyze: bool = False  # the analysis phase is due: run `run_analyze`
+
+
+def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
+    """Advance the run as far as it can go without sending anything.
+
+    Marks reservations whose lease ran out as unknown, finishes a phase whose slots are
+    all terminal (the next phase starts only after the previous one is complete, B.2),
+    plans the next phase, and returns the slots to hand out now.
+
+    `redispatch_after_s`: hand out again pending slots handed out at least this long ago
+    (their job was lost, e.g. the driver died between committing and enqueuing). A slot
+    handed out twice is still sent at most once: `_reserve` decides under the slot's lock.
+    """
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
+        seal_checked = False
+        while run.may_send():
+            if run.phase == Phase.DONE:
+                run.status = Run.Status.FINISHED
+                run.finished_at = timezone.now()
+                run.status_reason = ""  # a pause or resume note no longer describes a finished run
+                run.save(update_fields=["status", "finished_at", "status_reason"])
+                return Step()
+            if run.phase == Phase.ANALYSIS:
+                return Step(phase=Phase.ANALYSIS, analyze=True)
+            if run.planned_phase != run.phase:
+                if not seal_checked and not _seal_holds(run):
+                    return Step()
+                seal_checked = True  # once per look: nothing is read from disk twice in one transaction
+                PLANNERS[run.phase](run)
+                run.planned_phase = run.phase
+                run.save(update_fields=["planned_phase"])
+            expire_leases(run)
+            slots = Slot.objects.filter(run=run, phase=run.phase)
+            undispatched = Q(dispatched_at__isnull=True)
+            if redispatch_after_s is not None:
+                undispatched |= Q(dispatched_at__lte=timezone.now() - timedelta(seconds=redispatch_after_s))
+            to_send = list(slots.filter(undispatched, status=Slot.Status.PENDING)
+                           .order_by("pk").values_list("pk", flat=True))
+            if to_send:
+                Slot.objects.filter(pk__in=to_send).update(dispatched_at=timezone.now())
+            if to_send or slots.filter(status__in=OPEN_STATUSES).exists():
+                return Step(slot_ids=tuple(to_send), recheck_in_s=_next_deadline_s(run), phase=run.phase)
+            _advance(run)
+        return Step()
+
+
+def _seal_holds(run: Run) -> bool:
+    """Before a phase's requests are built: prompts, tasks and settings are still the sealed
+    ones (App. B.2: a hash failure stops the phase). Otherwise the run stops, saying why."""
+    problems = seal_mismatches(run.protocol, code=False)
+    if not problems:
+        return True
+    run.status = Run.Status.STOPPED
+    run.status_reason = (f"Stopped before planning {Phase(run.phase).label.lower()}: the seal no longer matches: "
+                         + "; ".join(problems))
+    run.save(update_fields=["status", "status_reason"])
+    return False
+
+
+def _next_deadline_s(run: Run) -> float:
+    """Seconds until the earliest moment an open slot of the phase may need the driver: a
+    reservation's lease running out, or a recovery overdue. Never later than one lease from
+    now, since a slot handed out now can be reserved at any moment."""
+    now = timezone.now()
+    lease = timedelta(seconds=max(role_config(run, role).timeout_s for role in Slot.Role.values) + LEASE_GRACE_S)
+    open_calls = ModelCall.objects.filter(slot__run=run, slot__phase=run.phase, outcome="",
+                                          slot__status=Slot.Status.IN_FLIGHT)
+    deadlines = [now + lease]
+    earliest_lease = open_calls.order_by("lease_until").values_list("lease_until", flat=True).first()
+    if earliest_lease is not None:
+        deadlines.append(earliest_lease)
+    earliest_retry = (Slot.objects.filter(run=run, phase=run.phase, status=Slot.Status.IN_FLIGHT,
+                                          retry_at__isnull=False)
+                      .order_by("retry_at").values_list("retry_at", flat=True).first())
+    if earliest_retry is not None:
+        deadlines.append(earliest_retry + lease)
+    return max((min(deadlines) - now).total_seconds(), 0.0) + 0.5
+
+
+def run_analyze(run_id: int) -> None:
+    """The analysis phase: the dashboards' numbers from the grades, cached with their inputs'
+    hash so pages only read them, and their headline on the run; then the run is done."""
+    run = Run.objects.select_related("protocol").get(pk=run_id)
+    if run.phase != Phase.ANALYSIS:
+        return  # done already (a second analysis job)
+    summary = run_summary(dashboard_refresh(run).payload)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.phase != Phase.ANALYSIS:
+            return  # another worker finished it first
+        run.analysis = summary
+        run.save(update_fields=["analysis"])
+        _advance(run)
+
+
+def _advance(run: Run) -> None:
+    run.phase = PHASE_ORDER[PHASE_ORDER.index(run.phase) + 1]
+    run.save(update_fields=["phase"])
+
+
+
+
+def run_inline(run_id: int, *, client: httpx.Client | None = None, sleep=time.sleep) -> Run:
+    """Drive a run to its end in this process, one request at a time (no queue)."""
+    own_client = client is None
+    client = client or httpx.Client()
+    try:
+        while True:
+            # Every slot handed out is executed before the next drive, so a pending slot handed
+            # out earlier belongs to an inline driver that stopped (e.g. an interrupted demo).
+            step = run_drive(run_id, redispatch_after_s=0)
+            if step.analyze:
+                run_analyze(run_id)
+            elif step.slot_ids:
+                for slot_id in step.slot_ids:
+                    slot_execute(slot_id, limiter=NoLimiter(), client=client, worker="inline", sleep=sleep)
+            elif step.recheck_in_s is not None:
+                sleep(step.recheck_in_s)
+            else:
+                return Run.objects.get(pk=run_id)
+    finally:
+        if own_client:
+            client.close()

@@ -1,0 +1,135 @@
+"""RQ jobs: entry points that take ids and call one engine function (STYLE: HackSoft).
+
+Queues: `memories`, `generation`, `decisions`, `judging` carry one job per slot of that
+phase; `analysis` the statistics; `default` the driver that moves a run from phase to
+phase. Any number of `rqworker` processes on any number of machines may serve them; one
+of them must run with `--with-scheduler` for the driver's delayed looks (`enqueue_in`).
+
+The driver runs when a run is enqueued, when a phase's last open slot settles, and on a
+delayed look while a phase has open slots (a worker that died mid-request leaves no word:
+only a look after its lease ran out counts the slot unknown). It does not run after every
+slot: that would put the run's row lock on every call's path.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from datetime import timedelta
+
+import django_rq
+import httpx
+from rq import Queue
+
+from experiments.execution.concurrency import InflightLimiter
+from experiments.execution.driver import Step, run_analyze, run_drive
+from experiments.execution.journal import phase_open, slot_execute
+
+# The command that serves every queue; pages and commands print it when no worker answers.
+WORKER_COMMAND = "manage.py rqworker --with-scheduler default memories generation decisions judging analysis"
+SLOT_QUEUES = ("memories", "generation", "decisions", "judging")
+# With the slot queues empty, a pending slot handed out this long ago lost its job: hand it out again.
+REDISPATCH_AFTER_S = 60.0
+RECHECK_KEY = "ownwords:recheck:{run_id}"
+SLOT_RESULT_TTL_S = 60
+QUEUED_KEY = "ownwords:queued:{run_id}:{phase}"  # slot jobs of the run and phase not yet finished
+
+_http_client: httpx.Client | None = None
+_limiter: InflightLimiter | None = None
+
+
+def http_client() -> httpx.Client:
+    """One pooled client per worker process (connections are reused across jobs)."""
+    global _http_client
+    if _http_client is None:
+        _http_client = httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
+    return _http_client
+
+
+def limiter() -> InflightLimiter:
+    global _limiter
+    if _limiter is None:
+        _limiter = InflightLimiter(django_rq.get_connection("default"))
+    return _limiter
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def dispatch(run_id: int, step: Step) -> None:
+    """Put the driver's next step on the queues."""
+    if step.analyze:
+        django_rq.get_queue("analysis").enqueue(job_analyze, run_id)
+    if step.slot_ids:
+        queue = django_rq.get_queue(step.phase)
+        connection = django_rq.get_connection("default")
+        key = QUEUED_KEY.format(run_id=run_id, phase=step.phase)
+        connection.incrby(key, len(step.slot_ids))
+        connection.expire(key, 7 * 24 * 3600)
+        # The journal is the record; rq keeps a finished job a minute (deleting it at once,
+        # result_ttl=0, costs the worker more than letting it expire).
+        queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=SLOT_RESULT_TTL_S)
+                            for slot_id in step.slot_ids])
+    if step.recheck_in_s is not None:
+        schedule_recheck(run_id, step.recheck_in_s)
+
+
+def schedule_recheck(run_id: int, delay_s: float) -> bool:
+    """A delayed look at the run, unless one is due already no later than this one would be.
+
+    Keeps one look pending per run (a Redis key holds its due time) instead of one per
+    driver call. A look whose time passed long ago without running (no scheduler then)
+    does not count. Returns whether a look was scheduled.
+    """
+    connection = django_rq.get_connection("default")
+    key = RECHECK_KEY.format(run_id=run_id)
+    now = time.time()
+    due = now + delay_s
+    pending = connection.get(key)
+    if pending is not None and now - 30 <= float(pending) <= due + 0.5:
+        return False
+    connection.set(key, repr(due), ex=int(delay_s) + 300)
+    django_rq.get_queue("default").enqueue_in(
+        timedelta(seconds=delay_s), job_recheck, run_id, repr(due),
+        job_id=f"ownwords-recheck-{run_id}-{uuid.uuid4().hex[:12]}",
+    )
+    return True
+
+
+def _slot_queues_idle() -> bool:
+    return all(django_rq.get_queue(name).count == 0 for name in SLOT_QUEUES)
+
+
+def job_drive(run_id: int) -> None:
+    redispatch = REDISPATCH_AFTER_S if _slot_queues_idle() else None
+    dispatch(run_id, run_drive(run_id, redispatch_after_s=redispatch))
+
+
+def job_recheck(run_id: int, due: str) -> None:
+    connection = django_rq.get_connection("default")
+    key = RECHECK_KEY.format(run_id=run_id)
+    if (connection.get(key) or b"").decode() == due:
+        connection.delete(key)  # this look is running: the next one may be scheduled
+    job_drive(run_id)
+
+
+def job_slot(slot_id: int) -> None:
+    slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name())
+    # Only the phase's last jobs look whether it is settled: while others of this run and phase
+    # are still queued or running, one of them will. (A lost job keeps the count above zero;
+    # the delayed look drives then. An expired count reads below zero: every job looks.)
+    left = django_rq.get_connection("default").decr(QUEUED_KEY.format(run_id=slot.run_id, phase=slot.phase))
+    if left <= 0 and not phase_open(slot.run_id, slot.phase):  # the next phase may start
+        job_drive(slot.run_id)
+
+
+def job_analyze(run_id: int) -> None:
+    run_analyze(run_id)
+    job_drive(run_id)
+
+
+def run_enqueue(run_id: int) -> None:
+    """Start (or continue) a run through the queue."""
+    django_rq.get_queue("default").enqueue(job_drive, run_id)

@@ -1,0 +1,398 @@
+"""The request journal's rules (paper App. B.2): reserve an attempt before sending, record its outcome, settle the slot, expire leases.
+
+`slot_execute` makes the attempts of one slot:
+
+- an attempt is reserved (a committed ModelCall row) before any byte is sent;
+- only a transient outcome is retried, with the identical request, within the slot's and
+  the phase's recovery allowances (`policy.decide_retry`);
+- quota exhaustion opens the run's circuit and holds the slot; a non-transient error stops
+  the run; both wait for an owner's amendment;
+- a reservation whose lease ran out without an outcome is *unknown* (`expire_leases`) and never
+  re-sent automatically.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, replace
+from datetime import timedelta
+
+import httpx
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Exists, OuterRef
+from django.utils import timezone
+
+from experiments.core.llm import client as llm_client
+from experiments.core.llm.wire import Outcome, OutcomeKind, build_request
+from experiments.execution.planning import apply_result
+from experiments.execution.policy import (
+    LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
+)
+from experiments.models import ModelCall, Protocol, Run, Slot
+
+# --- one slot --------------------------------------------------------------------------------
+
+# ModelCall.outcome of a reservation whose lease ran out without an outcome (the slot is unknown).
+UNKNOWN_OUTCOME = "unknown"
+OPEN_STATUSES = (Slot.Status.PENDING, Slot.Status.IN_FLIGHT, Slot.Status.HELD)
+
+
+@dataclass(frozen=True)
+class _Reservation:
+    call_id: int
+    basis: str
+    recoveries: int  # recoveries of the slot before this attempt
+
+
+def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):
+    """Commit the attempt row before anything is sent; None when the slot must not be sent.
+
+    A first attempt claims its slot with one conditional UPDATE (pending, never amended, the
+    run sending and in the slot's phase) and inserts its attempt row: two statements, no
+    lock held on the run. Everything else — recoveries, amended attempts, refusals — takes
+    the general path, which locks in the order run → slot (as run_drive does) and takes the
+    run's row lock only for a recovery, whose phase allowance must be counted and used
+    atomically.
+    """
+    if basis == ModelCall.Basis.FIRST:
+        reservation = _reserve_first(slot_id, worker=worker, lease_s=lease_s)
+        if reservation is not None:
+            return reservation
+    with transaction.atomic():
+        if basis == ModelCall.Basis.RECOVERY:
+            run_id = Slot.objects.values_list("run_id", flat=True).get(pk=slot_id)
+            run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
+            slot = Slot.objects.select_for_update().get(pk=slot_id)
+        else:
+            slot = Slot.objects.select_for_update().get(pk=slot_id)
+            run = Run.objects.select_related("protocol").get(pk=slot.run_id)
+        slot.run = run
+        if run.phase != slot.phase:
+            return None
+        used = dict(ModelCall.objects.filter(slot=slot).values_list("basis").annotate(n=Count("pk")).order_by())
+        if basis == ModelCall.Basis.RECOVERY:
+            if slot.status != Slot.Status.IN_FLIGHT:
+                return None  # counted failed or unknown meanwhile: nothing more is sent
+            if not run.may_send():
+                # The circuit opened (or the run stopped) during the cooldown: the recovery waits
+                # for the owner, whose resume allows one more identical request (App. B.2).
+                _settle(slot, Slot.Status.HELD, f"a recovery was due when the run was {run.status}"
+                                                f"{' (circuit open)' if run.circuit_open else ''}; "
+                                                "held for the owner's amendment")
+                return None
+            phase_recoveries = ModelCall.objects.filter(
+                slot__run=run, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
+            ).count()
+            if phase_recoveries >= retry_settings(run)["phase_allowance"]:
+                _settle(slot, Slot.Status.FAILED, "no retry: the phase's recovery allowance is used up")
+                return None
+        elif not run.may_send() or slot.status != Slot.Status.PENDING:
+            return None  # paused, or terminal / in flight elsewhere / held: never re-sent here
+        elif used:
+            # A pending slot with earlier attempts was released by an amendment.
+            if used.get(ModelCall.Basis.AMENDMENT, 0) >= slot.amended_attempts:
+                return None
+            basis = ModelCall.Basis.AMENDMENT
+            justification = justification or "allowed by the owner's amendment"
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                call = ModelCall.objects.create(
+                    slot=slot, attempt=sum(used.values()) + 1, basis=basis, justification=justification,
+                    worker=worker[:200], reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
+                )
+        except IntegrityError:
+            return None  # another worker reserved this attempt first
+        slot.status, slot.retry_at = Slot.Status.IN_FLIGHT, None
+        slot.save(update_fields=["status", "retry_at", "updated_at"])
+        return _Reservation(call.pk, basis, used.get(ModelCall.Basis.RECOVERY, 0))
+
+
+_RESERVE_FIRST_SQL = """
+WITH claimed AS (
+    UPDATE {slot} SET status = %s, retry_at = NULL, updated_at = %s
+    WHERE id = %s AND status = %s AND amended_attempts = 0
+      AND EXISTS (SELECT 1 FROM {run} r WHERE r.id = {slot}.run_id AND r.status = %s
+                  AND NOT r.circuit_open AND r.phase = {slot}.phase)
+    RETURNING id
+)
+INSERT INTO {call} (slot_id, attempt, basis, justification, worker, reserved_at, lease_until,
+                    outcome, response_id, model_version, finish_reason, error, raw_body)
+SELECT id, 1, %s, '', %s, %s, %s, '', '', '', '', '', '' FROM claimed
+RETURNING id
+"""
+
+
+def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
+    now = timezone.now()
+    if connection.vendor == "postgresql":
+        # One statement, one round trip and one commit while the in-flight place is held.
+        sql = _RESERVE_FIRST_SQL.format(slot=Slot._meta.db_table, run=Run._meta.db_table,
+                                        call=ModelCall._meta.db_table)
+        params = [Slot.Status.IN_FLIGHT, now, slot_id, Slot.Status.PENDING, Run.Status.RUNNING,
+                  ModelCall.Basis.FIRST, worker[:200], now, now + timedelta(seconds=lease_s)]
+        # In autocommit the statement commits by itself; inside a caller's transaction a
+        # savepoint keeps a failed insert from breaking it.
+        block = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+        try:
+            with block, connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                row = cursor.fetchone()
+        except IntegrityError:
+            return None
+        return _Reservation(row[0], ModelCall.Basis.FIRST, 0) if row else None
+    sending = Run.objects.filter(pk=OuterRef("run_id"), status=Run.Status.RUNNING, circuit_open=False,
+                                 phase=OuterRef("phase"))
+    try:
+        with transaction.atomic():
+            claimed = (Slot.objects.filter(pk=slot_id, status=Slot.Status.PENDING, amended_attempts=0)
+                       .filter(Exists(sending))
+                       .update(status=Slot.Status.IN_FLIGHT, retry_at=None, updated_at=now))
+            if not claimed:
+                return None
+            call = ModelCall.objects.create(
+                slot_id=slot_id, attempt=1, basis=ModelCall.Basis.FIRST, justification="", worker=worker[:200],
+                reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
+            )
+    except IntegrityError:
+        return None
+    return _Reservation(call.pk, ModelCall.Basis.FIRST, 0)
+
+
+def _settle(slot: Slot, status: str, note: str) -> None:
+    """A slot ends (or is held) without a usable answer: its results are missing."""
+    slot.status, slot.status_note, slot.retry_at = status, note, None
+    slot.save(update_fields=["status", "status_note", "retry_at", "updated_at"])
+    if status in Slot.TERMINAL:
+        apply_result(slot, None, usable=False)
+
+
+def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | None = None) -> bool:
+    """Store the attempt's receipt and what it means for the slot and the run.
+
+    Returns False when the receipt came too late: the reservation's lease had run out and
+    the slot is counted unknown. The receipt is kept, the slot stays as it is, nothing is
+    retried. Statements are conditional updates in the order run (only for quota or a
+    fatal error) → attempt → slot → results, the order run_drive uses.
+    """
+    usage = outcome.usage
+    kind = outcome.kind
+    now = timezone.now()
+    if slot is None:
+        slot = Slot.objects.defer("system", "user").get(calls__pk=call_id)
+    receipt = dict(
+        finished_at=now, outcome=kind.value, http_status=outcome.http_status,
+        response_id=(outcome.response_id or "")[:200], model_version=(outcome.model_version or "")[:200],
+        finish_reason=(outcome.finish_reason or "")[:64], text=outcome.text,
+        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens, total_tokens=usage.total_tokens,
+        elapsed_s=outcome.elapsed_s, error=outcome.error, raw_body=outcome.raw_body,
+    )
+    status, note, retry_at = Slot.Status.IN_FLIGHT, "", None
+    if kind == OutcomeKind.OK:
+        status = Slot.Status.OK
+    elif kind == OutcomeKind.UNUSABLE:
+        status, note = Slot.Status.UNUSABLE, outcome.error
+    elif kind == OutcomeKind.QUOTA:
+        status, note = Slot.Status.HELD, f"quota exhausted: {outcome.error}"
+    elif kind == OutcomeKind.FATAL:
+        status, note = Slot.Status.HELD, f"stopped: {outcome.error}"
+    elif not decision.retry:  # transient, and no recovery left
+        status, note = Slot.Status.FAILED, decision.justification
+    else:  # stays in flight until its recovery is reserved
+        retry_at, note = now + timedelta(seconds=decision.wait_s), decision.justification
+    with transaction.atomic():
+        run = None
+        if kind in (OutcomeKind.QUOTA, OutcomeKind.FATAL):
+            run = Run.objects.select_for_update(of=("self",)).get(pk=slot.run_id)
+        on_time = _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now)
+        if not on_time:
+            current = Slot.objects.values_list("status", flat=True).get(pk=slot.pk)
+            receipt["error"] = ("arrived after the reservation's lease ran out; the slot stays "
+                                f"{current}" + (f"; {outcome.error}" if outcome.error else ""))
+            ModelCall.objects.filter(pk=call_id).update(**receipt)
+            return False
+        slot.status, slot.status_note, slot.retry_at = status, note, retry_at
+        if kind == OutcomeKind.OK:
+            apply_result(slot, outcome.text, usable=True)
+        elif status in (Slot.Status.UNUSABLE, Slot.Status.FAILED):
+            apply_result(slot, outcome.text, usable=False)
+        elif kind == OutcomeKind.QUOTA:
+            run.circuit_open = True
+            run.status = Run.Status.PAUSED
+            run.status_reason = (f"Quota exhausted (slot {slot.key}): {outcome.error}. "
+                                 "Nothing is sent until an owner resumes.")
+            run.save(update_fields=["circuit_open", "status", "status_reason"])
+        elif kind == OutcomeKind.FATAL:
+            run.status = Run.Status.STOPPED
+            run.status_reason = f"Stopped by a non-transient error on slot {slot.key}: {outcome.error}"
+            run.save(update_fields=["status", "status_reason"])
+        return True
+
+
+_RECORD_SQL = """
+WITH attempt AS (
+    UPDATE {call} SET {receipt}
+    WHERE id = %s AND outcome = ''
+    RETURNING slot_id
+), moved AS (
+    UPDATE {slot} SET status = %s, status_note = %s, retry_at = %s, updated_at = %s
+    WHERE id = %s AND status = %s AND EXISTS (SELECT 1 FROM attempt)
+    RETURNING id
+)
+SELECT (SELECT count(*) FROM attempt), (SELECT count(*) FROM moved)
+"""
+_RECEIPT_FIELDS = ("finished_at", "outcome", "http_status", "response_id", "model_version", "finish_reason", "text",
+                   "input_tokens", "output_tokens", "reasoning_tokens", "total_tokens", "elapsed_s", "error",
+                   "raw_body")
+
+
+def _record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now) -> bool:
+    """The attempt's receipt, if the attempt is still open, and the slot's new state, if it is
+    still in flight: True when both happened (one statement on PostgreSQL)."""
+    if connection.vendor == "postgresql":
+        sql = _RECORD_SQL.format(call=ModelCall._meta.db_table, slot=Slot._meta.db_table,
+                                 receipt=", ".join(f"{name} = %s" for name in _RECEIPT_FIELDS))
+        params = [receipt[name] for name in _RECEIPT_FIELDS]
+        params += [call_id, status, note, retry_at, now, slot_id, Slot.Status.IN_FLIGHT]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            recorded, moved = cursor.fetchone()
+        return bool(recorded and moved)
+    return bool(ModelCall.objects.filter(pk=call_id, outcome="").update(**receipt)
+                and Slot.objects.filter(pk=slot_id, status=Slot.Status.IN_FLIGHT)
+                .update(status=status, status_note=note, retry_at=retry_at, updated_at=now))
+
+
+_SLOT_SQL = """
+SELECT s.run_id, s.phase, s.key, s.role, s.system, s.user, r.protocol_id, p.sealed_at
+FROM {slot} s JOIN {run} r ON r.id = s.run_id JOIN {protocol} p ON p.id = r.protocol_id
+WHERE s.id = %s
+"""
+_PROTOCOLS: dict[tuple, Protocol] = {}
+
+
+def _slot_for_execution(slot_id: int) -> Slot:
+    """The slot with its run and the run's protocol, as slot_execute needs them.
+
+    A sealed protocol never changes, so each worker reads it once (keyed by id and seal
+    time); the slot comes from one plain statement. The ORM's select_related costs more
+    CPU than the rest of a slot's bookkeeping together, on the path of every request.
+    """
+    sql = _SLOT_SQL.format(slot=Slot._meta.db_table, run=Run._meta.db_table, protocol=Protocol._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [slot_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise Slot.DoesNotExist(f"no slot {slot_id}")
+    run_id, phase, key, role, system, user, protocol_id, sealed_at = row
+    cache_key = (protocol_id, str(sealed_at))
+    protocol = _PROTOCOLS.get(cache_key) if sealed_at is not None else None
+    if protocol is None:
+        protocol = Protocol.objects.get(pk=protocol_id)
+        if protocol.is_sealed():
+            if len(_PROTOCOLS) > 256:
+                _PROTOCOLS.clear()
+            _PROTOCOLS[cache_key] = protocol
+    run = Run(pk=run_id, protocol_id=protocol_id)
+    run.protocol = protocol
+    slot = Slot(pk=slot_id, run_id=run_id, phase=phase, key=key, role=role, system=system, user=user)
+    slot.run = run
+    return slot
+
+
+def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "", sleep=time.sleep) -> Slot:
+    """Make the attempts of one slot allowed by the journal's rules; returns the slot as read
+    before its first attempt (its run id and phase tell the caller where to look next)."""
+    slot = _slot_for_execution(slot_id)
+    run = slot.run
+    config = role_config(run, slot.role)
+    policy = retry_settings(run)
+    retry_policy = RetryPolicy(max_recoveries_per_slot=int(policy["max_recoveries_per_slot"]),
+                                   cooldown_s=float(policy["cooldown_s"]))
+    prepared = build_request(config, slot.system, slot.user)
+    lease_s = config.timeout_s + LEASE_GRACE_S
+    name, cap = limiter_name(config), _cap(run, config.provider)
+    basis, justification = ModelCall.Basis.FIRST, ""
+    while True:
+        with limiter.hold(name, cap, lease_s=lease_s):
+            reservation = _reserve(slot_id, basis=basis, justification=justification, worker=worker, lease_s=lease_s)
+            if reservation is None:
+                return slot
+            outcome = llm_client.send(config, prepared, client=client)
+        if outcome.kind == OutcomeKind.OK and config.expected_model_version and (
+            outcome.model_version != config.expected_model_version
+        ):
+            # An unexpected model version is recorded as it is, never a reason to redraw (B.2).
+            outcome = _as_unusable(outcome, f"returned model {outcome.model_version!r}, expected "
+                                              f"{config.expected_model_version!r}")
+        decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
+        if not _record(reservation.call_id, outcome, decision, slot) or not decision.retry:
+            return slot
+        sleep(decision.wait_s)
+        basis, justification = ModelCall.Basis.RECOVERY, decision.justification
+
+
+def _decide(retry_policy, policy: dict, run: Run, slot: Slot, reservation: _Reservation,
+            outcome: Outcome) -> Decision:
+    if outcome.kind == OutcomeKind.TRANSIENT and reservation.basis == ModelCall.Basis.AMENDMENT:
+        # The owner's amendment allowed exactly one identical request (App. B.2's continuation).
+        return Decision(False, 0.0, "no retry: the amendment allowed exactly one identical request")
+    recoveries = reservation.recoveries + (reservation.basis == ModelCall.Basis.RECOVERY)
+    allowance_left = 0
+    if outcome.kind == OutcomeKind.TRANSIENT:
+        allowance_left = policy["phase_allowance"] - ModelCall.objects.filter(
+            slot__run_id=run.pk, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
+        ).count()
+    return decide_retry(retry_policy, outcome, recoveries, allowance_left)
+
+
+def phase_settled(slot_id: int) -> int | None:
+    """The run's id when the slot's phase has no open slot left (time to drive), else None."""
+    run_id, phase = Slot.objects.values_list("run_id", "phase").get(pk=slot_id)
+    return None if phase_open(run_id, phase) else run_id
+
+
+def phase_open(run_id: int, phase: str) -> bool:
+    """Whether a slot of the phase is still pending, in flight or held."""
+    return Slot.objects.filter(run_id=run_id, phase=phase, status__in=OPEN_STATUSES).exists()
+
+
+def _as_unusable(outcome: Outcome, why: str) -> Outcome:
+    return replace(outcome, kind=OutcomeKind.UNUSABLE, error=why)
+
+
+
+
+def expire_leases(run: Run) -> None:
+    """Reservations past their lease with no outcome: the worker died mid-request (B.2).
+
+    The reservation is marked unknown (so a later attempt an owner allows is judged on its
+    own lease) and its slot counts unknown: it is never re-sent automatically. A slot whose
+    worker died while waiting to send a recovery sent nothing more: it fails with what it
+    has, and nothing is unknown about it.
+    """
+    now = timezone.now()
+    # Only the phase's slots in flight can have an open reservation that matters (earlier
+    # phases are all terminal): the (run, phase, status) index keeps this cheap on big runs.
+    in_flight = Slot.objects.filter(run=run, phase=run.phase, status=Slot.Status.IN_FLIGHT)
+    expired = ModelCall.objects.filter(slot__in=in_flight, outcome="", lease_until__lt=now)
+    # Locked, so an outcome being recorded right now either lands first (and the call is no
+    # longer open when the lock is granted) or waits and finds the call marked unknown.
+    calls = list(expired.select_for_update(of=("self",)).values_list("pk", "slot_id"))
+    slot_ids = [slot_id for _, slot_id in calls]
+    if calls:
+        ModelCall.objects.filter(pk__in=[pk for pk, _ in calls]).update(
+            outcome=UNKNOWN_OUTCOME,
+            error="no outcome was recorded before the lease ran out: the worker stopped mid-request; "
+                  "the request may or may not have reached the service",
+        )
+        for slot in Slot.objects.filter(pk__in=slot_ids, status=Slot.Status.IN_FLIGHT).select_related("run"):
+            _settle(slot, Slot.Status.UNKNOWN,
+                    "reserved, no outcome recorded: the request may or may not have reached the service")
+    stale = in_flight.filter(retry_at__isnull=False).exclude(calls__outcome="").select_related("run")
+    for slot in stale:
+        lease_s = role_config(run, slot.role).timeout_s + LEASE_GRACE_S
+        if slot.retry_at + timedelta(seconds=lease_s) < now:
+            _settle(slot, Slot.Status.FAILED,
+                    "the worker stopped while waiting to send its recovery; nothing more was sent")

@@ -1,0 +1,280 @@
+"""What each phase of a run asks and what its answers become (paper App. B.2, G.1).
+
+Planning turns a phase into Slots — one logical request each, with a stable key — and
+the Predictions they feed: memories per session, base generation per task and condition
+(byte-identical messages within a task share one slot), decisions over a complete pool
+of candidates in their hash display order, and one judge call per distinct answer of a
+task. `apply_result` turns a slot's terminal outcome into memories, answers and grades.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from django.db import transaction
+
+from experiments.core.assembly import TaskInput, assemble, assemble_judge, assemble_memory_request
+from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition, memory_key, prediction_labels
+from experiments.core.evidence import TurnText
+from experiments.models import Grade, Memory, Prediction, Run, ScreenerItem, Slot, Task, Turn
+from experiments.models.runs import Phase
+from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
+from experiments.data import cohort_tasks
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- task inputs ------------------------------------------------------------------------------
+
+def task_inputs(tasks: list[Task]) -> dict[int, TaskInput]:
+    """TaskInput per task id, loading each session's turns and screener once."""
+    session_ids = {t.session_id for t in tasks}
+    turns: dict[int, list[TurnText]] = {}
+    for session_id, index, speaker, text in (
+        Turn.objects.filter(session_id__in=session_ids).order_by("session_id", "index")
+        .values_list("session_id", "index", "speaker", "text")
+    ):
+        turns.setdefault(session_id, []).append(TurnText(index, speaker, text))
+    screeners: dict[int, list[tuple[str, str]]] = {}
+    for session_id, question, answer in (
+        ScreenerItem.objects.filter(session_id__in=session_ids).order_by("session_id", "index")
+        .values_list("session_id", "question", "answer")
+    ):
+        screeners.setdefault(session_id, []).append((question, answer))
+    return {
+        task.pk: TaskInput(
+            question=task.question_turn.text,
+            turns=tuple(turns.get(task.session_id, ())),
+            cut=task.cut,
+            record_cut=task.record_cut,
+            screener=tuple(screeners.get(task.session_id, ())),
+        )
+        for task in tasks
+    }
+
+
+# --- planning ---------------------------------------------------------------------------------
+
+def _new_slot(run, phase, key, role, assembled, *, task=None, session_id=None) -> Slot:
+    return Slot(
+        run=run,
+        phase=phase,
+        key=key,
+        role=role,
+        task=task,
+        session_id=session_id,
+        system=assembled.system,
+        user=assembled.user,
+        request_sha256=sha256_text(assembled.system + "\x00" + assembled.user),
+        prompt_refs=[[ref.name, ref.sha256] for ref in assembled.prompt_refs],
+    )
+
+
+def _conditions(run: Run):
+    return [get_condition(key) for key in run.protocol.conditions]
+
+
+def plan_memories(run: Run) -> None:
+    specs = sorted({(c.memory_kind, c.memory_words) for c in _conditions(run) if c.needs_memory})
+    tasks = cohort_tasks(run.protocol.cohort)
+    first_task_of_session = {}
+    for task in tasks:
+        first_task_of_session.setdefault(task.session_id, task)
+    inputs = task_inputs(list(first_task_of_session.values()))
+    slots = []
+    for session_id, task in first_task_of_session.items():
+        for kind, words in specs:
+            assembled = assemble_memory_request(kind, words, inputs[task.pk])
+            slots.append(_new_slot(run, Phase.MEMORIES, f"memory|{session_id}|{kind}|{words}",
+                                   Slot.Role.GENERATOR, assembled, session_id=session_id))
+    Slot.objects.bulk_create(slots, ignore_conflicts=True)
+
+
+def plan_generation(run: Run) -> None:
+    """Base calls of every condition; byte-identical messages within a task share a slot (G.1)."""
+    tasks = cohort_tasks(run.protocol.cohort)
+    inputs = task_inputs(tasks)
+    memories = {
+        (m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)
+    }
+    slots: dict[str, Slot] = {}
+    predictions = []
+    for task in tasks:
+        for condition in _conditions(run):
+            memory = None
+            if condition.needs_memory:
+                memory = memories.get((task.session_id, condition.memory_kind, condition.memory_words))
+                if memory is None:
+                    predictions += [
+                        Prediction(run=run, task=task, condition=condition.key, label=label,
+                                   status=Prediction.Status.MISSING)
+                        for label in prediction_labels(condition)
+                    ]
+                    continue
+            assembled = assemble(condition, inputs[task.pk], memory=memory)
+            messages_sha = sha256_text(assembled.system + "\x00" + assembled.user)
+            for index, label in enumerate(prediction_labels(condition)):
+                key = f"gen|{task.pk}|{messages_sha[:32]}|{index}"
+                slot = slots.setdefault(key, _new_slot(run, Phase.GENERATION, key, Slot.Role.GENERATOR,
+                                                       assembled, task=task))
+                predictions.append(
+                    Prediction(run=run, task=task, condition=condition.key, label=label, slot=slot,
+                               evidence=assembled.evidence, evidence_chars=assembled.evidence_chars,
+                               budget=assembled.budget)
+                )
+    with transaction.atomic():
+        Slot.objects.bulk_create(list(slots.values()), ignore_conflicts=True)
+        by_key = dict(Slot.objects.filter(run=run, phase=Phase.GENERATION).values_list("key", "pk"))
+        for prediction in predictions:
+            if prediction.slot is not None:
+                prediction.slot_id = by_key[prediction.slot.key]
+        Prediction.objects.bulk_create(predictions, ignore_conflicts=True)
+
+
+def candidate_pool_key(task: Task, condition) -> str:
+    """Fusion and selection of the same memory show their pool in the same order (B.2)."""
+    return f"task {task.pk}|{memory_key(condition.memory_kind, condition.memory_words)}"
+
+
+def plan_decisions(run: Run) -> None:
+    deciding = [c for c in _conditions(run) if c.workflow in (FUSION, SELECTION)]
+    if not deciding:
+        return
+    tasks = cohort_tasks(run.protocol.cohort)
+    inputs = task_inputs(tasks)
+    memories = {(m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)}
+    candidates = {
+        (p.task_id, p.condition, p.label): p
+        for p in Prediction.objects.filter(run=run, condition__in=[c.key for c in deciding])
+    }
+    slots, predictions = [], []
+    for task in tasks:
+        for condition in deciding:
+            pool = [candidates.get((task.pk, condition.key, label)) for label in prediction_labels(condition)]
+            usable = {Prediction.Status.OK, Prediction.Status.EMPTY}
+            if any(p is None or p.status not in usable for p in pool):
+                # A missing candidate blocks the decision: missing, never a smaller pool (B.2).
+                predictions.append(Prediction(run=run, task=task, condition=condition.key, label=FINAL,
+                                              status=Prediction.Status.MISSING))
+                continue
+            ordered = candidate_display_order(candidate_pool_key(task, condition),
+                                              [(p.label, p.text) for p in pool])
+            memory = memories[(task.session_id, condition.memory_kind, condition.memory_words)]
+            assembled = assemble(condition, inputs[task.pk], memory=memory,
+                                 candidates=[text for _, text in ordered])
+            slot = _new_slot(run, Phase.DECISIONS, f"decision|{task.pk}|{condition.key}",
+                             Slot.Role.GENERATOR, assembled, task=task)
+            slots.append(slot)
+            predictions.append(Prediction(run=run, task=task, condition=condition.key, label=FINAL, slot=slot,
+                                          evidence=assembled.evidence, evidence_chars=assembled.evidence_chars,
+                                          budget=assembled.budget))
+    with transaction.atomic():
+        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        by_key = dict(Slot.objects.filter(run=run, phase=Phase.DECISIONS).values_list("key", "pk"))
+        for prediction in predictions:
+            if prediction.slot is not None:
+                prediction.slot_id = by_key[prediction.slot.key]
+        Prediction.objects.bulk_create(predictions, ignore_conflicts=True)
+
+
+def plan_judging(run: Run) -> None:
+    """One judge call per distinct answer text within a task (B.2); selection inherits its
+    candidate's grade and an empty answer is an operational zero, so neither adds a call."""
+    answers = (
+        Prediction.objects.filter(run=run, status__in=[Prediction.Status.OK, Prediction.Status.EMPTY])
+        .select_related("task__question_turn", "task__answer_turn")
+        .order_by("task_id", "pk")
+    )
+    slots, grades, seen = [], [], set()
+    for prediction in answers:
+        key = (prediction.task_id, prediction.answer_sha256)
+        if key in seen:
+            continue
+        seen.add(key)
+        if prediction.status == Prediction.Status.EMPTY:
+            grades.append(Grade(run=run, task=prediction.task, answer_sha256=prediction.answer_sha256,
+                                status=Grade.Status.OPERATIONAL_ZERO, score=0))
+            continue
+        assembled = assemble_judge(prediction.task.question_turn.text, prediction.task.answer_turn.text,
+                                   prediction.text)
+        slots.append(_new_slot(run, Phase.JUDGING, f"judge|{prediction.task_id}|{prediction.answer_sha256}",
+                               Slot.Role.JUDGE, assembled, task=prediction.task))
+    with transaction.atomic():
+        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        Grade.objects.bulk_create(grades, ignore_conflicts=True)
+
+
+PLANNERS = {
+    Phase.MEMORIES: plan_memories,
+    Phase.GENERATION: plan_generation,
+    Phase.DECISIONS: plan_decisions,
+    Phase.JUDGING: plan_judging,
+}
+
+
+# --- outcomes into results --------------------------------------------------------------------
+
+def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
+    """Turn a slot's terminal outcome into memories, predictions or grades."""
+    text = outcome_text if usable else None
+    if slot.phase == Phase.MEMORIES:
+        _, session_id, kind, words = slot.key.split("|")
+        Memory.objects.update_or_create(
+            run_id=slot.run_id, session_id=int(session_id), kind=kind, words=int(words),
+            defaults={"text": text or None, "slot": slot},
+        )
+    elif slot.phase == Phase.GENERATION:
+        _set_answer(Prediction.objects.filter(slot=slot), text)
+    elif slot.phase == Phase.DECISIONS:
+        prediction = Prediction.objects.get(slot=slot)
+        condition = get_condition(prediction.condition)
+        if condition.workflow == FUSION or text is None:
+            _set_answer(Prediction.objects.filter(pk=prediction.pk), text)
+        else:
+            _apply_selection(prediction, condition, text)
+    elif slot.phase == Phase.JUDGING:
+        _, task_id, answer_sha = slot.key.split("|")
+        parsed = parse_judge(text) if text is not None else None
+        Grade.objects.update_or_create(
+            run_id=slot.run_id, task_id=int(task_id), answer_sha256=answer_sha,
+            defaults={
+                "status": Grade.Status.OK if parsed and parsed.score is not None else Grade.Status.MISSING,
+                "score": parsed.score if parsed else None,
+                "rationale": (parsed.rationale or "") if parsed else "",
+                "parse_error": (parsed.error or "") if parsed else "no usable judge response",
+                "slot": slot,
+            },
+        )
+
+
+def _set_answer(predictions, text: str | None) -> None:
+    if text is None:
+        predictions.update(status=Prediction.Status.MISSING, text=None, answer_sha256="")
+    else:
+        status = Prediction.Status.OK if text else Prediction.Status.EMPTY
+        predictions.update(status=status, text=text, answer_sha256=sha256_text(text))
+
+
+def _apply_selection(prediction: Prediction, condition, response: str) -> None:
+    """A valid id copies the whole selected answer; anything else is an operational zero."""
+    selection = parse_selection(response)
+    if not selection.usable:
+        prediction.status = Prediction.Status.INVALID_SELECTION
+        prediction.text = None
+        prediction.answer_sha256 = ""
+        prediction.save(update_fields=["status", "text", "answer_sha256"])
+        return
+    pool = {
+        p.label: p
+        for p in Prediction.objects.filter(run_id=prediction.run_id, task_id=prediction.task_id,
+                                           condition=condition.key, label__in=prediction_labels(condition))
+    }
+    ordered = candidate_display_order(candidate_pool_key(prediction.task, condition),
+                                      [(label, pool[label].text) for label in prediction_labels(condition)])
+    chosen_label = ordered[int(selection.candidate_id[1:]) - 1][0]
+    chosen = pool[chosen_label]
+    prediction.status = chosen.status
+    prediction.text = chosen.text
+    prediction.answer_sha256 = chosen.answer_sha256
+    prediction.chosen_label = chosen_label
+    prediction.save(update_fields=["status", "text", "answer_sha256", "chosen_label"])

@@ -1,0 +1,210 @@
+"""Sealing a protocol: the sha256 of every prompt file used, the canonical task list, the
+settings and the code version, fixed before any request (paper App. B.2, B.3)."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import subprocess
+from pathlib import Path
+
+from django.db import transaction
+from django.utils import timezone
+
+from experiments.core.conditions import JUDGE_PROMPTS, get_condition
+from experiments.core.canonical import canonical_json
+from experiments.execution.policy import DEFAULT_RETRY, RunError, model_config
+from experiments.models import Protocol
+from experiments.core.prompts import PromptError, prompt_sha256
+from experiments.data import canonical_task_list, cohort_tasks
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """The git commit this process runs (with "+dirty" for uncommitted changes)."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                                check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "ownwords-lab (no git checkout)"
+    return commit + ("+dirty" if dirty else "")
+
+
+def prompt_names(protocol: Protocol) -> list[str]:
+    names = set(JUDGE_PROMPTS)
+    for key in protocol.conditions:
+        try:
+            names.update(get_condition(key).prompt_names())
+        except KeyError:
+            continue  # protocol_problems names it
+    return sorted(names)
+
+
+def _condition_spec(key: str) -> str:
+    try:
+        return get_condition(key).canonical_json()
+    except KeyError:
+        return "unknown condition"  # removed from the registry since: the settings hash changes
+
+
+def protocol_settings(protocol: Protocol) -> dict:
+    """Everything that decides what is sent and how it is analysed, canonically."""
+    return {
+        "cohort": {"name": protocol.cohort.name, "seed": protocol.cohort.seed},
+        "conditions": {key: _condition_spec(key) for key in protocol.conditions},
+        "generator": protocol.generator,
+        "judge": protocol.judge,
+        "concurrency": protocol.concurrency,
+        "retry_policy": {**DEFAULT_RETRY, **protocol.retry_policy},
+        "contrasts": protocol.contrasts,
+        "bootstrap": protocol.bootstrap,
+    }
+
+
+def protocol_hashes(protocol: Protocol) -> dict:
+    tasks = cohort_tasks(protocol.cohort)
+    prompts = {}
+    for name in prompt_names(protocol):
+        try:
+            prompts[name] = prompt_sha256(name)
+        except PromptError:
+            prompts[name] = "missing"
+    return {
+        "prompts": prompts,
+        "task_list_sha256": hashlib.sha256(canonical_task_list(tasks).encode("utf-8")).hexdigest(),
+        "settings_sha256": hashlib.sha256(canonical_json(protocol_settings(protocol)).encode("utf-8")).hexdigest(),
+        "code_version": code_version(),
+    }
+
+
+def _is_number(value, *, integer=False) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) if integer else isinstance(value, (int, float))
+
+
+def _settings_problems(protocol: Protocol) -> list[str]:
+    problems = []
+    policy = protocol.retry_policy
+    if not isinstance(policy, dict):
+        return ["the retry policy must be a mapping"]
+    for key, value in policy.items():
+        if key not in DEFAULT_RETRY:
+            problems.append(f"unknown retry setting {key!r} (known: {', '.join(DEFAULT_RETRY)})")
+        elif not _is_number(value, integer=key != "cooldown_s") or value < 0:
+            problems.append(f"retry setting {key} must be a non-negative "
+                            f"{'number' if key == 'cooldown_s' else 'integer'}, not {value!r}")
+    concurrency = protocol.concurrency
+    if not isinstance(concurrency, dict):
+        problems.append("the concurrency must map providers to in-flight caps")
+    else:
+        for provider, cap in concurrency.items():
+            if not _is_number(cap, integer=True) or cap < 1:
+                problems.append(f"the in-flight cap of {provider} must be a positive integer, not {cap!r}")
+    bootstrap = protocol.bootstrap
+    if not isinstance(bootstrap, dict):
+        problems.append("the bootstrap settings must be a mapping")
+    else:
+        for key, value in bootstrap.items():
+            if key not in ("seed", "draws"):
+                problems.append(f"unknown bootstrap setting {key!r}")
+            elif not _is_number(value, integer=True) or value < (1 if key == "draws" else 0):
+                problems.append(f"bootstrap {key} must be a {'positive' if key == 'draws' else 'non-negative'} "
+                                f"integer, not {value!r}")
+    known = set(protocol.conditions)
+    if not isinstance(protocol.contrasts, list):
+        return problems + ["the contrasts must be a list"]
+    for index, contrast in enumerate(protocol.contrasts):
+        name = contrast.get("name") if isinstance(contrast, dict) else None
+        if not isinstance(name, str) or not name:
+            problems.append(f"contrast {index + 1} needs a name")
+            continue
+        terms = contrast.get("terms")
+        if not isinstance(terms, dict) or not terms:
+            problems.append(f"contrast {name!r} needs terms: condition → coefficient")
+            continue
+        for key, coefficient in terms.items():
+            if key not in known:
+                problems.append(f"contrast {name!r} uses {key!r}, which is not in the protocol")
+            if not _is_number(coefficient):
+                problems.append(f"contrast {name!r}: the coefficient of {key!r} must be a number")
+    return problems
+
+
+def protocol_problems(protocol: Protocol) -> list[str]:
+    """Why the protocol cannot be sealed, in words for the page; [] when it can."""
+    problems = []
+    if not protocol.conditions:
+        problems.append("choose at least one condition")
+    if protocol.cohort_id is None:
+        problems.append("choose a cohort")
+    elif not protocol.cohort.cohort_tasks.exists():
+        problems.append(f"the cohort {protocol.cohort.name!r} has no tasks")
+    for key in protocol.conditions:
+        try:
+            condition = get_condition(key)
+        except KeyError:
+            problems.append(f"unknown condition {key!r}")
+            continue
+        if not condition.runnable:
+            problems.append(f"{key} is not runnable yet: {condition.note}")
+    if len(set(protocol.conditions)) != len(protocol.conditions):
+        problems.append("a condition is listed twice")
+    for role in ("generator", "judge"):
+        settings = getattr(protocol, role)
+        if not isinstance(settings, dict):
+            problems.append(f"{role}: the model settings must be a mapping")
+            continue
+        try:
+            model_config(settings)
+        except RunError as exc:
+            problems.append(f"{role}: {exc}")
+    problems += _settings_problems(protocol)
+    return problems
+
+
+def protocol_seal(*, protocol: Protocol, user) -> Protocol:
+    """Seal the protocol; the caller's instance is updated too, and returned."""
+    given = protocol
+    with transaction.atomic():
+        protocol = Protocol.objects.select_for_update().get(pk=protocol.pk)
+        if protocol.is_sealed():
+            raise RunError("the protocol is sealed already")
+        problems = protocol_problems(protocol)
+        if problems:
+            raise RunError("; ".join(problems))
+        hashes = protocol_hashes(protocol)
+        if hashes["task_list_sha256"] != protocol.cohort.task_list_sha256:
+            raise RunError("the cohort's tasks no longer match its recorded hash")
+        protocol.seal = hashes
+        protocol.sealed_at = timezone.now()
+        protocol.sealed_by = user
+        # Bypass the read-only guard for this one transition into the sealed state.
+        Protocol.objects.filter(pk=protocol.pk).update(seal=hashes, sealed_at=protocol.sealed_at, sealed_by=user)
+    # A caller holding the old instance must not go on seeing an unsealed protocol.
+    given.seal, given.sealed_at, given.sealed_by = protocol.seal, protocol.sealed_at, user
+    return given
+
+
+def seal_mismatches(protocol: Protocol, *, code: bool = True) -> list[str]:
+    """What changed since sealing; a run refuses to start unless this is empty.
+
+    `code=False` leaves out the code version: the driver checks the rest before planning
+    each phase, on whatever machine it runs.
+    """
+    now = protocol_hashes(protocol)
+    sealed = protocol.seal
+    problems = []
+    for name in sorted(set(sealed.get("prompts", {})) | set(now["prompts"])):
+        if sealed.get("prompts", {}).get(name) != now["prompts"].get(name):
+            problems.append(f"prompt file {name} changed")
+    fields = [("task_list_sha256", "the task list"), ("settings_sha256", "the settings")]
+    if code:
+        fields.append(("code_version", "the code version"))
+    for field, label in fields:
+        if sealed.get(field) != now[field]:
+            problems.append(f"{label} changed ({str(sealed.get(field))[:12]} → {now[field][:12]})")
+    return problems

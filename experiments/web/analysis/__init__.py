@@ -1,0 +1,1 @@
+"""Pages for a run's dashboards and exports."""

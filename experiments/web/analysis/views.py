@@ -1,0 +1,106 @@
+"""Contrast dashboards and numeric exports of a run (issue 5): numbers only, no text.
+
+Owners, analysts and viewers see them (the paper's "public package" level); raters do not
+(`access.run_for` with its default, the aggregate readers).
+"""
+import csv
+import io
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+
+from experiments.analysis import figures
+from experiments.access import run_for
+from experiments.analysis.dashboard import dashboard_cached
+from experiments.analysis.exports import scores_package_rows
+from experiments.execution.policy import offline_roles
+
+
+@login_required
+def run_dashboard(request, slug, pk):
+    """Template experiments/analysis/run_dashboard.html: figures, each with its table and CSV."""
+    membership, run = run_for(request, slug, pk)
+    result = dashboard_cached(run)
+    context = {"membership": membership, "project": membership.project, "run": run, "result": result}
+    if result is not None:
+        data = result.payload
+        context.update(
+            data=data,
+            forest=figures.forest(data["contrasts"]),
+            means=figures.means(data["means"]),
+            sweep=figures.sweep(data["sweep"]),
+            thresholds=figures.thresholds(data["contrasts"]),
+            transitions=[(c["name"], figures.transitions(c)) for c in data["contrasts"] if c.get("transitions")],
+            lengths=figures.lengths(data["lengths"]),
+            cost=figures.cost(data["cost"]["per_phase"]),
+            offline=offline_roles(run.protocol)["any"],
+        )
+    return render(request, "experiments/analysis/run_dashboard.html", context)
+
+
+CSV_TABLES = {
+    "contrasts": ["name", "estimate", "lo", "hi", "family_lo", "family_hi", "n_tasks", "lost", "planned", "people",
+                  "wins", "ties", "losses", "person_weighted", "study_lo", "study_hi", "bound_lo", "bound_hi",
+                  "sign_p", "criterion", "criterion_met", "seed", "draws"],
+    "means": ["condition", "mean", "lo", "hi", "graded", "missing", "planned", "people"],
+    "thresholds": ["name", "delta_at_least_1", "delta_at_least_2", "delta_at_least_3"],
+    "transitions": ["name", "row_condition", "column_condition", "row_grade", "column_grade", "tasks"],
+    "sweep": ["builder", "words", "mean", "lo", "hi", "tasks", "condition"],
+    "lengths": ["condition", "answers", "median_words", "mean_chars"],
+    "cost_phase": ["phase", "attempts", "recoveries", "input_tokens", "output_tokens", "reasoning_tokens",
+                   "unreported", "elapsed_s"],
+    "cost_condition": ["condition", "slots", "attempts", "recoveries", "input_tokens", "output_tokens",
+                       "reasoning_tokens", "unreported", "elapsed_s"],
+}
+
+
+def _table_rows(data, table):
+    if table == "contrasts":
+        return data["contrasts"]
+    if table == "means":
+        return data["means"]
+    if table == "thresholds":
+        return [{"name": c["name"], **{f"delta_at_least_{k + 1}": d for k, d in enumerate(c["delta_at_least"])}}
+                for c in data["contrasts"] if c.get("delta_at_least")]
+    if table == "transitions":
+        return [{"name": c["name"], "row_condition": c["transition_axes"]["rows"],
+                 "column_condition": c["transition_axes"]["columns"], "row_grade": i, "column_grade": j, "tasks": n}
+                for c in data["contrasts"] if c.get("transitions")
+                for i, row in enumerate(c["transitions"]) for j, n in enumerate(row)]
+    if table == "sweep":
+        return [{"builder": b, **p} for b, points in data["sweep"]["lines"].items() for p in points]
+    if table == "lengths":
+        return data["lengths"]
+    if table == "cost_phase":
+        return data["cost"]["per_phase"]
+    return data["cost"]["per_condition"]
+
+
+def _csv_response(filename, header, rows):
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=header, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+def run_dashboard_csv(request, slug, pk, table):
+    """The numbers of one dashboard table as CSV."""
+    _, run = run_for(request, slug, pk)
+    result = dashboard_cached(run)
+    if table not in CSV_TABLES or result is None:
+        return HttpResponse("No such table, or the analysis is not computed yet.", status=404,
+                            content_type="text/plain")
+    return _csv_response(f"run-{run.pk}-{table}.csv", CSV_TABLES[table], _table_rows(result.payload, table))
+
+
+@login_required
+def run_scores_csv(request, slug, pk):
+    """The run's numeric package: task-level scores, remapped labels, lengths, no text."""
+    _, run = run_for(request, slug, pk)
+    header, rows = scores_package_rows(run)
+    return _csv_response(f"run-{run.pk}-scores.csv", header, rows)

@@ -1,0 +1,1 @@
+"""Pages for projects, imported sessions, tasks and cohorts."""

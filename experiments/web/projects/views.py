@@ -1,0 +1,246 @@
+"""Pages for projects, sessions, imports and cohorts.
+
+Each view starts with `membership_for`, which is the whole access check.
+"""
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for
+from experiments.web.projects.forms import CohortForm, ImportForm, TaskRuleForm
+from experiments.core.interviews.readers import GENAGENTS_FILES, parse_genagents, parse_text
+from experiments.core.interviews.records import InterviewFileError, Problem, decode_utf8
+from experiments.models import Cohort, Membership, Session, Study, Task, Turn
+from experiments.data import CohortError, cohort_draw, cohort_tasks, project_task_rule, sessions_import, tasks_derive
+from experiments.core.tasks import TaskRule
+
+SESSIONS_PER_PAGE = 100
+
+
+@login_required
+def project_list(request):
+    """Template experiments/projects/project_list.html: the projects the user belongs to."""
+    memberships = Membership.objects.filter(user=request.user).select_related("project").order_by("project__slug")
+    return render(request, "experiments/projects/project_list.html", {"memberships": memberships})
+
+
+@login_required
+def project_detail(request, slug):
+    """Template experiments/projects/project_detail.html: studies, sessions, cohorts and counts.
+
+    Viewers and raters see counts only; the session list (ids linking to
+    transcripts) is for roles that may read text.
+    """
+    membership = membership_for(request, slug)
+    project = membership.project
+    task_set = project.current_task_set()
+    task_filter = Q(sessions__tasks__task_set=task_set) if task_set else Q(pk__in=[])
+    studies = Study.objects.filter(project=project).annotate(
+        session_count=Count("sessions", distinct=True),
+        task_count=Count("sessions__tasks", filter=task_filter, distinct=True),
+    )
+    context = {
+        "membership": membership,
+        "project": project,
+        "task_set": task_set,
+        "studies": studies,
+        "session_count": Session.objects.filter(project=project).count(),
+        "turn_count": Turn.objects.filter(session__project=project).count(),
+        "task_count": task_set.tasks.count() if task_set else 0,
+        "eligible_count": task_set.tasks.values("session").distinct().count() if task_set else 0,
+        "cohorts": project.cohorts.annotate(task_count=Count("cohort_tasks")).select_related("task_set"),
+    }
+    if membership.can_read_text():
+        sessions = (
+            Session.objects.filter(project=project)
+            .select_related("study", "person")
+            .annotate(
+                # Correlated counts: joining turns and tasks at once would multiply rows.
+                turn_count=_count_per_session(Turn.objects.all()),
+                task_count=_count_per_session(Task.objects.filter(task_set=task_set)),
+            )
+            .order_by("external_id")
+        )
+        context["page"] = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+        context["cohort_form"] = CohortForm(project=project)
+    if membership.is_owner():
+        context["rule_form"] = TaskRuleForm(initial=_rule_initial(project_task_rule(project)))
+    if membership.role in AGGREGATE_READERS:
+        # Raters are blinded to conditions and grades, so protocols and runs are not listed for them.
+        context["protocols"] = project.protocols.select_related("cohort").prefetch_related("runs")
+    return render(request, "experiments/projects/project_detail.html", context)
+
+
+def _count_per_session(queryset):
+    counts = queryset.filter(session=OuterRef("pk")).order_by().values("session").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counts), 0)
+
+
+def _rule_initial(rule: TaskRule):
+    return {"min_pairs": rule.min_pairs, "min_targets": rule.min_targets, "max_targets": rule.max_targets}
+
+
+@login_required
+def session_detail(request, slug, session_id):
+    """Template experiments/projects/session_detail.html: transcript, screener, targets and cut.
+
+    Participant text: owners and analysts only.
+    """
+    membership = membership_for(request, slug, roles=TEXT_READERS)
+    project = membership.project
+    session = get_object_or_404(
+        Session.objects.select_related("study", "person"), project=project, external_id=session_id
+    )
+    task_set = project.current_task_set()
+    tasks = list(Task.objects.filter(session=session, task_set=task_set).order_by("position")) if task_set else []
+    targets_by_question = {t.cut: t for t in tasks}
+    answers = {t.answer_turn_id for t in tasks}
+    record_cut = tasks[0].record_cut if tasks else None
+    rows = []
+    for turn in session.turns.all():
+        rows.append(
+            {
+                "turn": turn,
+                "target": targets_by_question.get(turn.index),
+                "is_reference": turn.pk in answers,
+                "record_cut_here": turn.index == record_cut,
+            }
+        )
+    return render(
+        request,
+        "experiments/projects/session_detail.html",
+        {
+            "membership": membership,
+            "project": project,
+            "session": session,
+            "rows": rows,
+            "screener": session.screener_items.all(),
+            "tasks": tasks,
+            "task_set": task_set,
+        },
+    )
+
+
+@login_required
+def session_import(request, slug):
+    """Template experiments/projects/session_import.html: upload interview files (owners)."""
+    membership = membership_for(request, slug, roles=OWNERS)
+    project = membership.project
+    results = []
+    if request.method == "POST":
+        form = ImportForm(request.POST, request.FILES)
+        if form.is_valid():
+            results = _import_uploads(project, form.cleaned_data["files"], form.cleaned_data["format"], request.user)
+            if all(ok for ok, _ in results):
+                for _, text in results:
+                    messages.success(request, text)
+                return redirect("project_detail", slug=project.slug)
+    else:
+        form = ImportForm()
+    return render(
+        request,
+        "experiments/projects/session_import.html",
+        {"membership": membership, "project": project, "form": form, "results": results},
+    )
+
+
+def _import_uploads(project, uploads, fmt, user):
+    """Import each uploaded file in its own transaction; a genagents folder counts as one file.
+
+    Returns (ok, message) per file.
+    """
+    genagents = [u for u in uploads if u.name in GENAGENTS_FILES]
+    if fmt == "genagents" or (not fmt and genagents):
+        groups = [("genagents", "genagents folder", uploads)]
+    else:
+        groups = [(fmt or _guess_upload_format(u.name), u.name, [u]) for u in uploads]
+    results = []
+    for group_fmt, label, files in groups:
+        try:
+            if group_fmt is None:
+                raise InterviewFileError(
+                    [Problem(label, "", "", "cannot tell the format from the name (.jsonl or .csv); choose one")]
+                )
+            if group_fmt == "genagents":
+                texts = {u.name: decode_utf8(u.read(), u.name) for u in files}
+                parsed = parse_genagents(texts, label)
+            else:
+                parsed = parse_text(decode_utf8(files[0].read(), label), label, group_fmt)
+            summary = sessions_import(
+                project=project, parsed=parsed, source_format=group_fmt, source_file=label, user=user
+            )
+        except InterviewFileError as exc:
+            results.append((False, f"Nothing imported from {label}:\n{exc}"))
+        else:
+            results.append((True, f"{label}: {summary}"))
+    return results
+
+
+def _guess_upload_format(name):
+    lowered = name.lower()
+    if lowered.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    if lowered.endswith(".csv"):
+        return "anthropic-csv"
+    return None
+
+
+@login_required
+@require_POST
+def tasks_derive_view(request, slug):
+    """Derive tasks with new thresholds (owners); redirects to the project page."""
+    membership = membership_for(request, slug, roles=OWNERS)
+    form = TaskRuleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Tasks not derived: " + "; ".join(m for ms in form.errors.values() for m in ms))
+        return redirect("project_detail", slug=slug)
+    rule = TaskRule(**form.cleaned_data)
+    new_tasks = tasks_derive(project=membership.project, rule=rule)
+    messages.success(request, f"{new_tasks} new tasks under {rule.min_pairs}/{rule.min_targets}/{rule.max_targets}.")
+    return redirect("project_detail", slug=slug)
+
+
+@login_required
+@require_POST
+def cohort_draw_view(request, slug):
+    """Draw a cohort (owners and analysts); redirects to the cohort's page."""
+    membership = membership_for(request, slug, roles=TEXT_READERS)
+    project = membership.project
+    form = CohortForm(request.POST, project=project)
+    if not form.is_valid():
+        messages.error(request, "No cohort drawn: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        return redirect("project_detail", slug=slug)
+    try:
+        cohort = cohort_draw(
+            project=project,
+            name=form.cleaned_data["name"],
+            size=form.cleaned_data["size"],
+            seed=form.cleaned_data["seed"],
+            exclude_cohorts=form.cleaned_data["exclude"],
+            user=request.user,
+        )
+    except CohortError as exc:
+        messages.error(request, f"No cohort drawn: {exc}")
+        return redirect("project_detail", slug=slug)
+    return redirect("cohort_detail", slug=slug, pk=cohort.pk)
+
+
+@login_required
+def cohort_detail(request, slug, pk):
+    """Template experiments/projects/cohort_detail.html: the rule, seed, hash and (for text roles) the tasks."""
+    membership = membership_for(request, slug)
+    cohort = get_object_or_404(Cohort.objects.select_related("task_set"), project=membership.project, pk=pk)
+    context = {
+        "membership": membership,
+        "project": membership.project,
+        "cohort": cohort,
+        "task_count": cohort.cohort_tasks.count(),
+        "excluded": cohort.excluded_cohorts.all(),
+    }
+    if membership.can_read_text():
+        context["tasks"] = cohort_tasks(cohort)
+    return render(request, "experiments/projects/cohort_detail.html", context)

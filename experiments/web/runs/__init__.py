@@ -1,0 +1,1 @@
+"""Pages for protocols and runs."""

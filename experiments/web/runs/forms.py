@@ -1,0 +1,285 @@
+"""Forms of the protocol editor and the run page's amendments.
+
+A protocol is edited with three forms validated together (`ProtocolEditor`): the protocol's own
+fields and one `ModelConfigForm` each for the generator and the judge. The sealing rules
+(`sealing.protocol_problems`) run on the assembled, unsaved protocol, so the page shows exactly
+the problems that would stop the seal.
+"""
+from __future__ import annotations
+
+import re
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.db import transaction
+
+from experiments.core.conditions import CONDITIONS
+from experiments.core.contrasts import CONTRAST_SYNTAX_HELP, contrast_problems, format_contrast, parse_contrast_line
+from experiments.core.llm import wire
+from experiments.core.llm.wire import api_key_env_problem
+from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
+from experiments.execution.policy import DEFAULT_CONCURRENCY, DEFAULT_RETRY, RunError
+from experiments.models import Protocol
+from experiments.execution.sealing import protocol_problems
+
+# --- the forms --------------------------------------------------------------------------------
+
+class ModelConfigForm(forms.Form):
+    """One generator or judge configuration (wire.ModelConfig) and its provider's in-flight cap."""
+
+    provider = forms.ChoiceField(choices=[(p, p) for p in wire.PROVIDERS])
+    base_url = forms.CharField(
+        required=False, max_length=500, label="Base URL",
+        help_text="e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1; empty for offline",
+    )
+    model = forms.CharField(max_length=200, label="Model id")
+    expected_model_version = forms.CharField(
+        required=False, max_length=200, help_text="the returned model version must equal this; empty: not checked"
+    )
+    reasoning = forms.CharField(
+        required=False, max_length=50, label="Reasoning / thinking setting",
+        help_text="OpenAI reasoning_effort or Gemini thinkingLevel; empty: not sent",
+    )
+    max_output_tokens = forms.IntegerField(min_value=1, max_value=1_000_000, label="Output-token cap")
+    temperature = forms.FloatField(
+        required=False, min_value=0, max_value=2, help_text="empty: the service default (not sent)"
+    )
+    token_param = forms.ChoiceField(choices=[(p, p) for p in wire.TOKEN_PARAMS], label="Token parameter")
+    timeout_s = forms.FloatField(min_value=0.1, max_value=3600, label="Timeout (s)")
+    api_key_env = forms.CharField(
+        required=False, max_length=100, label="Key variable",
+        help_text="the NAME of the environment variable holding the key (e.g. OPENAI_API_KEY), never the key; "
+        "empty: no credentials (local servers)",
+    )
+    quota_pattern = forms.CharField(
+        required=False, max_length=500, help_text="regular expression over an error body meaning “quota exhausted”"
+    )
+    concurrency = forms.IntegerField(min_value=1, max_value=1000, label="In-flight cap for this provider")
+
+    def clean_api_key_env(self):
+        value = self.cleaned_data["api_key_env"].strip()
+        problem = api_key_env_problem(value)
+        if problem:
+            # A pasted key must not come back in the re-rendered form.
+            self.data = self.data.copy()
+            self.data[self.add_prefix("api_key_env")] = ""
+            raise ValidationError(problem, code="not_a_variable_name")
+        return value or None
+
+    def clean_quota_pattern(self):
+        value = self.cleaned_data["quota_pattern"].strip()
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValidationError(f"not a regular expression: {exc}", code="bad_pattern") from None
+        return value or None
+
+    def clean(self):
+        data = super().clean()
+        base_url = (data.get("base_url") or "").strip()
+        if data.get("provider") and data["provider"] != "offline":
+            if not base_url:
+                self.add_error("base_url", ValidationError("a base URL is needed for this provider", code="required"))
+            else:
+                try:
+                    URLValidator(schemes=["http", "https"])(base_url)
+                except ValidationError:
+                    self.add_error("base_url", ValidationError("not an http(s) URL", code="bad_url"))
+        data["base_url"] = base_url
+        return data
+
+    def config(self) -> dict:
+        """The wire.ModelConfig fields as stored on the protocol (every field, explicitly)."""
+        data = self.cleaned_data
+        return {
+            "provider": data["provider"],
+            "base_url": data["base_url"],
+            "model": data["model"].strip(),
+            "expected_model_version": data["expected_model_version"].strip() or None,
+            "api_key_env": data["api_key_env"],
+            "max_output_tokens": data["max_output_tokens"],
+            "temperature": data["temperature"],
+            "reasoning": data["reasoning"].strip() or None,
+            "token_param": data["token_param"],
+            "timeout_s": data["timeout_s"],
+            "quota_pattern": data["quota_pattern"],
+        }
+
+
+def model_initial(config: dict, concurrency: dict) -> dict:
+    defaults = {f: getattr(wire.ModelConfig(provider="offline", base_url="", model=""), f)
+                for f in ("max_output_tokens", "token_param", "timeout_s")}
+    initial = {**defaults, **{key: value for key, value in config.items() if value is not None}}
+    initial["concurrency"] = concurrency.get(config.get("provider"), DEFAULT_CONCURRENCY)
+    return initial
+
+
+OFFLINE_CONFIG = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+
+
+class ProtocolForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    cohort = forms.ModelChoiceField(queryset=None, empty_label=None)
+    conditions = forms.MultipleChoiceField(
+        choices=[(key, key) for key in CONDITIONS], widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "choose at least one condition"},
+    )
+    max_recoveries_per_slot = forms.IntegerField(min_value=0, max_value=10, label="Max recoveries per slot")
+    cooldown_s = forms.FloatField(min_value=0, max_value=3600, label="Cooldown (s)")
+    phase_allowance = forms.IntegerField(min_value=0, max_value=1_000_000, label="Recovery allowance per phase")
+    contrasts = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5, "cols": 100}),
+                                label="Planned contrasts", help_text=CONTRAST_SYNTAX_HELP)
+    bootstrap_seed = forms.IntegerField(min_value=0, max_value=2**63 - 1, label="Bootstrap seed")
+    bootstrap_draws = forms.IntegerField(min_value=100, max_value=10_000_000, label="Bootstrap draws")
+
+    def __init__(self, *args, project, protocol=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.protocol = protocol
+        self.fields["cohort"].queryset = project.cohorts.all()
+
+    def clean_name(self):
+        name = self.cleaned_data["name"].strip()
+        others = Protocol.objects.filter(project=self.project, name=name)
+        if self.protocol is not None:
+            others = others.exclude(pk=self.protocol.pk)
+        if others.exists():
+            raise ValidationError("another protocol of this project has this name", code="duplicate_name")
+        return name
+
+    def clean_conditions(self):
+        keys = self.cleaned_data["conditions"]
+        not_runnable = [key for key in keys if not CONDITIONS[key].runnable]
+        if not_runnable:
+            raise ValidationError(
+                [f"{key} is not runnable yet: {CONDITIONS[key].note}" for key in not_runnable], code="not_runnable"
+            )
+        # Registry order, so the same choice always gives the same protocol (and seal).
+        return [key for key in CONDITIONS if key in keys]
+
+    def clean_contrasts(self):
+        contrasts, errors = [], []
+        for number, line in enumerate(self.cleaned_data["contrasts"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                contrasts.append(parse_contrast_line(line))
+            except ValueError as exc:
+                errors.append(ValidationError(f"line {number}: {exc}", code="bad_contrast"))
+        if errors:
+            raise ValidationError(errors)
+        return contrasts
+
+    def clean(self):
+        data = super().clean()
+        if "contrasts" in data and "conditions" in data:
+            for problem in contrast_problems(data["contrasts"], data["conditions"]):
+                self.add_error("contrasts", ValidationError(problem, code="bad_contrast"))
+        return data
+
+
+def protocol_initial(protocol: Protocol | None, project) -> dict:
+    if protocol is None:
+        return {
+            "cohort": project.cohorts.first(),
+            **DEFAULT_RETRY,
+            "bootstrap_seed": DEFAULT_SEED,
+            "bootstrap_draws": DEFAULT_DRAWS,
+        }
+    retry = {**DEFAULT_RETRY, **protocol.retry_policy}
+    return {
+        "name": protocol.name,
+        "cohort": protocol.cohort,
+        "conditions": protocol.conditions,
+        **retry,
+        "contrasts": "\n".join(format_contrast(c) for c in protocol.contrasts),
+        "bootstrap_seed": protocol.bootstrap.get("seed", DEFAULT_SEED),
+        "bootstrap_draws": protocol.bootstrap.get("draws", DEFAULT_DRAWS),
+    }
+
+
+class ProtocolEditor:
+    """The protocol form and its two model forms, validated and saved together."""
+
+    def __init__(self, data=None, *, project, protocol: Protocol | None = None):
+        self.project = project
+        self.protocol = protocol
+        concurrency = protocol.concurrency if protocol else {}
+        self.main = ProtocolForm(data, project=project, protocol=protocol,
+                                 initial=protocol_initial(protocol, project))
+        self.generator = ModelConfigForm(data, prefix="generator", initial=model_initial(
+            protocol.generator if protocol else OFFLINE_CONFIG, concurrency))
+        self.judge = ModelConfigForm(data, prefix="judge", initial=model_initial(
+            protocol.judge if protocol else OFFLINE_CONFIG, concurrency))
+
+    def is_valid(self) -> bool:
+        valid = [form.is_valid() for form in (self.main, self.generator, self.judge)]  # all, for every error
+        if not all(valid):
+            return False
+        generator, judge = self.generator.cleaned_data, self.judge.cleaned_data
+        if generator["provider"] == judge["provider"] and generator["concurrency"] != judge["concurrency"]:
+            self.main.add_error(None, ValidationError(
+                f"generator and judge both use {generator['provider']}: the in-flight cap is per provider, "
+                "so give them the same cap", code="cap_conflict"))
+            return False
+        for problem in protocol_problems(Protocol(**self.values())):
+            self.main.add_error(None, ValidationError(problem, code="cannot_seal"))
+        return not self.main.errors
+
+    def values(self) -> dict:
+        """The protocol's fields from the cleaned forms."""
+        data = self.main.cleaned_data
+        return {
+            "name": data["name"],
+            "cohort": data["cohort"],
+            "conditions": data["conditions"],
+            "generator": self.generator.config(),
+            "judge": self.judge.config(),
+            "concurrency": {
+                self.generator.cleaned_data["provider"]: self.generator.cleaned_data["concurrency"],
+                self.judge.cleaned_data["provider"]: self.judge.cleaned_data["concurrency"],
+            },
+            "retry_policy": {key: data[key] for key in DEFAULT_RETRY},
+            "contrasts": data["contrasts"],
+            "bootstrap": {"seed": data["bootstrap_seed"], "draws": data["bootstrap_draws"]},
+        }
+
+    def save(self, *, user) -> Protocol:
+        """Create the protocol, or update it while it is unsealed (RunError once sealed)."""
+        if self.protocol is None:
+            return Protocol.objects.create(project=self.project, created_by=user, **self.values())
+        with transaction.atomic():
+            protocol = Protocol.objects.select_for_update().get(pk=self.protocol.pk)
+            if protocol.is_sealed():
+                raise RunError("the protocol was sealed meanwhile; it is read-only now")
+            for field, value in self.values().items():
+                setattr(protocol, field, value)
+            protocol.save()
+            return protocol
+
+    def condition_rows(self) -> list[dict]:
+        """Every registry condition for the checkboxes; those not runnable shown disabled."""
+        chosen = set(self.main["conditions"].value() or ())
+        return [
+            {"key": key, "runnable": c.runnable, "note": c.note, "checked": key in chosen}
+            for key, c in CONDITIONS.items()
+        ]
+
+
+class ReasonForm(forms.Form):
+    """Every amendment carries a reason (paper App. B.2)."""
+
+    reason = forms.CharField(max_length=2000, widget=forms.TextInput(attrs={"size": 60}),
+                             error_messages={"required": "give a reason: amendments are recorded with it"})
+
+
+class ConcurrencyForm(ReasonForm):
+    provider = forms.ChoiceField()
+    cap = forms.IntegerField(min_value=1, max_value=1000, label="In-flight cap")
+
+    field_order = ["provider", "cap", "reason"]
+
+    def __init__(self, *args, providers, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["provider"].choices = [(p, p) for p in providers]

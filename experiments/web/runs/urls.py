@@ -1,0 +1,18 @@
+"""URLs of protocols and runs."""
+from django.urls import path
+
+from experiments.web.runs import views
+
+urlpatterns = [
+    path("p/<slug:slug>/protocols/new/", views.protocol_create, name="protocol_create"),
+    path("p/<slug:slug>/protocols/<int:pk>/", views.protocol_detail, name="protocol_detail"),
+    path("p/<slug:slug>/protocols/<int:pk>/edit/", views.protocol_edit, name="protocol_edit"),
+    path("p/<slug:slug>/protocols/<int:pk>/seal/", views.protocol_seal_view, name="protocol_seal"),
+    path("p/<slug:slug>/protocols/<int:pk>/run/", views.run_create, name="run_create"),
+    path("p/<slug:slug>/runs/<int:pk>/", views.run_detail, name="run_detail"),
+    path("p/<slug:slug>/runs/<int:pk>/progress.json", views.run_progress_json, name="run_progress"),
+    path("p/<slug:slug>/runs/<int:pk>/pause/", views.run_pause_view, name="run_pause"),
+    path("p/<slug:slug>/runs/<int:pk>/resume/", views.run_resume_view, name="run_resume"),
+    path("p/<slug:slug>/runs/<int:pk>/reissue/", views.run_reissue_view, name="run_reissue"),
+    path("p/<slug:slug>/runs/<int:pk>/concurrency/", views.run_concurrency_view, name="run_concurrency"),
+]

@@ -1,0 +1,177 @@
+"""The layout's rules (issue 9), checked on the import graph so the house cannot rot quietly.
+
+The graph is built from the source with `ast` (no extra dependency): one node per module of
+`experiments` and `annotations` (migrations left out), one arrow per import of another module of
+the project. The rules:
+
+- `experiments.core` imports no Django (nor rq/redis) and nothing outside `experiments.core`;
+- there is no import circle;
+- `data` and `analysis` never import `execution` or `web`; `execution` never imports `web` or the
+  management commands; `experiments` never imports `annotations`;
+- every module holds at most MAX_LINES lines and opens with a docstring.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("experiments", "annotations")
+MAX_LINES = 400
+# Django-generated or declarative files that need no docstring of their own.
+NO_DOCSTRING_NEEDED = {"apps", "admin", "__init__", "models"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def project_modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            if "migrations" not in path.parts:
+                found[module_name(path)] = path
+    return found
+
+
+def imported_names(path: Path) -> set[str]:
+    """Every absolute module name imported by the file, with `from a import b` giving a.b too."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {name: {imported for imported in imported_names(path) if imported in modules and imported != name}
+            for name, path in modules.items()}
+
+
+def under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+GRAPH = import_graph()
+
+
+def test_the_graph_is_the_project():
+    # A graph that lost its modules would pass every rule below.
+    assert len(GRAPH) > 50
+    assert "experiments.core.stats.paired" in GRAPH
+    assert "experiments.execution.journal" in GRAPH["experiments.execution.driver"]
+
+
+def test_the_core_imports_no_django_and_nothing_outside_the_core():
+    problems = []
+    for name, path in project_modules().items():
+        if not under(name, "experiments.core"):
+            continue
+        for imported in imported_names(path):
+            top = imported.split(".")[0]
+            if top in ("django", "rq", "redis", "django_rq"):
+                problems.append(f"{name} imports {imported}")
+            if top in PACKAGES and not under(imported, "experiments.core"):
+                problems.append(f"{name} imports {imported}")
+    assert not problems, problems
+
+
+def test_the_core_loads_without_django_in_a_fresh_interpreter():
+    core = sorted(name for name in GRAPH if under(name, "experiments.core"))
+    code = ("import importlib, sys\n"
+            f"for name in {core!r}:\n    importlib.import_module(name)\n"
+            "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'rq', 'redis'))\n"
+            "assert not loaded, loaded\n")
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A circle of imports, as the list of its modules, or None (depth-first, three colours)."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_find_cycle_finds_a_circle_and_only_a_circle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_there_is_no_import_circle():
+    assert find_cycle(GRAPH) is None
+
+
+@pytest.mark.parametrize("lower, higher", [
+    ("experiments.data", "experiments.execution"),
+    ("experiments.data", "experiments.web"),
+    ("experiments.data", "experiments.analysis"),
+    ("experiments.analysis", "experiments.execution"),
+    ("experiments.analysis", "experiments.web"),
+    ("experiments.execution", "experiments.web"),
+    ("experiments.execution", "experiments.management"),
+    ("experiments.management", "experiments.web"),
+    ("experiments.models", "experiments.data"),
+    ("experiments.access", "experiments.web"),
+    ("experiments", "annotations"),
+])
+def test_arrows_point_one_way(lower, higher):
+    wrong = sorted(f"{name} → {imported}" for name, imports in GRAPH.items() if under(name, lower)
+                   and not under(name, higher) for imported in imports if under(imported, higher))
+    assert not wrong, wrong
+
+
+def test_no_module_is_over_the_line_limit_and_each_says_what_it_holds():
+    too_long, undocumented = [], []
+    for name, path in project_modules().items():
+        text = path.read_text()
+        if text.count("\n") > MAX_LINES:
+            too_long.append(f"{name}: {text.count(chr(10))} lines")
+        short = name.rsplit(".", 1)[-1]
+        is_package_init = path.name == "__init__.py"
+        exempt = short in NO_DOCSTRING_NEEDED or "commands" in path.parts or (
+            is_package_init and "models" in path.parts)
+        if text.strip() and not exempt and not ast.get_docstring(ast.parse(text)):
+            undocumented.append(name)
+    assert not too_long, too_long
+    assert not undocumented, undocumented
+
+
+def test_jobs_queued_under_the_old_paths_still_resolve():
+    # RQ stores a job's function by dotted path: runs queued before the move name these.
+    from rq.utils import import_attribute
+
+    from experiments.execution import jobs
+
+    for name in ("job_slot", "job_drive", "job_recheck", "job_analyze"):
+        assert import_attribute(f"experiments.jobs.{name}") is getattr(jobs, name)
