@@ -17,7 +17,9 @@ import bm25s
 import numpy as np
 import pytest
 
-from experiments.core.evidence import INTERVIEWER, PARTICIPANT, TurnText, bm25_scores, ownwords, respondent_record, segments, tok
+from experiments.core.evidence import (
+    INTERVIEWER, PARTICIPANT, TurnText, bm25_scores, ownwords, respondent_record, segments, tok,
+)
 
 DATA_DIR = Path("/work/shared/data/anthropic-interviewer")
 INTERVIEWS_PER_FILE = 12  # 24 interviews in all

@@ -5,7 +5,9 @@ import json
 
 import pytest
 
-from experiments.core.conditions import CONDITIONS, MEMORY_LENGTH, get_condition, memory_condition, ownwords_condition, recency_condition
+from experiments.core.conditions import (
+    CONDITIONS, MEMORY_LENGTH, get_condition, memory_condition, ownwords_condition, recency_condition,
+)
 from experiments.core.prompts import all_prompt_names
 
 DESIGN_CONDITIONS = [

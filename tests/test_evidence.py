@@ -3,7 +3,12 @@ import math
 
 import pytest
 
-from experiments.core.evidence import DIALOGUE_CAP, DIALOGUE_TRUNCATION_MARKER, INTERVIEWER, PARTICIPANT, RECORD_CAP, SCREENER_CAP, SCREENER_TRUNCATION_MARKER, STOP_WORDS, TurnText, bm25_scores, current_dialogue, memory_plus_ownwords, memory_plus_whole_record, ownwords, question_free, question_free_query, recency, respondent_record, screener_block, segments, tok, whole_record
+from experiments.core.evidence import (
+    DIALOGUE_CAP, DIALOGUE_TRUNCATION_MARKER, INTERVIEWER, PARTICIPANT, RECORD_CAP, SCREENER_CAP,
+    SCREENER_TRUNCATION_MARKER, STOP_WORDS, TurnText, bm25_scores, current_dialogue, memory_plus_ownwords,
+    memory_plus_whole_record, ownwords, question_free, question_free_query, recency, respondent_record,
+    screener_block, segments, tok, whole_record,
+)
 
 
 def turns_of(*spoken):

@@ -5,7 +5,10 @@ from collections import Counter
 
 import pytest
 
-from experiments.core.parsers import CANDIDATE_IDS, JudgeResult, Selection, candidate_display_order, parse_judge, parse_selection, selection_payload
+from experiments.core.parsers import (
+    CANDIDATE_IDS, JudgeResult, Selection, candidate_display_order, parse_judge, parse_selection,
+    selection_payload,
+)
 
 # --- Selection ------------------------------------------------------------------------------
 

@@ -3,7 +3,10 @@ import hashlib
 
 import pytest
 
-from experiments.core.prompts import PROMPTS_DIR, PromptError, PromptRef, all_prompt_names, fill_prompt, load_prompt, prompt_fields, prompt_ref, prompt_sha256, render_prompt, strip_comments
+from experiments.core.prompts import (
+    PROMPTS_DIR, PromptError, PromptRef, all_prompt_names, fill_prompt, load_prompt, prompt_fields,
+    prompt_ref, prompt_sha256, render_prompt, strip_comments,
+)
 
 # The sealed identity of every prompt. Changing a prompt file is a deliberate act: it changes
 # this table, and every protocol sealed with the old hash refuses to run.

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from experiments.core import evidence as ev
-from experiments.core.conditions import CURRENT_DIALOGUE, Condition, JUDGE_PROMPTS, MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, NO_EVIDENCE, ONE_SHOT, OWNWORDS, QUESTION_FREE, RECENCY, WHOLE_RECORD, get_condition
+from experiments.core.conditions import (
+    CURRENT_DIALOGUE, Condition, JUDGE_PROMPTS, MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
+    MEMORY_PROMPTS, NO_EVIDENCE, ONE_SHOT, OWNWORDS, QUESTION_FREE, RECENCY, WHOLE_RECORD, get_condition,
+)
 from experiments.core.evidence import TurnText
 from experiments.core.parsers import selection_payload
 from experiments.core.prompts import PromptRef, render_prompt

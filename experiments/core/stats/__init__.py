@@ -28,7 +28,9 @@ decomposition, transitions), I.8 (person-weighted estimates).
 """
 
 from experiments.core.stats.agreement import quadratic_kappa
-from experiments.core.stats.grouping import BUDGET_SHARE_GROUPS, budget_share_group, candidate_mean, group_by, interaction
+from experiments.core.stats.grouping import (
+    BUDGET_SHARE_GROUPS, budget_share_group, candidate_mean, group_by, interaction,
+)
 from experiments.core.stats.paired import (
     DEFAULT_DRAWS, DEFAULT_SEED, GRADES, MAX_GRADE, BootstrapResult, MissingBounds, PairedSet, SignTest, family_tails,
     missing_bounds, normalize, paired_bootstrap, paired_set, person_weighted, sign_test, study_bootstrap,

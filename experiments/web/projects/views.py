@@ -15,7 +15,9 @@ from experiments.web.projects.forms import CohortForm, ImportForm, TaskRuleForm
 from experiments.core.interviews.readers import GENAGENTS_FILES, parse_genagents, parse_text
 from experiments.core.interviews.records import InterviewFileError, Problem, decode_utf8
 from experiments.models import Cohort, Membership, Session, Study, Task, Turn
-from experiments.data import CohortError, cohort_draw, cohort_tasks, project_task_rule, sessions_import, tasks_derive
+from experiments.data import (
+    CohortError, cohort_draw, cohort_tasks, project_task_rule, sessions_import, tasks_derive,
+)
 from experiments.core.tasks import TaskRule
 
 SESSIONS_PER_PAGE = 100

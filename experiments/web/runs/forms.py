@@ -15,7 +15,9 @@ from django.core.validators import URLValidator
 from django.db import transaction
 
 from experiments.core.conditions import CONDITIONS
-from experiments.core.contrasts import CONTRAST_SYNTAX_HELP, contrast_problems, format_contrast, parse_contrast_line
+from experiments.core.contrasts import (
+    CONTRAST_SYNTAX_HELP, contrast_problems, format_contrast, parse_contrast_line,
+)
 from experiments.core.llm import wire
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
