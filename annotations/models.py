@@ -1,1 +1,174 @@
-# Rating campaigns, assignments and human grades arrive with the ratings issue.
+"""Rating campaigns: blind human grades of a finished run's answers (DESIGN §2, issue 10).
+
+An item is one distinct answer text within a task, as for the judge, so one human grade
+serves every condition that produced that text. Each item goes to exactly k distinct
+raters (Assignment rows that are not reassigned); a rating (HumanGrade) belongs to one
+assignment and an adjudication to one item, so an owner's decision never overwrites
+what a rater said. RatingEvent keeps every rate, update and undo for the record.
+"""
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from experiments.models import Prediction, Project, Run, Task
+
+# A rater may change or undo a rating this long after storing it; later it is final.
+UNDO_WINDOW_S = 600
+
+
+class RatingCampaign(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    class Sample(models.TextChoices):
+        ALL = "all", "All items"
+        STRATIFIED = "stratified", "Seeded sample, stratified by condition, judge grade and task"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="rating_campaigns")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="rating_campaigns")
+    name = models.CharField(max_length=100)
+    conditions = models.JSONField(help_text="condition keys whose final answers are rated")
+    sample = models.CharField(max_length=16, choices=Sample.choices, default=Sample.ALL)
+    sample_size = models.PositiveIntegerField(null=True, blank=True)
+    seed = models.BigIntegerField()
+    ratings_per_item = models.PositiveSmallIntegerField(default=2)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="campaign_name_unique_in_project"),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    def is_open(self) -> bool:
+        return self.status == self.Status.OPEN
+
+
+class CampaignRater(models.Model):
+    """A rater of a campaign; `active` False once an owner removed them (their ratings stay)."""
+
+    campaign = models.ForeignKey(RatingCampaign, on_delete=models.CASCADE, related_name="raters")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    active = models.BooleanField(default=True)
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["campaign", "user__username"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "user"], name="campaign_rater_once"),
+        ]
+
+
+class RatingItem(models.Model):
+    """One distinct answer text of a task. `prediction` is one prediction carrying that text."""
+
+    campaign = models.ForeignKey(RatingCampaign, on_delete=models.CASCADE, related_name="items")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
+    answer_sha256 = models.CharField(max_length=64)
+    prediction = models.ForeignKey(Prediction, on_delete=models.PROTECT, related_name="+")
+    conditions = models.JSONField(help_text="every included condition whose final answer has this text")
+    stratum = models.CharField(max_length=200, blank=True, help_text="condition | judge grade the sample drew from")
+    judge_score = models.PositiveSmallIntegerField(null=True, blank=True, help_text="the run's judge grade, never shown to raters")
+    gold_grade = models.PositiveSmallIntegerField(null=True, blank=True, help_text="set by an owner: a gold item")
+    number = models.PositiveIntegerField(help_text="1-based, for owners' pages and exports")
+
+    class Meta:
+        ordering = ["campaign", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "task", "answer_sha256"], name="rating_item_once"),
+            models.UniqueConstraint(fields=["campaign", "number"], name="rating_item_number_once"),
+            models.CheckConstraint(condition=Q(gold_grade__isnull=True) | Q(gold_grade__lte=3),
+                                   name="rating_item_gold_grade_0_3"),
+        ]
+
+
+class Assignment(models.Model):
+    """Item → rater, at `position` of the rater's queue. Reassigned rows stay for the record."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        DONE = "done", "Rated"
+        REASSIGNED = "reassigned", "Reassigned to another rater"
+
+    campaign = models.ForeignKey(RatingCampaign, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(RatingItem, on_delete=models.CASCADE, related_name="assignments")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    served_at = models.DateTimeField(null=True, blank=True, help_text="first shown to the rater")
+
+    class Meta:
+        ordering = ["campaign", "rater", "position"]
+        constraints = [
+            # A rater never sees an item twice, even after a reassignment.
+            models.UniqueConstraint(fields=["item", "rater"], name="assignment_item_rater_once"),
+            models.UniqueConstraint(fields=["campaign", "rater", "position"], name="assignment_position_once"),
+        ]
+        indexes = [
+            # the rater's next item: their first open assignment by position
+            models.Index(fields=["campaign", "rater", "status", "position"], name="assignment_queue"),
+        ]
+
+
+class HumanGrade(models.Model):
+    """A rater's grade of one assignment. A flag may stand without a grade (unratable item)."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="rating")
+    grade = models.PositiveSmallIntegerField(null=True, blank=True)
+    note = models.TextField(blank=True)
+    flagged = models.BooleanField(default=False)
+    flag_reason = models.TextField(blank=True)
+    seconds_spent = models.FloatField(null=True, blank=True, help_text="time from showing the item to the rating")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(grade__isnull=True) | Q(grade__lte=3), name="human_grade_0_3"),
+            models.CheckConstraint(condition=Q(grade__isnull=False) | Q(flagged=True),
+                                   name="human_grade_or_flag"),
+        ]
+
+
+class RatingEvent(models.Model):
+    """Every rate, update and undo, in order: the audit trail behind HumanGrade."""
+
+    class Kind(models.TextChoices):
+        RATE = "rate", "Rated"
+        UPDATE = "update", "Changed within the undo window"
+        UNDO = "undo", "Undone"
+        REASSIGN = "reassign", "Reassigned"
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    grade = models.PositiveSmallIntegerField(null=True, blank=True)
+    flagged = models.BooleanField(default=False)
+    at = models.DateTimeField()
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["at", "pk"]
+
+
+class Adjudication(models.Model):
+    """An owner's grade for an item whose raters differ by two or more; ratings stay as they are."""
+
+    item = models.OneToOneField(RatingItem, on_delete=models.CASCADE, related_name="adjudication")
+    grade = models.PositiveSmallIntegerField()
+    note = models.TextField(blank=True)
+    decided_at = models.DateTimeField()
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(grade__lte=3), name="adjudication_grade_0_3"),
+        ]

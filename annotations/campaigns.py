@@ -1,0 +1,274 @@
+"""Owners' side of a rating campaign: create it over a finished run, manage raters, gold, close.
+
+Every function checks its input and raises CampaignError with a message for people; on
+error nothing is written (each runs in one transaction).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from annotations import sampling
+from annotations.models import Assignment, CampaignRater, RatingCampaign, RatingEvent, RatingItem
+from experiments.core.conditions import FINAL
+from experiments.models import Grade, Membership, Prediction, Role, Run
+
+MAX_RATINGS_PER_ITEM = 5
+
+
+class CampaignError(ValueError):
+    """Input an owner can fix; the message says how."""
+
+
+def rateable_items(run: Run, conditions: list[str]) -> list[dict]:
+    """The distinct answered texts of `conditions` in `run`, one dict per (task, answer sha).
+
+    Empty answers and invalid selections are operational zeros, not answers: nobody rates them.
+    """
+    judge = {
+        (task_id, sha): score
+        for task_id, sha, score in Grade.objects.filter(run=run).values_list("task_id", "answer_sha256", "score")
+    }
+    items: dict[tuple[int, str], dict] = {}
+    rows = (
+        Prediction.objects.filter(run=run, label=FINAL, condition__in=conditions, status=Prediction.Status.OK)
+        .exclude(answer_sha256="")
+        .order_by("task_id", "pk")
+        .values_list("pk", "task_id", "answer_sha256", "condition")
+    )
+    order = {c: i for i, c in enumerate(conditions)}
+    for pk, task_id, sha, condition in rows:
+        item = items.setdefault((task_id, sha), {
+            "task_id": task_id, "answer_sha256": sha, "prediction_id": pk, "conditions": [],
+            "judge_score": judge.get((task_id, sha)),
+        })
+        item["conditions"].append(condition)
+    for item in items.values():
+        item["conditions"].sort(key=order.__getitem__)
+    return list(items.values())
+
+
+def _stratum(item: dict) -> str:
+    # The first included condition that produced the text: one stratum per item.
+    grade = "missing" if item["judge_score"] is None else item["judge_score"]
+    return f"{item['conditions'][0]} | judge {grade}"
+
+
+def _rater_memberships(project, usernames):
+    found = {
+        m.user.username: m
+        for m in Membership.objects.select_related("user").filter(project=project, user__username__in=usernames)
+    }
+    for name in usernames:
+        if name not in found:
+            raise CampaignError(f"{name} is not a member of this project")
+        if found[name].role != Role.RATER:
+            raise CampaignError(f"{name} is {found[name].get_role_display().lower()}, not a rater, in this project")
+    return [found[name].user for name in usernames]
+
+
+@transaction.atomic
+def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[str], user=None,
+                    sample: str = RatingCampaign.Sample.ALL, sample_size: int | None = None,
+                    seed: int = 1, ratings_per_item: int = 2) -> RatingCampaign:
+    """A campaign over a finished run, its items and every rater's queue."""
+    project = run.protocol.project
+    name = (name or "").strip()
+    if not name:
+        raise CampaignError("a campaign needs a name")
+    if RatingCampaign.objects.filter(project=project, name=name).exists():
+        raise CampaignError(f"a campaign called {name!r} already exists in this project")
+    if run.status != Run.Status.FINISHED:
+        raise CampaignError(f"run {run.pk} is {run.get_status_display().lower()}; rate a finished run")
+    if not conditions:
+        raise CampaignError("choose at least one condition to rate")
+    unknown = [c for c in conditions if c not in run.protocol.conditions]
+    if unknown:
+        raise CampaignError(f"not a condition of this run: {', '.join(unknown)}")
+    conditions = [c for c in run.protocol.conditions if c in set(conditions)]
+    if not 1 <= ratings_per_item <= MAX_RATINGS_PER_ITEM:
+        raise CampaignError(f"ratings per item must be between 1 and {MAX_RATINGS_PER_ITEM}")
+    if len(set(raters)) != len(raters):
+        raise CampaignError("a rater is listed twice")
+    users = _rater_memberships(project, raters)
+    if len(users) < ratings_per_item:
+        raise CampaignError(f"{ratings_per_item} ratings per item need at least {ratings_per_item} raters; "
+                            f"{len(users)} chosen")
+    items = rateable_items(run, conditions)
+    if not items:
+        raise CampaignError("these conditions produced no answer to rate")
+    if sample == RatingCampaign.Sample.STRATIFIED:
+        if not sample_size or sample_size < 1:
+            raise CampaignError("a stratified sample needs a size of at least 1")
+        if sample_size < len(items):
+            keep = sampling.stratified_sample([_stratum(i) for i in items], [i["task_id"] for i in items],
+                                              sample_size, seed)
+            items = [items[i] for i in keep]
+    elif sample != RatingCampaign.Sample.ALL:
+        raise CampaignError(f"unknown sample kind {sample!r}")
+    else:
+        sample_size = None
+
+    campaign = RatingCampaign.objects.create(
+        project=project, run=run, name=name, conditions=conditions, sample=sample, sample_size=sample_size,
+        seed=seed, ratings_per_item=ratings_per_item, created_by=user,
+    )
+    CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in users])
+    rows = RatingItem.objects.bulk_create([
+        RatingItem(campaign=campaign, task_id=i["task_id"], answer_sha256=i["answer_sha256"],
+                   prediction_id=i["prediction_id"], conditions=i["conditions"], stratum=_stratum(i),
+                   judge_score=i["judge_score"], number=n)
+        for n, i in enumerate(items, start=1)
+    ])
+    if not all(r.pk for r in rows):  # databases without RETURNING: read the ids back
+        rows = list(campaign.items.order_by("number"))
+    queues = sampling.assign(len(rows), [u.pk for u in users], ratings_per_item, seed)
+    # Created rater by rater in queue order, so ids follow queue positions and say nothing
+    # about conditions or which items are the same.
+    Assignment.objects.bulk_create([
+        Assignment(campaign=campaign, item=rows[i], rater_id=rater_id, position=position)
+        for rater_id, queue in queues.items()
+        for position, i in enumerate(queue)
+    ], batch_size=5000)
+    return campaign
+
+
+def _open_campaign(campaign: RatingCampaign) -> RatingCampaign:
+    campaign = RatingCampaign.objects.select_for_update().get(pk=campaign.pk)
+    if not campaign.is_open():
+        raise CampaignError("this campaign is closed")
+    return campaign
+
+
+@transaction.atomic
+def rater_add(*, campaign: RatingCampaign, username: str) -> CampaignRater:
+    """Add (or re-activate) a rater; they get items when an owner reassigns open ones to them."""
+    campaign = _open_campaign(campaign)
+    (user,) = _rater_memberships(campaign.project, [username])
+    rater, created = CampaignRater.objects.get_or_create(campaign=campaign, user=user)
+    if not created:
+        if rater.active:
+            raise CampaignError(f"{username} already rates this campaign")
+        rater.active = True
+        rater.save(update_fields=["active"])
+    return rater
+
+
+@transaction.atomic
+def rater_remove(*, campaign: RatingCampaign, username: str, by=None) -> int:
+    """Deactivate a rater and hand their open items to the others; returns how many moved."""
+    campaign = _open_campaign(campaign)
+    rater = CampaignRater.objects.filter(campaign=campaign, user__username=username, active=True).first()
+    if rater is None:
+        raise CampaignError(f"{username} is not an active rater of this campaign")
+    rater.active = False
+    rater.save(update_fields=["active"])
+    return _reassign_open(campaign, rater.user_id, by=by)
+
+
+def _reassign_open(campaign: RatingCampaign, from_user_id: int, *, by=None) -> int:
+    open_rows = list(
+        Assignment.objects.select_for_update()
+        .filter(campaign=campaign, rater_id=from_user_id, status=Assignment.Status.OPEN)
+        .order_by("position")
+    )
+    if not open_rows:
+        return 0
+    others = list(CampaignRater.objects.filter(campaign=campaign, active=True)
+                  .exclude(user_id=from_user_id).values_list("user_id", flat=True))
+    if not others:
+        raise CampaignError("no other active rater to take the open items; add a rater first")
+    holders: dict[int, set] = defaultdict(set)
+    for item_id, rater_id in Assignment.objects.filter(item_id__in=[a.item_id for a in open_rows]).values_list(
+            "item_id", "rater_id"):
+        holders[item_id].add(rater_id)
+    loads = dict.fromkeys(others, 0)
+    for rater_id, n in (Assignment.objects.filter(campaign=campaign, rater_id__in=others,
+                                                  status=Assignment.Status.OPEN)
+                        .values_list("rater").annotate(n=Count("pk"))):
+        loads[rater_id] = n
+    try:
+        moved = sampling.reassign([a.item_id for a in open_rows], holders, loads)
+    except ValueError as e:
+        raise CampaignError(f"cannot reassign: {e}; add a rater first") from None
+    ends = dict.fromkeys(others, -1)
+    for rater_id, last in (Assignment.objects.filter(campaign=campaign, rater_id__in=others)
+                           .values_list("rater").annotate(last=Max("position"))):
+        ends[rater_id] = last
+    now = timezone.now()
+    new_rows = []
+    for row in open_rows:
+        rater_id = moved[row.item_id]
+        ends[rater_id] += 1
+        new_rows.append(Assignment(campaign=campaign, item_id=row.item_id, rater_id=rater_id,
+                                   position=ends[rater_id]))
+    Assignment.objects.filter(pk__in=[a.pk for a in open_rows]).update(status=Assignment.Status.REASSIGNED)
+    RatingEvent.objects.bulk_create([RatingEvent(assignment=a, kind=RatingEvent.Kind.REASSIGN, at=now, by=by)
+                                     for a in open_rows])
+    Assignment.objects.bulk_create(new_rows)
+    return len(new_rows)
+
+
+@transaction.atomic
+def assignments_reassign(*, campaign: RatingCampaign, username: str, by=None) -> int:
+    """Move the open items of `username` (who stays a rater) to the other active raters."""
+    campaign = _open_campaign(campaign)
+    if not CampaignRater.objects.filter(campaign=campaign, user__username=username).exists():
+        raise CampaignError(f"{username} is not a rater of this campaign")
+    user_id = CampaignRater.objects.get(campaign=campaign, user__username=username).user_id
+    return _reassign_open(campaign, user_id, by=by)
+
+
+@transaction.atomic
+def gold_set(*, campaign: RatingCampaign, number: int, grade: int | None) -> RatingItem:
+    """Make item `number` a gold item with the owner's `grade` (None: no longer gold)."""
+    campaign = _open_campaign(campaign)
+    if grade is not None and grade not in (0, 1, 2, 3):
+        raise CampaignError("a gold grade is 0, 1, 2 or 3")
+    item = RatingItem.objects.filter(campaign=campaign, number=number).first()
+    if item is None:
+        raise CampaignError(f"this campaign has no item {number}")
+    item.gold_grade = grade
+    item.save(update_fields=["gold_grade"])
+    return item
+
+
+@transaction.atomic
+def campaign_close(*, campaign: RatingCampaign) -> RatingCampaign:
+    campaign = _open_campaign(campaign)
+    campaign.status = RatingCampaign.Status.CLOSED
+    campaign.closed_at = timezone.now()
+    campaign.save(update_fields=["status", "closed_at"])
+    return campaign
+
+
+def campaign_progress(campaign: RatingCampaign) -> list[dict]:
+    """Per rater: assigned, done, open, reassigned away, flagged, median seconds, active."""
+    counts = {
+        row["rater"]: row
+        for row in Assignment.objects.filter(campaign=campaign).values("rater").annotate(
+            assigned=Count("pk", filter=~Q(status=Assignment.Status.REASSIGNED)),
+            done=Count("pk", filter=Q(status=Assignment.Status.DONE)),
+            open=Count("pk", filter=Q(status=Assignment.Status.OPEN)),
+            moved=Count("pk", filter=Q(status=Assignment.Status.REASSIGNED)),
+            flagged=Count("pk", filter=Q(rating__flagged=True)),
+        )
+    }
+    seconds = defaultdict(list)
+    for rater_id, s in Assignment.objects.filter(campaign=campaign, rating__seconds_spent__isnull=False).values_list(
+            "rater", "rating__seconds_spent"):
+        seconds[rater_id].append(s)
+    rows = []
+    for rater in CampaignRater.objects.filter(campaign=campaign).select_related("user"):
+        c = counts.get(rater.user_id, {})
+        times = sorted(seconds.get(rater.user_id, []))
+        rows.append({
+            "username": rater.user.username, "active": rater.active,
+            "assigned": c.get("assigned", 0), "done": c.get("done", 0), "open": c.get("open", 0),
+            "moved": c.get("moved", 0), "flagged": c.get("flagged", 0),
+            "median_seconds": times[len(times) // 2] if times else None,
+        })
+    return rows

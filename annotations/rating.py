@@ -1,0 +1,182 @@
+"""The rater's side: the next item, storing a rating, undo. The ONE place that chooses what a rater sees.
+
+Blinding (issue 10): a rater sees what the judge saw — question, reference answer,
+predicted answer, rubric — and their own progress. Never the condition, the model, the
+judge's grade or rationale, another rater's grade, gold status, or which items share a
+text. `rater_item` builds that view from an explicit list of fields; nothing else of the
+item reaches a rater's page or JSON.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from annotations.models import UNDO_WINDOW_S, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingEvent
+
+# A reported time per item above this is a tab left open, not rating time.
+MAX_SECONDS_PER_ITEM = 3600
+MAX_NOTE_CHARS = 2000
+
+
+class RatingError(ValueError):
+    """A submission that cannot be stored; the message is for the rater. Nothing was written."""
+
+
+def _active_rater(campaign: RatingCampaign, user) -> None:
+    if not CampaignRater.objects.filter(campaign=campaign, user=user, active=True).exists():
+        raise RatingError("you are not (or no longer) a rater of this campaign")
+
+
+def rater_progress(campaign: RatingCampaign, user) -> dict:
+    """done / assigned and time spent of one rater (their own numbers only)."""
+    row = Assignment.objects.filter(campaign=campaign, rater=user).exclude(
+        status=Assignment.Status.REASSIGNED).aggregate(
+        assigned=Count("pk"),
+        done=Count("pk", filter=Q(status=Assignment.Status.DONE)),
+        seconds=Sum("rating__seconds_spent"),
+    )
+    return {"done": row["done"], "assigned": row["assigned"], "seconds_spent": round(row["seconds"] or 0.0, 1)}
+
+
+def _item_view(assignment: Assignment) -> dict:
+    task = assignment.item.task
+    return {
+        "assignment": assignment.pk,
+        "question": task.question_turn.text,
+        "reference": task.answer_turn.text,
+        "answer": assignment.item.prediction.text,
+    }
+
+
+def rater_item(campaign: RatingCampaign, user) -> dict:
+    """The rater's next open item (or none) and their progress, as shown to them.
+
+    A constant number of queries whatever the campaign's size: the queue index finds the
+    first open position, one join brings the texts.
+    """
+    _active_rater(campaign, user)
+    assignment = (
+        Assignment.objects.filter(campaign=campaign, rater=user, status=Assignment.Status.OPEN)
+        .select_related("item__task__question_turn", "item__task__answer_turn", "item__prediction")
+        .only("pk", "served_at", "item__prediction__text", "item__task__question_turn__text",
+              "item__task__answer_turn__text")
+        .order_by("position")
+        .first()
+    )
+    view = {"item": None, "campaign_open": campaign.is_open(), **rater_progress(campaign, user)}
+    if assignment is not None:
+        if assignment.served_at is None:
+            # First showing starts the clock the server keeps beside the browser's.
+            assignment.served_at = timezone.now()
+            Assignment.objects.filter(pk=assignment.pk, served_at__isnull=True).update(served_at=assignment.served_at)
+        view["item"] = _item_view(assignment)
+    view["can_undo"] = _undoable(campaign, user) is not None
+    return view
+
+
+def _check_grade(grade, flagged: bool):
+    if grade in (None, ""):
+        if not flagged:
+            raise RatingError("choose a grade from 0 to 3 (or flag the item with a reason)")
+        return None
+    try:
+        value = int(grade)
+    except (TypeError, ValueError):
+        raise RatingError(f"{grade!r} is not a grade; grades are 0, 1, 2 or 3") from None
+    if str(value) != str(grade).strip() or value not in (0, 1, 2, 3):
+        raise RatingError(f"{grade!r} is not a grade; grades are 0, 1, 2 or 3")
+    return value
+
+
+def _seconds(reported, served_at, now) -> float | None:
+    try:
+        value = float(reported)
+    except (TypeError, ValueError):
+        value = None
+    if value is not None and 0 <= value <= MAX_SECONDS_PER_ITEM:
+        return round(value, 2)
+    if served_at is not None:
+        return round(min((now - served_at).total_seconds(), MAX_SECONDS_PER_ITEM), 2)
+    return None
+
+
+@transaction.atomic
+def rating_record(*, campaign: RatingCampaign, user, assignment_id, grade, note: str = "",
+                  flagged: bool = False, flag_reason: str = "", seconds=None) -> HumanGrade:
+    """Store (or, within the undo window, change) the rater's rating of one assignment.
+
+    The assignment row is locked first, so two tabs submitting at once are serialised: the
+    second is an update of the first, never a second rating.
+    """
+    campaign = RatingCampaign.objects.select_for_update().get(pk=campaign.pk)
+    if not campaign.is_open():
+        raise RatingError("this campaign is closed; ratings are no longer taken")
+    _active_rater(campaign, user)
+    note, flag_reason = (note or "").strip(), (flag_reason or "").strip()
+    if flagged and not flag_reason:
+        raise RatingError("say why you flag this item")
+    if len(note) > MAX_NOTE_CHARS or len(flag_reason) > MAX_NOTE_CHARS:
+        raise RatingError(f"notes are at most {MAX_NOTE_CHARS} characters")
+    value = _check_grade(grade, flagged)
+    try:
+        assignment_id = int(assignment_id)
+    except (TypeError, ValueError):
+        raise RatingError("no such item in your queue") from None
+    assignment = (Assignment.objects.select_for_update()
+                  .filter(pk=assignment_id, campaign=campaign, rater=user).first())
+    if assignment is None or assignment.status == Assignment.Status.REASSIGNED:
+        raise RatingError("this item is not in your queue")
+    now = timezone.now()
+    fields = {"grade": value, "note": note, "flagged": flagged, "flag_reason": flag_reason if flagged else ""}
+    existing = HumanGrade.objects.filter(assignment=assignment).first()
+    if existing is not None:
+        if now - existing.created_at > timedelta(seconds=UNDO_WINDOW_S):
+            raise RatingError("you rated this item more than "
+                              f"{UNDO_WINDOW_S // 60} minutes ago; that rating is final")
+        for name, v in fields.items():
+            setattr(existing, name, v)
+        existing.updated_at = now
+        existing.save()
+        kind, stored = RatingEvent.Kind.UPDATE, existing
+    else:
+        stored = HumanGrade.objects.create(
+            assignment=assignment, seconds_spent=_seconds(seconds, assignment.served_at, now),
+            created_at=now, updated_at=now, **fields)
+        Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.DONE)
+        kind = RatingEvent.Kind.RATE
+    RatingEvent.objects.create(assignment=assignment, kind=kind, grade=value, flagged=flagged, at=now, by=user)
+    return stored
+
+
+def _undoable(campaign, user) -> HumanGrade | None:
+    """The rater's most recent rating, if still inside the undo window."""
+    latest = (HumanGrade.objects.filter(assignment__campaign=campaign, assignment__rater=user)
+              .order_by("-created_at", "-pk").first())
+    if latest is None or timezone.now() - latest.created_at > timedelta(seconds=UNDO_WINDOW_S):
+        return None
+    return latest
+
+
+@transaction.atomic
+def rating_undo(*, campaign: RatingCampaign, user) -> int:
+    """Withdraw the rater's last rating; its item comes back to the head of their queue.
+
+    Returns the assignment id. The event log keeps what was withdrawn.
+    """
+    campaign = RatingCampaign.objects.select_for_update().get(pk=campaign.pk)
+    if not campaign.is_open():
+        raise RatingError("this campaign is closed; ratings can no longer be undone")
+    _active_rater(campaign, user)
+    latest = _undoable(campaign, user)
+    if latest is None:
+        raise RatingError(f"nothing to undo: only your last rating, within {UNDO_WINDOW_S // 60} minutes, can be undone")
+    assignment = Assignment.objects.select_for_update().get(pk=latest.assignment_id)
+    RatingEvent.objects.create(assignment=assignment, kind=RatingEvent.Kind.UNDO, grade=latest.grade,
+                               flagged=latest.flagged, at=timezone.now(), by=user)
+    latest.delete()
+    assignment.status = Assignment.Status.OPEN
+    assignment.save(update_fields=["status"])
+    return assignment.pk
