@@ -1,0 +1,8 @@
+"""URLs of rating campaigns: owners' campaign pages, the rater's page, results."""
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("annotations.web.campaigns.urls")),
+    path("", include("annotations.web.rating.urls")),
+    path("", include("annotations.web.results.urls")),
+]

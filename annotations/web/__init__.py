@@ -1,0 +1,1 @@
+"""Pages of rating campaigns, one package per area (campaigns, rating, results)."""

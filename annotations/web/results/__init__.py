@@ -1,0 +1,1 @@
+"""Pages of rating campaigns: results."""

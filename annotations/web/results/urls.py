@@ -1,0 +1,2 @@
+"""URLs of a campaign's agreement, contrasts under human grades and exports."""
+urlpatterns = []
