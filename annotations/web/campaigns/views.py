@@ -41,7 +41,7 @@ def campaign_list(request, slug):
         )
         context["campaigns"] = mine
     else:
-        context["campaigns"] = campaigns.annotate(items=Count("items", distinct=True))
+        context["campaigns"] = campaigns.annotate(item_count=Count("items", distinct=True))
     if membership.is_owner():
         context["finished_runs"] = Run.objects.filter(protocol__project=project, status=Run.Status.FINISHED
                                                       ).select_related("protocol")
