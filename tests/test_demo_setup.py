@@ -27,3 +27,19 @@ def test_demo_setup_loads_the_sample_and_lands_on_a_finished_offline_run(db):
     # Running it again imports nothing twice and starts no second run.
     call_command("demo_setup", stdout=StringIO())
     assert Session.objects.count() == 251 and Run.objects.count() == 1
+
+
+def test_demo_ratings_adds_raters_and_a_campaign_over_the_finished_demo_run(db):
+    from annotations.models import RatingCampaign
+    from annotations.rating import rater_item
+    call_command("demo_setup", stdout=StringIO())
+    out = StringIO()
+    call_command("demo_ratings", stdout=out)
+    logins = dict(re.findall(r"login: (\S+) / (\S+)", out.getvalue()))
+    assert set(logins) == {"demo-rater-1", "demo-rater-2"}
+    user = authenticate(username="demo-rater-1", password=logins["demo-rater-1"])
+    campaign = RatingCampaign.objects.get(name="demo-ratings")
+    assert campaign.items.count() == 60 and campaign.assignments.count() == 120
+    assert rater_item(campaign, user)["item"] is not None
+    call_command("demo_ratings", stdout=StringIO())  # again: new passwords, no second campaign
+    assert RatingCampaign.objects.count() == 1
