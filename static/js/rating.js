@@ -18,7 +18,9 @@
     box.hidden = !text;
   }
 
-  function render(view) {
+  // keepInputs: the server refused the submission and answered with the same item; the
+  // rater's grade, note, flag and clock stay as they were, for them to correct.
+  function render(view, keepInputs) {
     $("rate-done").textContent = view.done;
     $("rate-assigned").textContent = view.assigned;
     $("rate-seconds").textContent = view.seconds_spent;
@@ -27,6 +29,7 @@
     form.hidden = !item;
     $("rate-finished").hidden = !!item;
     if (!item) return;
+    if (keepInputs && String(item.assignment) === $("rate-assignment").value) return;
     $("rate-assignment").value = item.assignment;
     // textContent, never innerHTML: the texts are participant and model words, not markup.
     $("rate-question").textContent = item.question;
@@ -36,6 +39,9 @@
     $("rate-note").value = "";
     $("rate-flag").checked = false;
     $("rate-flag-reason").value = "";
+    // Leave the note or flag-reason field (the keys that got there are not pressed again):
+    // while a text field has focus, 0-3 would type into it instead of choosing a grade.
+    if (form.contains(document.activeElement)) document.activeElement.blur();
     shownAt = performance.now();
     window.scrollTo(0, 0);
   }
@@ -50,7 +56,7 @@
       });
       let data = {};
       try { data = await response.json(); } catch (e) { data = { error: "The server answered " + response.status + "." }; }
-      if (data.item !== undefined) render(data);
+      if (data.item !== undefined) render(data, Boolean(data.error));
       showError(data.error);
     } catch (e) {
       showError("Not saved: the server cannot be reached. Your rating is still on the page; press Enter to try again.");
