@@ -7,6 +7,7 @@ binds the source run, its answer list and the judge; the run page compares the t
 """
 import hashlib
 import json
+import os
 
 import httpx
 import pytest
@@ -28,6 +29,7 @@ from tests.engine_helpers import (
     FUSION, ONE_SHOT, QUESTION_ONLY, Roles, Sleeps, build_cohort, gemini_model, make_run, openai_model,
 )
 from tests.llm_fake_server import running_fake_llm
+from tests.test_engine_queue import live_database, redis_connection  # noqa: F401 (fixtures of the queue test)
 
 CONTRAST = {"name": "fusion - one-shot", "terms": {FUSION: 1, ONE_SHOT: -1}, "family": False, "criterion": None}
 SECOND = {"name": "one-shot - question", "terms": {ONE_SHOT: 1, QUESTION_ONLY: -1}, "family": False,
@@ -234,6 +236,37 @@ def test_contrasts_under_the_second_judge_are_on_its_dashboard_beside_the_first(
         assert f"{c['estimate']:.3f}" in table
 
 
+def interval_alpha(a, b):
+    """Krippendorff's α, interval metric, two coders, no missing values, from its definition."""
+    values = list(a) + list(b)
+    n = len(values)
+    observed = sum((x - y) ** 2 for x, y in zip(a, b)) * 2 / n
+    expected = sum((x - y) ** 2 for x in values for y in values) / (n * (n - 1))
+    return 1 - observed / expected
+
+
+def test_the_agreement_statistics_on_known_ratings():
+    from experiments.analysis import judges
+
+    a = [0, 1, 2, 3, 3, 2, 1, 0, 2, 2, 1, 3]
+    b = [0, 1, 1, 3, 2, 2, 1, 1, 2, 3, 0, 3]
+    people = ["p1", "p1", "p2", "p2", "p3", "p3", "p4", "p4", "p5", "p5", "p6", "p6"]
+    result = judges.agreement_bootstrap(a, b, people, draws=500, seed=11)
+    assert result.kappa.estimate == pytest.approx(quadratic_kappa(a, b))
+    assert result.exact.estimate == pytest.approx(7 / 12) and result.within_one.estimate == 1.0
+    assert (result.n_pairs, result.n_people) == (12, 6)
+    assert result.confusion[1] == [1, 2, 0, 0] and sum(map(sum, result.confusion)) == 12
+    for name in ("exact", "kappa", "alpha"):
+        interval = getattr(result, name)
+        assert interval.lo <= interval.estimate <= interval.hi
+    assert judges.agreement_bootstrap(a, b, people, draws=500, seed=11).as_dict() == result.as_dict()
+    if judges.agreement_bootstrap is judges._shim_agreement_bootstrap:  # TODO(merge): the shim's own α
+        assert result.alpha.estimate == pytest.approx(interval_alpha(a, b))
+    # One grade from both judges: κ is undefined, and stored as null, not NaN.
+    assert judges._finite(judges.agreement_bootstrap([2, 2], [2, 2], ["p", "q"], draws=50, seed=1)
+                          .as_dict())["kappa"]["estimate"] is None
+
+
 # --- creating a re-grade: the owner's form and the command ----------------------------------------
 
 def judge_post(server, **changes):
@@ -356,3 +389,46 @@ def test_bad_input_to_the_command_creates_nothing(project, cast, server, source,
         call_command("regrade_run", "--run", str(run_id), "--user", user, *extra)
     assert message in str(refused.value)
     assert (Protocol.objects.count(), Run.objects.count()) == (protocols, runs)
+
+
+# --- through the queue ----------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_regrade_runs_through_the_queue_workers_with_one_call_per_answer(
+        live_database, redis_connection, tmp_path, http):
+    """The same journal under real rq workers: the judging queue, then analysis, nothing else."""
+    from django.conf import settings as django_settings
+
+    from experiments.execution.jobs import run_enqueue
+    from experiments.models import Project
+    from tests.test_engine_queue import Workers, wait_for
+
+    redis_connection.flushdb()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.test_settings", "DATABASE_URL": live_database,
+           "REDIS_URL": django_settings.REDIS_URL, "PYTHONUNBUFFERED": "1"}
+    workers = Workers(env, tmp_path)
+    try:
+        with running_fake_llm() as server:
+            Roles(server, answer=ANSWERS, judge=judge_text)
+            project = Project.objects.create(slug="queued", name="Queued re-grade")
+            cohort = build_cohort(project, sessions=2, targets=2, name="queued")
+            source = run_inline(make_run(project, cohort, conditions=[QUESTION_ONLY, ONE_SHOT],
+                                         generator=openai_model(server, timeout_s=2.0), name="queued").pk,
+                                client=http, sleep=Sleeps())
+            before = len(server.requests)
+            protocol = control.regrade_create(source=source, user=None,
+                                              judge=gemini_model(server, timeout_s=2.0))
+            run = Run.objects.create(protocol=protocol)
+            control.run_start(run=run)
+            workers.start()
+            run_enqueue(run.pk)
+            run = wait_for(lambda: Run.objects.filter(pk=run.pk, status=Run.Status.FINISHED).first(), 90,
+                           "the re-grade to finish", workers)
+            sent = server.requests[before:]
+        expected = distinct_answers(source)
+        assert len(sent) == len(expected) == ModelCall.objects.filter(slot__run=run).count()
+        assert {r.wire_format for r in sent} == {"gemini"}
+        assert run.analysis["judges"]["agreement"]["n_pairs"] == len(expected)
+    finally:
+        workers.kill_all()
+        redis_connection.flushdb()
