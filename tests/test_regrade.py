@@ -107,8 +107,8 @@ def test_a_regrade_calls_the_judge_once_per_distinct_answer_and_generates_nothin
     assert all(c.basis == ModelCall.Basis.FIRST and c.outcome == "ok" for c in calls)
     new = server.requests[before_requests:]
     assert len(new) == len(expected) and {r.wire_format for r in new} == {"gemini"}
-    assert {k: roles.kinds[k] - before_kinds.get(k, 0) for k in roles.kinds if roles.kinds[k] != before_kinds.get(k, 0)} \
-        == {"judge": len(expected)}
+    grown = {k: roles.kinds[k] - before_kinds.get(k, 0) for k in roles.kinds}
+    assert {k: n for k, n in grown.items() if n} == {"judge": len(expected)}  # no generation of any kind
     # Every graded answer of the source is graded here, empty ones as operational zeros again.
     grades = {(g.task_id, g.answer_sha256): g for g in Grade.objects.filter(run=run)}
     assert set(grades) == distinct_answers(source, empty=True)
@@ -150,8 +150,8 @@ def test_the_seal_binds_the_source_run_its_answer_list_and_the_judge(project, ca
     protocol = control.regrade_create(source=source, user=cast["owner"], judge=judge)
     assert protocol.is_sealed() and protocol.regrade_of == source and protocol.sealed_by == cast["owner"]
     seal = protocol.seal["regrade"]
-    answers = sorted({(p.task.session.external_id, p.task.position, p.answer_sha256) for p in
-                      Prediction.objects.filter(run=source, status__in=["ok", "empty"]).select_related("task__session")})
+    graded = Prediction.objects.filter(run=source, status__in=["ok", "empty"]).select_related("task__session")
+    answers = sorted({(p.task.session.external_id, p.task.position, p.answer_sha256) for p in graded})
     lines = "".join(canonical_json({"session": s, "position": pos, "answer_sha256": sha}) + "\n"
                     for s, pos, sha in answers)
     assert seal["source_run"] == source.pk
@@ -260,7 +260,7 @@ def test_the_agreement_statistics_on_known_ratings():
         interval = getattr(result, name)
         assert interval.lo <= interval.estimate <= interval.hi
     assert judges.agreement_bootstrap(a, b, people, draws=500, seed=11).as_dict() == result.as_dict()
-    if judges.agreement_bootstrap is judges._shim_agreement_bootstrap:  # TODO(merge): the shim's own α
+    if judges.agreement_bootstrap is getattr(judges, "_shim_agreement_bootstrap", None):  # TODO(merge): the shim's α
         assert result.alpha.estimate == pytest.approx(interval_alpha(a, b))
     # One grade from both judges: κ is undefined, and stored as null, not NaN.
     assert judges._finite(judges.agreement_bootstrap([2, 2], [2, 2], ["p", "q"], draws=50, seed=1)

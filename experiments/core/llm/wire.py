@@ -4,8 +4,9 @@
 identical payload and the journal can store its hash. ``ModelConfig`` names the environment
 variable of a key, never the key, so it can be stored, hashed into a seal and printed;
 ``api_key_env_problem`` refuses a pasted key. A judge's ``structured_output`` adds the
-provider's JSON-schema switch to the body (and nothing when unset, so earlier bodies keep their bytes). Sending is `client.send`; whether to send again is
-the journal's decision (`experiments.execution.policy`).
+provider's JSON-schema switch to the body (and nothing when unset, so earlier bodies keep their
+bytes). Sending is `client.send`; whether to send again is the journal's decision
+(`experiments.execution.policy`).
 
 Imports no Django.
 """
