@@ -5,6 +5,10 @@ ignored, but duplicate keys, non-finite values, absent or invalid IDs and malfor
 no usable selection (an operational zero downstream). The judge's score (§3.2) is an integer
 0-3 in the required `score` field; anything else is a missing grade, never a guessed one.
 
+A judge asked for structured output (`JUDGE_SCHEMA`) replies with the bare object, which
+`parse_judge` reads like any other reply; a reply that breaks the schema anyway is a missing
+grade with its reason, as always, never redrawn.
+
 Both parsers accept either the bare JSON object or the whole response as one fenced block
 (```json ... ``` or ``` ... ```), because the paper's selector sometimes fenced its JSON
 (App. I). Nothing else around the JSON is tolerated: no prose, no second object.
@@ -22,6 +26,18 @@ from experiments.core.canonical import canonical_json
 
 CANDIDATE_IDS = ("c1", "c2", "c3")
 JUDGE_SCORES = (0, 1, 2, 3)
+# The judge's reply as JSON Schema, for services that can be held to it (a judge with
+# `structured_output`). It asks for exactly what `parse_judge` reads, so a constrained reply
+# goes through the same parser as a free one: nothing about grading depends on the option.
+JUDGE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "integer", "enum": list(JUDGE_SCORES)},
+        "rationale": {"type": "string"},
+    },
+    "required": ["score", "rationale"],
+    "additionalProperties": False,
+}
 
 _FENCED = re.compile(r"```(?:json)?(.*)```", re.DOTALL | re.IGNORECASE)
 

@@ -1,12 +1,14 @@
-"""What an owner does to a run: start it, and the recorded amendments — pause, resume, re-issue unknown slots, change concurrency (App. B.2)."""
+"""What an owner does to a run: start it, the recorded amendments — pause, resume, re-issue unknown slots, change
+concurrency (App. B.2) — and, once it is finished, have its answers re-graded by another judge (App. H)."""
 from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
 
 from experiments.execution.policy import RunError
-from experiments.execution.sealing import seal_mismatches
-from experiments.models import Amendment, Run, Slot
+from experiments.execution.sealing import protocol_seal, seal_mismatches
+from experiments.models import Amendment, Protocol, Run, Slot
+from experiments.models.runs import Phase
 
 
 def run_start(*, run: Run) -> None:
@@ -22,8 +24,10 @@ def run_start(*, run: Run) -> None:
             raise RunError("the seal no longer matches: " + "; ".join(problems))
         current.status = Run.Status.RUNNING
         current.started_at = timezone.now()
-        current.save(update_fields=["status", "started_at"])
-    run.status, run.started_at = current.status, current.started_at
+        if current.protocol.is_regrade():
+            current.phase = Phase.JUDGING  # a re-grade generates nothing: straight to its one phase
+        current.save(update_fields=["status", "started_at", "phase"])
+    run.status, run.started_at, run.phase = current.status, current.started_at, current.phase
 
 
 def run_pause(*, run: Run, user, reason: str) -> Amendment:
@@ -97,3 +101,45 @@ def run_set_concurrency(*, run: Run, user, provider: str, cap: int, reason: str)
         raise RunError("the run is finished")
     return Amendment.objects.create(run=run, kind=Amendment.Kind.CONCURRENCY, reason=reason, created_by=user,
                                     payload={"concurrency": {provider: cap}})
+
+
+def regrade_create(*, source: Run, user, judge: dict | None = None, cap: int | None = None,
+                   name: str | None = None) -> Protocol:
+    """A sealed re-grade-only protocol of the finished run `source` (App. H): the same cohort,
+    conditions, contrasts and bootstrap, its answers judged by `judge` (None: the source's own
+    judge, a retest), `cap` requests in flight to the judge's provider. RunError, and nothing
+    created, when it cannot be sealed."""
+    with transaction.atomic():
+        source = Run.objects.select_for_update(of=("self",)).select_related("protocol__project").get(pk=source.pk)
+        if source.status != Run.Status.FINISHED:
+            raise RunError(f"run {source.pk} is {source.get_status_display().lower()}; "
+                           "only a finished run can be re-graded")
+        base = source.protocol
+        judge = dict(base.judge) if judge is None else judge
+        name = (name or "").strip() or _regrade_name(source, retest=judge == base.judge)
+        if len(name) > Protocol._meta.get_field("name").max_length:
+            raise RunError("the name is longer than 100 characters")
+        if Protocol.objects.filter(project=base.project, name=name).exists():
+            raise RunError(f"the project has a protocol named {name!r} already")
+        concurrency = dict(base.concurrency)
+        if cap is not None and isinstance(judge, dict):
+            concurrency[str(judge.get("provider"))] = cap
+        protocol = Protocol.objects.create(
+            project=base.project, name=name, cohort=base.cohort, conditions=list(base.conditions),
+            generator=base.generator, judge=judge, concurrency=concurrency, retry_policy=base.retry_policy,
+            contrasts=base.contrasts, bootstrap=base.bootstrap, regrade_of=source, created_by=user,
+        )
+        # A refused seal raises inside this transaction: the protocol is not kept.
+        return protocol_seal(protocol=protocol, user=user)
+
+
+def _regrade_name(source: Run, *, retest: bool) -> str:
+    """A free default name, e.g. "pilot · re-grade 2 of run 17"."""
+    kind = "retest" if retest else "re-grade"
+    taken = set(Protocol.objects.filter(project=source.protocol.project).values_list("name", flat=True))
+    for number in range(1, len(taken) + 2):
+        suffix = f" · {kind}{'' if number == 1 else f' {number}'} of run {source.pk}"
+        name = source.protocol.name[:100 - len(suffix)] + suffix
+        if name not in taken:
+            return name
+    raise AssertionError("unreachable: one of len(taken) + 1 names is free")

@@ -16,10 +16,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from experiments.analysis.dashboard import dashboard_refresh, run_summary
+from experiments.analysis.judges import judge_comparison
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.execution.planning import PLANNERS
 from experiments.execution.policy import LEASE_GRACE_S, role_config
+from experiments.execution.regrade import plan_regrade
 from experiments.execution.sealing import seal_mismatches
 from experiments.models import ModelCall, Run, Slot
 from experiments.models.runs import PHASE_ORDER, Phase
@@ -67,7 +69,7 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                 if not seal_checked and not _seal_holds(run):
                     return Step()
                 seal_checked = True  # once per look: nothing is read from disk twice in one transaction
-                PLANNERS[run.phase](run)
+                (plan_regrade if run.protocol.is_regrade() else PLANNERS[run.phase])(run)
                 run.planned_phase = run.phase
                 run.save(update_fields=["planned_phase"])
             expire_leases(run)
@@ -125,6 +127,9 @@ def run_analyze(run_id: int) -> None:
     if run.phase != Phase.ANALYSIS:
         return  # done already (a second analysis job)
     summary = run_summary(dashboard_refresh(run).payload)
+    if run.protocol.is_regrade():
+        # Computed once here, like the contrasts: both runs' grades are final by now.
+        summary["judges"] = judge_comparison(run)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.phase != Phase.ANALYSIS:

@@ -1,5 +1,11 @@
 """Sealing a protocol: the sha256 of every prompt file used, the canonical task list, the
-settings and the code version, fixed before any request (paper App. B.2, B.3)."""
+settings and the code version, fixed before any request (paper App. B.2, B.3).
+
+A re-grade-only protocol (App. H) seals, besides, which run it re-grades, the sha256 of the
+answer list it grades and its judge (`regrade`); only the judge's prompts are its prompts.
+Everything a re-grade adds enters a seal only when the protocol is one, so the seals of other
+protocols are computed exactly as before.
+"""
 from __future__ import annotations
 
 import functools
@@ -13,7 +19,8 @@ from django.utils import timezone
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
 from experiments.core.canonical import canonical_json
 from experiments.execution.policy import DEFAULT_RETRY, RunError, model_config
-from experiments.models import Protocol
+from experiments.execution.regrade import answers_digest
+from experiments.models import Protocol, Run
 from experiments.core.prompts import PromptError, prompt_sha256
 from experiments.data import canonical_task_list, cohort_tasks
 
@@ -35,6 +42,8 @@ def code_version() -> str:
 
 def prompt_names(protocol: Protocol) -> list[str]:
     names = set(JUDGE_PROMPTS)
+    if protocol.is_regrade():
+        return sorted(names)  # nothing is generated: a changed answer prompt does not concern it
     for key in protocol.conditions:
         try:
             names.update(get_condition(key).prompt_names())
@@ -52,7 +61,7 @@ def _condition_spec(key: str) -> str:
 
 def protocol_settings(protocol: Protocol) -> dict:
     """Everything that decides what is sent and how it is analysed, canonically."""
-    return {
+    settings = {
         "cohort": {"name": protocol.cohort.name, "seed": protocol.cohort.seed},
         "conditions": {key: _condition_spec(key) for key in protocol.conditions},
         "generator": protocol.generator,
@@ -62,6 +71,9 @@ def protocol_settings(protocol: Protocol) -> dict:
         "contrasts": protocol.contrasts,
         "bootstrap": protocol.bootstrap,
     }
+    if protocol.is_regrade():
+        settings["regrade_of"] = protocol.regrade_of_id
+    return settings
 
 
 def protocol_hashes(protocol: Protocol) -> dict:
@@ -72,12 +84,15 @@ def protocol_hashes(protocol: Protocol) -> dict:
             prompts[name] = prompt_sha256(name)
         except PromptError:
             prompts[name] = "missing"
-    return {
+    hashes = {
         "prompts": prompts,
         "task_list_sha256": hashlib.sha256(canonical_task_list(tasks).encode("utf-8")).hexdigest(),
         "settings_sha256": hashlib.sha256(canonical_json(protocol_settings(protocol)).encode("utf-8")).hexdigest(),
         "code_version": code_version(),
     }
+    if protocol.is_regrade():
+        hashes["regrade"] = {**answers_digest(protocol.regrade_of), "judge": protocol.judge}
+    return hashes
 
 
 def _is_number(value, *, integer=False) -> bool:
@@ -159,11 +174,24 @@ def protocol_problems(protocol: Protocol) -> list[str]:
             problems.append(f"{role}: the model settings must be a mapping")
             continue
         try:
-            model_config(settings)
+            config = model_config(settings)
         except RunError as exc:
             problems.append(f"{role}: {exc}")
+            continue
+        if role == "generator" and config.structured_output:
+            problems.append("generator: structured output is for the judge only (it asks for a grade)")
+    if protocol.is_regrade():
+        problems += _regrade_problems(protocol.regrade_of)
     problems += _settings_problems(protocol)
     return problems
+
+
+def _regrade_problems(source: Run) -> list[str]:
+    if source.status != Run.Status.FINISHED:
+        return [f"run {source.pk} is {source.get_status_display().lower()}; only a finished run can be re-graded"]
+    if not answers_digest(source)["answers"]:
+        return [f"run {source.pk} has no answers to grade"]
+    return []
 
 
 def protocol_seal(*, protocol: Protocol, user) -> Protocol:
@@ -207,4 +235,9 @@ def seal_mismatches(protocol: Protocol, *, code: bool = True) -> list[str]:
     for field, label in fields:
         if sealed.get(field) != now[field]:
             problems.append(f"{label} changed ({str(sealed.get(field))[:12]} → {now[field][:12]})")
+    if "regrade" in now:
+        before = sealed.get("regrade", {}).get("answers_sha256")
+        after = now["regrade"]["answers_sha256"]
+        if before != after:
+            problems.append(f"the answers of run {protocol.regrade_of_id} changed ({str(before)[:12]} → {after[:12]})")
     return problems

@@ -44,6 +44,12 @@ class Protocol(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     seal = models.JSONField(default=dict, blank=True, help_text="sha256 of prompts, task list, settings, code")
+    # A re-grade-only protocol (paper App. H): its runs judge the answers of this finished run
+    # again and send nothing else. PROTECT: the source's answers are what its seal binds.
+    regrade_of = models.ForeignKey(
+        "Run", null=True, blank=True, on_delete=models.PROTECT, related_name="regrades",
+        help_text="re-grade only: the finished run whose distinct answers this protocol judges again",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -56,6 +62,9 @@ class Protocol(models.Model):
 
     def is_sealed(self) -> bool:
         return self.sealed_at is not None
+
+    def is_regrade(self) -> bool:
+        return self.regrade_of_id is not None
 
     def save(self, *args, **kwargs):
         # Sealed means read-only: later changes are amendments, recorded on the run.

@@ -3,8 +3,10 @@
 ``build_request`` makes the exact bytes of a request once, so that an allowed retry re-sends the
 identical payload and the journal can store its hash. ``ModelConfig`` names the environment
 variable of a key, never the key, so it can be stored, hashed into a seal and printed;
-``api_key_env_problem`` refuses a pasted key. Sending is `client.send`; whether to send again is
-the journal's decision (`experiments.execution.policy`).
+``api_key_env_problem`` refuses a pasted key. A judge's ``structured_output`` adds the
+provider's JSON-schema switch to the body (and nothing when unset, so earlier bodies keep their
+bytes). Sending is `client.send`; whether to send again is the journal's decision
+(`experiments.execution.policy`).
 
 Imports no Django.
 """
@@ -17,12 +19,30 @@ import re
 from dataclasses import dataclass, field
 
 from experiments.core.canonical import canonical_json
+from experiments.core.parsers import JUDGE_SCHEMA, JUDGE_SCORES
 
 PROVIDERS = ("openai", "gemini", "offline")
 TOKEN_PARAMS = ("max_completion_tokens", "max_tokens")
 # The statuses whose output-free envelope the paper retries (App. B.2). 500 is deliberately absent.
 RETRYABLE_STATUSES = (429, 502, 503, 504)
 OPENAI_QUOTA_CODES = ("insufficient_quota",)
+# Providers whose API can hold a reply to a JSON schema; the offline stand-in has no such switch.
+STRUCTURED_OUTPUT_PROVIDERS = ("openai", "gemini")
+# OpenAI-compatible servers take JSON Schema as it is ("strict" needs every property required
+# and no others, which JUDGE_SCHEMA says).
+OPENAI_JUDGE_FORMAT = {"type": "json_schema",
+                       "json_schema": {"name": "judge_grade", "strict": True, "schema": JUDGE_SCHEMA}}
+# Gemini's responseSchema is an OpenAPI subset: upper-case types, no enum of integers (a range
+# instead), no additionalProperties; propertyOrdering keeps the prompt's order, score first.
+GEMINI_JUDGE_SCHEMA = {
+    "type": "OBJECT",
+    "properties": {
+        "score": {"type": "INTEGER", "minimum": min(JUDGE_SCORES), "maximum": max(JUDGE_SCORES)},
+        "rationale": {"type": "STRING"},
+    },
+    "required": ["score", "rationale"],
+    "propertyOrdering": ["score", "rationale"],
+}
 
 
 class OutcomeKind(enum.StrEnum):
@@ -53,10 +73,18 @@ class ModelConfig:
     token_param: str = "max_completion_tokens"  # older servers want "max_tokens"
     timeout_s: float = 180.0  # the paper's transport timeout
     quota_pattern: str | None = None  # regex over an error body meaning "quota exhausted"
+    # Judges only: ask the service for the JSON object parse_judge reads (parsers.JUDGE_SCHEMA).
+    # Stored on a protocol only when true, so protocols sealed before it existed hash as before.
+    structured_output: bool = False
 
     def __post_init__(self):
         if self.provider not in PROVIDERS:
             raise ValueError(f"provider must be one of {PROVIDERS}, not {self.provider!r}")
+        if not isinstance(self.structured_output, bool):
+            raise ValueError(f"structured_output must be true or false, not {self.structured_output!r}")
+        if self.structured_output and self.provider not in STRUCTURED_OUTPUT_PROVIDERS:
+            raise ValueError(f"structured output is not supported by provider {self.provider!r} "
+                             f"(only {' and '.join(STRUCTURED_OUTPUT_PROVIDERS)})")
         if self.token_param not in TOKEN_PARAMS:
             raise ValueError(f"token_param must be one of {TOKEN_PARAMS}")
         if self.max_output_tokens <= 0 or self.timeout_s <= 0:
@@ -126,6 +154,9 @@ def build_request(config: ModelConfig, system: str, user: str) -> PreparedReques
             generation_config["temperature"] = config.temperature
         if config.reasoning is not None:
             generation_config["thinkingConfig"] = {"thinkingLevel": config.reasoning}
+        if config.structured_output:
+            generation_config["responseMimeType"] = "application/json"
+            generation_config["responseSchema"] = GEMINI_JUDGE_SCHEMA
         body: dict = {
             "contents": [{"role": "user", "parts": [{"text": user}]}],
             "generationConfig": generation_config,
@@ -148,6 +179,8 @@ def build_request(config: ModelConfig, system: str, user: str) -> PreparedReques
                 body["temperature"] = config.temperature
             if config.reasoning is not None:
                 body["reasoning_effort"] = config.reasoning
+            if config.structured_output:
+                body["response_format"] = OPENAI_JUDGE_FORMAT
     return PreparedRequest(
         method=method,
         url=url,

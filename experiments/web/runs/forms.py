@@ -58,6 +58,11 @@ class ModelConfigForm(forms.Form):
         required=False, max_length=500, help_text="regular expression over an error body meaning “quota exhausted”"
     )
     concurrency = forms.IntegerField(min_value=1, max_value=1000, label="In-flight cap for this provider")
+    structured_output = forms.BooleanField(
+        required=False, label="Structured output",
+        help_text="judge only: the service is asked for the JSON object {score, rationale} "
+        "(OpenAI-compatible response_format json_schema, Gemini responseSchema)",
+    )
 
     def clean_api_key_env(self):
         value = self.cleaned_data["api_key_env"].strip()
@@ -92,8 +97,10 @@ class ModelConfigForm(forms.Form):
         return data
 
     def config(self) -> dict:
-        """The wire.ModelConfig fields as stored on the protocol (every field, explicitly)."""
+        """The wire.ModelConfig fields as stored on the protocol (every field explicitly, but
+        structured_output only when set: a protocol without it seals as it always did)."""
         data = self.cleaned_data
+        structured = {"structured_output": True} if data.get("structured_output") else {}
         return {
             "provider": data["provider"],
             "base_url": data["base_url"],
@@ -106,6 +113,7 @@ class ModelConfigForm(forms.Form):
             "token_param": data["token_param"],
             "timeout_s": data["timeout_s"],
             "quota_pattern": data["quota_pattern"],
+            **structured,
         }
 
 
@@ -212,6 +220,7 @@ class ProtocolEditor:
                                  initial=protocol_initial(protocol, project))
         self.generator = ModelConfigForm(data, prefix="generator", initial=model_initial(
             protocol.generator if protocol else OFFLINE_CONFIG, concurrency))
+        del self.generator.fields["structured_output"]  # a judge's option: it asks for a grade
         self.judge = ModelConfigForm(data, prefix="judge", initial=model_initial(
             protocol.judge if protocol else OFFLINE_CONFIG, concurrency))
 

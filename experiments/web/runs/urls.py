@@ -1,7 +1,7 @@
 """URLs of protocols and runs."""
 from django.urls import path
 
-from experiments.web.runs import views
+from experiments.web.runs import regrade, views
 
 urlpatterns = [
     path("p/<slug:slug>/protocols/new/", views.protocol_create, name="protocol_create"),
@@ -15,4 +15,5 @@ urlpatterns = [
     path("p/<slug:slug>/runs/<int:pk>/resume/", views.run_resume_view, name="run_resume"),
     path("p/<slug:slug>/runs/<int:pk>/reissue/", views.run_reissue_view, name="run_reissue"),
     path("p/<slug:slug>/runs/<int:pk>/concurrency/", views.run_concurrency_view, name="run_concurrency"),
+    path("p/<slug:slug>/runs/<int:pk>/regrade/", regrade.run_regrade, name="run_regrade"),
 ]

@@ -34,6 +34,7 @@ from experiments.execution.sealing import protocol_problems, protocol_seal
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
 from experiments.web.runs.forms import ConcurrencyForm, ProtocolEditor, ReasonForm
+from experiments.web.runs.regrade import regrade_context
 
 NO_QUEUE = (
     "No queue is reachable (the Redis server did not answer), so nothing changed: model calls never run "
@@ -190,6 +191,7 @@ def run_detail(request, slug, pk):
         "offline": policy.offline_roles(protocol),
         "analysis": run.analysis if run.status == Run.Status.FINISHED else None,
         **_protocol_facts(protocol),
+        **regrade_context(membership, run),
     }
     if membership.is_owner() and run.status != Run.Status.FINISHED:
         unknown = Slot.objects.filter(run=run, status=Slot.Status.UNKNOWN)
