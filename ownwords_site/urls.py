@@ -8,4 +8,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("django-rq/", include("django_rq.urls")),
     path("", include("experiments.urls")),
+    path("", include("annotations.urls")),
 ]

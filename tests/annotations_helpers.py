@@ -5,10 +5,8 @@ predictions and judge grades are what a real run stores.
 """
 from __future__ import annotations
 
-import pytest
 from django.contrib.auth import get_user_model
 
-from annotations.campaigns import campaign_create
 from experiments.data import cohort_draw, sessions_import
 from experiments.execution.control import run_start
 from experiments.execution.driver import run_inline
@@ -34,7 +32,7 @@ def finished_run(project, *, people: int = 4, conditions=CONDITIONS) -> Run:
     sessions_import(project=project, parsed=parsed, source_format="jsonl", source_file="rate.jsonl")
     cohort = cohort_draw(project=project, name="rate", size=people, seed=3)
     protocol = Protocol.objects.create(
-        project=project, name="rate", cohort=cohort, conditions=list(conditions), generator=OFFLINE, judge=OFFLINE,
+        project=project, name="bees-protocol", cohort=cohort, conditions=list(conditions), generator=OFFLINE, judge=OFFLINE,
         contrasts=[{"name": "OwnWords minus memory", "terms": {OWNWORDS: 1, MEMORY: -1}, "family": True}],
         bootstrap={"seed": 7, "draws": 300},
     )
@@ -53,17 +51,3 @@ def add_raters(project, names=RATERS):
         Membership.objects.create(project=project, user=user, role=Role.RATER)
         users.append(user)
     return users
-
-
-@pytest.fixture
-def rated_run(cast, project):
-    """A finished run of `project` (which has the role cast) and three extra raters."""
-    run = finished_run(project)
-    add_raters(project)
-    return run
-
-
-@pytest.fixture
-def campaign(rated_run, cast):
-    return campaign_create(run=rated_run, name="first", conditions=CONDITIONS, raters=RATERS[:2],
-                           user=cast["owner"], seed=11)

@@ -61,3 +61,21 @@ def imported(project):
     ]
     sessions_import(project=project, parsed=sessions, source_format="jsonl", source_file="hand.jsonl")
     return project
+
+
+@pytest.fixture
+def rated_run(cast, project):
+    """A finished offline run of `project` (which has the role cast) and three extra raters."""
+    from tests.annotations_helpers import add_raters, finished_run
+    run = finished_run(project)
+    add_raters(project)
+    return run
+
+
+@pytest.fixture
+def campaign(rated_run, cast):
+    """A campaign over every condition of `rated_run`, rated by rater-a and rater-b (k = 2)."""
+    from annotations.campaigns import campaign_create
+    from tests.annotations_helpers import CONDITIONS, RATERS
+    return campaign_create(run=rated_run, name="first", conditions=CONDITIONS, raters=RATERS[:2],
+                           user=cast["owner"], seed=11)

@@ -12,7 +12,7 @@ from annotations.models import Assignment, RatingItem
 from annotations.rating import rating_record
 from experiments.core.conditions import FINAL
 from experiments.models import Prediction, Run
-from tests.annotations_helpers import CONDITIONS, MEMORY, RATERS, campaign, rated_run  # noqa: F401
+from tests.annotations_helpers import CONDITIONS, RATERS
 
 
 def live(campaign):

@@ -1,0 +1,147 @@
+"""Benchmark of human ratings (issue 10): campaign creation, the next item, agreement.
+
+    .venv/bin/python benchmarks/ratings.py                  # PostgreSQL bench_ratings (created if missing)
+    DATABASE_URL=sqlite:///var/bench.sqlite3 .venv/bin/python benchmarks/ratings.py
+
+The database is emptied first; do not point it at real data. It builds a finished run with
+10,000 distinct answers (1,000 sessions × 5 tasks × 2 conditions; predictions and judge
+grades written directly, since what is measured is the campaign, not the run), then prints:
+- the time to create a 10,000-item campaign (k = 2, 5 raters: 20,000 assignments);   target ≤ 5 s
+- the server time of the rater's next item through the JSON view (median, p95, max over
+  200 items rated in between) and its number of queries, which must not grow;          target ≤ 50 ms
+- agreement with 100,000-draw whole-person intervals over 5,000 doubly rated items.    target ≤ 3 s
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_ratings")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
+os.environ.setdefault("SECRET_KEY", "benchmark-only")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
+os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+
+if os.environ["DATABASE_URL"].startswith("postgres"):
+    subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", os.environ["DATABASE_URL"].rsplit("/", 1)[1]],
+                   capture_output=True)
+
+import django  # noqa: E402
+
+django.setup()
+
+import numpy as np  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+from django.urls import reverse  # noqa: E402
+
+from annotations.campaigns import campaign_create  # noqa: E402
+from annotations.rating import rater_item, rating_record  # noqa: E402
+from experiments.core.conditions import FINAL  # noqa: E402
+from experiments.core.interviews.records import ParsedSession, ParsedTurn  # noqa: E402
+from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED  # noqa: E402
+from experiments.core.tasks import TaskRule  # noqa: E402
+from experiments.data import cohort_draw, sessions_import  # noqa: E402
+from experiments.execution.planning import sha256_text  # noqa: E402
+from experiments.models import Grade, Membership, Prediction, Project, Protocol, Role, Run, Task  # noqa: E402
+
+SESSIONS, TARGETS, CONDITIONS = 1_000, 5, ["question-only", "whole-record"]
+RATERS = [f"bench-rater-{i}" for i in range(5)]
+NEXT_ITEMS = 200
+
+
+def build_run() -> Run:
+    turns = []
+    for i in range(12):
+        turns += [ParsedTurn("interviewer", f"What about part {i} of your work?"),
+                  ParsedTurn("participant", f"Part {i} is where I spend most afternoons, honestly.")]
+    parsed = [ParsedSession(session_id=f"b{s}", person_id=f"person-{s}", study_id=f"s{s % 3}", language="en",
+                            screener=(), turns=tuple(turns), location=f"line {s}") for s in range(SESSIONS)]
+    project = Project.objects.create(slug="bench", name="bench")
+    sessions_import(project=project, parsed=parsed, source_format="jsonl", source_file="bench.jsonl",
+                    task_rule=TaskRule(min_pairs=12, min_targets=TARGETS, max_targets=TARGETS))
+    cohort = cohort_draw(project=project, name="all", size=SESSIONS, seed=1)
+    protocol = Protocol.objects.create(project=project, name="bench", cohort=cohort, conditions=CONDITIONS,
+                                       generator={"provider": "offline"}, judge={"provider": "offline"})
+    run = Run.objects.create(protocol=protocol, status=Run.Status.FINISHED)
+    rng = np.random.default_rng(1)
+    predictions, grades = [], []
+    for task_id in Task.objects.filter(task_set__project=project).values_list("pk", flat=True):
+        for condition in CONDITIONS:
+            text = f"{condition} says task {task_id} is about afternoons"
+            sha = sha256_text(text)
+            predictions.append(Prediction(run=run, task_id=task_id, condition=condition, label=FINAL,
+                                          status=Prediction.Status.OK, text=text, answer_sha256=sha))
+            grades.append(Grade(run=run, task_id=task_id, answer_sha256=sha, status=Grade.Status.OK,
+                                score=int(rng.integers(0, 4))))
+    Prediction.objects.bulk_create(predictions, batch_size=5000)
+    Grade.objects.bulk_create(grades, batch_size=5000)
+    User = get_user_model()
+    for name in RATERS:
+        Membership.objects.create(project=project, user=User.objects.create_user(name), role=Role.RATER)
+    return run
+
+
+def main() -> None:
+    call_command("migrate", verbosity=0)
+    call_command("flush", interactive=False, verbosity=0)
+    print(f"database: {connection.vendor}")
+    t0 = time.perf_counter()
+    run = build_run()
+    print(f"set-up: {Prediction.objects.count():,} predictions in {time.perf_counter() - t0:.1f} s")
+
+    t0 = time.perf_counter()
+    campaign = campaign_create(run=run, name="bench", conditions=CONDITIONS, raters=RATERS, seed=3)
+    created = time.perf_counter() - t0
+    print(f"campaign of {campaign.items.count():,} items, {campaign.assignments.count():,} assignments: "
+          f"{created:.2f} s (target ≤ 5 s)")
+
+    user = campaign.raters.get(user__username=RATERS[0]).user
+    client = Client()
+    client.force_login(user)
+    url = reverse("rate_item", args=[campaign.project.slug, campaign.pk])
+    times, queries = [], []
+    for _ in range(NEXT_ITEMS):
+        with CaptureQueriesContext(connection) as ctx:
+            t0 = time.perf_counter()
+            response = client.get(url)
+            times.append(time.perf_counter() - t0)
+        queries.append(len(ctx))
+        item = response.json()["item"]
+        rating_record(campaign=campaign, user=user, assignment_id=item["assignment"], grade=2, seconds=3)
+    ms = sorted(t * 1000 for t in times)
+    print(f"next item through the JSON view, {NEXT_ITEMS} items: median {statistics.median(ms):.1f} ms, "
+          f"p95 {ms[int(0.95 * len(ms))]:.1f} ms, max {ms[-1]:.1f} ms (target ≤ 50 ms); "
+          f"queries per request {min(queries)}–{max(queries)} (session and user included)")
+    with CaptureQueriesContext(connection) as ctx:
+        rater_item(campaign, user)
+    print(f"rater_item alone: {len(ctx)} queries")
+
+    agreement()
+
+
+def agreement() -> None:
+    from experiments.core.stats.agreement import agreement_bootstrap
+    rng = np.random.default_rng(5)
+    items, people = 5_000, 500
+    persons = np.sort(rng.integers(0, people, items))
+    truth = rng.integers(0, 4, items)
+    a = np.clip(truth + rng.choice([-1, 0, 0, 1], items), 0, 3)
+    b = np.clip(truth + rng.choice([-1, 0, 0, 1], items), 0, 3)
+    t0 = time.perf_counter()
+    result = agreement_bootstrap(a, b, persons, draws=DEFAULT_DRAWS, seed=DEFAULT_SEED)
+    took = time.perf_counter() - t0
+    print(f"agreement of 2 raters, {items:,} items, {people} people, {DEFAULT_DRAWS:,} draws: {took:.2f} s "
+          f"(target ≤ 3 s); κ {result.kappa.estimate:.3f} [{result.kappa.lo:.3f}, {result.kappa.hi:.3f}], "
+          f"α {result.alpha.estimate:.3f} [{result.alpha.lo:.3f}, {result.alpha.hi:.3f}]")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+// The rater's page without reloads: keys 0-3 pick a grade, Enter saves and shows the next
+// item, U undoes, F flags, N goes to the note. The server stores each rating before it
+// answers with the next item, so closing the tab loses nothing; the form also works
+// without this script (it posts and the server redirects back).
+(function () {
+  "use strict";
+  const app = document.getElementById("rate-app");
+  const form = document.getElementById("rate-form");
+  if (!app || !form) return;
+  const $ = (id) => document.getElementById(id);
+  const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  let shownAt = performance.now();
+  let busy = false;
+
+  function showError(text) {
+    const box = $("rate-error");
+    box.textContent = text || "";
+    box.hidden = !text;
+  }
+
+  function render(view) {
+    $("rate-done").textContent = view.done;
+    $("rate-assigned").textContent = view.assigned;
+    $("rate-seconds").textContent = view.seconds_spent;
+    $("rate-undo").disabled = !view.can_undo;
+    const item = view.item;
+    form.hidden = !item;
+    $("rate-finished").hidden = !!item;
+    if (!item) return;
+    $("rate-assignment").value = item.assignment;
+    // textContent, never innerHTML: the texts are participant and model words, not markup.
+    $("rate-question").textContent = item.question;
+    $("rate-reference").textContent = item.reference;
+    $("rate-answer").textContent = item.answer;
+    form.querySelectorAll("input[name=grade]").forEach((r) => { r.checked = false; });
+    $("rate-note").value = "";
+    $("rate-flag").checked = false;
+    $("rate-flag-reason").value = "";
+    shownAt = performance.now();
+    window.scrollTo(0, 0);
+  }
+
+  async function post(url, body) {
+    if (busy) return;  // one request at a time: Enter held down must not submit twice
+    busy = true;
+    try {
+      const response = await fetch(url, {
+        method: "POST", body: body, credentials: "same-origin",
+        headers: { "Accept": "application/json", "X-CSRFToken": csrf },
+      });
+      let data = {};
+      try { data = await response.json(); } catch (e) { data = { error: "The server answered " + response.status + "." }; }
+      if (data.item !== undefined) render(data);
+      showError(data.error);
+    } catch (e) {
+      showError("Not saved: the server cannot be reached. Your rating is still on the page; press Enter to try again.");
+    } finally {
+      busy = false;
+    }
+  }
+
+  function submit() {
+    $("rate-seconds-input").value = ((performance.now() - shownAt) / 1000).toFixed(2);
+    post(app.dataset.submitUrl, new FormData(form));
+  }
+
+  form.addEventListener("submit", (event) => { event.preventDefault(); submit(); });
+  document.getElementById("undo-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    post(app.dataset.undoUrl, new FormData(event.target));
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const typing = event.target.matches("input[type=text], textarea");
+    if (event.key === "Enter") {
+      if (!form.hidden) { event.preventDefault(); submit(); }
+      return;
+    }
+    if (event.key === "Escape" && typing) { event.target.blur(); return; }
+    if (typing) return;
+    if (/^[0-3]$/.test(event.key) && !form.hidden) {
+      $("grade-" + event.key).checked = true;
+      event.preventDefault();
+    } else if (event.key === "u" || event.key === "U") {
+      if (!$("rate-undo").disabled) post(app.dataset.undoUrl, new FormData(document.getElementById("undo-form")));
+    } else if (event.key === "f" || event.key === "F") {
+      $("rate-flag").checked = !$("rate-flag").checked;
+      if ($("rate-flag").checked) { $("rate-flag-reason").focus(); event.preventDefault(); }
+    } else if (event.key === "n" || event.key === "N") {
+      $("rate-note").focus();
+      event.preventDefault();
+    }
+  });
+})();
