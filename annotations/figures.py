@@ -48,8 +48,8 @@ def agreement(payload: dict, display: dict) -> dict | None:
     alpha = payload["between"]["alpha"]
     if alpha:
         fig.add_trace(go.Bar(name="Krippendorff's α (all raters)", **_bars(["all raters"], [alpha])))
-    fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="agreement", height=380,
-                                            legend=dict(orientation="h", y=-0.45))
+    fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="agreement", height=420,
+                                            xaxis=dict(tickangle=-15), legend=dict(orientation="h", y=-0.4))
     return _json(fig)
 
 

@@ -20,19 +20,9 @@ from defusedcsv import csv
 from annotations import agreement, figures
 from annotations.core.tables import CSV_TABLES, comparisons, table_rows
 from annotations.exports import export_csv, export_jsonl
-from annotations.models import RatingCampaign
-from experiments.access import AGGREGATE_READERS, OWNERS, membership_for
+from annotations.access import campaign_for
+from experiments.access import AGGREGATE_READERS, OWNERS
 from experiments.models import Role
-
-
-def _campaign_for(request, slug, pk, *, roles):
-    """(membership, campaign) of project `slug`; another project's campaign is not found."""
-    membership = membership_for(request, slug, roles=roles)
-    campaign = (RatingCampaign.objects.select_related("run__protocol").filter(project=membership.project, pk=pk)
-                .first())
-    if campaign is None:
-        raise Http404("No such campaign")
-    return membership, campaign
 
 
 def _names(membership, campaign) -> dict:
@@ -43,7 +33,7 @@ def _names(membership, campaign) -> dict:
 @login_required
 def campaign_results(request, slug, pk):
     """Template annotations/results/campaign_results.html: figures, each with its table and CSV."""
-    membership, campaign = _campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
+    membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
     data = agreement.campaign_results(campaign)
     names = _names(membership, campaign)
     display = {label: f"{label} ({name})" for label, name in names.items()}
@@ -84,7 +74,7 @@ def _download(text, filename, content_type):
 @login_required
 def campaign_results_csv(request, slug, pk, table):
     """The numbers of one results table as CSV (the raters table has usernames for owners only)."""
-    membership, campaign = _campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
+    membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
     if table not in CSV_TABLES:
         raise Http404("No such table")
     names = _names(membership, campaign)
@@ -96,7 +86,7 @@ def campaign_results_csv(request, slug, pk, table):
 @login_required
 def campaign_export(request, slug, pk, fmt):
     """Every rating, remapped ids, CSV or JSONL: owners only."""
-    _, campaign = _campaign_for(request, slug, pk, roles=OWNERS)
+    _, campaign = campaign_for(request, slug, pk, roles=OWNERS)
     if fmt == "csv":
         return _download(export_csv(campaign), f"campaign-{campaign.pk}-ratings.csv", "text/csv; charset=utf-8")
     if fmt == "jsonl":
