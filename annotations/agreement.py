@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict
 
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.utils import timezone
 
@@ -57,8 +58,6 @@ def rater_labels(campaign: RatingCampaign) -> dict[int, str]:
 
 def rater_usernames(campaign: RatingCampaign) -> dict[str, str]:
     """label → username: for owners' pages only."""
-    from django.contrib.auth import get_user_model
-
     labels = rater_labels(campaign)
     names = dict(get_user_model().objects.filter(pk__in=labels).values_list("pk", "username"))
     return {label: names.get(user_id, "") for user_id, label in labels.items()}
