@@ -27,7 +27,11 @@ PCG64 draws in blocks of 2,000, linear percentiles), I.1 (threshold
 decomposition, transitions), I.8 (person-weighted estimates).
 """
 
-from experiments.core.stats.agreement import quadratic_kappa
+from experiments.core.stats.agreement import (
+    AgreementResult, Interval, MeanVsJudge, agreement_bootstrap, alpha_bootstrap, alpha_from_coincidences,
+    coincidence_matrix, confusion_matrix, exact_agreement, kappa_from_tables, krippendorff_alpha_ordinal,
+    mean_vs_judge, quadratic_kappa, within_one,
+)
 from experiments.core.stats.grouping import (
     BUDGET_SHARE_GROUPS, budget_share_group, candidate_mean, group_by, interaction,
 )
@@ -48,4 +52,7 @@ __all__ = [
     "transition_table", "win_tie_loss", "missing_bounds", "sign_test",
     "quadratic_kappa", "paired_set", "interaction", "candidate_mean",
     "group_by", "budget_share_group",
+    "AgreementResult", "Interval", "MeanVsJudge", "confusion_matrix", "exact_agreement", "within_one",
+    "kappa_from_tables", "coincidence_matrix", "alpha_from_coincidences", "krippendorff_alpha_ordinal",
+    "agreement_bootstrap", "alpha_bootstrap", "mean_vs_judge",
 ]

@@ -1,0 +1,154 @@
+"""A campaign's results (issue 10): its tables from the database, the numbers from `annotations.core`.
+
+`campaign_table` gathers, per item: the person (task.session.person_id, the bootstrap's
+cluster), the conditions that produced its text, the judge's grade, each rater's rating,
+the gold grade and any adjudicated grade. `campaign_results` computes the payload with
+the run protocol's bootstrap seed and draws (protocol.bootstrap, defaults DEFAULT_SEED and
+DEFAULT_DRAWS as on the run dashboard) and caches it in Django's cache under the sha256 of
+every input, so a page recomputes only after a rating, gold grade or adjudication changed.
+
+Payload keys (all numbers, no text; raters appear only as labels R1, R2 … by user id):
+``version``, ``seed``, ``draws``, ``level``, ``raters`` (labels), ``counts``, ``between``
+({pairs, alpha, items}), ``vs_judge`` ({pooled, mean}), ``levels`` ({raters_mean, judge,
+difference}), ``conditions`` (per condition: items, rated_items, between, vs_judge,
+levels), ``per_rater``, ``contrasts`` (`annotations.core.contrasts`), ``planned_tasks``,
+``inputs_sha256``, ``computed_at``. An agreement figure is ``AgreementResult.as_dict()``
+(n_pairs, n_people, draws, seed, tails, confusion, exact, within_one, kappa, alpha, each
+{estimate, lo, hi}) or None when there is nothing to compare yet.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict
+
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.utils import timezone
+
+from annotations.adjudication import ADJUDICATION_SPREAD
+from annotations.core.agreement import AGREEMENT_VERSION, Rating, RatingTable, agreement_payload
+from annotations.core.contrasts import human_contrasts
+from annotations.models import Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingItem
+from experiments.core.canonical import canonical_json
+from experiments.core.conditions import FINAL
+from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
+from experiments.models import CohortTask, Prediction
+
+# A day: the key changes with every input, so this only bounds memory, never staleness.
+CACHE_SECONDS = 24 * 3600
+
+
+def bootstrap_settings(campaign: RatingCampaign) -> tuple[int, int]:
+    """(seed, draws) of the campaign's run, as its dashboard uses them."""
+    bootstrap = campaign.run.protocol.bootstrap or {}
+    return int(bootstrap.get("seed", DEFAULT_SEED)), int(bootstrap.get("draws", DEFAULT_DRAWS))
+
+
+def rater_ids(campaign: RatingCampaign) -> list[int]:
+    """Every user who rates or rated the campaign (removed raters too), by user id."""
+    ids = set(CampaignRater.objects.filter(campaign=campaign).values_list("user_id", flat=True))
+    ids.update(Assignment.objects.filter(campaign=campaign).values_list("rater_id", flat=True))
+    return sorted(ids)
+
+
+def rater_labels(campaign: RatingCampaign) -> dict[int, str]:
+    """user id → stable opaque label R1, R2 … in order of user id (pages and exports alike)."""
+    return {user_id: f"R{n}" for n, user_id in enumerate(rater_ids(campaign), start=1)}
+
+
+def rater_usernames(campaign: RatingCampaign) -> dict[str, str]:
+    """label → username: for owners' pages only."""
+    labels = rater_labels(campaign)
+    names = dict(get_user_model().objects.filter(pk__in=labels).values_list("pk", "username"))
+    return {label: names.get(user_id, "") for user_id, label in labels.items()}
+
+
+def campaign_table(campaign: RatingCampaign) -> tuple[RatingTable, list[dict]]:
+    """The campaign's RatingTable and, parallel to its items, {pk, task_id, answer_sha256}."""
+    items = list(RatingItem.objects.filter(campaign=campaign).order_by("number").values(
+        "pk", "number", "task_id", "answer_sha256", "conditions", "judge_score", "gold_grade",
+        "task__session__person_id", "adjudication__grade"))
+    index = {item["pk"]: i for i, item in enumerate(items)}
+    labels = rater_labels(campaign)
+    column = {user_id: j for j, user_id in enumerate(labels)}
+    ratings = tuple(
+        Rating(item=index[item_id], rater=column[rater_id], grade=grade, flagged=flagged, seconds=seconds)
+        for item_id, rater_id, grade, flagged, seconds in
+        HumanGrade.objects.filter(assignment__campaign=campaign)
+        .order_by("assignment__item__number", "assignment__rater_id")
+        .values_list("assignment__item_id", "assignment__rater_id", "grade", "flagged", "seconds_spent"))
+    table = RatingTable(
+        numbers=tuple(i["number"] for i in items),
+        person=tuple(i["task__session__person_id"] for i in items),
+        conditions=tuple(tuple(i["conditions"]) for i in items),
+        judge=tuple(i["judge_score"] for i in items),
+        gold=tuple(i["gold_grade"] for i in items),
+        adjudicated=tuple(i["adjudication__grade"] for i in items),
+        raters=tuple(labels.values()),
+        ratings=ratings,
+    )
+    keys = [{"pk": i["pk"], "task_id": i["task_id"], "answer_sha256": i["answer_sha256"]} for i in items]
+    return table, keys
+
+
+def task_items(campaign: RatingCampaign, keys: list[dict]) -> dict[str, dict[int, int]]:
+    """condition → {task id → index of the item its final answer is}, for the campaign's conditions.
+
+    A task whose answer is not an item (not sampled, or an empty answer or invalid selection,
+    which nobody rates) is absent.
+    """
+    index = {(k["task_id"], k["answer_sha256"]): i for i, k in enumerate(keys)}
+    out: dict[str, dict[int, int]] = {c: {} for c in campaign.conditions}
+    for condition, task_id, sha in (
+            Prediction.objects.filter(run=campaign.run, label=FINAL, condition__in=campaign.conditions,
+                                      status=Prediction.Status.OK)
+            .values_list("condition", "task_id", "answer_sha256")):
+        if (task_id, sha) in index:
+            out[condition][task_id] = index[(task_id, sha)]
+    return out
+
+
+def results_inputs(campaign: RatingCampaign) -> tuple[dict, str]:
+    """Everything the payload is computed from, and its sha256 (the cache key)."""
+    table, keys = campaign_table(campaign)
+    seed, draws = bootstrap_settings(campaign)
+    protocol = campaign.run.protocol
+    inputs = {
+        "version": AGREEMENT_VERSION,
+        "campaign": campaign.pk,
+        "conditions": list(campaign.conditions),
+        "k": campaign.ratings_per_item,
+        "spread": ADJUDICATION_SPREAD,
+        "table": asdict(table),
+        "task_items": {c: {str(t): i for t, i in sorted(m.items())}
+                       for c, m in task_items(campaign, keys).items()},
+        "contrasts": protocol.contrasts,
+        "planned_tasks": CohortTask.objects.filter(cohort_id=protocol.cohort_id).count(),
+        "bootstrap": {"seed": seed, "draws": draws},
+    }
+    sha = hashlib.sha256(canonical_json(inputs).encode("utf-8")).hexdigest()
+    return {**inputs, "table": table}, sha
+
+
+def compute_results(inputs: dict) -> dict:
+    """The payload from `results_inputs` (no database access)."""
+    table, seed, draws = inputs["table"], inputs["bootstrap"]["seed"], inputs["bootstrap"]["draws"]
+    payload = agreement_payload(table, conditions=inputs["conditions"], k=inputs["k"], seed=seed, draws=draws,
+                                dispute_spread=inputs["spread"])
+    task_map = {c: {int(t): i for t, i in m.items()} for c, m in inputs["task_items"].items()}
+    payload["contrasts"] = human_contrasts(inputs["contrasts"], table, task_map,
+                                           planned_tasks=inputs["planned_tasks"], seed=seed, draws=draws)
+    payload["planned_tasks"] = inputs["planned_tasks"]
+    return payload
+
+
+def campaign_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
+    """The campaign's result payload, from the cache when its inputs are unchanged."""
+    inputs, sha = results_inputs(campaign)
+    key = f"annotations:results:{sha}"
+    if use_cache and (cached := cache.get(key)) is not None:
+        return cached
+    payload = compute_results(inputs)
+    payload.update(inputs_sha256=sha, computed_at=timezone.now().isoformat(timespec="seconds"))
+    cache.set(key, payload, CACHE_SECONDS)
+    return payload

@@ -1,0 +1,102 @@
+"""Every rating of a campaign as CSV or JSONL, for owners: remapped ids, no usernames, no participant text.
+
+One row per rating (HumanGrade), flag-only ratings included, ordered by item number and
+rater label. Identifiers are opaque labels:
+
+* ``rater``: R1, R2 … by user id (the same labels as the results pages);
+* ``task`` and ``person``: T<n> and P<n> with the numbers of the run's numeric package
+  (`experiments.analysis.exports`: task = position in the cohort, person = order of first
+  appearance there), so the export joins that package without revealing either id.
+
+Notes and flag reasons are raters' free text and may be hostile: in the CSV, `defusedcsv`
+prefixes a quote to any cell starting with = + - @ | % (and we do the same for such a
+cell behind leading whitespace or control characters, which some spreadsheets strip);
+the JSONL keeps the text exactly, as JSON strings are not evaluated.
+"""
+from __future__ import annotations
+
+import io
+import json
+
+from defusedcsv import csv
+
+from annotations.agreement import rater_labels
+from annotations.models import HumanGrade, RatingCampaign, RatingItem
+from experiments.analysis.exports import sequential_labels
+from experiments.models import CohortTask
+
+HEADER = ["item", "task", "person", "conditions", "judge_score", "rater", "grade", "flagged", "flag_reason", "note",
+          "seconds", "created_at", "updated_at", "gold_grade", "adjudicated_grade"]
+# What a spreadsheet may read as the start of a formula (defusedcsv's own set).
+FORMULA_STARTS = ("=", "+", "-", "@", "|", "%")
+CONDITION_SEPARATOR = "; "
+
+
+def task_and_person_labels(campaign: RatingCampaign) -> tuple[dict[int, str], dict[int, str]]:
+    """task id → T<n>, person id → P<n>, numbered as in the run's numeric package."""
+    rows = list(CohortTask.objects.filter(cohort_id=campaign.run.protocol.cohort_id).order_by("position")
+                .values_list("task_id", "task__session__person_id"))
+    people = sequential_labels(person for _, person in rows)
+    return ({task: f"T{n}" for n, (task, _) in enumerate(rows, start=1)},
+            {person: f"P{n}" for person, n in people.items()})
+
+
+def export_rows(campaign: RatingCampaign) -> list[dict]:
+    """One dict per rating, in HEADER's fields; ``conditions`` is a list."""
+    raters = rater_labels(campaign)
+    tasks, people = task_and_person_labels(campaign)
+    items = {
+        i["pk"]: i for i in RatingItem.objects.filter(campaign=campaign).values(
+            "pk", "number", "task_id", "task__session__person_id", "conditions", "judge_score", "gold_grade",
+            "adjudication__grade")
+    }
+    rows = []
+    for g in (HumanGrade.objects.filter(assignment__campaign=campaign)
+              .values("assignment__item_id", "assignment__rater_id", "grade", "flagged", "flag_reason", "note",
+                      "seconds_spent", "created_at", "updated_at")):
+        item = items[g["assignment__item_id"]]
+        rows.append({
+            "item": item["number"],
+            "task": tasks.get(item["task_id"], ""),
+            "person": people.get(item["task__session__person_id"], ""),
+            "conditions": list(item["conditions"]),
+            "judge_score": item["judge_score"],
+            "rater": raters[g["assignment__rater_id"]],
+            "grade": g["grade"],
+            "flagged": g["flagged"],
+            "flag_reason": g["flag_reason"],
+            "note": g["note"],
+            "seconds": g["seconds_spent"],
+            "created_at": g["created_at"].isoformat(),
+            "updated_at": g["updated_at"].isoformat(),
+            "gold_grade": item["gold_grade"],
+            "adjudicated_grade": item["adjudication__grade"],
+        })
+    rows.sort(key=lambda r: (r["item"], int(r["rater"][1:])))
+    return rows
+
+
+def safe_cell(value):
+    """A text cell a spreadsheet will not run: formula starts behind whitespace get a quote too.
+
+    (A cell that starts with one is quoted by defusedcsv's writer.)
+    """
+    if isinstance(value, str):
+        stripped = value.lstrip(" \t\r\n\x0b\x0c\x00")
+        if stripped != value and stripped.startswith(FORMULA_STARTS):
+            return "'" + value
+    return value
+
+
+def export_csv(campaign: RatingCampaign) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=HEADER, lineterminator="\n")
+    writer.writeheader()
+    for row in export_rows(campaign):
+        row = {**row, "conditions": CONDITION_SEPARATOR.join(row["conditions"]), "flagged": int(row["flagged"])}
+        writer.writerow({k: safe_cell(v) for k, v in row.items()})
+    return buffer.getvalue()
+
+
+def export_jsonl(campaign: RatingCampaign) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=False) + "\n" for row in export_rows(campaign))

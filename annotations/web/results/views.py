@@ -1,0 +1,95 @@
+"""A campaign's results pages: agreement, contrasts under human grades, their CSVs, and the owners' export.
+
+Who sees what (DESIGN §2, issue 10):
+
+* owners: everything, with raters' usernames beside their labels, and the export of every
+  rating (notes included, ids remapped);
+* analysts and viewers: the same aggregate numbers, raters only as R1, R2 …;
+* raters: 403 (they must not see the judge's grades or each other's); non-members: 404.
+
+No page here shows participant text, a note or a flag reason: only numbers.
+"""
+import io
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+
+from defusedcsv import csv
+
+from annotations import agreement, figures
+from annotations.core.tables import CSV_TABLES, comparisons, table_rows
+from annotations.exports import export_csv, export_jsonl
+from annotations.access import campaign_for
+from experiments.access import AGGREGATE_READERS, OWNERS
+from experiments.models import Role
+
+
+def _names(membership, campaign) -> dict:
+    """label → what this member may see of a rater: the username for owners, else nothing."""
+    return agreement.rater_usernames(campaign) if membership.role == Role.OWNER else {}
+
+
+@login_required
+def campaign_results(request, slug, pk):
+    """Template annotations/results/campaign_results.html: figures, each with its table and CSV."""
+    membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
+    data = agreement.campaign_results(campaign)
+    names = _names(membership, campaign)
+    display = {label: f"{label} ({name})" for label, name in names.items()}
+    confusions = [(name, axes, figures.confusion(fig, *axes)) for _, name, axes, fig in comparisons(data)[:3]]
+    per_condition = [{"condition": c["condition"], "items": c["items"], "rated_items": c["rated_items"],
+                      "rows": [(name, fig) for _, name, _, fig in comparisons(data, c, scope=c["condition"])],
+                      "alpha": c["between"]["alpha"], "levels": c["levels"]} for c in data["conditions"]]
+    context = {
+        "membership": membership, "project": membership.project, "campaign": campaign, "data": data,
+        "is_owner": membership.role == Role.OWNER,
+        "comparisons": [(figures.shown_name(name, display), fig) for _, name, _, fig in comparisons(data)],
+        "per_condition": per_condition,
+        "raters": table_rows(data, "raters", names),
+        "confusions": confusions,
+        "agreement_figure": figures.agreement(data, display),
+        "conditions_figure": figures.conditions(data),
+        "levels_figure": figures.levels(data),
+        "distribution_figure": figures.distribution(data, display),
+        "contrasts_figure": figures.contrasts(data),
+    }
+    return render(request, "annotations/results/campaign_results.html", context)
+
+
+def _csv_response(filename, header, rows):
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=header, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return _download(buffer.getvalue(), filename, "text/csv; charset=utf-8")
+
+
+def _download(text, filename, content_type):
+    response = HttpResponse(text, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+def campaign_results_csv(request, slug, pk, table):
+    """The numbers of one results table as CSV (the raters table has usernames for owners only)."""
+    membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
+    if table not in CSV_TABLES:
+        raise Http404("No such table")
+    names = _names(membership, campaign)
+    header = [h for h in CSV_TABLES[table] if h != "username" or names]
+    return _csv_response(f"campaign-{campaign.pk}-{table}.csv", header,
+                         table_rows(agreement.campaign_results(campaign), table, names))
+
+
+@login_required
+def campaign_export(request, slug, pk, fmt):
+    """Every rating, remapped ids, CSV or JSONL: owners only."""
+    _, campaign = campaign_for(request, slug, pk, roles=OWNERS)
+    if fmt == "csv":
+        return _download(export_csv(campaign), f"campaign-{campaign.pk}-ratings.csv", "text/csv; charset=utf-8")
+    if fmt == "jsonl":
+        return _download(export_jsonl(campaign), f"campaign-{campaign.pk}-ratings.jsonl",
+                         "application/jsonl; charset=utf-8")
+    raise Http404("Exports are .csv or .jsonl")
