@@ -14,8 +14,8 @@ whole people as ``paired.paired_bootstrap`` does: a fresh ``PCG64(seed)``, peopl
 percentiles at ``_tails(level, tails)``; the same seed and people resample the same
 people as any paired contrast.  Each person's ratings are summed once into a table
 (P × K × K); a draw's table is its multiplicity counts @ the person tables.  ``chunk``
-draws are counted at a time (memory ≈ chunk × P × 16 bytes); any chunk gives the same
-figures.  Draws whose statistic is undefined (NaN) are left out of the percentiles.
+draws are counted at a time (about 24 bytes × chunk × P, besides one block of indices);
+any chunk gives the same figures.  Draws whose statistic is NaN leave the percentiles.
 """
 from __future__ import annotations
 
