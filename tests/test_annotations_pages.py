@@ -74,7 +74,7 @@ def test_every_page_and_json_a_rater_reaches_is_blind(client, campaign):
             assert set(body["item"]) == {"assignment", "question", "reference", "answer"}
     # a rater's refusals on the pages of other roles
     for name, args in [("campaign_detail", [slug, pk]), ("campaign_adjudication", [slug, pk]),
-                       ("run_detail", [slug, campaign.run_id]),
+                       ("campaign_results", [slug, pk]), ("run_detail", [slug, campaign.run_id]),
                        ("prediction_list", [slug, campaign.run_id]), ("run_dashboard", [slug, campaign.run_id])]:
         response = client.get(reverse(name, args=args))
         assert response.status_code in (302, 403), name

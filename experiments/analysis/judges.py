@@ -8,105 +8,13 @@ Numbers only, never text: viewers may see all of it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-import numpy as np
 
-from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, GRADES
+from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.models import Grade, Run, Task
 
-try:
-    from experiments.core.stats.agreement import agreement_bootstrap
-except ImportError:  # TODO(merge): replace with agreement_bootstrap — the shim below goes at merge
-    agreement_bootstrap = None
+from experiments.core.stats.agreement import agreement_bootstrap
 
-
-# --- TODO(merge): replace with agreement_bootstrap ---------------------------------------------
-# A stand-in for experiments.core.stats.agreement.agreement_bootstrap, written on another
-# branch meanwhile. Same call, same attributes and the same as_dict() keys, so that nothing
-# but this block changes when it lands. Alpha is Krippendorff's with the interval (squared)
-# metric, the one that matches quadratic weights.
-
-@dataclass(frozen=True)
-class _Interval:
-    estimate: float
-    lo: float
-    hi: float
-
-
-@dataclass(frozen=True)
-class _Agreement:
-    exact: _Interval
-    within_one: _Interval
-    kappa: _Interval
-    alpha: _Interval
-    n_pairs: int
-    n_people: int
-    draws: int
-    seed: int
-    confusion: list
-
-    def as_dict(self) -> dict:
-        measures = {name: vars(getattr(self, name)).copy() for name in ("exact", "within_one", "kappa", "alpha")}
-        return {"n_pairs": self.n_pairs, "n_people": self.n_people, "draws": self.draws, "seed": self.seed,
-                "confusion": self.confusion, **measures}
-
-
-def _measures(tables: np.ndarray) -> dict[str, np.ndarray]:
-    """Exact, within-one, quadratic κ and interval α of each flattened K×K table (rows: judge a)."""
-    k = len(GRADES)
-    t = tables.reshape(-1, k, k)
-    n = t.sum(axis=(1, 2))
-    i, j = np.indices((k, k))
-    squared = (i - j) ** 2
-    expected = t.sum(2)[:, :, None] * t.sum(1)[:, None, :] / n[:, None, None]
-    chance = (squared * expected).sum(axis=(1, 2))
-    observed = (squared * t).sum(axis=(1, 2))
-    coincidence = t + t.transpose(0, 2, 1)  # both judges' values pooled, as α pairs them
-    margins = coincidence.sum(2)
-    alpha_expected = (margins[:, :, None] * margins[:, None, :] * squared).sum(axis=(1, 2))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return {
-            "exact": np.trace(t, axis1=1, axis2=2) / n,
-            "within_one": (t * (np.abs(i - j) <= 1)).sum(axis=(1, 2)) / n,
-            "kappa": np.where(chance > 0, 1 - observed / chance, np.nan),
-            "alpha": np.where(alpha_expected > 0, 1 - (2 * n - 1) * 2 * observed / alpha_expected, np.nan),
-        }
-
-
-def _shim_agreement_bootstrap(a, b, persons, *, draws: int = DEFAULT_DRAWS, seed: int = DEFAULT_SEED,
-                              block: int = 2_000) -> _Agreement:
-    a, b = np.asarray(a, dtype=int), np.asarray(b, dtype=int)
-    if not len(a) == len(b) == len(persons) or not len(a):
-        raise ValueError("a, b and persons must be parallel and non-empty")
-    k = len(GRADES)
-    _, person = np.unique(np.asarray(persons), return_inverse=True)
-    n_people = int(person.max()) + 1
-    per_person = np.zeros((n_people, k * k))
-    np.add.at(per_person, (person, a * k + b), 1)
-    point = {name: float(values[0]) for name, values in _measures(per_person.sum(0)[None, :]).items()}
-    rng = np.random.Generator(np.random.PCG64(seed))
-    replicates = {name: np.empty(draws) for name in point}
-    for start in range(0, draws, block):
-        m = min(block, draws - start)
-        idx = rng.integers(0, n_people, size=(m, n_people))
-        # How often each person was drawn in each replicate, then their tables summed.
-        times = np.bincount((np.arange(m)[:, None] * n_people + idx).ravel(), minlength=m * n_people)
-        for name, values in _measures(times.reshape(m, n_people) @ per_person).items():
-            replicates[name][start:start + m] = values
-    intervals = {}
-    for name, estimate in point.items():
-        finite = replicates[name][np.isfinite(replicates[name])]
-        lo, hi = np.percentile(finite, [2.5, 97.5], method="linear") if finite.size else (math.nan, math.nan)
-        intervals[name] = _Interval(estimate, float(lo), float(hi))
-    confusion = per_person.sum(0).reshape(k, k).astype(int).tolist()
-    return _Agreement(n_pairs=int(a.size), n_people=n_people, draws=draws, seed=seed, confusion=confusion,
-                      **intervals)
-
-
-if agreement_bootstrap is None:
-    agreement_bootstrap = _shim_agreement_bootstrap
-# --- end of the TODO(merge) block --------------------------------------------------------------
 
 
 def shared_grades(run: Run) -> tuple[list[int], list[int], list]:
