@@ -5,7 +5,9 @@ cluster), the conditions that produced its text, the judge's grade, each rater's
 the gold grade and any adjudicated grade. `campaign_results` computes the payload with
 the run protocol's bootstrap seed and draws (protocol.bootstrap, defaults DEFAULT_SEED and
 DEFAULT_DRAWS as on the run dashboard) and caches it in Django's cache under the sha256 of
-every input, so a page recomputes only after a rating, gold grade or adjudication changed.
+every input (CampaignResult), so numbers are recomputed only after a rating, gold grade or
+adjudication changed. `results_for_page` computes small campaigns during the request and hands
+large ones to the `analysis` queue (`annotations.jobs`), showing the last numbers meanwhile.
 
 Payload keys (all numbers, no text; raters appear only as labels R1, R2 … by user id):
 ``version``, ``seed``, ``draws``, ``level``, ``raters`` (labels), ``counts``, ``between``
@@ -22,20 +24,20 @@ import hashlib
 from dataclasses import asdict
 
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from django.utils import timezone
 
 from annotations.adjudication import ADJUDICATION_SPREAD
 from annotations.core.agreement import AGREEMENT_VERSION, Rating, RatingTable, agreement_payload
 from annotations.core.contrasts import human_contrasts
-from annotations.models import Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingItem
+from annotations.models import Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem
 from experiments.core.canonical import canonical_json
 from experiments.core.conditions import FINAL
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.models import CohortTask, Prediction
 
-# A day: the key changes with every input, so this only bounds memory, never staleness.
-CACHE_SECONDS = 24 * 3600
+# Draws × graded ratings a page computes while the rater-facing request waits (about a second);
+# above it the numbers are computed on the queue.
+INLINE_BUDGET = 30_000_000
 
 
 def bootstrap_settings(campaign: RatingCampaign) -> tuple[int, int]:
@@ -142,13 +144,40 @@ def compute_results(inputs: dict) -> dict:
     return payload
 
 
-def campaign_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
-    """The campaign's result payload, from the cache when its inputs are unchanged."""
-    inputs, sha = results_inputs(campaign)
-    key = f"annotations:results:{sha}"
-    if use_cache and (cached := cache.get(key)) is not None:
-        return cached
+def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
     payload = compute_results(inputs)
     payload.update(inputs_sha256=sha, computed_at=timezone.now().isoformat(timespec="seconds"))
-    cache.set(key, payload, CACHE_SECONDS)
+    CampaignResult.objects.update_or_create(
+        campaign=campaign, defaults={"inputs_sha256": sha, "payload": payload, "computed_at": timezone.now()})
     return payload
+
+
+def campaign_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
+    """The campaign's result payload, computed now unless the stored one has the same inputs."""
+    inputs, sha = results_inputs(campaign)
+    if use_cache:
+        stored = CampaignResult.objects.filter(campaign=campaign, inputs_sha256=sha).first()
+        if stored is not None:
+            return stored.payload
+    return results_store(campaign, inputs, sha)
+
+
+def results_cost(inputs: dict) -> int:
+    """Draws × graded ratings: what the bootstraps' time grows with."""
+    graded = sum(1 for r in inputs["table"].ratings if r.grade is not None)
+    return inputs["bootstrap"]["draws"] * max(graded, 1)
+
+
+def results_for_page(campaign: RatingCampaign, *, enqueue) -> tuple[dict | None, bool]:
+    """(payload, current) for a page: current numbers, or the last ones while new ones are computed.
+
+    `enqueue(campaign_id, sha)` hands the computation to the queue and returns False when no
+    queue answers; then the numbers are computed here, as for small campaigns.
+    """
+    inputs, sha = results_inputs(campaign)
+    stored = CampaignResult.objects.filter(campaign=campaign).first()
+    if stored is not None and stored.inputs_sha256 == sha:
+        return stored.payload, True
+    if results_cost(inputs) > INLINE_BUDGET and enqueue(campaign.pk, sha):
+        return (stored.payload if stored else None), False
+    return results_store(campaign, inputs, sha), True

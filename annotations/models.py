@@ -172,3 +172,16 @@ class Adjudication(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(grade__lte=3), name="adjudication_grade_0_3"),
         ]
+
+
+class CampaignResult(models.Model):
+    """A campaign's agreement and contrast numbers, stored with the sha256 of the inputs they came from.
+
+    At 100,000 draws a large campaign takes tens of seconds, so the numbers are computed once per
+    state of the ratings (on the `analysis` queue when large) and read from here.
+    """
+
+    campaign = models.OneToOneField(RatingCampaign, on_delete=models.CASCADE, related_name="result")
+    inputs_sha256 = models.CharField(max_length=64)
+    payload = models.JSONField()
+    computed_at = models.DateTimeField()

@@ -20,6 +20,7 @@ from defusedcsv import csv
 from annotations import agreement, figures
 from annotations.core.tables import CSV_TABLES, comparisons, table_rows
 from annotations.exports import export_csv, export_jsonl
+from annotations.jobs import results_enqueue
 from annotations.access import campaign_for
 from experiments.access import AGGREGATE_READERS, OWNERS
 from experiments.models import Role
@@ -34,7 +35,10 @@ def _names(membership, campaign) -> dict:
 def campaign_results(request, slug, pk):
     """Template annotations/results/campaign_results.html: figures, each with its table and CSV."""
     membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
-    data = agreement.campaign_results(campaign)
+    data, current = agreement.results_for_page(campaign, enqueue=results_enqueue)
+    if data is None:
+        return render(request, "annotations/results/campaign_computing.html",
+                      {"membership": membership, "project": membership.project, "campaign": campaign})
     names = _names(membership, campaign)
     display = {label: f"{label} ({name})" for label, name in names.items()}
     confusions = [(name, axes, figures.confusion(fig, *axes)) for _, name, axes, fig in comparisons(data)[:3]]
@@ -43,6 +47,7 @@ def campaign_results(request, slug, pk):
                       "alpha": c["between"]["alpha"], "levels": c["levels"]} for c in data["conditions"]]
     context = {
         "membership": membership, "project": membership.project, "campaign": campaign, "data": data,
+        "current": current,
         "is_owner": membership.role == Role.OWNER,
         "comparisons": [(figures.shown_name(name, display), fig) for _, name, _, fig in comparisons(data)],
         "per_condition": per_condition,
@@ -79,8 +84,11 @@ def campaign_results_csv(request, slug, pk, table):
         raise Http404("No such table")
     names = _names(membership, campaign)
     header = [h for h in CSV_TABLES[table] if h != "username" or names]
-    return _csv_response(f"campaign-{campaign.pk}-{table}.csv", header,
-                         table_rows(agreement.campaign_results(campaign), table, names))
+    data, _ = agreement.results_for_page(campaign, enqueue=results_enqueue)
+    if data is None:
+        return HttpResponse("The numbers are being computed; try again in a minute.", status=503,
+                            content_type="text/plain")
+    return _csv_response(f"campaign-{campaign.pk}-{table}.csv", header, table_rows(data, table, names))
 
 
 @login_required
