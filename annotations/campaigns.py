@@ -5,6 +5,7 @@ error nothing is written (each runs in one transaction).
 """
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 
 from django.db import transaction
@@ -264,11 +265,11 @@ def campaign_progress(campaign: RatingCampaign) -> list[dict]:
     rows = []
     for rater in CampaignRater.objects.filter(campaign=campaign).select_related("user"):
         c = counts.get(rater.user_id, {})
-        times = sorted(seconds.get(rater.user_id, []))
+        times = seconds.get(rater.user_id, [])
         rows.append({
             "username": rater.user.username, "active": rater.active,
             "assigned": c.get("assigned", 0), "done": c.get("done", 0), "open": c.get("open", 0),
             "moved": c.get("moved", 0), "flagged": c.get("flagged", 0),
-            "median_seconds": times[len(times) // 2] if times else None,
+            "median_seconds": round(statistics.median(times), 1) if times else None,
         })
     return rows

@@ -62,7 +62,7 @@ class CampaignRater(models.Model):
     added_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["campaign", "user__username"]
+        ordering = ["campaign_id", "user__username"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "user"], name="campaign_rater_once"),
         ]
@@ -82,7 +82,7 @@ class RatingItem(models.Model):
     number = models.PositiveIntegerField(help_text="1-based, for owners' pages and exports")
 
     class Meta:
-        ordering = ["campaign", "number"]
+        ordering = ["campaign_id", "number"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "task", "answer_sha256"], name="rating_item_once"),
             models.UniqueConstraint(fields=["campaign", "number"], name="rating_item_number_once"),
@@ -107,7 +107,8 @@ class Assignment(models.Model):
     served_at = models.DateTimeField(null=True, blank=True, help_text="first shown to the rater")
 
     class Meta:
-        ordering = ["campaign", "rater", "position"]
+        # By ids: ordering by the foreign keys themselves would join their tables into every query.
+        ordering = ["campaign_id", "rater_id", "position"]
         constraints = [
             # A rater never sees an item twice, even after a reassignment.
             models.UniqueConstraint(fields=["item", "rater"], name="assignment_item_rater_once"),
@@ -120,9 +121,15 @@ class Assignment(models.Model):
 
 
 class HumanGrade(models.Model):
-    """A rater's grade of one assignment. A flag may stand without a grade (unratable item)."""
+    """A rater's grade of one assignment. A flag may stand without a grade (unratable item).
+
+    `campaign` and `rater` repeat the assignment's so that a rater's own numbers (time spent,
+    the last rating to undo) come from an index, not a scan of their whole queue.
+    """
 
     assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="rating")
+    campaign = models.ForeignKey(RatingCampaign, on_delete=models.CASCADE, related_name="+")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     grade = models.PositiveSmallIntegerField(null=True, blank=True)
     note = models.TextField(blank=True)
     flagged = models.BooleanField(default=False)
@@ -137,6 +144,7 @@ class HumanGrade(models.Model):
             models.CheckConstraint(condition=Q(grade__isnull=False) | Q(flagged=True),
                                    name="human_grade_or_flag"),
         ]
+        indexes = [models.Index(fields=["campaign", "rater", "created_at"], name="human_grade_latest")]
 
 
 class RatingEvent(models.Model):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from annotations.models import UNDO_WINDOW_S, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingEvent
@@ -31,14 +31,25 @@ def _active_rater(campaign: RatingCampaign, user) -> None:
 
 
 def rater_progress(campaign: RatingCampaign, user) -> dict:
-    """done / assigned and time spent of one rater (their own numbers only)."""
-    row = Assignment.objects.filter(campaign=campaign, rater=user).exclude(
-        status=Assignment.Status.REASSIGNED).aggregate(
-        assigned=Count("pk"),
-        done=Count("pk", filter=Q(status=Assignment.Status.DONE)),
-        seconds=Sum("rating__seconds_spent"),
-    )
-    return {"done": row["done"], "assigned": row["assigned"], "seconds_spent": round(row["seconds"] or 0.0, 1)}
+    """done / assigned, time spent and whether an undo is possible: the rater's own numbers only.
+
+    Two index reads whatever the queue's length: status counts from the queue index, time and
+    the last rating from the ratings' (campaign, rater, created_at) index.
+    """
+    counts = dict(Assignment.objects.filter(campaign=campaign, rater=user).order_by()
+                  .values_list("status").annotate(n=Count("pk")))
+    own = HumanGrade.objects.filter(campaign=campaign, rater=user).aggregate(
+        seconds=Sum("seconds_spent"), latest=Max("created_at"))
+    return {
+        "done": counts.get(Assignment.Status.DONE, 0),
+        "assigned": counts.get(Assignment.Status.DONE, 0) + counts.get(Assignment.Status.OPEN, 0),
+        "seconds_spent": round(own["seconds"] or 0.0, 1),
+        "can_undo": own["latest"] is not None and _within_window(own["latest"]),
+    }
+
+
+def _within_window(created_at) -> bool:
+    return timezone.now() - created_at <= timedelta(seconds=UNDO_WINDOW_S)
 
 
 def _item_view(assignment: Assignment) -> dict:
@@ -73,7 +84,6 @@ def rater_item(campaign: RatingCampaign, user) -> dict:
             assignment.served_at = timezone.now()
             Assignment.objects.filter(pk=assignment.pk, served_at__isnull=True).update(served_at=assignment.served_at)
         view["item"] = _item_view(assignment)
-    view["can_undo"] = _undoable(campaign, user) is not None
     return view
 
 
@@ -133,7 +143,7 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id, grade, note:
     fields = {"grade": value, "note": note, "flagged": flagged, "flag_reason": flag_reason if flagged else ""}
     existing = HumanGrade.objects.filter(assignment=assignment).first()
     if existing is not None:
-        if now - existing.created_at > timedelta(seconds=UNDO_WINDOW_S):
+        if not _within_window(existing.created_at):
             raise RatingError("you rated this item more than "
                               f"{UNDO_WINDOW_S // 60} minutes ago; that rating is final")
         for name, v in fields.items():
@@ -143,7 +153,7 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id, grade, note:
         kind, stored = RatingEvent.Kind.UPDATE, existing
     else:
         stored = HumanGrade.objects.create(
-            assignment=assignment, seconds_spent=_seconds(seconds, assignment.served_at, now),
+            assignment=assignment, campaign=campaign, rater=user, seconds_spent=_seconds(seconds, assignment.served_at, now),
             created_at=now, updated_at=now, **fields)
         Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.DONE)
         kind = RatingEvent.Kind.RATE
@@ -153,9 +163,8 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id, grade, note:
 
 def _undoable(campaign, user) -> HumanGrade | None:
     """The rater's most recent rating, if still inside the undo window."""
-    latest = (HumanGrade.objects.filter(assignment__campaign=campaign, assignment__rater=user)
-              .order_by("-created_at", "-pk").first())
-    if latest is None or timezone.now() - latest.created_at > timedelta(seconds=UNDO_WINDOW_S):
+    latest = HumanGrade.objects.filter(campaign=campaign, rater=user).order_by("-created_at", "-pk").first()
+    if latest is None or not _within_window(latest.created_at):
         return None
     return latest
 
