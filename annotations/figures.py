@@ -11,7 +11,7 @@ import json
 import plotly.graph_objects as go
 
 from annotations.core.tables import comparisons
-from experiments.analysis.figures import LAYOUT
+from experiments.analysis.figures import GRADE_TICKS, LAYOUT
 
 STAT_NAMES = {"exact": "exact agreement", "within_one": "within one grade", "kappa": "quadratic κ"}
 SOURCE_COLOURS = {"judge": "#6b7280", "raters_mean": "#2f5d9b", "adjudicated": "#4d8a4d"}
@@ -59,7 +59,8 @@ def confusion(figure: dict | None, rows: str, columns: str) -> dict | None:
     table = figure["confusion"]
     fig = go.Figure(go.Heatmap(z=table, x=[0, 1, 2, 3], y=[0, 1, 2, 3], colorscale="Blues", text=table,
                                texttemplate="%{text}", showscale=False))
-    fig.update_layout(LAYOUT).update_layout(height=280, width=320, xaxis_title=columns, yaxis_title=rows)
+    fig.update_layout(LAYOUT).update_layout(height=280, width=320, xaxis_title=columns, yaxis_title=rows,
+                                            xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
     return _json(fig)
 
 

@@ -9,7 +9,10 @@ import json
 
 import plotly.graph_objects as go
 
-LAYOUT = dict(margin=dict(l=10, r=10, t=30, b=40), height=320, template="plotly_white")
+# automargin: long condition names and axis titles get the room they need instead of being clipped.
+LAYOUT = dict(margin=dict(l=10, r=10, t=30, b=40), height=320, template="plotly_white",
+              xaxis=dict(automargin=True), yaxis=dict(automargin=True))
+GRADE_TICKS = dict(tickmode="array", tickvals=[0, 1, 2, 3], automargin=True)
 
 
 def _json(fig: go.Figure) -> dict:
@@ -84,8 +87,10 @@ def thresholds(contrasts: list[dict]) -> dict | None:
         return None
     fig = go.Figure()
     for k in range(3):
+        # The value printed on each bar keeps a zero difference visible (a bar of height 0 is not).
         fig.add_trace(go.Bar(name=f"ΔP(grade ≥ {k + 1})", x=[c["name"] for c in rows],
-                             y=[c["delta_at_least"][k] for c in rows]))
+                             y=[c["delta_at_least"][k] for c in rows], texttemplate="%{y:.3f}",
+                             textposition="outside", cliponaxis=False))
     fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="difference in share of tasks")
     return _json(fig)
 
@@ -98,7 +103,7 @@ def transitions(contrast: dict) -> dict | None:
     fig = go.Figure(go.Heatmap(z=table, x=[0, 1, 2, 3], y=[0, 1, 2, 3], colorscale="Blues",
                                text=table, texttemplate="%{text}"))
     fig.update_layout(LAYOUT).update_layout(height=300, xaxis_title=f"grade under {axes['columns']}",
-                      yaxis_title=f"grade under {axes['rows']}")
+                      yaxis_title=f"grade under {axes['rows']}", xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
     return _json(fig)
 
 
@@ -116,6 +121,6 @@ def cost(per_phase: list[dict]) -> dict | None:
     if not per_phase:
         return None
     fig = go.Figure(go.Bar(x=[r["phase"] for r in per_phase], y=[r["attempts"] for r in per_phase],
-                           name="attempts"))
+                           name="attempts", texttemplate="%{y}", textposition="outside", cliponaxis=False))
     fig.update_layout(LAYOUT).update_layout(yaxis_title="HTTP attempts")
     return _json(fig)
