@@ -21,8 +21,9 @@ def test_demo_setup_loads_the_sample_and_lands_on_a_finished_offline_run(db):
     run = Run.objects.get()
     assert run.status == Run.Status.FINISHED and run.inline
     assert "offline stand-in, not a model" in text
-    logins = dict(re.findall(r"login: (\S+) / (\S+)", text))
+    logins = dict(re.findall(r"^login: (\S+) / (\S+)", text, re.M))
     assert set(logins) == {"demo", "demo-viewer"}
+    assert re.search(r"admin login: demo-admin / \S+", text)
     assert authenticate(username="demo", password=logins["demo"]) is not None
     # Running it again imports nothing twice and starts no second run.
     call_command("demo_setup", stdout=StringIO())

@@ -88,6 +88,13 @@ class Command(BaseCommand):
                 user.save()
                 Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
                 lines.append(f"login: {username} / {password}  ({role.label.lower()})")
+            # The admin (/admin/ and the queue dashboard) for the demo: a superuser, no project role.
+            password = secrets.token_urlsafe(9)
+            admin, _ = User.objects.get_or_create(username="demo-admin")
+            admin.is_staff = admin.is_superuser = True
+            admin.set_password(password)
+            admin.save()
+            lines.append(f"admin login: demo-admin / {password}  (superuser, /admin/)")
         lines.append(self._demo_run(project, queue))
         return "\n".join(lines)
 
