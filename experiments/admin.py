@@ -113,3 +113,37 @@ class CohortTaskAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Protocols, runs and the journal are written by the engine and its recorded amendments only:
+    the admin shows them and never changes them (a change would bypass the seal)."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(models.Protocol)
+class ProtocolAdmin(ReadOnlyAdmin):
+    list_display = ["name", "project", "cohort", "sealed_at", "created_at"]
+    list_filter = ["project"]
+    list_select_related = ["project", "cohort"]
+
+
+@admin.register(models.Run)
+class RunAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "protocol", "status", "phase", "circuit_open", "created_at", "finished_at"]
+    list_filter = ["status", "phase"]
+    list_select_related = ["protocol"]
+
+
+@admin.register(models.Amendment)
+class AmendmentAdmin(ReadOnlyAdmin):
+    list_display = ["run", "kind", "created_by", "created_at"]
+    list_filter = ["kind"]
