@@ -184,3 +184,47 @@ def test_a_long_hostile_url_is_quoted_short_and_escaped(project, cohort):
                                  judge={"provider": "openai", "base_url": hostile, "model": "m"})
         (problem,) = [p for p in sealing.protocol_problems(protocol) if p.startswith("judge:")]
     assert "\x1b" not in problem and "\\x1b" in problem and len(problem) < 600
+
+
+# --- what an endpoint answers in an error ------------------------------------------------------
+
+HOSTILE_MESSAGE = "\x1b[2J\x1b[31mpwned\u202e <script>alert(1)</script> " + "A" * 5000
+
+
+def test_a_provider_error_reaches_the_run_page_and_run_report_only_as_a_short_escaped_excerpt(project, cohort, cast,
+                                                                                            server, client):
+    import io
+
+    import httpx
+    from django.core.management import call_command
+
+    from experiments.execution.driver import run_inline
+    from tests.engine_helpers import Sleeps, make_run
+    from tests.llm_fake_server import Reply, openai_error
+
+    run = make_run(project, cohort, conditions=[QUESTION_ONLY], generator=openai_model(server))
+    server.script(Reply(400, openai_error(HOSTILE_MESSAGE, code="bad", error_type="invalid_request_error")))
+    with httpx.Client(trust_env=False) as http_client:
+        run = run_inline(run.pk, client=http_client, sleep=Sleeps())
+    assert "pwned" in run.status_reason  # the provider's words are kept, as an excerpt
+    client.force_login(cast["owner"])
+    body = client.get(reverse("run_detail", args=[project.slug, run.pk])).content.decode()
+    assert "<script>alert(1)" not in body and "&lt;script&gt;alert(1)" in body
+    assert "A" * 400 not in body
+    out = io.StringIO()
+    call_command("run_report", run.pk, stdout=out)
+    report = out.getvalue()
+    assert "\x1b" not in report and "\u202e" not in report
+    assert "\\x1b[2J\\x1b[31mpwned\\u202e <script>" in report
+    assert "A" * 400 not in report
+
+
+def test_the_excerpt_rule():
+    from experiments.execution.endpoints import provider_excerpt
+
+    assert provider_excerpt("  HTTP 400:\n\n bad\trequest ") == "HTTP 400: bad request"
+    assert provider_excerpt("a\x00b\x07c\u200bd") == "a\\x00b\\x07c\\u200bd"
+    assert provider_excerpt("é ü 中文") == "é ü 中文"  # ordinary text stays as it is
+    cut = provider_excerpt("x" * 1000)
+    assert len(cut) == 200 and cut.endswith("…")
+    assert provider_excerpt("x" * 1000, limit=None) == "x" * 1000

@@ -11,9 +11,14 @@ The list is `settings.LLM_ENDPOINTS` (from `OWNWORDS_LLM_ENDPOINTS`, checked at 
 `ownwords_site.env.llm_endpoints`): entries with an exact `base_url`, entries with a
 `url_prefix` (e.g. a fleet of local servers), and the offline stand-in (provider "offline", no
 URL: it sends nothing).
+
+What an endpoint answers in an error reaches people only as `provider_excerpt`: one line, cut
+short, with control and direction-changing characters written as visible escapes (a terminal
+running `run_report` must not obey an escape sequence a server sent; pages escape HTML besides).
 """
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -25,6 +30,7 @@ from ownwords_site.env import plain_http_url_problem
 OFFLINE = "offline"
 # Long enough to recognise an address, short enough that a pasted page cannot fill a message.
 URL_SHOWN_CHARS = 80
+ERROR_EXCERPT_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -101,3 +107,18 @@ def require_allowed_endpoint(config: ModelConfig) -> None:
 def endpoint_choices() -> list[tuple[str, str]]:
     """For the protocol editor's select: every configured endpoint by name."""
     return [(e.name, e.describe()) for e in configured_endpoints()]
+
+
+def provider_excerpt(text: str, limit: int | None = ERROR_EXCERPT_CHARS) -> str:
+    """An error text from a provider as a page or terminal may show it (see the module's docstring).
+
+    Whitespace runs become one space; control (Cc) and format (Cf: bidi overrides, zero-width)
+    characters become escapes such as \\x1b or \\u202e; at most `limit` characters (None: no cut).
+    """
+    shown = "".join(
+        ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in ("Cc", "Cf") else ch
+        for ch in " ".join(str(text or "").split())
+    )
+    if limit is not None and len(shown) > limit:
+        shown = shown[: limit - 1] + "…"
+    return shown
