@@ -3,6 +3,7 @@
 A bad value stops start-up with a message naming the variable, rather than
 silently falling back to a default nobody asked for.
 """
+import json
 import os
 from urllib.parse import unquote, urlsplit
 
@@ -90,3 +91,92 @@ def database_from_url(url, *, base_dir):
             "PORT": str(parts.port or ""),
         }
     raise ConfigError(f"DATABASE_URL={url!r}: scheme must be sqlite or postgres")
+
+
+def env_json(name, default):
+    """A JSON value given inline (starting with ``[`` or ``{``) or as the path of a JSON file."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    text = raw.strip()
+    source = name
+    if not text.startswith(("[", "{")):
+        try:
+            with open(text, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise ConfigError(f"{name}={raw!r} is neither inline JSON nor a readable file ({exc.strerror})") from None
+        source = f"{name} (file {raw})"
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{source} is not valid JSON: {exc}") from None
+
+
+_ENDPOINT_KEYS = {"name", "provider", "base_url", "url_prefix"}
+
+
+def plain_http_url_problem(url):
+    """Why ``url`` is not a plain http(s) URL (scheme, host, optional port and path), or None.
+
+    User information, a query, a fragment, backslashes, spaces and ``.``/``..`` path segments are
+    refused: each is a way to make a URL look like one host and reach another.
+    """
+    if not isinstance(url, str) or not url:
+        return "is empty"
+    if any(ch in url for ch in "@\\?#") or any(ord(ch) <= 32 or ord(ch) == 127 for ch in url):
+        return "may not contain user information, a query, a fragment, a backslash or spaces"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "must be an http:// or https:// URL with a host"
+    try:
+        parts.port
+    except ValueError:
+        return "has an invalid port"
+    if any(segment in (".", "..") for segment in parts.path.split("/")):
+        return "may not contain . or .. path segments"
+    return None
+
+
+def llm_endpoints(entries, *, source="OWNWORDS_LLM_ENDPOINTS"):
+    """Check the provider endpoints the administrator allows; returns them as plain dicts.
+
+    Each entry is ``{"name", "provider"?, "base_url" | "url_prefix"}``: a ``base_url`` is one exact
+    address, a ``url_prefix`` admits every plain URL beginning with it (it must end at a port or
+    path boundary, ``:`` or ``/``, so ``https://a.example`` cannot admit ``https://a.example.evil``).
+    The offline stand-in is ``{"name": ..., "provider": "offline"}`` with no URL: it sends nothing.
+    """
+    if not isinstance(entries, list):
+        raise ConfigError(f"{source} must be a JSON list of endpoints")
+    checked, names = [], set()
+    for index, entry in enumerate(entries, start=1):
+        where = f"{source}: endpoint {index}"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be an object")
+        unknown = set(entry) - _ENDPOINT_KEYS
+        if unknown:
+            raise ConfigError(f"{where} has unknown keys {sorted(unknown)} (known: {sorted(_ENDPOINT_KEYS)})")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"{where} needs a name")
+        if name in names:
+            raise ConfigError(f"{where}: the name {name!r} is used twice")
+        names.add(name)
+        provider = entry.get("provider")
+        if provider is not None and not isinstance(provider, str):
+            raise ConfigError(f"{where} ({name}): provider must be a string")
+        urls = [key for key in ("base_url", "url_prefix") if key in entry]
+        if provider == "offline":
+            if urls:
+                raise ConfigError(f"{where} ({name}): the offline stand-in has no URL")
+        elif len(urls) != 1:
+            raise ConfigError(f"{where} ({name}) needs exactly one of base_url and url_prefix")
+        else:
+            url = entry[urls[0]]
+            problem = plain_http_url_problem(url)
+            if problem:
+                raise ConfigError(f"{where} ({name}): {urls[0]} {url!r} {problem}")
+            if urls[0] == "url_prefix" and not url.endswith((":", "/")):
+                raise ConfigError(f"{where} ({name}): url_prefix {url!r} must end with ':' or '/'")
+        checked.append({key: entry[key] for key in ("name", "provider", "base_url", "url_prefix") if key in entry})
+    return checked

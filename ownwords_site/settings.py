@@ -1,4 +1,12 @@
-"""Settings for OwnWords Lab, read from the environment (see README, "Configuration")."""
+"""Settings for OwnWords Lab, read from the environment (see README, "Configuration").
+
+Outside DEBUG the settings refuse what would be unsafe on a shared server (no SECRET_KEY, any host
+allowed without saying so); the production switches (secure cookies, HSTS, SSL redirect, the
+proxy's header) are off by default so that a plain local start works, and README's production
+example turns them on (`manage.py check --deploy` is clean with it).
+"""
+import warnings
+from datetime import timedelta
 from pathlib import Path
 
 import plotly
@@ -8,21 +16,36 @@ from ownwords_site.env import (
     database_from_url,
     env_bool,
     env_int,
+    env_json,
     env_list,
     env_str,
+    llm_endpoints,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
+# Only ever used for a local demo with DEBUG on.
+BUILT_IN_DEMO_KEY = "insecure-local-demo-key-never-use-in-production"
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
     if not DEBUG:
         raise ConfigError("SECRET_KEY must be set when DEBUG is off")
-    # Only ever used for a local demo with DEBUG on.
-    SECRET_KEY = "insecure-local-demo-key-never-use-in-production"
+    SECRET_KEY = BUILT_IN_DEMO_KEY
+if SECRET_KEY == BUILT_IN_DEMO_KEY:
+    if not DEBUG:
+        raise ConfigError("SECRET_KEY is the built-in demo key: set a secret one when DEBUG is off")
+    # Every start says so: a demo left running on a reachable address signs sessions with a
+    # key anyone can read in this file.
+    warnings.warn("DEBUG is on and SECRET_KEY is the built-in demo key: sessions can be forged. "
+                  "Never serve this to anyone else; set SECRET_KEY and turn DEBUG off.",
+                  RuntimeWarning, stacklevel=1)
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+if "*" in ALLOWED_HOSTS and not DEBUG and not env_bool("ALLOW_ANY_HOST", False):
+    # A wildcard lets any Host header through (password-reset links, cache poisoning).
+    raise ConfigError("ALLOWED_HOSTS=* is refused when DEBUG is off: name the server's hosts, "
+                      "or set ALLOW_ANY_HOST=1 if a proxy in front already checks the Host header")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -32,6 +55,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_rq",
+    "axes",
     "experiments",
     "annotations",
 ]
@@ -44,6 +68,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "ownwords_site.urls"
@@ -73,9 +99,40 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": env_int("PASSWORD_MIN_LENGTH", 10)}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# --- logins: rate limited per user name and address (django-axes) ----------------------------
+AUTHENTICATION_BACKENDS = [
+    "ownwords_site.login_limits.WebLoginRateLimit",  # refuses a locked-out login; checks no password
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
+# Per user name *and* address: a stranger cannot lock a colleague out from elsewhere, and one
+# address cannot try one account forever.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "ownwords_site.login_limits.locked_out_page"
+AXES_CLIENT_IP_CALLABLE = "ownwords_site.login_limits.client_ip"
+# How many proxies of ours stand in front and append to X-Forwarded-For; 0: trust no header.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+
+# --- HTTPS behind a proxy: switches for production (README, "Configuration") ------------------
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+_proxy_ssl_header = env_str("SECURE_PROXY_SSL_HEADER", "")
+if _proxy_ssl_header:
+    # Only behind a proxy that sets this header itself (and drops a client's own copy).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_ssl_header.strip().upper().replace("-", "_"), "https")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -106,6 +163,19 @@ RQ_QUEUE_NAMES = ["default", "memories", "generation", "decisions", "judging", "
 RQ_QUEUES = {
     name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600} for name in RQ_QUEUE_NAMES
 }
+
+# The provider endpoints a protocol may name (experiments/execution/endpoints.py); nothing else
+# is ever called. OWNWORDS_LLM_ENDPOINTS: inline JSON or the path of a JSON file.
+DEFAULT_LLM_ENDPOINTS = [
+    {"name": "openai", "provider": "openai", "base_url": "https://api.openai.com/v1"},
+    {"name": "gemini", "provider": "gemini", "base_url": "https://generativelanguage.googleapis.com/v1beta"},
+    {"name": "offline", "provider": "offline"},
+]
+LLM_ENDPOINTS = llm_endpoints(env_json("OWNWORDS_LLM_ENDPOINTS", DEFAULT_LLM_ENDPOINTS))
+
+# The dashboard of django-rq lives at /django-rq/, for superusers only (ownwords_site/urls.py);
+# its admin copy would be open to every staff user, so it is not registered.
+RQ_SHOW_ADMIN_LINK = False
 
 LOGGING = {
     "version": 1,

@@ -13,3 +13,13 @@ from ownwords_site.settings import *  # noqa: E402,F401,F403
 
 # Hashing passwords properly is slow and tests create many users.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# The tests' own LLM server (tests/llm_fake_server.py, any port on the loopback address) and the
+# reserved example names of RFC 6761 that some tests seal but never call. Tests only: a server
+# allows exactly what its administrator lists in OWNWORDS_LLM_ENDPOINTS.
+LLM_ENDPOINTS = [  # noqa: F405
+    *LLM_ENDPOINTS,  # noqa: F405
+    {"name": "test-loopback", "url_prefix": "http://127.0.0.1:"},
+    {"name": "test-example-openai", "provider": "openai", "url_prefix": "https://api.example.test/"},
+    {"name": "test-example-gemini", "provider": "gemini", "url_prefix": "https://gemini.example.test/"},
+]

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
 from experiments.core.canonical import canonical_json
+from experiments.execution.endpoints import endpoint_problem
 from experiments.execution.policy import DEFAULT_RETRY, RunError, model_config
 from experiments.execution.regrade import answers_digest
 from experiments.models import Protocol, Run
@@ -180,6 +181,10 @@ def protocol_problems(protocol: Protocol) -> list[str]:
             continue
         if role == "generator" and config.structured_output:
             problems.append("generator: structured output is for the judge only (it asks for a grade)")
+        # Only the administrator's endpoints are ever called (checked again before sending).
+        endpoint = endpoint_problem(config.provider, config.base_url)
+        if endpoint:
+            problems.append(f"{role}: {endpoint}")
     if protocol.is_regrade():
         problems += _regrade_problems(protocol.regrade_of)
     problems += _settings_problems(protocol)

@@ -2,6 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import progress
+from experiments.execution.endpoints import provider_excerpt
 from experiments.models import Run
 
 PHASE_COLUMNS = [("slots", "total"), ("done", "done"), ("pending", "pending"), ("in flight", "in_flight"),
@@ -42,7 +43,8 @@ def _header(run: Run, counts: dict) -> str:
         f"in flight now (limiter): {limits}",
     ]
     if run.status_reason:
-        lines.insert(2, f"reason: {run.status_reason}")
+        # It may quote a provider's error: never let a terminal obey what a server sent.
+        lines.insert(2, f"reason: {provider_excerpt(run.status_reason, limit=None)}")
     stand_in_roles = [role for role in ("generator", "judge") if getattr(protocol, role).get("provider") == "offline"]
     if stand_in_roles:
         lines.append(f"{OFFLINE_LABEL}: the {' and '.join(stand_in_roles)} of this run is the offline stand-in, "

@@ -21,6 +21,7 @@ from experiments.core.contrasts import (
 from experiments.core.llm import wire
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
+from experiments.execution import endpoints
 from experiments.execution.policy import DEFAULT_CONCURRENCY, DEFAULT_RETRY, RunError
 from experiments.models import Protocol
 from experiments.execution.sealing import protocol_problems
@@ -31,9 +32,14 @@ class ModelConfigForm(forms.Form):
     """One generator or judge configuration (wire.ModelConfig) and its provider's in-flight cap."""
 
     provider = forms.ChoiceField(choices=[(p, p) for p in wire.PROVIDERS])
+    endpoint = forms.ChoiceField(
+        required=False, label="Endpoint",
+        help_text="the services this server's administrator allows; nothing else is ever called",
+    )
     base_url = forms.CharField(
         required=False, max_length=500, label="Base URL",
-        help_text="e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1; empty for offline",
+        help_text="only for an endpoint that admits a range of URLs (e.g. local servers); "
+        "otherwise the endpoint's own URL is used",
     )
     model = forms.CharField(max_length=200, label="Model id")
     expected_model_version = forms.CharField(
@@ -64,6 +70,11 @@ class ModelConfigForm(forms.Form):
         "(OpenAI-compatible response_format json_schema, Gemini responseSchema)",
     )
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Read at each form, so the page follows the administrator's list as it is now.
+        self.fields["endpoint"].choices = [("", "— by base URL —"), *endpoints.endpoint_choices()]
+
     def clean_api_key_env(self):
         value = self.cleaned_data["api_key_env"].strip()
         problem = api_key_env_problem(value)
@@ -85,14 +96,33 @@ class ModelConfigForm(forms.Form):
     def clean(self):
         data = super().clean()
         base_url = (data.get("base_url") or "").strip()
-        if data.get("provider") and data["provider"] != "offline":
+        provider, chosen = data.get("provider"), endpoints.endpoint_by_name(data.get("endpoint") or "")
+        if chosen is not None and chosen.provider not in (None, provider) and provider:
+            self.add_error("endpoint", ValidationError(
+                f"the endpoint {chosen.name} is for provider {chosen.provider}, not {provider}", code="wrong_provider"))
+        elif chosen is not None and chosen.base_url is not None:
+            if base_url and base_url.rstrip("/") != chosen.base_url.rstrip("/"):
+                self.add_error("base_url", ValidationError(
+                    f"the endpoint {chosen.name} has its own URL ({chosen.base_url}): leave the base URL empty",
+                    code="endpoint_url"))
+            base_url = chosen.base_url
+        elif provider and provider != "offline":
+            # Whether the URL is one the administrator allows is a sealing rule
+            # (sealing.protocol_problems), which the editor shows with the other problems.
             if not base_url:
-                self.add_error("base_url", ValidationError("a base URL is needed for this provider", code="required"))
+                needed = (f"the endpoint {chosen.name} admits URLs beginning {chosen.url_prefix}: give one"
+                          if chosen is not None else "choose an endpoint: a base URL is needed for this provider")
+                self.add_error("base_url", ValidationError(needed, code="required"))
             else:
                 try:
                     URLValidator(schemes=["http", "https"])(base_url)
                 except ValidationError:
                     self.add_error("base_url", ValidationError("not an http(s) URL", code="bad_url"))
+                else:
+                    if chosen is not None and not chosen.admits(provider, base_url):
+                        self.add_error("base_url", ValidationError(
+                            f"the endpoint {chosen.name} admits only URLs beginning {chosen.url_prefix}",
+                            code="endpoint_url"))
         data["base_url"] = base_url
         return data
 
@@ -122,6 +152,9 @@ def model_initial(config: dict, concurrency: dict) -> dict:
                 for f in ("max_output_tokens", "token_param", "timeout_s")}
     initial = {**defaults, **{key: value for key, value in config.items() if value is not None}}
     initial["concurrency"] = concurrency.get(config.get("provider"), DEFAULT_CONCURRENCY)
+    endpoint = endpoints.endpoint_for(config.get("provider", ""), config.get("base_url") or "")
+    if endpoint is not None:
+        initial["endpoint"] = endpoint.name
     return initial
 
 
