@@ -198,3 +198,15 @@ def test_whoever_may_start_may_pause_the_run_they_started(client, world):
     client.post(reverse("run_pause", args=[world["project"].slug, run.pk]), {"reason": "enough"})
     run.refresh_from_db()
     assert run.status == Run.Status.PAUSED
+
+
+@pytest.mark.parametrize("actor", ["owner", "analyst", "delegated analyst"])
+def test_the_protocol_page_offers_seal_and_run_only_to_those_who_may_spend(client, world, actor):
+    _delegate_if(world, actor)
+    client.force_login(world["users"][actor])
+    slug = world["project"].slug
+    draft = client.get(reverse("protocol_detail", args=[slug, world["draft"].pk])).content.decode()
+    sealed = client.get(reverse("protocol_detail", args=[slug, world["sealed"].pk])).content.decode()
+    offered = (reverse("protocol_seal", args=[slug, world["draft"].pk]) in draft,
+               reverse("run_create", args=[slug, world["sealed"].pk]) in sealed)
+    assert offered == (allowed(actor, world["kind"]),) * 2

@@ -244,3 +244,17 @@ def test_the_run_page_shows_the_counts_the_decision_with_its_cost_and_both_choic
     run.refresh_from_db()
     assert (run.status, run.phase) == (Run.Status.RUNNING, Phase.DECISIONS)
     assert Amendment.objects.get(run=run).kind == Amendment.Kind.ACCEPT_MISSING
+
+
+def test_the_shell_shows_the_decision_and_its_cost_before_anything_is_sent(project, cohort2, cast, server, client):
+    from django.core.management import call_command
+    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, client)
+    report = call_command("run_report", str(run.pk))
+    assert "waiting for a decision: 1 slots of this phase ended without an answer — nothing advances" in report
+    assert f"manage.py run_reissue {run.pk}" in report and f"manage.py run_accept_missing {run.pk}" in report
+    dry = call_command("run_reissue", str(run.pk), reason="see the cost", user="owner-user")
+    assert dry.startswith(f"run {run.pk} would re-issue 1 identical requests; tokens of their last attempts: not known")
+    assert lost.key in dry and not Amendment.objects.exists()
+    out = call_command("run_reissue", str(run.pk), reason="send it", user="owner-user", yes=True, inline=True)
+    assert out.endswith("and is finished") and len(server.requests) > 1
+    assert [c.basis for c in journal(lost)] == [FIRST, AMENDMENT]

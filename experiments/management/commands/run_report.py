@@ -4,9 +4,9 @@ from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import progress
 from experiments.models import Run
 
-PHASE_COLUMNS = [("slots", "total"), ("done", "done"), ("pending", "pending"), ("in flight", "in_flight"),
-                 ("failed", "failed"), ("held", "held"), ("unknown", "unknown"), ("attempts", "attempts"),
-                 ("recoveries", "recoveries")]
+PHASE_COLUMNS = [("slots", "total"), ("done", "done"), ("answered", "answered"), ("pending", "pending"),
+                 ("in flight", "in_flight"), ("failed", "failed"), ("held", "held"), ("unknown", "unknown"),
+                 ("missing", "missing"), ("attempts", "attempts"), ("recoveries", "recoveries")]
 
 
 class Command(BaseCommand):
@@ -43,6 +43,17 @@ def _header(run: Run, counts: dict) -> str:
     ]
     if run.status_reason:
         lines.insert(2, f"reason: {run.status_reason}")
+    decision = progress.run_next(run)
+    if decision["decision"]:
+        d = decision["decision"]
+        tokens = (f"input {d['input_tokens']}, output {d['output_tokens']} ({d['tokens_known_for']} reported usage)"
+                  if d["tokens_known_for"] else "not known")
+        lines.append(
+            f"waiting for a decision: {d['requests']} slots of this phase ended without an answer"
+            + (" — nothing advances until an owner chooses" if decision["decision_due"] else "")
+            + f": manage.py run_accept_missing {run.pk} --reason … (continue with them missing), or "
+            f"manage.py run_reissue {run.pk} --reason … --yes (re-issue each once: {d['requests']} paid requests; "
+            f"tokens of their last attempts: {tokens})")
     stand_in_roles = [role for role in ("generator", "judge") if getattr(protocol, role).get("provider") == "offline"]
     if stand_in_roles:
         lines.append(f"{OFFLINE_LABEL}: the {' and '.join(stand_in_roles)} of this run is the offline stand-in, "
