@@ -4,9 +4,9 @@ from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import progress
 from experiments.models import Run
 
-PHASE_COLUMNS = [("slots", "total"), ("done", "done"), ("answered", "answered"), ("pending", "pending"),
-                 ("in flight", "in_flight"), ("failed", "failed"), ("held", "held"), ("unknown", "unknown"),
-                 ("missing", "missing"), ("attempts", "attempts"), ("recoveries", "recoveries")]
+PHASE_COLUMNS = [("slots", "total"), ("done", "done"), ("pending", "pending"), ("in flight", "in_flight"),
+                 ("failed", "failed"), ("held", "held"), ("unknown", "unknown"), ("attempts", "attempts"),
+                 ("recoveries", "recoveries")]
 
 
 class Command(BaseCommand):
@@ -65,7 +65,10 @@ def _phases(counts: dict) -> str:
     rows = [["phase"] + [title for title, _ in PHASE_COLUMNS]]
     for phase in counts["phases"]:
         rows.append([phase["label"]] + [str(phase[key]) for _, key in PHASE_COLUMNS])
-    return _table(rows)
+    # Below the table, so scripts reading its columns keep working.
+    outcome = ", ".join(f"{p['label'].lower()} {p['answered']} answered / {p['missing']} missing"
+                        for p in counts["phases"] if p["total"])
+    return _table(rows) + (f"\nanswered and missing (failed or unknown) slots: {outcome}" if outcome else "")
 
 
 def _amendments(run: Run) -> str:
