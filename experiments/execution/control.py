@@ -90,7 +90,8 @@ def slots_awaiting_decision(run: Run):
     service), or failed after every identical request an amendment allowed."""
     amended = ModelCall.objects.filter(slot=OuterRef("pk"), basis=ModelCall.Basis.AMENDMENT)
     used = Subquery(amended.values("slot").annotate(n=Count("pk")).values("n")[:1])
-    return (Slot.objects.filter(run=run, phase=run.phase)
+    # The status filter first: the (run, phase, status) index keeps the page's 2 s poll cheap on big phases.
+    return (Slot.objects.filter(run=run, phase=run.phase, status__in=(Slot.Status.UNKNOWN, Slot.Status.FAILED))
             .annotate(amended_used=Coalesce(used, 0))
             .filter(Q(status=Slot.Status.UNKNOWN)
                     | Q(status=Slot.Status.FAILED, amended_used__gt=0, amended_used__gte=F("amended_attempts"))))
