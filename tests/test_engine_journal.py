@@ -280,7 +280,8 @@ def test_quota_exhaustion_opens_the_circuit_and_only_a_resume_sends_again(
 
     amendment = run_resume(run=run, user=cast["owner"], reason="quota raised by the provider")
     assert amendment.kind == Amendment.Kind.RESUME
-    assert amendment.payload == {"held_slots_released": [held.key], "was": "paused", "circuit_was_open": True}
+    assert amendment.payload == {"held_slots_released": [held.key], "was": "paused", "circuit_was_open": True,
+                                 "allowance": 1, "stopped_because": run.status_reason}
     run = run_inline(run.pk, client=client, sleep=sleeps)
 
     assert run.status == Run.Status.FINISHED and not run.circuit_open
@@ -320,6 +321,11 @@ def test_a_recovery_due_when_the_circuit_opens_is_held_and_resumed_by_one_amendm
     assert [(c.basis, c.outcome) for c in journal(exhausted)] == [(FIRST, "quota"), (AMENDMENT, "ok")]
     assert [r.body for r in server.requests[:4]] == [request_bytes(run, waiting), request_bytes(run, exhausted),
                                                      request_bytes(run, waiting), request_bytes(run, exhausted)]
+    # The slot the allowance left without an answer is the owner's decision at the phase's end.
+    assert (run.status, run.phase) == (Run.Status.PAUSED, Phase.GENERATION)
+    assert len(server.requests) == 4
+    control.run_accept_missing(run=run, user=cast["owner"], reason="keep it missing, as the paper")
+    run = run_inline(run.pk, client=client, sleep=Sleeps())
     assert run.status == Run.Status.FINISHED
 
 
@@ -503,7 +509,8 @@ def test_an_expired_reservation_is_unknown_never_resent_and_reissued_once_by_ame
     assert run_progress(run)["phases"][1]["unknown"] == 1
 
     amendment = run_reissue_unknown(run=run, user=cast["owner"], reason="the worker crashed")
-    assert amendment.payload == {"slots": [lost.key]}
+    assert amendment.payload == {"slots": [lost.key], "phase": Phase.GENERATION, "allowance": 1, "requests": 1,
+                                 "input_tokens": None, "output_tokens": None, "tokens_known_for": 0}
     run = run_inline(run.pk, client=client, sleep=Sleeps())
     lost.refresh_from_db()
     assert [(c.basis, c.outcome) for c in journal(lost)] == [(FIRST, "unknown"), (AMENDMENT, "ok")]

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 
+from experiments.execution import control
 from experiments.execution.concurrency import InflightLimiter
 from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Prediction, Project, Run, Slot
@@ -249,9 +250,15 @@ def test_a_worker_killed_mid_request_never_causes_a_repeat_request(live_database
                 redis_connection.delete(f"rq:scheduler-lock:{queue}")
             workers.start()
 
+            # The unknown slot is the owner's decision: the run pauses at the end of the generation.
+            run = wait_for(lambda: Run.objects.filter(pk=run.pk, status=Run.Status.PAUSED).first(), 90,
+                           "the run to pause for the owner's decision", workers)
+            assert run.phase == Phase.GENERATION and "wait for your decision" in run.status_reason
+            assert len(server.requests) > killed_at
+            control.run_accept_missing(run=run, user=None, reason="as the paper: the unknown slot stays missing")
+            run_enqueue(run.pk)
             run = wait_for(lambda: Run.objects.filter(pk=run.pk, status=Run.Status.FINISHED).first(), 90,
                            "the run to finish", workers)
-            assert len(server.requests) > killed_at
             requests = Counter(r.body for r in server.requests)
 
         # The in-flight slot is unknown, was sent once and never again.

@@ -146,15 +146,18 @@ def _make_an_unknown_slot(world):
     Slot.objects.filter(pk=step.slot_ids[0]).update(status=Slot.Status.UNKNOWN)
 
 
+FREE_SPENDERS = {"owner": 302, "analyst": 302}
 ACTIONS = {
     # name: (url name, object, POST data, roles allowed, setup)
     "protocol_create": ("protocol_create", None, lambda w: protocol_form_data(w["cohort"], name="fresh"), EDITORS, None),
     "protocol_edit": ("protocol_edit", "draft", lambda w: protocol_form_data(w["cohort"], name="renamed"), EDITORS, None),
     "protocol_seal": ("protocol_seal", "draft", lambda w: {}, EDITORS, None),
     "run_create": ("run_create", "sealed", lambda w: {}, EDITORS, None),
-    "run_pause": ("run_pause", "run", lambda w: {"reason": "checking costs"}, {"owner": 302}, None),
-    "run_resume": ("run_resume", "run", lambda w: {"reason": "costs fine"}, {"owner": 302}, _pause),
-    "run_reissue": ("run_reissue", "run", lambda w: {"reason": "worker died"}, {"owner": 302}, _make_an_unknown_slot),
+    # The world's protocols are offline (free): whoever may start them may pause, resume and re-issue
+    # (access.may_spend; the paid matrix is in tests/test_spend_permissions.py).
+    "run_pause": ("run_pause", "run", lambda w: {"reason": "checking costs"}, FREE_SPENDERS, None),
+    "run_resume": ("run_resume", "run", lambda w: {"reason": "costs fine"}, FREE_SPENDERS, _pause),
+    "run_reissue": ("run_reissue", "run", lambda w: {"reason": "worker died"}, FREE_SPENDERS, _make_an_unknown_slot),
     "run_concurrency": ("run_concurrency", "run", lambda w: {"provider": "offline", "cap": 2, "reason": "rate limits"},
                         {"owner": 302}, None),
 }
@@ -489,7 +492,10 @@ def test_viewers_get_no_amendment_forms_and_no_link_to_predictions(client, world
     assert "Browse predictions" not in body and 'id="run-actions"' not in body
     client.force_login(world["users"]["analyst"])
     body = client.get(reverse("run_detail", args=["alpha", world["run"].pk])).content.decode()
-    assert "Browse predictions" in body and 'id="run-actions"' not in body  # amendments are the owner's
+    # An analyst may pause the offline run they may start (access.may_spend); concurrency is the owner's.
+    assert "Browse predictions" in body and 'id="run-actions"' in body
+    assert reverse("run_pause", args=["alpha", world["run"].pk]) in body
+    assert reverse("run_concurrency", args=["alpha", world["run"].pk]) not in body
 
 
 def test_the_progress_endpoint_reports_counts_and_the_block(client, world, finished):

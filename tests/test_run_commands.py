@@ -200,13 +200,15 @@ def test_a_queued_run_paused_then_resumed_inline_finishes_with_both_amendments(t
         ("pause", "checking costs", "owner-user"), ("resume", "costs fine", "owner-user")]
 
 
-def test_only_owners_pause_or_resume_and_refusals_change_nothing(tmp_path, cohort, monkeypatch):
+def test_only_those_who_may_spend_pause_or_resume_and_refusals_change_nothing(tmp_path, cohort, monkeypatch):
     protocol = sealed_protocol(tmp_path)
     monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     call_command("run_start", str(protocol.pk))
     run = Run.objects.get()
-    with pytest.raises(CommandError, match="'analyst-user' is not an owner"):
-        call_command("run_pause", str(run.pk), reason="x", user="analyst-user")
+    # An offline protocol: analysts may pause it as they may start it (the paid matrix:
+    # tests/test_spend_permissions.py); viewers never.
+    with pytest.raises(CommandError, match="'viewer-user' may not do this"):
+        call_command("run_pause", str(run.pk), reason="x", user="viewer-user")
     with pytest.raises(CommandError, match="give a reason"):
         call_command("run_pause", str(run.pk), reason="   ")
     with pytest.raises(CommandError, match="not resumed: the run is running"):

@@ -1,14 +1,18 @@
-"""What an owner does to a run: start it, the recorded amendments — pause, resume, re-issue unknown slots, change
-concurrency (App. B.2) — and, once it is finished, have its answers re-graded by another judge (App. H)."""
+"""What an owner does to a run: start it, the recorded amendments — pause, resume with a continuation allowance,
+re-issue or accept missing the slots that wait for a decision, change concurrency (App. B.2) — and, once it is
+finished, have its answers re-graded by another judge (App. H)."""
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from experiments.execution.policy import RunError
 from experiments.execution.sealing import protocol_seal, seal_mismatches
-from experiments.models import Amendment, Protocol, Run, Slot
-from experiments.models.runs import Phase
+from experiments.execution.journal import OPEN_STATUSES as OPEN_SLOT_STATUSES
+from experiments.models import Amendment, ModelCall, Protocol, Run, Slot
+from experiments.models.runs import PHASE_ORDER, Phase
 
 
 def run_start(*, run: Run) -> None:
@@ -41,18 +45,30 @@ def run_pause(*, run: Run, user, reason: str) -> Amendment:
         return Amendment.objects.create(run=run, kind=Amendment.Kind.PAUSE, reason=reason, created_by=user)
 
 
-def run_resume(*, run: Run, user, reason: str) -> Amendment:
-    """Close the circuit and continue; each held slot may send one more identical request."""
+def run_resume(*, run: Run, user, reason: str, allowance: int = 1) -> Amendment:
+    """Close the circuit and continue: the paper's continuation amendment (App. B.2).
+
+    Each held slot gets a separately recorded allowance of `allowance` identical requests (the
+    paper's one by default; the owner may allow more), recorded in the amendment's payload and
+    granted exactly. A run paused at a phase boundary for slots that ended without an answer
+    does not resume: the owner decides about them first (`run_accept_missing`, `run_reissue_unknown`).
+    """
+    if not isinstance(allowance, int) or allowance < 1 or allowance > MAX_ALLOWANCE:
+        raise RunError(f"the allowance is a whole number of requests per held slot, 1 to {MAX_ALLOWANCE}")
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
         if run.status not in (Run.Status.PAUSED, Run.Status.STOPPED):
             raise RunError(f"the run is {run.status}; only a paused or stopped run resumes")
-        held = list(Slot.objects.filter(run=run, status=Slot.Status.HELD).values_list("key", flat=True))
+        if not run.circuit_open and _at_decision(run):
+            raise RunError(_DECISION_DUE.format(n=slots_awaiting_decision(run).count(), phase=_phase_name(run)))
+        held_slots = Slot.objects.filter(run=run, status=Slot.Status.HELD).order_by("pk")
+        held = list(held_slots.values_list("key", flat=True))
         amendment = Amendment.objects.create(
             run=run, kind=Amendment.Kind.RESUME, reason=reason, created_by=user,
-            payload={"held_slots_released": held, "was": run.status, "circuit_was_open": run.circuit_open},
+            payload={"held_slots_released": held, "was": run.status, "circuit_was_open": run.circuit_open,
+                     "allowance": allowance, "stopped_because": run.status_reason},
         )
-        _release(run, Slot.objects.filter(run=run, status=Slot.Status.HELD), amendment)
+        _release(run, held_slots, amendment, allowance)
         # Pending slots handed out before the pause may have been dropped as no-ops.
         Slot.objects.filter(run=run, status=Slot.Status.PENDING).update(dispatched_at=None)
         run.status = Run.Status.RUNNING
@@ -62,29 +78,129 @@ def run_resume(*, run: Run, user, reason: str) -> Amendment:
         return amendment
 
 
+# The most identical requests one amendment may allow a slot (the paper's continuation allowed one).
+MAX_ALLOWANCE = 10
+_DECISION_DUE = ("{n} slots of {phase} ended without an answer and wait for your decision: continue with "
+                 "them missing, or re-issue each once")
+
+
+def slots_awaiting_decision(run: Run):
+    """Slots of the run's current phase that ended without an answer in a way only the owner
+    may settle (App. B.2): unknown (reserved, no outcome: the request may have reached the
+    service), or failed after every identical request an amendment allowed."""
+    amended = ModelCall.objects.filter(slot=OuterRef("pk"), basis=ModelCall.Basis.AMENDMENT)
+    used = Subquery(amended.values("slot").annotate(n=Count("pk")).values("n")[:1])
+    # The status filter first: the (run, phase, status) index keeps the page's 2 s poll cheap on big phases.
+    return (Slot.objects.filter(run=run, phase=run.phase, status__in=(Slot.Status.UNKNOWN, Slot.Status.FAILED))
+            .annotate(amended_used=Coalesce(used, 0))
+            .filter(Q(status=Slot.Status.UNKNOWN)
+                    | Q(status=Slot.Status.FAILED, amended_used__gt=0, amended_used__gte=F("amended_attempts"))))
+
+
+def _at_decision(run: Run) -> bool:
+    """The current phase has no open slot left and some slots wait for the owner's decision."""
+    return (not Slot.objects.filter(run=run, phase=run.phase, status__in=OPEN_SLOT_STATUSES).exists()
+            and slots_awaiting_decision(run).exists())
+
+
+def decision_pause(run: Run) -> None:
+    """The driver's pause at a phase boundary: nothing advances until the owner decides (run locked)."""
+    n = slots_awaiting_decision(run).count()
+    run.status = Run.Status.PAUSED
+    run.status_reason = f"Paused at the end of {_phase_name(run)}: " + _DECISION_DUE.format(n=n, phase="the phase") + "."
+    run.save(update_fields=["status", "status_reason"])
+
+
+def reissue_estimate(run: Run) -> dict:
+    """What re-issuing the slots awaiting a decision costs: one request each, and the tokens their
+    latest attempts with reported usage consumed (unknown for the others: not zero, App. B.3)."""
+    slots = list(slots_awaiting_decision(run).order_by("pk").values_list("pk", "key", "status"))
+    usage = {}
+    for slot_id, input_tokens, output_tokens in (
+            ModelCall.objects.filter(slot_id__in=[pk for pk, _, _ in slots], total_tokens__isnull=False)
+            .order_by("slot_id", "-attempt").values_list("slot_id", "input_tokens", "output_tokens")):
+        usage.setdefault(slot_id, (input_tokens or 0, output_tokens or 0))  # the latest attempt first
+    return {
+        "phase": run.phase,
+        "requests": len(slots),
+        "slots": [{"key": key, "status": status} for _, key, status in slots],
+        "input_tokens": sum(i for i, _ in usage.values()) if usage else None,
+        "output_tokens": sum(o for _, o in usage.values()) if usage else None,
+        "tokens_known_for": len(usage),
+    }
+
+
 def run_reissue_unknown(*, run: Run, user, reason: str) -> Amendment:
-    """Allow exactly one more identical request for each slot now counted unknown."""
+    """Allow exactly one more identical request for each slot of the current phase awaiting the
+    owner's decision (unknown, or failed after an amendment's allowance); paid, so recorded with
+    its estimated cost. A run paused for this decision continues."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run.pk)
-        unknown = Slot.objects.filter(run=run, status=Slot.Status.UNKNOWN, phase=run.phase)
-        keys = list(unknown.values_list("key", flat=True))
-        if not keys:
-            raise RunError("no unknown slots in the current phase")
         if run.status == Run.Status.FINISHED:
             raise RunError("the run is finished")
-        amendment = Amendment.objects.create(run=run, kind=Amendment.Kind.REISSUE_UNKNOWN, reason=reason,
-                                             created_by=user, payload={"slots": keys})
-        _release(run, unknown, amendment)
+        waiting = slots_awaiting_decision(run)
+        estimate = reissue_estimate(run)
+        if not estimate["requests"]:
+            raise RunError(f"no slot of {_phase_name(run)} waits for a decision (unknown slots of earlier phases "
+                           "were settled when their phase ended)")
+        at_decision = run.status == Run.Status.PAUSED and not run.circuit_open and _at_decision(run)
+        amendment = Amendment.objects.create(
+            run=run, kind=Amendment.Kind.REISSUE_UNKNOWN, reason=reason, created_by=user,
+            payload={"slots": [s["key"] for s in estimate["slots"]], "phase": run.phase, "allowance": 1,
+                     **{k: estimate[k] for k in ("requests", "input_tokens", "output_tokens", "tokens_known_for")}},
+        )
+        _release(run, Slot.objects.filter(pk__in=list(waiting.values_list("pk", flat=True))), amendment, 1)
+        if at_decision:
+            run.status = Run.Status.RUNNING
+            run.status_reason = f"Re-issued {estimate['requests']} slots by {_who(user)}: {reason}"
+            run.save(update_fields=["status", "status_reason"])
         return amendment
 
 
-def _release(run: Run, slots, amendment: Amendment) -> None:
+def run_accept_missing(*, run: Run, user, reason: str) -> Amendment:
+    """Continue with the slots awaiting a decision missing, as the paper keeps unknown reserved
+    attempts (App. B.2): recorded, then the phase ends and the run goes on to the next one."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run.pk)
+        if run.status not in (Run.Status.PAUSED, Run.Status.RUNNING) or run.circuit_open:
+            raise RunError(f"the run is {run.status}{' with its circuit open' if run.circuit_open else ''}; "
+                           "resume it first")
+        keys = list(slots_awaiting_decision(run).order_by("pk").values_list("key", "status"))
+        if not keys:
+            raise RunError(f"no slot of {_phase_name(run)} waits for a decision")
+        if Slot.objects.filter(run=run, phase=run.phase, status__in=OPEN_SLOT_STATUSES).exists():
+            raise RunError(f"{_phase_name(run)} still has slots pending, in flight or held; decide when it ends")
+        amendment = Amendment.objects.create(
+            run=run, kind=Amendment.Kind.ACCEPT_MISSING, reason=reason, created_by=user,
+            payload={"phase": run.phase, "slots": [key for key, _ in keys],
+                     "unknown": sum(status == Slot.Status.UNKNOWN for _, status in keys),
+                     "failed": sum(status == Slot.Status.FAILED for _, status in keys),
+                     "stopped_because": run.status_reason},
+        )
+        Slot.objects.filter(run=run, phase=run.phase, key__in=[key for key, _ in keys]).update(
+            status_note=f"missing: the owner continued without it (amendment {amendment.pk})")
+        # The phase is complete: every slot is terminal and the owner settled the rest.
+        run.phase = PHASE_ORDER[PHASE_ORDER.index(run.phase) + 1]
+        run.status = Run.Status.RUNNING
+        run.status_reason = f"Continued by {_who(user)} with {len(keys)} slots missing: {reason}"
+        run.save(update_fields=["phase", "status", "status_reason"])
+        return amendment
+
+
+def _release(run: Run, slots, amendment: Amendment, allowance: int) -> None:
+    """Let each slot send exactly `allowance` more identical requests from now on."""
+    used = dict(ModelCall.objects.filter(slot__in=slots, basis=ModelCall.Basis.AMENDMENT)
+                .values_list("slot").annotate(n=Count("pk")).order_by())
     for slot in slots:
-        slot.amended_attempts += 1
+        slot.amended_attempts = used.get(slot.pk, 0) + allowance
         slot.status = Slot.Status.PENDING
-        slot.status_note = f"released by amendment {amendment.pk}"
+        slot.status_note = f"released by amendment {amendment.pk}: {allowance} identical request{'s' if allowance > 1 else ''}"
         slot.dispatched_at = None
         slot.save(update_fields=["amended_attempts", "status", "status_note", "dispatched_at", "updated_at"])
+
+
+def _phase_name(run: Run) -> str:
+    return Phase(run.phase).label.lower()
 
 
 def _who(user) -> str:

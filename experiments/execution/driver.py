@@ -1,7 +1,9 @@
 """The driver loop (paper App. B.1): a run advances phase by phase — memories → base generation → decisions → judging → analysis.
 
 `run_drive` plans a phase's slots (`planning`: each a logical request with a stable key), hands
-out those not yet handed out, and moves on once every slot of the phase is terminal. Whoever
+out those not yet handed out, and moves on once every slot of the phase is terminal — or pauses
+there when some ended without an answer in a way only the owner settles (unknown; failed after an
+amendment's allowance): `control.run_accept_missing` or `control.run_reissue_unknown` then. Whoever
 calls it — an RQ job (`execution.jobs`) or `run_inline` — only moves ids.
 """
 from __future__ import annotations
@@ -12,15 +14,17 @@ from datetime import timedelta
 
 import httpx
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from experiments.analysis.dashboard import dashboard_refresh, run_summary
 from experiments.analysis.judges import judge_comparison
 from experiments.execution.concurrency import NoLimiter
+from experiments.execution.control import decision_pause, slots_awaiting_decision
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.execution.planning import PLANNERS
-from experiments.execution.policy import LEASE_GRACE_S, role_config
+from experiments.execution.policy import LEASE_GRACE_S, retry_settings, role_config
 from experiments.execution.regrade import plan_regrade
 from experiments.execution.sealing import seal_mismatches
 from experiments.models import ModelCall, Run, Slot
@@ -73,6 +77,7 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                 run.planned_phase = run.phase
                 run.save(update_fields=["planned_phase"])
             expire_leases(run)
+            cooling_s = _continue_allowances(run)
             slots = Slot.objects.filter(run=run, phase=run.phase)
             undispatched = Q(dispatched_at__isnull=True)
             if redispatch_after_s is not None:
@@ -81,10 +86,48 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                            .order_by("pk").values_list("pk", flat=True))
             if to_send:
                 Slot.objects.filter(pk__in=to_send).update(dispatched_at=timezone.now())
-            if to_send or slots.filter(status__in=OPEN_STATUSES).exists():
-                return Step(slot_ids=tuple(to_send), recheck_in_s=_next_deadline_s(run), phase=run.phase)
+            if cooling_s is not None or to_send or slots.filter(status__in=OPEN_STATUSES).exists():
+                recheck_in_s = _next_deadline_s(run)
+                if cooling_s is not None:
+                    recheck_in_s = min(recheck_in_s, cooling_s + 0.1)
+                return Step(slot_ids=tuple(to_send), recheck_in_s=recheck_in_s, phase=run.phase)
+            if slots_awaiting_decision(run).exists():
+                # Unknown slots (and slots an amendment's allowance left without an answer) are the
+                # owner's decision, never a silent loss: the phase waits for it (App. B.2).
+                decision_pause(run)
+                return Step()
             _advance(run)
         return Step()
+
+
+def _continue_allowances(run: Run) -> float | None:
+    """Hand out again failed slots with identical requests left of an amendment's allowance.
+
+    The journal ends a slot after an amended request fails without output (no ordinary
+    retry follows an amended request); when the owner allowed more than one, the next one is
+    due after the protocol's cooldown, like any identical request. Returns the seconds until
+    the next such slot's cooldown ends, or None when none is waiting.
+    """
+    amended = ModelCall.objects.filter(slot=OuterRef("pk"), basis=ModelCall.Basis.AMENDMENT)
+    used = Subquery(amended.values("slot").annotate(n=Count("pk")).values("n")[:1])
+    waiting = (Slot.objects.filter(run=run, phase=run.phase, status=Slot.Status.FAILED)
+               .annotate(amended_used=Coalesce(used, 0))
+               .filter(amended_used__gt=0, amended_used__lt=F("amended_attempts")))
+    now = timezone.now()
+    cooldown = timedelta(seconds=float(retry_settings(run)["cooldown_s"]))
+    due_ids, waits = [], []
+    for slot in waiting.only("pk", "amended_attempts"):
+        last = ModelCall.objects.filter(slot=slot).order_by("-attempt").values_list("finished_at", flat=True).first()
+        due = (last or now) + cooldown
+        if due <= now:
+            due_ids.append(slot.pk)
+        else:
+            waits.append((due - now).total_seconds())
+    if due_ids:
+        Slot.objects.filter(pk__in=due_ids).update(
+            status=Slot.Status.PENDING, dispatched_at=None, updated_at=now,
+            status_note="the amendment's allowance has identical requests left: sent again after the cooldown")
+    return min(waits) if waits else None
 
 
 def _seal_holds(run: Run) -> bool:

@@ -1,4 +1,5 @@
-"""How far a run is: slot and call counters per phase, requests in flight, the queue's reachability and workers."""
+"""How far a run is: slot and call counters per phase, what the owner can do next, requests in flight, the
+queue's reachability and workers."""
 from __future__ import annotations
 
 import functools
@@ -10,6 +11,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 from rq import Worker
 
+from experiments.execution import control
 from experiments.execution.concurrency import InflightLimiter
 from experiments.execution.policy import effective_concurrency, limiter_name, role_config
 from experiments.models import ModelCall, Run, Slot
@@ -46,6 +48,10 @@ def run_progress(run: Run) -> dict:
             "failed": c.get(Slot.Status.FAILED, 0) + c.get(Slot.Status.UNUSABLE, 0),
             "held": c.get(Slot.Status.HELD, 0),
             "unknown": c.get(Slot.Status.UNKNOWN, 0),
+            # Answered: an answer was received and used. Missing: the slot ended without one
+            # (failed, content unusable or unknown); its results count as missing (App. B.2).
+            "answered": c.get(Slot.Status.OK, 0),
+            "missing": done - c.get(Slot.Status.OK, 0),
             "attempts": per_phase_calls.get(phase, {}).get("attempts", 0),
             "recoveries": per_phase_calls.get(phase, {}).get("recoveries", 0),
         })
@@ -71,6 +77,30 @@ def run_progress(run: Run) -> dict:
 
 
 
+
+
+def run_next(run: Run) -> dict:
+    """What the run waits for and what an owner can do next, for the run page and run_report.
+
+    - `decision`: slots of the current phase awaiting the owner's decision (unknown, or failed
+      after an amendment's allowance) with the cost of re-issuing them; `decision_due` when the
+      phase has nothing else open, so the run waits for that decision;
+    - `held`: slots waiting for a resume (quota or a non-transient error), each of which a
+      resume lets send its allowance of identical requests;
+    """
+    finished = run.status == Run.Status.FINISHED
+    decision = None if finished else control.reissue_estimate(run)
+    phase_open = Slot.objects.filter(run=run, phase=run.phase, status__in=control.OPEN_SLOT_STATUSES).exists()
+    decision_due = bool(decision and decision["requests"]) and not phase_open and not run.circuit_open
+    held = 0 if finished else Slot.objects.filter(run=run, status=Slot.Status.HELD).count()
+    return {
+        "decision": decision if decision and decision["requests"] else None,
+        "decision_due": decision_due,
+        "only_unknown": bool(decision) and all(s["status"] == Slot.Status.UNKNOWN for s in decision["slots"]),
+        "held": held,
+        "can_pause": run.status == Run.Status.RUNNING,
+        "can_resume": run.status in (Run.Status.PAUSED, Run.Status.STOPPED) and not decision_due,
+    }
 
 
 @functools.lru_cache(maxsize=1)

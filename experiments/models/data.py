@@ -20,6 +20,12 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
+    # Who may spend money (experiments.access.may_spend): owners always; analysts only when an
+    # owner delegates it here, for protocols that call a paid provider.
+    analysts_may_spend = models.BooleanField(
+        default=False,
+        help_text="analysts may seal, start, pause, resume and amend runs that call a paid provider",
+    )
 
     class Meta:
         ordering = ["slug"]

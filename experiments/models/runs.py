@@ -114,6 +114,8 @@ class Amendment(models.Model):
         PAUSE = "pause", "Pause"
         RESUME = "resume", "Resume"
         REISSUE_UNKNOWN = "reissue_unknown", "Re-issue unknown slots"
+        # The phase advances with its undecided slots missing, as the paper keeps them (B.2).
+        ACCEPT_MISSING = "accept_missing", "Continue with slots missing"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="amendments")
     kind = models.CharField(max_length=20, choices=Kind.choices)

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments.access import TEXT_READERS, member_with_role
+from experiments.management.owner_action import acting_spender
 from experiments.execution.policy import RunError
 from experiments.models import Protocol
 from experiments.execution.sealing import protocol_seal
@@ -11,15 +11,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("protocol_id", type=int)
-        parser.add_argument("--user", help="recorded as the sealer (an owner or analyst of the project)")
+        parser.add_argument("--user", help="recorded as the sealer (an owner, or an analyst who may spend on it)")
 
     def handle(self, protocol_id, user, **options):
         protocol = Protocol.objects.select_related("project").filter(pk=protocol_id).first()
         if protocol is None:
             raise CommandError(f"no protocol with id {protocol_id}")
-        sealer = member_with_role(protocol.project, user, roles=TEXT_READERS) if user else None
-        if user and sealer is None:
-            raise CommandError(f"{user!r} is not an owner or analyst of project '{protocol.project.slug}'")
+        sealer = acting_spender(protocol, user)
         try:
             protocol = protocol_seal(protocol=protocol, user=sealer)
         except RunError as exc:

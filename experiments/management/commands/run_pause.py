@@ -10,7 +10,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int)
         parser.add_argument("--reason", required=True, help="recorded with the amendment")
-        parser.add_argument("--user", help="recorded as who paused it (an owner of the project)")
+        parser.add_argument("--user", help="recorded as who paused it (an owner, or an analyst who may spend on it)")
 
     def handle(self, run_id, reason, user, **options):
         run, owner = run_and_owner(run_id, reason, user)

@@ -45,6 +45,17 @@ def _header(run: Run, counts: dict) -> str:
     if run.status_reason:
         # It may quote a provider's error: never let a terminal obey what a server sent.
         lines.insert(2, f"reason: {provider_excerpt(run.status_reason, limit=None)}")
+    decision = progress.run_next(run)
+    if decision["decision"]:
+        d = decision["decision"]
+        tokens = (f"input {d['input_tokens']}, output {d['output_tokens']} ({d['tokens_known_for']} reported usage)"
+                  if d["tokens_known_for"] else "not known")
+        lines.append(
+            f"waiting for a decision: {d['requests']} slots of this phase ended without an answer"
+            + (" — nothing advances until an owner chooses" if decision["decision_due"] else "")
+            + f": manage.py run_accept_missing {run.pk} --reason … (continue with them missing), or "
+            f"manage.py run_reissue {run.pk} --reason … --yes (re-issue each once: {d['requests']} paid requests; "
+            f"tokens of their last attempts: {tokens})")
     stand_in_roles = [role for role in ("generator", "judge") if getattr(protocol, role).get("provider") == "offline"]
     if stand_in_roles:
         lines.append(f"{OFFLINE_LABEL}: the {' and '.join(stand_in_roles)} of this run is the offline stand-in, "
@@ -56,7 +67,10 @@ def _phases(counts: dict) -> str:
     rows = [["phase"] + [title for title, _ in PHASE_COLUMNS]]
     for phase in counts["phases"]:
         rows.append([phase["label"]] + [str(phase[key]) for _, key in PHASE_COLUMNS])
-    return _table(rows)
+    # Below the table, so scripts reading its columns keep working.
+    outcome = ", ".join(f"{p['label'].lower()} {p['answered']} answered / {p['missing']} missing"
+                        for p in counts["phases"] if p["total"])
+    return _table(rows) + (f"\nanswered and missing (failed or unknown) slots: {outcome}" if outcome else "")
 
 
 def _amendments(run: Run) -> str:

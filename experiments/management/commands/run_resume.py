@@ -9,30 +9,34 @@ from experiments.execution.jobs import WORKER_COMMAND
 class Command(BaseCommand):
     help = (
         "Resume a paused or stopped run (an amendment with a reason; it closes an open circuit and lets each "
-        "held slot send one more identical request), then continue it through the queue or, with --inline, here."
+        "held slot send --allowance identical requests, one by default as in the paper), then continue it "
+        "through the queue or, with --inline, here."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int)
         parser.add_argument("--reason", required=True, help="recorded with the amendment")
+        parser.add_argument("--allowance", type=int, default=1,
+                            help="identical requests each held slot may send (default 1, the paper's continuation)")
         parser.add_argument("--inline", action="store_true", help="drive the run here, without the queue")
-        parser.add_argument("--user", help="recorded as who resumed it (an owner of the project)")
+        parser.add_argument("--user", help="recorded as who resumed it (an owner, or an analyst who may spend on it)")
 
-    def handle(self, run_id, reason, inline, user, **options):
+    def handle(self, run_id, reason, inline, user, allowance=1, **options):
         run, owner = run_and_owner(run_id, reason, user)
         if not inline and not progress.queue_reachable():
             raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
                                f"changed. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
         try:
             with transaction.atomic():
-                amendment = control.run_resume(run=run, user=owner, reason=reason.strip())
+                amendment = control.run_resume(run=run, user=owner, reason=reason.strip(), allowance=allowance)
                 if not inline:
                     jobs.run_enqueue(run.pk)  # enqueued when this transaction commits
         except policy.RunError as exc:
             raise CommandError(f"run {run_id} not resumed: {exc}") from None
         released = len(amendment.payload.get("held_slots_released", []))
         if not inline:
-            return f"run {run_id} resumed through the queue (amendment {amendment.pk}, {released} held slots released)"
+            return (f"run {run_id} resumed through the queue (amendment {amendment.pk}, {released} held slots "
+                    f"released, {allowance} identical request{'s' * (allowance != 1)} each)")
         run = driver.run_inline(run.pk)
         ending = run.get_status_display().lower() + (
             f": {run.status_reason}" if run.status_reason and run.status != run.Status.FINISHED else "")

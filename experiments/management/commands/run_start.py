@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from experiments.execution import control, driver, jobs, policy, progress
-from experiments.access import TEXT_READERS, member_with_role
+from experiments.management.owner_action import acting_spender
 from experiments.models import Protocol, Run
 from experiments.execution.jobs import WORKER_COMMAND
 
@@ -16,15 +16,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("protocol_id", type=int)
         parser.add_argument("--inline", action="store_true", help="drive the run here, without the queue")
-        parser.add_argument("--user", help="recorded as the run's creator (an owner or analyst of the project)")
+        parser.add_argument("--user", help="recorded as the run's creator (an owner, or an analyst who may spend on it)")
 
     def handle(self, protocol_id, inline, user, **options):
         protocol = Protocol.objects.select_related("project").filter(pk=protocol_id).first()
         if protocol is None:
             raise CommandError(f"no protocol with id {protocol_id}")
-        creator = member_with_role(protocol.project, user, roles=TEXT_READERS) if user else None
-        if user and creator is None:
-            raise CommandError(f"{user!r} is not an owner or analyst of project '{protocol.project.slug}'")
+        creator = acting_spender(protocol, user)
         if not inline and not progress.queue_reachable():
             raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
                                f"was started. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")

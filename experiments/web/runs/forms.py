@@ -318,6 +318,20 @@ class ReasonForm(forms.Form):
                              error_messages={"required": "give a reason: amendments are recorded with it"})
 
 
+class ResumeForm(ReasonForm):
+    """Resume: the continuation amendment gives each held slot this many identical requests (App. B.2)."""
+
+    allowance = forms.IntegerField(
+        required=False, min_value=1, max_value=10, initial=1, label="Identical requests per held slot",
+        help_text="the paper's continuation allowed one; each is sent only if the one before it failed without output",
+    )
+
+    field_order = ["allowance", "reason"]
+
+    def clean_allowance(self):
+        return self.cleaned_data["allowance"] or 1  # empty: the paper's one request
+
+
 class ConcurrencyForm(ReasonForm):
     provider = forms.ChoiceField()
     cap = forms.IntegerField(min_value=1, max_value=1000, label="In-flight cap")

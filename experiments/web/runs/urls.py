@@ -1,7 +1,7 @@
 """URLs of protocols and runs."""
 from django.urls import path
 
-from experiments.web.runs import regrade, views
+from experiments.web.runs import amend, regrade, views
 
 urlpatterns = [
     path("p/<slug:slug>/protocols/new/", views.protocol_create, name="protocol_create"),
@@ -11,9 +11,10 @@ urlpatterns = [
     path("p/<slug:slug>/protocols/<int:pk>/run/", views.run_create, name="run_create"),
     path("p/<slug:slug>/runs/<int:pk>/", views.run_detail, name="run_detail"),
     path("p/<slug:slug>/runs/<int:pk>/progress.json", views.run_progress_json, name="run_progress"),
-    path("p/<slug:slug>/runs/<int:pk>/pause/", views.run_pause_view, name="run_pause"),
-    path("p/<slug:slug>/runs/<int:pk>/resume/", views.run_resume_view, name="run_resume"),
-    path("p/<slug:slug>/runs/<int:pk>/reissue/", views.run_reissue_view, name="run_reissue"),
-    path("p/<slug:slug>/runs/<int:pk>/concurrency/", views.run_concurrency_view, name="run_concurrency"),
+    path("p/<slug:slug>/runs/<int:pk>/pause/", amend.run_pause_view, name="run_pause"),
+    path("p/<slug:slug>/runs/<int:pk>/resume/", amend.run_resume_view, name="run_resume"),
+    path("p/<slug:slug>/runs/<int:pk>/reissue/", amend.run_reissue_view, name="run_reissue"),
+    path("p/<slug:slug>/runs/<int:pk>/accept-missing/", amend.run_accept_missing_view, name="run_accept_missing"),
+    path("p/<slug:slug>/runs/<int:pk>/concurrency/", amend.run_concurrency_view, name="run_concurrency"),
     path("p/<slug:slug>/runs/<int:pk>/regrade/", regrade.run_regrade, name="run_regrade"),
 ]

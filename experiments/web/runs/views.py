@@ -7,7 +7,10 @@ the whole access check. Who may do what:
   (participant text);
 - viewers see protocols and runs: settings, counts and aggregate results, never text;
 - raters see none of it: they are blinded to condition names and grades;
-- only owners amend a run: pause, resume, re-issue unknown slots, change concurrency.
+- sealing, starting, pausing, resuming and deciding about slots without an answer spend (or stop
+  spending) money: `access.may_spend` decides — owners, and analysts for protocols that call no
+  paid provider or when the project delegates it (the amendment views are in `amend`);
+- only owners change a run's concurrency.
 
 Starting or continuing a run goes through the queue. When no queue answers, the page says so
 and does nothing: model calls never run inside a web request.
@@ -25,21 +28,16 @@ from django.template.loader import render_to_string
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 
-from experiments.access import OWNERS, TEXT_READERS, membership_for, protocol_for, run_for
+from experiments.access import TEXT_READERS, may_spend, membership_for, protocol_for, require_spending, run_for
 from experiments.core.contrasts import format_terms
 from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import control, jobs, policy, progress
-from experiments.execution.jobs import WORKER_COMMAND
 from experiments.execution.sealing import protocol_problems, protocol_seal
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
-from experiments.web.runs.forms import ConcurrencyForm, ProtocolEditor, ReasonForm
+from experiments.web.runs.amend import NO_QUEUE, providers
+from experiments.web.runs.forms import ConcurrencyForm, ProtocolEditor, ReasonForm, ResumeForm
 from experiments.web.runs.regrade import regrade_context
-
-NO_QUEUE = (
-    "No queue is reachable (the Redis server did not answer), so nothing changed: model calls never run "
-    f"inside a web request. Start Redis and a worker ({WORKER_COMMAND}), or {{alternative}}."
-)
 # The keys sent with a protocol form: Django's error reports must never show them.
 KEY_FIELDS = ("generator-api_key_env", "judge-api_key_env")
 
@@ -94,12 +92,13 @@ def protocol_detail(request, slug, pk):
         "protocol": protocol,
         "runs": protocol.runs.select_related("created_by"),
         "can_edit": membership.can_read_text(),
+        "can_spend": may_spend(membership, protocol),
         "offline": policy.offline_roles(protocol),
         **_protocol_facts(protocol),
     }
     if not protocol.is_sealed():
         context["problems"] = protocol_problems(protocol)
-    elif membership.can_read_text():
+    elif may_spend(membership, protocol):
         context["queue_reachable"] = progress.queue_reachable()
     return render(request, "experiments/runs/protocol_detail.html", context)
 
@@ -107,8 +106,9 @@ def protocol_detail(request, slug, pk):
 @login_required
 @require_POST
 def protocol_seal_view(request, slug, pk):
-    """Seal the protocol (owners and analysts); redirects to its page, which shows the seal."""
+    """Seal the protocol (whoever may spend on it); redirects to its page, which shows the seal."""
     membership, protocol = protocol_for(request, slug, pk, roles=TEXT_READERS)
+    require_spending(membership, protocol)
     try:
         protocol_seal(protocol=protocol, user=request.user)
     except policy.RunError as exc:
@@ -121,8 +121,9 @@ def protocol_seal_view(request, slug, pk):
 @login_required
 @require_POST
 def run_create(request, slug, pk):
-    """Create a run of a sealed protocol and start it through the queue (owners and analysts)."""
+    """Create a run of a sealed protocol and start it through the queue (whoever may spend on it)."""
     membership, protocol = protocol_for(request, slug, pk, roles=TEXT_READERS)
+    require_spending(membership, protocol)
     if not progress.queue_reachable():
         messages.error(request, NO_QUEUE.format(
             alternative=f"run it from a shell in one process: manage.py run_start {protocol.pk} --inline"))
@@ -170,6 +171,7 @@ def _progress(run: Run) -> dict:
         "workers": progress.worker_count() if redis_up and not run.inline else None,
         "finished": run.status == Run.Status.FINISHED,
         "current_phase": Phase(run.phase).label,
+        "next": progress.run_next(run),
     }
 
 
@@ -193,20 +195,19 @@ def run_detail(request, slug, pk):
         **_protocol_facts(protocol),
         **regrade_context(membership, run),
     }
-    if membership.is_owner() and run.status != Run.Status.FINISHED:
-        unknown = Slot.objects.filter(run=run, status=Slot.Status.UNKNOWN)
-        context["unknown_now"] = unknown.filter(phase=run.phase).count()
-        # The engine re-issues the current phase's unknown slots only; say so rather than hide them.
-        context["unknown_earlier"] = unknown.exclude(phase=run.phase).count()
+    context["can_spend"] = may_spend(membership, protocol) and run.status != Run.Status.FINISHED
+    if context["can_spend"]:
+        # Unknown slots of earlier phases were settled when their phase ended (older runs advanced
+        # over them): say so rather than hide them.
+        context["unknown_earlier"] = (Slot.objects.filter(run=run, status=Slot.Status.UNKNOWN)
+                                      .exclude(phase=run.phase).count())
         # One form per action; distinct ids keep the page's labels pointing at the right box.
-        for action in ("pause", "resume", "reissue"):
+        for action in ("pause", "reissue", "accept"):
             context[f"{action}_form"] = ReasonForm(auto_id=f"{action}_%s")
-        context["concurrency_form"] = ConcurrencyForm(providers=_providers(protocol))
+        context["resume_form"] = ResumeForm(auto_id="resume_%s")
+    if membership.is_owner() and run.status != Run.Status.FINISHED:
+        context["concurrency_form"] = ConcurrencyForm(providers=providers(protocol))
     return render(request, "experiments/runs/run_detail.html", context)
-
-
-def _providers(protocol) -> list[str]:
-    return list(dict.fromkeys([protocol.generator["provider"], protocol.judge["provider"]]))
 
 
 @login_required
@@ -219,100 +220,6 @@ def run_progress_json(request, slug, pk):
         "phase": run.phase,
         "circuit_open": run.circuit_open,
         **{key: shown[key] for key in ("finished", "phases", "calls_per_second", "eta_s", "tokens", "attempts",
-                                       "in_flight")},
+                                       "in_flight", "next")},
         "html": render_to_string("experiments/runs/run_progress_block.html", {"progress": shown}, request=request),
     })
-
-
-def _reason(request, form_class=ReasonForm, **kwargs):
-    """The bound amendment form, or None after putting its errors on the page."""
-    form = form_class(request.POST, **kwargs)
-    if form.is_valid():
-        return form
-    messages.error(request, "Nothing changed: " + "; ".join(m for ms in form.errors.values() for m in ms))
-    return None
-
-
-@login_required
-@require_POST
-def run_pause_view(request, slug, pk):
-    """Pause a running run (owners): nothing more is sent; queued requests become no-ops."""
-    membership, run = run_for(request, slug, pk, roles=OWNERS)
-    form = _reason(request)
-    if form:
-        try:
-            control.run_pause(run=run, user=request.user, reason=form.cleaned_data["reason"])
-        except policy.RunError as exc:
-            messages.error(request, f"Not paused: {exc}")
-        else:
-            messages.success(request, "Paused. Only an owner resumes it.")
-    return redirect("run_detail", slug=slug, pk=pk)
-
-
-@login_required
-@require_POST
-def run_resume_view(request, slug, pk):
-    """Resume a paused or stopped run (owners); an amendment, then the queue continues it."""
-    membership, run = run_for(request, slug, pk, roles=OWNERS)
-    form = _reason(request)
-    if form and _queue_or_message(
-        request, f"resume it from a shell in one process: manage.py run_resume {run.pk} --reason '…' --inline"
-    ):
-        try:
-            with transaction.atomic():
-                control.run_resume(run=run, user=request.user, reason=form.cleaned_data["reason"])
-                jobs.run_enqueue(run.pk)
-        except policy.RunError as exc:
-            messages.error(request, f"Not resumed: {exc}")
-        else:
-            messages.success(request, "Resumed: recorded as an amendment.")
-    return redirect("run_detail", slug=slug, pk=pk)
-
-
-@login_required
-@require_POST
-def run_reissue_view(request, slug, pk):
-    """Allow one more identical request for each unknown slot of the current phase (owners)."""
-    membership, run = run_for(request, slug, pk, roles=OWNERS)
-    form = _reason(request)
-    # A paused run sends the released slots when it is resumed; a running one needs the queue now.
-    needs_queue = run.status == Run.Status.RUNNING
-    if form and (not needs_queue or _queue_or_message(
-        request, "pause the run, re-issue the unknown slots, then resume it from a shell in one process: "
-        f"manage.py run_resume {run.pk} --reason '…' --inline"
-    )):
-        try:
-            with transaction.atomic():
-                amendment = control.run_reissue_unknown(run=run, user=request.user, reason=form.cleaned_data["reason"])
-                if needs_queue:
-                    jobs.run_enqueue(run.pk)
-        except policy.RunError as exc:
-            messages.error(request, f"Nothing re-issued: {exc}")
-        else:
-            messages.success(request, f"{len(amendment.payload['slots'])} unknown slots may be sent once more.")
-    return redirect("run_detail", slug=slug, pk=pk)
-
-
-@login_required
-@require_POST
-def run_concurrency_view(request, slug, pk):
-    """Change a provider's in-flight cap for this run (owners); recorded as an amendment."""
-    membership, run = run_for(request, slug, pk, roles=OWNERS)
-    form = _reason(request, ConcurrencyForm, providers=_providers(run.protocol))
-    if form:
-        data = form.cleaned_data
-        try:
-            control.run_set_concurrency(run=run, user=request.user, provider=data["provider"], cap=data["cap"],
-                                       reason=data["reason"])
-        except policy.RunError as exc:
-            messages.error(request, f"Not changed: {exc}")
-        else:
-            messages.success(request, f"{data['provider']}: at most {data['cap']} requests in flight from now on.")
-    return redirect("run_detail", slug=slug, pk=pk)
-
-
-def _queue_or_message(request, alternative: str) -> bool:
-    if progress.queue_reachable():
-        return True
-    messages.error(request, NO_QUEUE.format(alternative=alternative))
-    return False

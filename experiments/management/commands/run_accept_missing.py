@@ -1,0 +1,40 @@
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from experiments.execution import control, driver, jobs, policy, progress
+from experiments.execution.jobs import WORKER_COMMAND
+from experiments.management.owner_action import run_and_owner
+from experiments.models import Run
+
+
+class Command(BaseCommand):
+    help = (
+        "Continue a run paused at a phase boundary with the slots that wait for a decision missing, as the paper "
+        "keeps unknown reserved attempts (an amendment with a reason); the next phase starts."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("run_id", type=int)
+        parser.add_argument("--reason", required=True, help="recorded with the amendment")
+        parser.add_argument("--inline", action="store_true", help="continue the run here, without the queue")
+        parser.add_argument("--user", help="recorded as who decided (an owner, or an analyst who may spend on it)")
+
+    def handle(self, run_id, reason, inline, user, **options):
+        run, owner = run_and_owner(run_id, reason, user)
+        if not inline and not progress.queue_reachable():
+            raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
+                               f"changed. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
+        try:
+            with transaction.atomic():
+                amendment = control.run_accept_missing(run=run, user=owner, reason=reason.strip())
+                if not inline:
+                    jobs.run_enqueue(run.pk)
+        except policy.RunError as exc:
+            raise CommandError(f"run {run_id} not continued: {exc}") from None
+        missing = len(amendment.payload["slots"])
+        if not inline:
+            return f"run {run_id} continues through the queue with {missing} slots missing (amendment {amendment.pk})"
+        run = driver.run_inline(run.pk)
+        ending = run.get_status_display().lower() + (
+            f": {run.status_reason}" if run.status_reason and run.status != Run.Status.FINISHED else "")
+        return f"run {run_id} continued with {missing} slots missing (amendment {amendment.pk}) and is {ending}"
