@@ -228,3 +228,19 @@ def test_the_excerpt_rule():
     cut = provider_excerpt("x" * 1000)
     assert len(cut) == 200 and cut.endswith("…")
     assert provider_excerpt("x" * 1000, limit=None) == "x" * 1000
+
+
+def test_a_run_of_an_endpoint_withdrawn_after_the_seal_does_not_start(project, cohort, server):
+    """Sealed while the fake server was allowed; the administrator then narrows the list."""
+    from experiments.execution.control import run_start
+    from experiments.execution.policy import RunError
+    from experiments.models import Run
+    from tests.engine_helpers import QUESTION_ONLY, make_protocol, openai_model
+    from experiments.execution.sealing import protocol_seal
+    protocol = protocol_seal(protocol=make_protocol(project, cohort, conditions=[QUESTION_ONLY],
+                                                    generator=openai_model(server)), user=None)
+    run = Run.objects.create(protocol=protocol)
+    with override_settings(LLM_ENDPOINTS=PRODUCTION_LIST), pytest.raises(RunError, match="not"):
+        run_start(run=run)
+    run.refresh_from_db()
+    assert run.status == Run.Status.CREATED and not server.requests

@@ -8,7 +8,8 @@ from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from experiments.execution.policy import RunError
+from experiments.execution.endpoints import require_allowed_endpoint
+from experiments.execution.policy import RunError, model_config
 from experiments.execution.sealing import protocol_seal, seal_mismatches
 from experiments.execution.journal import OPEN_STATUSES as OPEN_SLOT_STATUSES
 from experiments.models import Amendment, ModelCall, Protocol, Run, Slot
@@ -26,6 +27,11 @@ def run_start(*, run: Run) -> None:
         problems = seal_mismatches(current.protocol)
         if problems:
             raise RunError("the seal no longer matches: " + "; ".join(problems))
+        # The administrator may have withdrawn an endpoint since the seal: refuse before any request.
+        senders = [current.protocol.judge] if current.protocol.is_regrade() else [
+            current.protocol.generator, current.protocol.judge]
+        for config in senders:
+            require_allowed_endpoint(model_config(config))
         current.status = Run.Status.RUNNING
         current.started_at = timezone.now()
         if current.protocol.is_regrade():
