@@ -12,6 +12,7 @@ slot: that would put the run's row lock on every call's path.
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -22,18 +23,21 @@ import django_rq
 import httpx
 from rq import Queue
 
-from experiments.execution.concurrency import InflightLimiter
+from experiments.execution.concurrency import REDIS_DOWN, InflightLimiter
 from experiments.execution.driver import Step, run_analyze, run_drive
 from experiments.execution.journal import phase_open, slot_execute
 
 # The command that serves every queue; pages and commands print it when no worker answers.
-WORKER_COMMAND = "manage.py rqworker --with-scheduler default memories generation decisions judging analysis"
+WORKER_COMMAND = ("manage.py rqworker --with-scheduler --worker-class experiments.execution.workers.ResilientSimpleWorker "
+                  "default memories generation decisions judging analysis")
 SLOT_QUEUES = ("memories", "generation", "decisions", "judging")
 # With the slot queues empty, a pending slot handed out this long ago lost its job: hand it out again.
 REDISPATCH_AFTER_S = 60.0
 RECHECK_KEY = "ownwords:recheck:{run_id}"
 SLOT_RESULT_TTL_S = 60
 QUEUED_KEY = "ownwords:queued:{run_id}:{phase}"  # slot jobs of the run and phase not yet finished
+
+logger = logging.getLogger(__name__)
 
 _http_client: httpx.Client | None = None
 _limiter: InflightLimiter | None = None
@@ -117,6 +121,15 @@ def job_recheck(run_id: int, due: str) -> None:
 
 def job_slot(slot_id: int) -> None:
     slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name())
+    # The slot's outcome is recorded. What follows only tells the driver; if Redis is away
+    # now, the delayed look (scheduled earlier, kept in Redis) drives the run once it is back.
+    try:
+        _after_slot(slot)
+    except REDIS_DOWN as exc:
+        logger.warning("slot %s recorded; Redis is away (%s): the run's delayed look will drive it", slot_id, exc)
+
+
+def _after_slot(slot) -> None:
     # Only the phase's last jobs look whether it is settled: while others of this run and phase
     # are still queued or running, one of them will. (A lost job keeps the count above zero;
     # the delayed look drives then. An expired count reads below zero: every job looks.)
