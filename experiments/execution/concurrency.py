@@ -87,6 +87,19 @@ def backoff_delays(first: float = BACKOFF_FIRST_S, most: float = BACKOFF_MAX_S):
         delay = min(delay * 2, most)
 
 
+def wait_for_redis(connection, *, what: str, error: Exception, sleep=time.sleep) -> None:
+    """Block until Redis answers a PING, trying with growing pauses (0.2 s … 5 s)."""
+    logger.error("Redis went away during %s (%s); waiting for it to come back", what, error)
+    for delay in backoff_delays():
+        sleep(delay)
+        try:
+            connection.ping()
+        except REDIS_DOWN:
+            continue
+        logger.warning("Redis answers again after an outage during %s; carrying on", what)
+        return
+
+
 class InflightLimiter:
     def __init__(self, client: redis.Redis, *, sleep=time.sleep):
         self.client = client

@@ -12,7 +12,6 @@ slot: that would put the run's row lock on every call's path.
 """
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import time
@@ -23,7 +22,7 @@ import django_rq
 import httpx
 from rq import Queue
 
-from experiments.execution.concurrency import REDIS_DOWN, InflightLimiter
+from experiments.execution.concurrency import REDIS_DOWN, InflightLimiter, wait_for_redis
 from experiments.execution.driver import Step, run_analyze, run_drive
 from experiments.execution.journal import phase_open, slot_execute
 
@@ -36,8 +35,6 @@ REDISPATCH_AFTER_S = 60.0
 RECHECK_KEY = "ownwords:recheck:{run_id}"
 SLOT_RESULT_TTL_S = 60
 QUEUED_KEY = "ownwords:queued:{run_id}:{phase}"  # slot jobs of the run and phase not yet finished
-
-logger = logging.getLogger(__name__)
 
 _http_client: httpx.Client | None = None
 _limiter: InflightLimiter | None = None
@@ -121,12 +118,15 @@ def job_recheck(run_id: int, due: str) -> None:
 
 def job_slot(slot_id: int) -> None:
     slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name())
-    # The slot's outcome is recorded. What follows only tells the driver; if Redis is away
-    # now, the delayed look (scheduled earlier, kept in Redis) drives the run once it is back.
-    try:
-        _after_slot(slot)
-    except REDIS_DOWN as exc:
-        logger.warning("slot %s recorded; Redis is away (%s): the run's delayed look will drive it", slot_id, exc)
+    # The slot's outcome is recorded. What follows tells the driver, through Redis: if Redis is
+    # away, wait for it (this worker can take no job without it anyway) and tell it then. A
+    # count decremented twice only makes a later job look once more.
+    while True:
+        try:
+            return _after_slot(slot)
+        except REDIS_DOWN as exc:
+            wait_for_redis(django_rq.get_connection("default"), what=f"the bookkeeping after slot {slot_id}",
+                           error=exc)
 
 
 def _after_slot(slot) -> None:

@@ -82,6 +82,10 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         run = None
         if kind in (OutcomeKind.QUOTA, OutcomeKind.FATAL):
             run = Run.objects.select_for_update(of=("self",)).get(pk=slot.run_id)
+            # From this lock on no reservation is committed (`reservation.reserve` waits for it
+            # and then sees the circuit open): the receipt's time is taken now, so every attempt
+            # reserved before the circuit opened has an earlier reservation time.
+            receipt["finished_at"] = timezone.now()
         on_time = _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now)
         if not on_time:
             current = Slot.objects.values_list("status", flat=True).get(pk=slot.pk)

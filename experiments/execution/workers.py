@@ -11,27 +11,9 @@ only rq's view of that job may be stale, which its registries' cleanup repairs.
 """
 from __future__ import annotations
 
-import logging
-import time
-
 from rq.worker import SimpleWorker, Worker
 
-from experiments.execution.concurrency import REDIS_DOWN, backoff_delays
-
-logger = logging.getLogger(__name__)
-
-
-def wait_for_redis(connection, *, what: str, error: Exception, sleep=time.sleep) -> None:
-    """Block until Redis answers a PING, trying with growing pauses (0.2 s … 5 s)."""
-    logger.error("Redis went away during %s (%s); waiting for it to come back", what, error)
-    for delay in backoff_delays():
-        sleep(delay)
-        try:
-            connection.ping()
-        except REDIS_DOWN:
-            continue
-        logger.warning("Redis answers again after an outage during %s; carrying on", what)
-        return
+from experiments.execution.concurrency import REDIS_DOWN, wait_for_redis
 
 
 class ResilientMixin:
