@@ -126,15 +126,15 @@ def test_output_free_429_is_retried_identically_twice_then_the_slot_fails(projec
     assert sleeps.calls == [0.0, 0.0]  # the protocol's cooldown (0 s here), between attempts only
 
 
-def test_the_servers_retry_delay_wins_over_the_cooldown(project, cohort1, server, client):
+def test_the_servers_retry_delay_lengthens_the_cooldown_never_shortens_it(project, cohort1, server, client):
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=openai_model(server),
-                   retry_policy={"cooldown_s": 30.0})
+                   retry_policy={"cooldown_s": 0.1})
     slot = generation_slot(run)
     server.script(Reply(429, openai_rate_limited(), {"retry-after-ms": "250"}))
     sleeps = execute(slot, client)
     assert sleeps.calls == [0.25]
     assert [c.basis for c in journal(slot)] == [FIRST, RECOVERY]
-    assert "after 0.25 s (server retry delay)" in journal(slot)[1].justification
+    assert "after 0.25 s (server retry delay, longer than the 0.1 s cooldown)" in journal(slot)[1].justification
     assert slot.status == Slot.Status.OK and prediction(slot).text == "A default answer."
 
 

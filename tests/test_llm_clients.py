@@ -281,9 +281,9 @@ def test_output_free_429_is_transient_and_the_retry_sends_identical_bytes(fake_l
     assert first.retry_after_s == 2.0
     assert "Rate limit reached" in first.error
     decision = decide_retry(POLICY, first, recoveries_so_far=0, phase_allowance_left=256)
-    assert decision.retry and decision.wait_s == 2.0  # the server's delay beats the 30 s cooldown
+    assert decision.retry and decision.wait_s == 30.0  # a shorter server delay never shortens the cooldown
     assert "recovery 1 of 2" in decision.justification
-    assert "server retry delay" in decision.justification
+    assert "the server asked for 2 s" in decision.justification
 
     second = send(config, prepared, client=client)
     assert second.kind == OutcomeKind.OK
@@ -370,7 +370,8 @@ def test_gemini_per_minute_resource_exhausted_is_transient_with_its_retry_delay(
     outcome = attempt(gemini_config(fake_llm), client)
     assert outcome.kind == OutcomeKind.TRANSIENT
     assert outcome.retry_after_s == 12.5
-    assert decide_retry(POLICY, outcome, 0, 10).wait_s == 12.5
+    assert decide_retry(POLICY, outcome, 0, 10).wait_s == 30.0  # the cooldown at least
+    assert decide_retry(RetryPolicy(cooldown_s=5), outcome, 0, 10).wait_s == 12.5  # lengthened
 
 
 def test_a_slot_stops_after_two_recoveries_three_attempts_in_all(fake_llm, client):

@@ -9,13 +9,25 @@ A waiter does not poll: it blocks on a wake-up list that each release pushes to,
 freed place is taken within a round trip (one release wakes one waiter, in arrival
 order). The wait is bounded by `WAKE_TIMEOUT_S`, after which the waiter looks again anyway:
 that is how a place freed by an expiry, which pushes nothing, is found.
+
+Redis may go away for a while (a restart, a network blip). Taking a place then waits with
+backoff until Redis answers again: nothing has been sent yet, so waiting costs nothing but
+time. Giving a place back never raises: the caller has an answer to record (issue 11), so a
+failed release is logged and retried in the background with backoff until it succeeds or the
+place's lease has run out (after which Redis drops the token by itself).
 """
 from __future__ import annotations
 
+import logging
+import threading
+import time
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import redis
+
+logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "ownwords:inflight:"
 WAKE_SUFFIX = ":wake"
@@ -52,9 +64,46 @@ return redis.call('ZCARD', KEYS[1])
 """
 
 
+# Waits between tries while Redis does not answer: doubling from the first to the last.
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.2, 5.0
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+@dataclass(frozen=True)
+class Place:
+    """One in-flight place taken under `name`, until `expires` (time.monotonic) at the latest."""
+
+    name: str
+    token: str
+    cap: int
+    expires: float
+
+
+def backoff_delays(first: float = BACKOFF_FIRST_S, most: float = BACKOFF_MAX_S):
+    """0.2, 0.4, 0.8, … seconds, never more than `most`: the waits between tries."""
+    delay = first
+    while True:
+        yield delay
+        delay = min(delay * 2, most)
+
+
+def wait_for_redis(connection, *, what: str, error: Exception, sleep=time.sleep) -> None:
+    """Block until Redis answers a PING, trying with growing pauses (0.2 s … 5 s)."""
+    logger.error("Redis went away during %s (%s); waiting for it to come back", what, error)
+    for delay in backoff_delays():
+        sleep(delay)
+        try:
+            connection.ping()
+        except REDIS_DOWN:
+            continue
+        logger.warning("Redis answers again after an outage during %s; carrying on", what)
+        return
+
+
 class InflightLimiter:
-    def __init__(self, client: redis.Redis):
+    def __init__(self, client: redis.Redis, *, sleep=time.sleep):
         self.client = client
+        self.sleep = sleep
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
         self._count = client.register_script(_COUNT)
@@ -62,15 +111,54 @@ class InflightLimiter:
     @contextmanager
     def hold(self, name: str, cap: int, *, lease_s: float):
         """Wait for one of `cap` places under `name`; hold it for the block (at most lease_s)."""
+        place = self.acquire(name, cap, lease_s=lease_s)
+        try:
+            yield place
+        finally:
+            self.release(place)
+
+    def acquire(self, name: str, cap: int, *, lease_s: float) -> Place:
+        """Wait for one of `cap` places under `name`, however long Redis is away."""
         key = KEY_PREFIX + name
         wake = key + WAKE_SUFFIX
         token = uuid.uuid4().hex
-        while not self._acquire(keys=[key], args=[cap, lease_s, token]):
-            self.client.blpop([wake], timeout=WAKE_TIMEOUT_S)
+        delays = None
+        while True:
+            try:
+                if self._acquire(keys=[key], args=[cap, lease_s, token]):
+                    return Place(name, token, max(int(cap), 1), time.monotonic() + lease_s)
+                self.client.blpop([wake], timeout=WAKE_TIMEOUT_S)
+                delays = None
+            except REDIS_DOWN as exc:
+                delays = delays or backoff_delays()
+                delay = next(delays)
+                logger.warning("in-flight limiter: Redis does not answer (%s); trying again in %.1f s", exc, delay)
+                self.sleep(delay)
+
+    def release(self, place: Place) -> None:
+        """Give the place back; never raises (a failure is retried in the background)."""
+        if not self._try_release(place):
+            threading.Thread(target=self._release_later, args=(place,), daemon=True,
+                             name=f"limiter-release-{place.token[:8]}").start()
+
+    def _try_release(self, place: Place) -> bool:
+        key = KEY_PREFIX + place.name
         try:
-            yield
-        finally:
-            self._release(keys=[key, wake], args=[token, max(int(cap), 1)])
+            self._release(keys=[key, key + WAKE_SUFFIX], args=[place.token, place.cap])
+            return True
+        except REDIS_DOWN as exc:
+            logger.warning("in-flight limiter: could not give back a place under %s (%s); retrying "
+                           "in the background", place.name, exc)
+            return False
+
+    def _release_later(self, place: Place) -> None:
+        for delay in backoff_delays():
+            if time.monotonic() > place.expires:
+                return  # Redis drops the token by itself now
+            time.sleep(delay)
+            if self._try_release(place):
+                logger.info("in-flight limiter: place under %s given back after Redis returned", place.name)
+                return
 
     def in_flight(self, name: str) -> int:
         return int(self._count(keys=[KEY_PREFIX + name]))
@@ -81,7 +169,13 @@ class NoLimiter:
 
     @contextmanager
     def hold(self, name: str, cap: int, *, lease_s: float):
-        yield
+        yield None
+
+    def acquire(self, name: str, cap: int, *, lease_s: float) -> None:
+        return None
+
+    def release(self, place) -> None:
+        pass
 
     def in_flight(self, name: str) -> int:
         return 0

@@ -22,12 +22,13 @@ import django_rq
 import httpx
 from rq import Queue
 
-from experiments.execution.concurrency import InflightLimiter
+from experiments.execution.concurrency import REDIS_DOWN, InflightLimiter, wait_for_redis
 from experiments.execution.driver import Step, run_analyze, run_drive
 from experiments.execution.journal import phase_open, slot_execute
 
 # The command that serves every queue; pages and commands print it when no worker answers.
-WORKER_COMMAND = "manage.py rqworker --with-scheduler default memories generation decisions judging analysis"
+WORKER_COMMAND = ("manage.py rqworker --with-scheduler --worker-class experiments.execution.workers.ResilientSimpleWorker "
+                  "default memories generation decisions judging analysis")
 SLOT_QUEUES = ("memories", "generation", "decisions", "judging")
 # With the slot queues empty, a pending slot handed out this long ago lost its job: hand it out again.
 REDISPATCH_AFTER_S = 60.0
@@ -117,6 +118,18 @@ def job_recheck(run_id: int, due: str) -> None:
 
 def job_slot(slot_id: int) -> None:
     slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name())
+    # The slot's outcome is recorded. What follows tells the driver, through Redis: if Redis is
+    # away, wait for it (this worker can take no job without it anyway) and tell it then. A
+    # count decremented twice only makes a later job look once more.
+    while True:
+        try:
+            return _after_slot(slot)
+        except REDIS_DOWN as exc:
+            wait_for_redis(django_rq.get_connection("default"), what=f"the bookkeeping after slot {slot_id}",
+                           error=exc)
+
+
+def _after_slot(slot) -> None:
     # Only the phase's last jobs look whether it is settled: while others of this run and phase
     # are still queued or running, one of them will. (A lost job keeps the count above zero;
     # the delayed look drives then. An expired count reads below zero: every job looks.)

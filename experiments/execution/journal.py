@@ -7,19 +7,23 @@
   the phase's recovery allowances (`policy.decide_retry`);
 - quota exhaustion opens the run's circuit and holds the slot; a non-transient error stops
   the run; both wait for an owner's amendment;
+- the answer's receipt is committed before the in-flight place is given back: a Redis blip
+  at that moment (issue 11) costs a logged, retried release, never the answer;
 - a reservation whose lease ran out without an outcome is *unknown* (`expire_leases`) and never
-  re-sent automatically.
+  re-sent automatically; a slot whose worker died while it waited for its recovery sent
+  nothing unanswered, and goes back to pending with its recovery still due.
+
+Reserving is `reservation.reserve` (the circuit is checked atomically with it).
 """
 from __future__ import annotations
 
-import contextlib
+import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
 
 import httpx
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, OuterRef
+from django.db import connection, transaction
 from django.utils import timezone
 
 from experiments.core.llm import client as llm_client
@@ -28,143 +32,16 @@ from experiments.execution.planning import apply_result
 from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
 )
+from experiments.execution.reservation import Reservation, reserve, settle
 from experiments.models import ModelCall, Protocol, Run, Slot
+
+logger = logging.getLogger(__name__)
 
 # --- one slot --------------------------------------------------------------------------------
 
 # ModelCall.outcome of a reservation whose lease ran out without an outcome (the slot is unknown).
 UNKNOWN_OUTCOME = "unknown"
 OPEN_STATUSES = (Slot.Status.PENDING, Slot.Status.IN_FLIGHT, Slot.Status.HELD)
-
-
-@dataclass(frozen=True)
-class _Reservation:
-    call_id: int
-    basis: str
-    recoveries: int  # recoveries of the slot before this attempt
-
-
-def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):
-    """Commit the attempt row before anything is sent; None when the slot must not be sent.
-
-    A first attempt claims its slot with one conditional UPDATE (pending, never amended, the
-    run sending and in the slot's phase) and inserts its attempt row: two statements, no
-    lock held on the run. Everything else — recoveries, amended attempts, refusals — takes
-    the general path, which locks in the order run → slot (as run_drive does) and takes the
-    run's row lock only for a recovery, whose phase allowance must be counted and used
-    atomically.
-    """
-    if basis == ModelCall.Basis.FIRST:
-        reservation = _reserve_first(slot_id, worker=worker, lease_s=lease_s)
-        if reservation is not None:
-            return reservation
-    with transaction.atomic():
-        if basis == ModelCall.Basis.RECOVERY:
-            run_id = Slot.objects.values_list("run_id", flat=True).get(pk=slot_id)
-            run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
-            slot = Slot.objects.select_for_update().get(pk=slot_id)
-        else:
-            slot = Slot.objects.select_for_update().get(pk=slot_id)
-            run = Run.objects.select_related("protocol").get(pk=slot.run_id)
-        slot.run = run
-        if run.phase != slot.phase:
-            return None
-        used = dict(ModelCall.objects.filter(slot=slot).values_list("basis").annotate(n=Count("pk")).order_by())
-        if basis == ModelCall.Basis.RECOVERY:
-            if slot.status != Slot.Status.IN_FLIGHT:
-                return None  # counted failed or unknown meanwhile: nothing more is sent
-            if not run.may_send():
-                # The circuit opened (or the run stopped) during the cooldown: the recovery waits
-                # for the owner, whose resume allows one more identical request (App. B.2).
-                _settle(slot, Slot.Status.HELD, f"a recovery was due when the run was {run.status}"
-                                                f"{' (circuit open)' if run.circuit_open else ''}; "
-                                                "held for the owner's amendment")
-                return None
-            phase_recoveries = ModelCall.objects.filter(
-                slot__run=run, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
-            ).count()
-            if phase_recoveries >= retry_settings(run)["phase_allowance"]:
-                _settle(slot, Slot.Status.FAILED, "no retry: the phase's recovery allowance is used up")
-                return None
-        elif not run.may_send() or slot.status != Slot.Status.PENDING:
-            return None  # paused, or terminal / in flight elsewhere / held: never re-sent here
-        elif used:
-            # A pending slot with earlier attempts was released by an amendment.
-            if used.get(ModelCall.Basis.AMENDMENT, 0) >= slot.amended_attempts:
-                return None
-            basis = ModelCall.Basis.AMENDMENT
-            justification = justification or "allowed by the owner's amendment"
-        now = timezone.now()
-        try:
-            with transaction.atomic():
-                call = ModelCall.objects.create(
-                    slot=slot, attempt=sum(used.values()) + 1, basis=basis, justification=justification,
-                    worker=worker[:200], reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
-                )
-        except IntegrityError:
-            return None  # another worker reserved this attempt first
-        slot.status, slot.retry_at = Slot.Status.IN_FLIGHT, None
-        slot.save(update_fields=["status", "retry_at", "updated_at"])
-        return _Reservation(call.pk, basis, used.get(ModelCall.Basis.RECOVERY, 0))
-
-
-_RESERVE_FIRST_SQL = """
-WITH claimed AS (
-    UPDATE {slot} SET status = %s, retry_at = NULL, updated_at = %s
-    WHERE id = %s AND status = %s AND amended_attempts = 0
-      AND EXISTS (SELECT 1 FROM {run} r WHERE r.id = {slot}.run_id AND r.status = %s
-                  AND NOT r.circuit_open AND r.phase = {slot}.phase)
-    RETURNING id
-)
-INSERT INTO {call} (slot_id, attempt, basis, justification, worker, reserved_at, lease_until,
-                    outcome, response_id, model_version, finish_reason, error, raw_body)
-SELECT id, 1, %s, '', %s, %s, %s, '', '', '', '', '', '' FROM claimed
-RETURNING id
-"""
-
-
-def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
-    now = timezone.now()
-    if connection.vendor == "postgresql":
-        # One statement, one round trip and one commit while the in-flight place is held.
-        sql = _RESERVE_FIRST_SQL.format(slot=Slot._meta.db_table, run=Run._meta.db_table,
-                                        call=ModelCall._meta.db_table)
-        params = [Slot.Status.IN_FLIGHT, now, slot_id, Slot.Status.PENDING, Run.Status.RUNNING,
-                  ModelCall.Basis.FIRST, worker[:200], now, now + timedelta(seconds=lease_s)]
-        # In autocommit the statement commits by itself; inside a caller's transaction a
-        # savepoint keeps a failed insert from breaking it.
-        block = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
-        try:
-            with block, connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                row = cursor.fetchone()
-        except IntegrityError:
-            return None
-        return _Reservation(row[0], ModelCall.Basis.FIRST, 0) if row else None
-    sending = Run.objects.filter(pk=OuterRef("run_id"), status=Run.Status.RUNNING, circuit_open=False,
-                                 phase=OuterRef("phase"))
-    try:
-        with transaction.atomic():
-            claimed = (Slot.objects.filter(pk=slot_id, status=Slot.Status.PENDING, amended_attempts=0)
-                       .filter(Exists(sending))
-                       .update(status=Slot.Status.IN_FLIGHT, retry_at=None, updated_at=now))
-            if not claimed:
-                return None
-            call = ModelCall.objects.create(
-                slot_id=slot_id, attempt=1, basis=ModelCall.Basis.FIRST, justification="", worker=worker[:200],
-                reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
-            )
-    except IntegrityError:
-        return None
-    return _Reservation(call.pk, ModelCall.Basis.FIRST, 0)
-
-
-def _settle(slot: Slot, status: str, note: str) -> None:
-    """A slot ends (or is held) without a usable answer: its results are missing."""
-    slot.status, slot.status_note, slot.retry_at = status, note, None
-    slot.save(update_fields=["status", "status_note", "retry_at", "updated_at"])
-    if status in Slot.TERMINAL:
-        apply_result(slot, None, usable=False)
 
 
 def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | None = None) -> bool:
@@ -205,6 +82,10 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         run = None
         if kind in (OutcomeKind.QUOTA, OutcomeKind.FATAL):
             run = Run.objects.select_for_update(of=("self",)).get(pk=slot.run_id)
+            # From this lock on no reservation is committed (`reservation.reserve` waits for it
+            # and then sees the circuit open): the receipt's time is taken now, so every attempt
+            # reserved before the circuit opened has an earlier reservation time.
+            receipt["finished_at"] = timezone.now()
         on_time = _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now)
         if not on_time:
             current = Slot.objects.values_list("status", flat=True).get(pk=slot.pk)
@@ -265,7 +146,8 @@ def _record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now
 
 
 _SLOT_SQL = """
-SELECT s.run_id, s.phase, s.key, s.role, s.system, s.user, r.protocol_id, p.sealed_at
+SELECT s.run_id, s.phase, s.key, s.role, s.system, s.user, r.protocol_id, p.sealed_at,
+       s.status, s.retry_at, s.status_note
 FROM {slot} s JOIN {run} r ON r.id = s.run_id JOIN {protocol} p ON p.id = r.protocol_id
 WHERE s.id = %s
 """
@@ -285,7 +167,7 @@ def _slot_for_execution(slot_id: int) -> Slot:
         row = cursor.fetchone()
     if row is None:
         raise Slot.DoesNotExist(f"no slot {slot_id}")
-    run_id, phase, key, role, system, user, protocol_id, sealed_at = row
+    run_id, phase, key, role, system, user, protocol_id, sealed_at, status, retry_at, note = row
     cache_key = (protocol_id, str(sealed_at))
     protocol = _PROTOCOLS.get(cache_key) if sealed_at is not None else None
     if protocol is None:
@@ -296,7 +178,8 @@ def _slot_for_execution(slot_id: int) -> Slot:
             _PROTOCOLS[cache_key] = protocol
     run = Run(pk=run_id, protocol_id=protocol_id)
     run.protocol = protocol
-    slot = Slot(pk=slot_id, run_id=run_id, phase=phase, key=key, role=role, system=system, user=user)
+    slot = Slot(pk=slot_id, run_id=run_id, phase=phase, key=key, role=role, system=system, user=user,
+                status=status, retry_at=retry_at, status_note=note)
     slot.run = run
     return slot
 
@@ -313,27 +196,44 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
     prepared = build_request(config, slot.system, slot.user)
     lease_s = config.timeout_s + LEASE_GRACE_S
     name, cap = limiter_name(config), _cap(run, config.provider)
-    basis, justification = ModelCall.Basis.FIRST, ""
+    basis, justification, after_call = ModelCall.Basis.FIRST, "", None
+    if slot.status == Slot.Status.PENDING and slot.retry_at is not None:
+        # Back to pending after its worker died during the cooldown: the recovery is still due.
+        sleep(max((slot.retry_at - timezone.now()).total_seconds(), 0.0))
+        basis, justification = ModelCall.Basis.RECOVERY, slot.status_note
     while True:
-        with limiter.hold(name, cap, lease_s=lease_s):
-            reservation = _reserve(slot_id, basis=basis, justification=justification, worker=worker, lease_s=lease_s)
+        # The place is given back only after the outcome is committed (`release` never raises).
+        place = limiter.acquire(name, cap, lease_s=lease_s)
+        try:
+            reservation = reserve(slot_id, basis=basis, justification=justification, worker=worker,
+                                  lease_s=lease_s, policy=policy, after_call=after_call)
             if reservation is None:
                 return slot
             outcome = llm_client.send(config, prepared, client=client)
-        if outcome.kind == OutcomeKind.OK and config.expected_model_version and (
-            outcome.model_version != config.expected_model_version
-        ):
-            # An unexpected model version is recorded as it is, never a reason to redraw (B.2).
-            outcome = _as_unusable(outcome, f"returned model {outcome.model_version!r}, expected "
-                                              f"{config.expected_model_version!r}")
-        decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
-        if not _record(reservation.call_id, outcome, decision, slot) or not decision.retry:
+            if outcome.kind == OutcomeKind.OK and config.expected_model_version and (
+                outcome.model_version != config.expected_model_version
+            ):
+                # An unexpected model version is recorded as it is, never a reason to redraw (B.2).
+                outcome = _as_unusable(outcome, f"returned model {outcome.model_version!r}, expected "
+                                                  f"{config.expected_model_version!r}")
+            decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
+            recorded = _record(reservation.call_id, outcome, decision, slot)
+        finally:
+            limiter.release(place)
+        if not recorded or not decision.retry:
             return slot
         sleep(decision.wait_s)
-        basis, justification = ModelCall.Basis.RECOVERY, decision.justification
+        basis, justification, after_call = ModelCall.Basis.RECOVERY, decision.justification, reservation.call_id
 
 
-def _decide(retry_policy, policy: dict, run: Run, slot: Slot, reservation: _Reservation,
+def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):
+    """`reserve` with the retry settings of the slot's run (for callers that hold only the id)."""
+    run = Run.objects.select_related("protocol").get(slots__pk=slot_id)
+    return reserve(slot_id, basis=basis, justification=justification, worker=worker, lease_s=lease_s,
+                   policy=retry_settings(run))
+
+
+def _decide(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reservation,
             outcome: Outcome) -> Decision:
     if outcome.kind == OutcomeKind.TRANSIENT and reservation.basis == ModelCall.Basis.AMENDMENT:
         # The owner's amendment allowed exactly one identical request (App. B.2's continuation).
@@ -369,8 +269,8 @@ def expire_leases(run: Run) -> None:
 
     The reservation is marked unknown (so a later attempt an owner allows is judged on its
     own lease) and its slot counts unknown: it is never re-sent automatically. A slot whose
-    worker died while waiting to send a recovery sent nothing more: it fails with what it
-    has, and nothing is unknown about it.
+    worker died while waiting to send a recovery has no request unanswered: it goes back to
+    pending with its recovery still due (`retry_at` kept), to be handed out again.
     """
     now = timezone.now()
     # Only the phase's slots in flight can have an open reservation that matters (earlier
@@ -388,11 +288,13 @@ def expire_leases(run: Run) -> None:
                   "the request may or may not have reached the service",
         )
         for slot in Slot.objects.filter(pk__in=slot_ids, status=Slot.Status.IN_FLIGHT).select_related("run"):
-            _settle(slot, Slot.Status.UNKNOWN,
-                    "reserved, no outcome recorded: the request may or may not have reached the service")
-    stale = in_flight.filter(retry_at__isnull=False).exclude(calls__outcome="").select_related("run")
-    for slot in stale:
+            settle(slot, Slot.Status.UNKNOWN,
+                   "reserved, no outcome recorded: the request may or may not have reached the service")
+    stale = in_flight.filter(retry_at__isnull=False).exclude(calls__outcome="")
+    for slot in stale.select_for_update(of=("self",)):
         lease_s = role_config(run, slot.role).timeout_s + LEASE_GRACE_S
         if slot.retry_at + timedelta(seconds=lease_s) < now:
-            _settle(slot, Slot.Status.FAILED,
-                    "the worker stopped while waiting to send its recovery; nothing more was sent")
+            # Locked and re-checked in the update: a recovery reserved meanwhile keeps its slot.
+            Slot.objects.filter(pk=slot.pk, status=Slot.Status.IN_FLIGHT, retry_at=slot.retry_at).update(
+                status=Slot.Status.PENDING, dispatched_at=None, updated_at=now,
+                status_note=slot.status_note + " (its worker stopped during the cooldown; handed out again)")

@@ -9,6 +9,12 @@ from experiments.core.llm.wire import RETRYABLE_STATUSES, ModelConfig, Outcome, 
 from experiments.models import Amendment, Run, Slot
 
 DEFAULT_RETRY = {"max_recoveries_per_slot": 2, "cooldown_s": 30.0, "phase_allowance": 256}
+# Settings with no default: they enter a protocol's settings (and so its seal) only when set,
+# so every protocol sealed before they existed keeps its hash (App. B.2's HTTP ceilings).
+PHASE_HTTP_CEILINGS = "phase_http_ceilings"  # {phase: most HTTP attempts reserved in it}
+RUN_HTTP_CEILING = "run_http_ceiling"  # most HTTP attempts reserved in the whole run
+OPTIONAL_RETRY = (PHASE_HTTP_CEILINGS, RUN_HTTP_CEILING)
+CEILING_PHASES = ("memories", "generation", "decisions", "judging")
 DEFAULT_CONCURRENCY = 4
 # A reservation outlives its request by this much before it counts as unknown.
 LEASE_GRACE_S = 10.0
@@ -38,6 +44,43 @@ def role_config(run: Run, role: str) -> ModelConfig:
 
 def retry_settings(run: Run) -> dict:
     return {**DEFAULT_RETRY, **run.protocol.retry_policy}
+
+
+def retry_policy_problems(policy) -> list[str]:
+    """What is wrong with a protocol's retry settings (the sealing check); [] when nothing."""
+    if not isinstance(policy, dict):
+        return ["the retry policy must be a mapping"]
+    problems = []
+    known = (*DEFAULT_RETRY, *OPTIONAL_RETRY)
+    for key, value in policy.items():
+        if key == PHASE_HTTP_CEILINGS:
+            if not isinstance(value, dict):
+                problems.append(f"retry setting {key} must map phases to HTTP ceilings, not {value!r}")
+                continue
+            for phase, ceiling in value.items():
+                if phase not in CEILING_PHASES:
+                    problems.append(f"{key}: unknown phase {phase!r} (one of {', '.join(CEILING_PHASES)})")
+                elif not _whole(ceiling):
+                    problems.append(f"{key}: the ceiling of {phase} must be a non-negative integer, not {ceiling!r}")
+        elif key not in known:
+            problems.append(f"unknown retry setting {key!r} (known: {', '.join(known)})")
+        elif not (_whole(value) if key != "cooldown_s" else _number(value)):
+            problems.append(f"retry setting {key} must be a non-negative "
+                            f"{'number' if key == 'cooldown_s' else 'integer'}, not {value!r}")
+    return problems
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def http_ceilings(policy: dict, phase: str) -> tuple[int | None, int | None]:
+    """The phase's and the run's HTTP ceilings (None: no ceiling set)."""
+    return (policy.get(PHASE_HTTP_CEILINGS) or {}).get(phase), policy.get(RUN_HTTP_CEILING)
 
 
 def effective_concurrency(run: Run, provider: str) -> int:
@@ -76,8 +119,9 @@ def decide_retry(
     """May this slot be re-sent (the identical request), and after how long? (App. B.2)
 
     Only a transient outcome qualifies: received content, a parse failure, a non-STOP finish or an
-    unexpected model version never authorise a new draw. The server's retry delay, when given,
-    wins over the default cooldown.
+    unexpected model version never authorise a new draw. The wait is the protocol's cooldown at
+    least: a server's retry delay (Retry-After, Gemini's RetryInfo) may lengthen it, never
+    shorten it (App. B.2: "after a 30-second cooldown").
     """
     if outcome.kind is not OutcomeKind.TRANSIENT:
         reason = {
@@ -95,8 +139,10 @@ def decide_retry(
         )
     if phase_allowance_left <= 0:
         return Decision(False, 0.0, "no retry: the phase's recovery allowance is used up")
-    if outcome.retry_after_s is not None:
-        wait_s, source = outcome.retry_after_s, "server retry delay"
+    if outcome.retry_after_s is not None and outcome.retry_after_s > policy.cooldown_s:
+        wait_s, source = outcome.retry_after_s, f"server retry delay, longer than the {policy.cooldown_s:g} s cooldown"
+    elif outcome.retry_after_s is not None:
+        wait_s, source = policy.cooldown_s, f"cooldown; the server asked for {outcome.retry_after_s:g} s"
     else:
         wait_s, source = policy.cooldown_s, "cooldown"
     cause = (

@@ -19,7 +19,7 @@ from django.utils import timezone
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
 from experiments.core.canonical import canonical_json
 from experiments.execution.endpoints import endpoint_problem
-from experiments.execution.policy import DEFAULT_RETRY, RunError, model_config
+from experiments.execution.policy import DEFAULT_RETRY, RunError, model_config, retry_policy_problems
 from experiments.execution.regrade import answers_digest
 from experiments.models import Protocol, Run
 from experiments.core.prompts import PromptError, prompt_sha256
@@ -103,16 +103,9 @@ def _is_number(value, *, integer=False) -> bool:
 
 
 def _settings_problems(protocol: Protocol) -> list[str]:
-    problems = []
-    policy = protocol.retry_policy
-    if not isinstance(policy, dict):
+    if not isinstance(protocol.retry_policy, dict):
         return ["the retry policy must be a mapping"]
-    for key, value in policy.items():
-        if key not in DEFAULT_RETRY:
-            problems.append(f"unknown retry setting {key!r} (known: {', '.join(DEFAULT_RETRY)})")
-        elif not _is_number(value, integer=key != "cooldown_s") or value < 0:
-            problems.append(f"retry setting {key} must be a non-negative "
-                            f"{'number' if key == 'cooldown_s' else 'integer'}, not {value!r}")
+    problems = retry_policy_problems(protocol.retry_policy)
     concurrency = protocol.concurrency
     if not isinstance(concurrency, dict):
         problems.append("the concurrency must map providers to in-flight caps")

@@ -1,0 +1,195 @@
+"""Reserving an attempt before it is sent (paper App. B.2): a committed ModelCall row, or nothing.
+
+A reservation is made only while the run may send, and that is decided atomically with it:
+
+- the circuit (`Run.circuit_open`, set when a quota answer is recorded) and the run's status
+  are read under a lock on the run's row that conflicts with the lock the quota answer's
+  recording holds, so a reservation either commits before the circuit opens or sees it open
+  (issue 11: reservations were made 0–13 ms after a quota answer, from a snapshot taken
+  before the circuit's commit);
+- a recovery uses one of the phase's and the slot's allowances, counted under the run's lock;
+- a protocol's HTTP ceilings (per phase, for the whole run) are counted under the run's lock
+  too, and the run stops, saying which ceiling, when the next attempt would pass one.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Exists, OuterRef
+from django.utils import timezone
+
+from experiments.execution.planning import apply_result
+from experiments.execution.policy import OPTIONAL_RETRY, http_ceilings
+from experiments.models import ModelCall, Run, Slot
+
+
+@dataclass(frozen=True)
+class Reservation:
+    call_id: int
+    basis: str
+    recoveries: int  # recoveries of the slot before this attempt
+
+
+def reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float,
+            policy: dict, after_call: int | None = None) -> Reservation | None:
+    """Commit the attempt row before anything is sent; None when the slot must not be sent.
+
+    A first attempt of a run without HTTP ceilings claims its slot with one statement (the
+    slot pending and never amended, the run sending and in the slot's phase) which takes a
+    share lock on the run's row: many reservations proceed side by side, and none while the
+    run's row is locked for an update (a quota answer being recorded, a pause, the driver).
+    Everything else — recoveries, amended attempts, ceilings, refusals — locks the run's row
+    and then the slot's (the order run_drive uses).
+
+    A recovery comes either from the worker that recorded the transient outcome (`after_call`,
+    its attempt: the slot is still in flight and has no later attempt) or, when that worker
+    died during the cooldown, from whoever is handed the slot again (pending, its recovery
+    due: `expire_leases`). Either way at most one worker can reserve it.
+    """
+    with_ceilings = any(policy.get(key) is not None for key in OPTIONAL_RETRY)
+    if basis == ModelCall.Basis.FIRST and not with_ceilings:
+        reservation = _reserve_first(slot_id, worker=worker, lease_s=lease_s)
+        if reservation is not None:
+            return reservation
+    with transaction.atomic():
+        run_id = Slot.objects.values_list("run_id", flat=True).get(pk=slot_id)
+        run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
+        slot = Slot.objects.select_for_update().get(pk=slot_id)
+        slot.run = run
+        if run.phase != slot.phase:
+            return None
+        used = dict(ModelCall.objects.filter(slot=slot).values_list("basis").annotate(n=Count("pk")).order_by())
+        if basis == ModelCall.Basis.RECOVERY:
+            if after_call is None:  # handed out again after its worker died in the cooldown
+                if slot.status != Slot.Status.PENDING or slot.retry_at is None:
+                    return None
+            elif slot.status != Slot.Status.IN_FLIGHT or slot.calls.filter(pk__gt=after_call).exists():
+                return None  # counted failed or unknown meanwhile, or recovered elsewhere: nothing more is sent
+            if not run.may_send():
+                # The circuit opened (or the run stopped) during the cooldown: the recovery waits
+                # for the owner, whose resume allows one more identical request (App. B.2).
+                settle(slot, Slot.Status.HELD, f"a recovery was due when the run was {run.status}"
+                                               f"{' (circuit open)' if run.circuit_open else ''}; "
+                                               "held for the owner's amendment")
+                return None
+            phase_recoveries = ModelCall.objects.filter(
+                slot__run=run, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
+            ).count()
+            if phase_recoveries >= policy["phase_allowance"]:
+                settle(slot, Slot.Status.FAILED, "no retry: the phase's recovery allowance is used up")
+                return None
+        elif not run.may_send() or slot.status != Slot.Status.PENDING:
+            return None  # paused, or terminal / in flight elsewhere / held: never re-sent here
+        elif used:
+            # A pending slot with earlier attempts was released by an amendment.
+            if used.get(ModelCall.Basis.AMENDMENT, 0) >= slot.amended_attempts:
+                return None
+            basis = ModelCall.Basis.AMENDMENT
+            justification = justification or "allowed by the owner's amendment"
+        if with_ceilings and (reached := ceiling_reached(run, slot.phase, policy)):
+            _stop(run, reached)
+            if basis == ModelCall.Basis.RECOVERY:
+                settle(slot, Slot.Status.HELD, f"a recovery was due when {reached}; held for the owner's amendment")
+            return None
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                call = ModelCall.objects.create(
+                    slot=slot, attempt=sum(used.values()) + 1, basis=basis, justification=justification,
+                    worker=worker[:200], reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
+                )
+        except IntegrityError:
+            return None  # another worker reserved this attempt first
+        slot.status, slot.retry_at = Slot.Status.IN_FLIGHT, None
+        slot.save(update_fields=["status", "retry_at", "updated_at"])
+        return Reservation(call.pk, basis, used.get(ModelCall.Basis.RECOVERY, 0))
+
+
+def ceiling_reached(run: Run, phase: str, policy: dict) -> str:
+    """Which HTTP ceiling one more attempt would pass, in words; "" when none (App. B.2)."""
+    phase_ceiling, run_ceiling = http_ceilings(policy, phase)
+    if phase_ceiling is not None:
+        reserved = ModelCall.objects.filter(slot__run=run, slot__phase=phase).count()
+        if reserved >= phase_ceiling:
+            return f"the {phase} phase's HTTP ceiling was reached ({reserved} of {phase_ceiling} attempts reserved)"
+    if run_ceiling is not None:
+        reserved = ModelCall.objects.filter(slot__run=run).count()
+        if reserved >= run_ceiling:
+            return f"the run's HTTP ceiling was reached ({reserved} of {run_ceiling} attempts reserved)"
+    return ""
+
+
+def _stop(run: Run, reached: str) -> None:
+    run.status = Run.Status.STOPPED
+    run.status_reason = (f"Stopped: {reached}. Nothing more is sent in this phase until an owner "
+                         "amends the ceiling.")
+    run.save(update_fields=["status", "status_reason"])
+
+
+# The run's row is locked FOR SHARE in the same statement that claims the slot: a transaction
+# holding the row FOR UPDATE (the quota answer's recording, a pause, the driver) makes this
+# statement wait for its commit, and PostgreSQL then re-checks the run's conditions against
+# the row as committed (READ COMMITTED's re-check of locked rows), so an opened circuit is seen.
+_RESERVE_FIRST_SQL = """
+WITH sending AS (
+    SELECT r.id FROM {run} r JOIN {slot} s ON s.run_id = r.id
+    WHERE s.id = %s AND r.status = %s AND NOT r.circuit_open AND r.phase = s.phase
+    FOR SHARE OF r
+), claimed AS (
+    UPDATE {slot} SET status = %s, retry_at = NULL, updated_at = %s
+    WHERE id = %s AND status = %s AND amended_attempts = 0 AND run_id IN (SELECT id FROM sending)
+    RETURNING id
+)
+INSERT INTO {call} (slot_id, attempt, basis, justification, worker, reserved_at, lease_until,
+                    outcome, response_id, model_version, finish_reason, error, raw_body)
+SELECT id, 1, %s, '', %s, %s, %s, '', '', '', '', '', '' FROM claimed
+RETURNING id
+"""
+
+
+def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
+    now = timezone.now()
+    if connection.vendor == "postgresql":
+        # One statement, one round trip and one commit while the in-flight place is held.
+        sql = _RESERVE_FIRST_SQL.format(slot=Slot._meta.db_table, run=Run._meta.db_table,
+                                        call=ModelCall._meta.db_table)
+        params = [slot_id, Run.Status.RUNNING, Slot.Status.IN_FLIGHT, now, slot_id, Slot.Status.PENDING,
+                  ModelCall.Basis.FIRST, worker[:200], now, now + timedelta(seconds=lease_s)]
+        # In autocommit the statement commits by itself; inside a caller's transaction a
+        # savepoint keeps a failed insert from breaking it.
+        block = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
+        try:
+            with block, connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                row = cursor.fetchone()
+        except IntegrityError:
+            return None
+        return Reservation(row[0], ModelCall.Basis.FIRST, 0) if row else None
+    # SQLite: one writer at a time, so the transaction itself orders this against the circuit.
+    sending = Run.objects.filter(pk=OuterRef("run_id"), status=Run.Status.RUNNING, circuit_open=False,
+                                 phase=OuterRef("phase"))
+    try:
+        with transaction.atomic():
+            claimed = (Slot.objects.filter(pk=slot_id, status=Slot.Status.PENDING, amended_attempts=0)
+                       .filter(Exists(sending))
+                       .update(status=Slot.Status.IN_FLIGHT, retry_at=None, updated_at=now))
+            if not claimed:
+                return None
+            call = ModelCall.objects.create(
+                slot_id=slot_id, attempt=1, basis=ModelCall.Basis.FIRST, justification="", worker=worker[:200],
+                reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
+            )
+    except IntegrityError:
+        return None
+    return Reservation(call.pk, ModelCall.Basis.FIRST, 0)
+
+
+def settle(slot: Slot, status: str, note: str) -> None:
+    """A slot ends (or is held) without a usable answer: its results are missing."""
+    slot.status, slot.status_note, slot.retry_at = status, note, None
+    slot.save(update_fields=["status", "status_note", "retry_at", "updated_at"])
+    if status in Slot.TERMINAL:
+        apply_result(slot, None, usable=False)
