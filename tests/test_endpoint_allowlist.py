@@ -244,3 +244,14 @@ def test_a_run_of_an_endpoint_withdrawn_after_the_seal_does_not_start(project, c
         run_start(run=run)
     run.refresh_from_db()
     assert run.status == Run.Status.CREATED and not server.requests
+
+
+def test_an_endpoint_withdrawn_mid_run_stops_the_run_before_any_request(project, cohort, server):
+    from experiments.execution.driver import run_inline
+    from experiments.models import Run
+    from tests.engine_helpers import QUESTION_ONLY, make_run, openai_model
+    run = make_run(project, cohort, conditions=[QUESTION_ONLY], generator=openai_model(server))
+    with override_settings(LLM_ENDPOINTS=PRODUCTION_LIST):
+        run = run_inline(run.pk)
+    assert run.status == Run.Status.STOPPED and run.status_reason.startswith("Stopped before sending")
+    assert not server.requests

@@ -297,6 +297,7 @@ def test_a_worker_dead_in_its_cooldown_leaves_its_slot_pending_and_the_recovery_
 # --- 4. the circuit race --------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="concurrent row locks need PostgreSQL (CI runs this there)")
 def test_a_reservation_waits_for_the_circuit_being_opened_and_then_sees_it_open(transactional_db, server):
     project = Project.objects.create(slug="race", name="Race")
     run = make_run(project, build_cohort(project, sessions=2, name="race"), conditions=[QUESTION_ONLY],

@@ -29,6 +29,7 @@ from django.utils import timezone
 from experiments.core.llm import client as llm_client
 from experiments.core.llm.wire import Outcome, OutcomeKind, build_request
 from experiments.execution.planning import apply_result
+from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
 from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
 )
@@ -69,11 +70,11 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
     if kind == OutcomeKind.OK:
         status = Slot.Status.OK
     elif kind == OutcomeKind.UNUSABLE:
-        status, note = Slot.Status.UNUSABLE, outcome.error
+        status, note = Slot.Status.UNUSABLE, provider_excerpt(outcome.error)
     elif kind == OutcomeKind.QUOTA:
-        status, note = Slot.Status.HELD, f"quota exhausted: {outcome.error}"
+        status, note = Slot.Status.HELD, f"quota exhausted: {provider_excerpt(outcome.error)}"
     elif kind == OutcomeKind.FATAL:
-        status, note = Slot.Status.HELD, f"stopped: {outcome.error}"
+        status, note = Slot.Status.HELD, f"stopped: {provider_excerpt(outcome.error)}"
     elif not decision.retry:  # transient, and no recovery left
         status, note = Slot.Status.FAILED, decision.justification
     else:  # stays in flight until its recovery is reserved
@@ -101,12 +102,13 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         elif kind == OutcomeKind.QUOTA:
             run.circuit_open = True
             run.status = Run.Status.PAUSED
-            run.status_reason = (f"Quota exhausted (slot {slot.key}): {outcome.error}. "
+            run.status_reason = (f"Quota exhausted (slot {slot.key}): {provider_excerpt(outcome.error)}. "
                                  "Nothing is sent until an owner resumes.")
             run.save(update_fields=["circuit_open", "status", "status_reason"])
         elif kind == OutcomeKind.FATAL:
             run.status = Run.Status.STOPPED
-            run.status_reason = f"Stopped by a non-transient error on slot {slot.key}: {outcome.error}"
+            run.status_reason = (f"Stopped by a non-transient error on slot {slot.key}: "
+                                 f"{provider_excerpt(outcome.error)}")
             run.save(update_fields=["status", "status_reason"])
         return True
 
@@ -178,6 +180,10 @@ def _slot_for_execution(slot_id: int) -> Slot:
             _PROTOCOLS[cache_key] = protocol
     run = Run(pk=run_id, protocol_id=protocol_id)
     run.protocol = protocol
+    # A plain statement skips the ORM's converters: SQLite hands back text, PostgreSQL aware times.
+    convert = getattr(connection.ops, "convert_datetimefield_value", None)
+    if convert is not None:
+        retry_at = convert(retry_at, None, connection)
     slot = Slot(pk=slot_id, run_id=run_id, phase=phase, key=key, role=role, system=system, user=user,
                 status=status, retry_at=retry_at, status_note=note)
     slot.run = run
@@ -190,6 +196,13 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
     slot = _slot_for_execution(slot_id)
     run = slot.run
     config = role_config(run, slot.role)
+    try:
+        # Sealing and run_start check it too; this covers an endpoint withdrawn mid-run.
+        require_allowed_endpoint(config)
+    except EndpointNotAllowed as exc:
+        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
+            status=Run.Status.STOPPED, status_reason=f"Stopped before sending: {exc}")
+        return slot
     policy = retry_settings(run)
     retry_policy = RetryPolicy(max_recoveries_per_slot=int(policy["max_recoveries_per_slot"]),
                                    cooldown_s=float(policy["cooldown_s"]))
