@@ -61,10 +61,9 @@ class ExplorerQuery:
 
     @classmethod
     def from_params(cls, params, conditions) -> ExplorerQuery:
-        """Read a QueryDict (or a dict of lists); what cannot be used is dropped and explained."""
+        """Read a QueryDict; what cannot be used is dropped and explained in `errors`."""
         known, errors = set(conditions), []
-        get = params.get
-        get_list = params.getlist if hasattr(params, "getlist") else (lambda k: list(params.get(k, [])))
+        get, get_list = params.get, params.getlist
 
         def condition(key: str) -> str:
             if key and key not in known:

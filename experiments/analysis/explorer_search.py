@@ -68,4 +68,4 @@ def search_predictions(project: Project, text: str, *, limit: int = RESULTS) -> 
 
 def _mentions(text: str, words: list[str]) -> bool:
     lowered = text.lower()
-    return any(word in lowered for word in words)
+    return all(word in lowered for word in words)
