@@ -33,7 +33,7 @@ def test_cards_chosen_candidate_copied_and_identical_answers(client, rated_run, 
     assert body.count('<article class="card') == 3 + 2 * 4
     # selection chose b2: exactly that candidate is marked, and the final says what it copies
     chosen = re.findall(r'<article class="card chosen" data-label="(b\d)"', body)
-    assert chosen == ["b2"] and "copies b2" in body
+    assert chosen == ["b2"] and "copies candidate b2" in body
     assert body.count("copied by fusion") == 1  # task 0's fusion copied b1
     assert body.count("identical to 1 other") >= 2  # memory's and question-only's answers
     assert body.count("offline stand-in</strong>") == 1  # the label once per page
