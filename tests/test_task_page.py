@@ -107,3 +107,14 @@ def test_task_page_queries_are_constant(client, rated_run, cast):
         page(client, rated_run, ids[0])
     counts.append(len(captured))
     assert counts[0] == counts[1] == counts[2] <= 10, counts
+
+
+def test_neighbours_in_cohort_order_agree_with_the_numbered_list(rated_run):
+    """The index path (unfiltered, cohort order) gives what the window-function path gives."""
+    from experiments.analysis.explorer import ExplorerQuery, explorer_neighbours
+    ids = grade_by_hand(rated_run)
+    for sort in ("task", "-task"):
+        query = ExplorerQuery(sort=sort)
+        for position in (0, 7, 19):
+            fast = explorer_neighbours(rated_run, query, ids[position], position)
+            assert fast == explorer_neighbours(rated_run, query, ids[position]), (sort, position)

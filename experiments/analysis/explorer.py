@@ -266,9 +266,15 @@ def explorer_count(run: Run, query: ExplorerQuery) -> int:
         return cursor.fetchone()[0]
 
 
-def explorer_neighbours(run: Run, query: ExplorerQuery, task_id: int) -> dict:
+def explorer_neighbours(run: Run, query: ExplorerQuery, task_id: int, position: int | None = None) -> dict:
     """The previous and next task ids around `task_id` in the filtered, sorted list, its
-    1-based place there and the list's length (place None: the task is not in the list)."""
+    1-based place there and the list's length (place None: the task is not in the list).
+
+    Unfiltered in cohort order (given the task's cohort `position`), the neighbours are read
+    from the (cohort, position) index; otherwise the list is numbered by a window function.
+    """
+    if position is not None and not query.is_filtered() and query.sort in ("task", "-task"):
+        return _neighbours_in_cohort_order(run, position, descending=query.sort == "-task")
     sql, params, order = _statement(run, query)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -280,6 +286,19 @@ def explorer_neighbours(run: Run, query: ExplorerQuery, task_id: int) -> dict:
     if row is None:
         return {"previous": None, "next": None, "place": None, "total": None}
     return dict(zip(("previous", "next", "place", "total"), row))
+
+
+def _neighbours_in_cohort_order(run: Run, position: int, *, descending: bool) -> dict:
+    cohort = run.protocol.cohort_id
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position < %s ORDER BY position DESC LIMIT 1), "
+            f"(SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position > %s ORDER BY position LIMIT 1), "
+            f"(SELECT COUNT(*) FROM {_CT} WHERE cohort_id = %s)", [cohort, position, cohort, position, cohort])
+        before, after, total = cursor.fetchone()
+    if descending:
+        return {"previous": after, "next": before, "place": total - position, "total": total}
+    return {"previous": before, "next": after, "place": position + 1, "total": total}
 
 
 def task_facts(task_ids: list[int]) -> dict[int, dict]:

@@ -57,6 +57,6 @@ def prediction_detail(request, slug, pk, task_pk):
         "membership": membership, "project": membership.project, "run": run, "protocol": protocol,
         "task": task, "position": entry.position + 1, "columns": cards["columns"],
         "identical": cards["identical"], "transcript": transcript(task, cards["columns"]),
-        "neighbours": explorer_neighbours(run, query, task.pk), "filters": filters, "query": query,
+        "neighbours": explorer_neighbours(run, query, task.pk, entry.position), "filters": filters, "query": query,
         "reference_words": len(task.answer_turn.text.split()), "offline": offline_roles(protocol),
     })
