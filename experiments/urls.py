@@ -6,4 +6,5 @@ urlpatterns = [
     path("", include("experiments.web.runs.urls")),
     path("", include("experiments.web.predictions.urls")),
     path("", include("experiments.web.analysis.urls")),
+    path("", include("experiments.web.explorer.urls")),
 ]

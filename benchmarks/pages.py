@@ -1,0 +1,209 @@
+"""Benchmark of the explorer's pages (issue 12) on PostgreSQL.
+
+    .venv/bin/python benchmarks/pages.py                 # database bench_pages (dropped and rebuilt)
+    SESSIONS=20000 RUN_SESSIONS=2000 .venv/bin/python benchmarks/pages.py   # smaller
+
+Do not point it at real data: the database is dropped first. It writes, with COPY (what is
+measured is the reading, not the engine): SESSIONS sessions of 10 question/answer pairs
+(default 100,000 sessions, 2,000,000 turns) with 5 tasks each; a cohort of RUN_SESSIONS of them
+(default 14,286 sessions, 71,430 tasks); and a finished run with 14 conditions, whose final
+answers (14 × 71,430 = 1,000,020 predictions) each get a judge grade 0–3. Then it prints the
+server time (the Django test client, median and max of repeated requests) of:
+- the run explorer, pages 1, 2, a middle one and the last, under every filter and sort;  ≤ 150 ms
+- the task page of a task with 14 conditions, and its number of queries;           ≤ 50 ms, ≤ 10
+- the project search over the 100,000 sessions (a rare, a middling, a common word).  ≤ 300 ms
+"""
+import io
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DB = "bench_pages"
+os.environ.setdefault("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{DB}")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
+os.environ.setdefault("SECRET_KEY", "benchmark-only")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
+os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+SESSIONS = int(os.environ.get("SESSIONS", 100_000))
+RUN_SESSIONS = int(os.environ.get("RUN_SESSIONS", 14_286))
+PAIRS, TARGETS = 10, 5
+
+name = os.environ["DATABASE_URL"].rsplit("/", 1)[1]
+for command in ("dropdb", "createdb"):
+    subprocess.run([command, "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True)
+
+import django  # noqa: E402
+
+django.setup()
+
+import numpy as np  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+from django.urls import reverse  # noqa: E402
+
+from experiments.core.conditions import CONDITIONS as REGISTRY  # noqa: E402
+from experiments.models import (Cohort, Membership, Person, Project, Protocol, Role, Run, Study,  # noqa: E402
+                                TaskSet)
+
+CONDITIONS = [k for k in REGISTRY if "fusion" not in k and "selection" not in k][:12] + [
+    "memory(concrete,100w)+fusion(3)", "memory(concrete,100w)+selection(3)"]
+WORDS = [f"w{i}" for i in range(3000)] + ["garden", "music", "weekend", "family", "work"]
+RARE = "zeppelin"
+
+
+def copy(table: str, columns: str, rows) -> None:
+    with connection.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as out:
+        for row in rows:
+            out.write_row(row)
+
+
+_POOL: dict[int, list[str]] = {}
+
+
+def sentence(rng, n: int) -> str:
+    """One of 4,000 pre-drawn sentences of n Zipf-distributed words (drawing each is too slow)."""
+    if n not in _POOL:
+        _POOL[n] = [" ".join(WORDS[i] for i in rng.zipf(1.3, n) % len(WORDS)) for _ in range(4000)]
+    return _POOL[n][int(rng.integers(0, 4000))]
+
+
+def build():
+    t0 = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    rng = np.random.default_rng(1)
+    project = Project.objects.create(slug="bench", name="bench")
+    studies = Study.objects.bulk_create([Study(project=project, key=f"study-{i}") for i in range(20)])
+    copy("experiments_person", "project_id, label", ((project.pk, f"person-{i}") for i in range(SESSIONS)))
+    people = dict(Person.objects.filter(project=project).values_list("label", "pk"))
+    copy("experiments_session", "project_id, study_id, person_id, external_id, language, source_format, source_file, imported_at",
+         ((project.pk, studies[i % 20].pk, people[f"person-{i}"], f"s{i:06d}", "en", "jsonl", "bench.jsonl", "2026-01-01")
+          for i in range(SESSIONS)))
+    sessions = [pk for pk, in connection.cursor().execute(
+        "SELECT id FROM experiments_session WHERE project_id = %s ORDER BY external_id", [project.pk]).fetchall()]
+
+    def turns():
+        for s, session in enumerate(sessions):
+            for i in range(PAIRS):
+                yield session, 2 * i, "interviewer", f"What about {sentence(rng, 6)} in part {i}?"
+                extra = f" {RARE}" if s % 5000 == 0 and i == PAIRS - 1 else ""
+                yield session, 2 * i + 1, "participant", f"I think {sentence(rng, 14)}.{extra}"
+    copy("experiments_turn", "session_id, index, speaker, text", turns())
+    print(f"  {SESSIONS:,} sessions, {SESSIONS * PAIRS * 2:,} turns: {time.perf_counter() - t0:.0f} s", flush=True)
+    task_set = TaskSet.objects.create(project=project, min_pairs=PAIRS, min_targets=TARGETS, max_targets=TARGETS,
+                                      derived_at="2026-01-01T00:00:00Z")
+    with connection.cursor() as cursor:
+        # the second half's pairs: questions 2·5..2·9, answers the turn after
+        cursor.execute(
+            "INSERT INTO experiments_task (task_set_id, session_id, question_turn_id, answer_turn_id, position, "
+            "pair_number, cut, record_cut) SELECT %s, q.session_id, q.id, a.id, q.index / 2 - 5, q.index / 2, q.index, 10 "
+            "FROM experiments_turn q JOIN experiments_turn a ON a.session_id = q.session_id AND a.index = q.index + 1 "
+            "WHERE q.speaker = 'interviewer' AND q.index >= 10", [task_set.pk])
+    cohort = Cohort.objects.create(project=project, task_set=task_set, name="bench", seed=1, requested_size=RUN_SESSIONS,
+                                   rule={}, task_list_sha256="0" * 64)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO experiments_cohorttask (cohort_id, task_id, position) SELECT %s, t.id, "
+            "ROW_NUMBER() OVER (ORDER BY s.external_id, t.position) - 1 FROM experiments_task t "
+            "JOIN experiments_session s ON s.id = t.session_id WHERE s.external_id < %s",
+            [cohort.pk, f"s{RUN_SESSIONS:06d}"])
+    protocol = Protocol.objects.create(project=project, name="bench", cohort=cohort, conditions=CONDITIONS,
+                                       generator={"provider": "offline"}, judge={"provider": "offline"},
+                                       bootstrap={"seed": 1, "draws": 1000})
+    run = Run.objects.create(protocol=protocol, status=Run.Status.FINISHED)
+    tasks = [pk for pk, in connection.cursor().execute(
+        "SELECT task_id FROM experiments_cohorttask WHERE cohort_id = %s ORDER BY position", [cohort.pk]).fetchall()]
+    scores = rng.integers(0, 4, size=(len(tasks), len(CONDITIONS)))
+    missing = rng.random(size=scores.shape) < 0.01
+
+    def predictions():
+        for i, task in enumerate(tasks):
+            for j, condition in enumerate(CONDITIONS):
+                if missing[i, j]:
+                    yield run.pk, task, condition, "final", "missing", None, "", "", "", 0
+                else:
+                    chosen = f"b{i % 3}" if "selection" in condition else ""
+                    yield run.pk, task, condition, "final", "ok", f"{sentence(rng, 12)}", f"{i:032x}{j:032x}", chosen, "", 0
+
+    copy("experiments_prediction", "run_id, task_id, condition, label, status, text, answer_sha256, chosen_label, "
+         "evidence, evidence_chars", predictions())
+    copy("experiments_grade", "run_id, task_id, answer_sha256, status, score, rationale, parse_error",
+         ((run.pk, task, f"{i:032x}{j:032x}", "ok", int(scores[i, j]), "a short rationale", "")
+          for i, task in enumerate(tasks) for j in range(len(CONDITIONS)) if not missing[i, j]))
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")
+    print(f"  {len(tasks):,} tasks in the run, {len(tasks) * len(CONDITIONS):,} predictions: "
+          f"{time.perf_counter() - t0:.0f} s in all", flush=True)
+    user = get_user_model().objects.create_user(username="bench-analyst", password="x")
+    Membership.objects.create(project=project, user=user, role=Role.ANALYST)
+    return run, user, tasks
+
+
+def timed(client, url, params=None, repeat=5) -> tuple[float, float, int]:
+    client.get(url, params or {})  # warm
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        response = client.get(url, params or {})
+        times.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, response.status_code
+    return statistics.median(times), max(times), response
+
+
+def main():
+    run, user, tasks = build()
+    client = Client()
+    client.force_login(user)
+    a, b = "ownwords(B=|memory|)", CONDITIONS[0]
+    explorer = reverse("run_explorer", args=["bench", run.pk])
+    filters = {
+        "none": {}, "grade": {"condition": a, "grade": "3"},
+        "two grades": {"condition": [a, b], "grade": ["3", "0"]},
+        "disagreement a3 b0": {"a": a, "ga": "3", "b": b, "gb": "0"},
+        "a ≠ b, sort a−b": {"a": a, "b": b, "sort": "-diff"}, "sort by grade": {"sort": f"-grade:{a}"},
+        "study": {"study": "study-3"}, "person": {"person": "person-77"}, "question text": {"q": "part 7"},
+        "missing": {"missing": "1"}, "copied": {"copied": "1"}, "chosen": {"chosen": "b1"},
+        "sort by person": {"sort": "person"},
+        "everything": {"condition": a, "grade": "3", "a": a, "ga": "3", "b": b, "gb": "0", "study": "study-3",
+                       "q": "part", "missing": "1", "sort": "-diff"},
+    }
+    print(f"\nRun explorer, {len(tasks):,} tasks × {len(CONDITIONS)} conditions (target ≤ 150 ms per page)")
+    worst = 0.0
+    for label, params in filters.items():
+        _, _, response = timed(client, explorer, params, repeat=1)
+        total = int(response.content.decode().split('<p id="explorer-count"><strong>')[1].split("<")[0])
+        pages = max(1, -(-total // 50))
+        figures = []
+        for page in sorted({1, 2, pages // 2 or 1, pages}):
+            median, high, _ = timed(client, explorer, {**params, "page": page}, repeat=3)
+            figures.append(f"p{page} {median:.0f}")
+            worst = max(worst, median)
+        print(f"  {label:22s} {total:>7,} tasks  " + ", ".join(figures) + " ms")
+    print(f"  slowest page (median): {worst:.0f} ms")
+
+    task = tasks[len(tasks) // 2]
+    detail = reverse("prediction_detail", args=["bench", run.pk, task])
+    print(f"\nTask page, {len(CONDITIONS)} conditions (target ≤ 50 ms, ≤ 10 queries)")
+    for label, params in (("unfiltered", {}), ("within a filter", {"condition": a, "grade": "3"}),
+                          ("within a sort a−b", {"a": a, "b": b, "sort": "-diff"})):
+        median, high, _ = timed(client, detail, params)
+        with CaptureQueriesContext(connection) as captured:
+            client.get(detail, params)
+        print(f"  {label:20s} median {median:.0f} ms, max {high:.0f} ms, {len(captured)} queries")
+
+    search = reverse("project_search", args=["bench"])
+    print(f"\nSearch over {SESSIONS:,} sessions and {len(tasks) * len(CONDITIONS):,} predictions (target ≤ 300 ms)")
+    for word in (RARE, "weekend music", "garden", "w1"):
+        median, high, response = timed(client, search, {"q": word})
+        print(f"  {word!r:16s} median {median:.0f} ms, max {high:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""Full-text indexes of the project search (issue 12), on PostgreSQL only.
+
+The expressions are exactly those of `experiments.analysis.explorer_search` (`to_tsvector(
+'english'::regconfig, text)`), so a search reads the GIN index. Other databases get nothing:
+the search falls back to substring matching there.
+"""
+from django.db import migrations
+
+INDEXES = {
+    "explorer_turn_text_fts": "experiments_turn",
+    "explorer_prediction_text_fts": "experiments_prediction",
+}
+
+
+def create(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    for name, table in INDEXES.items():
+        schema_editor.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON {table} USING gin (to_tsvector('english'::regconfig, text))")
+
+
+def drop(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    for name in INDEXES:
+        schema_editor.execute(f"DROP INDEX IF EXISTS {name}")
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("experiments", "0005_engine_b_spend_and_accept_missing"),
+    ]
+
+    operations = [migrations.RunPython(create, drop)]

@@ -1,0 +1,108 @@
+"""What the task page shows (issue 12): one card per condition and slot, and the transcript with
+each condition's evidence marked, read in a constant number of queries whatever the number of
+conditions (predictions with their grades, memories, model calls, turns: one query each)."""
+from __future__ import annotations
+
+from django.db.models import OuterRef, Subquery
+
+from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
+from experiments.core.evidence import TurnText
+from experiments.models import Grade, Memory, ModelCall, Prediction, Run, Turn
+from experiments.web.predictions.transcript import mark_evidence, record_sentences
+
+GRADE_FIELDS = ("score", "status", "rationale", "parse_error", "slot_id")
+
+
+def _with_grades(run: Run, task) -> list[Prediction]:
+    """The task's predictions, each with its judge grade's fields as `grade_<field>`."""
+    grade = Grade.objects.filter(run=run, task=task, answer_sha256=OuterRef("answer_sha256"))
+    return list(
+        Prediction.objects.filter(run=run, task=task).select_related("slot")
+        .annotate(**{f"grade_{name}": Subquery(grade.values(name)[:1]) for name in GRADE_FIELDS})
+    )
+
+
+def _score(prediction: Prediction) -> int | None:
+    if prediction.status == Prediction.Status.INVALID_SELECTION:
+        return 0
+    if prediction.status in (Prediction.Status.OK, Prediction.Status.EMPTY):
+        return prediction.grade_score
+    return None
+
+
+def task_cards(run: Run, task) -> dict:
+    """Cards by condition, the memories, identical answers, the sources of evidence."""
+    predictions = _with_grades(run, task)
+    memories = list(Memory.objects.filter(run=run, session_id=task.session_id).select_related("slot"))
+    slot_ids = ({p.slot_id for p in predictions} | {p.grade_slot_id for p in predictions}
+                | {m.slot_id for m in memories}) - {None}
+    calls: dict[int, list[ModelCall]] = {}
+    judge_slots = {}
+    for call in ModelCall.objects.filter(slot_id__in=slot_ids).select_related("slot").order_by("slot_id", "attempt"):
+        calls.setdefault(call.slot_id, []).append(call)
+        judge_slots[call.slot_id] = call.slot
+    same_text: dict[str, list[str]] = {}
+    for p in predictions:
+        if p.answer_sha256:
+            same_text.setdefault(p.answer_sha256, []).append(f"{p.condition} · {_slot_name(p)}")
+    by_condition: dict[str, list[Prediction]] = {}
+    for p in predictions:
+        by_condition.setdefault(p.condition, []).append(p)
+    columns = []
+    for key in run.protocol.conditions:
+        condition = get_condition(key)
+        rows = sorted(by_condition.get(key, []), key=lambda p: (p.label == FINAL, p.label))
+        final = next((p for p in rows if p.label == FINAL), None)
+        cards = [_card(p, condition, final, calls, judge_slots, same_text) for p in rows]
+        memory = next((m for m in memories if condition.needs_memory and m.kind == condition.memory_kind
+                       and m.words == condition.memory_words), None)
+        columns.append({"condition": key, "workflow": condition.workflow, "cards": cards, "memory": memory,
+                        "memory_calls": calls.get(memory.slot_id, []) if memory else [],
+                        "final_score": _score(final) if final else None})
+    return {"columns": columns, "identical": sum(1 for names in same_text.values() if len(names) > 1)}
+
+
+def _slot_name(p: Prediction) -> str:
+    if p.label != FINAL:
+        return p.label
+    workflow = get_condition(p.condition).workflow
+    return workflow if workflow in (FUSION, SELECTION) else "answer"
+
+
+def _card(p: Prediction, condition, final, calls, judge_slots, same_text) -> dict:
+    text = p.text or ""
+    chosen = final is not None and p.label != FINAL and final.chosen_label == p.label
+    copied = (condition.workflow == FUSION and final is not None and p.label != FINAL
+              and p.answer_sha256 and p.answer_sha256 == final.answer_sha256)
+    me = f"{p.condition} · {_slot_name(p)}"
+    return {
+        "prediction": p, "name": _slot_name(p), "score": _score(p), "is_final": p.label == FINAL,
+        "chosen": chosen, "copied": bool(copied),
+        "words": len(text.split()), "chars": len(text),
+        "identical": [name for name in same_text.get(p.answer_sha256, []) if name != me] if p.answer_sha256 else [],
+        "calls": calls.get(p.slot_id, []), "judge_calls": calls.get(p.grade_slot_id, []),
+        "judge_slot": judge_slots.get(p.grade_slot_id),
+    }
+
+
+def transcript(task, columns: list[dict]) -> dict:
+    """The session's turns up to the task's question, the participant's sentences marked with
+    the evidence sources that kept them (one source per distinct evidence text)."""
+    turns = list(Turn.objects.filter(session_id=task.session_id).order_by("index").values_list(
+        "index", "speaker", "text"))
+    sentences = record_sentences([TurnText(i, s, t) for i, s, t in turns], task.record_cut)
+    sources: dict[str, list[str]] = {}
+    for column in columns:
+        for card in column["cards"]:
+            p = card["prediction"]
+            if p.evidence and p.label in (FINAL, "b0"):
+                sources.setdefault(p.evidence, []).append(column["condition"])
+                break
+    texts = list(sources)
+    counts = mark_evidence(sentences, texts)
+    options = [{"index": i, "conditions": sources[text], "sentences": n}
+               for i, (text, n) in enumerate(zip(texts, counts)) if n]
+    rows = [{"index": i, "speaker": s, "text": t, "sentences": sentences.get(i),
+             "is_question": i == task.cut, "in_record": i < task.record_cut}
+            for i, s, t in turns if i <= task.cut]
+    return {"turns": rows, "sources": options, "total_turns": len(turns)}

@@ -1,0 +1,205 @@
+"""The run explorer, the project search and the cross-run comparison (issue 12).
+
+A finished offline run (4 people × 5 tasks, 3 conditions) whose final answers are rewritten by
+hand (tests/explorer_helpers.py: memory i % 4, OwnWords 3 − i % 4, question-only 0 but missing
+at task 5), so every filter's answer can be counted on one's fingers.
+"""
+from urllib.parse import urlencode
+
+import pytest
+from django.db import connection
+from django.http import QueryDict
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from experiments.analysis.explorer import ExplorerQuery, explorer_page
+from experiments.models import CohortTask, Prediction
+from tests.annotations_helpers import MEMORY, OWNWORDS, QUESTION_ONLY
+from tests.explorer_helpers import FUSION, SELECTION, add_pools, grade_by_hand
+
+pytestmark = pytest.mark.django_db
+
+
+def querydict(params: dict) -> QueryDict:
+    return QueryDict(urlencode(params, doseq=True))
+
+
+def positions(run, **params):
+    """The 0-based cohort positions the explorer lists for `params`, all on one page."""
+    query = ExplorerQuery.from_params(querydict(params), run.protocol.conditions)
+    assert not query.errors, query.errors
+    page = explorer_page(run, query, size=100)
+    assert page.total == len(page.rows)
+    return [row["position"] - 1 for row in page.rows]
+
+
+@pytest.fixture
+def hand_run(rated_run):
+    grade_by_hand(rated_run)
+    return rated_run
+
+
+def test_filters_on_a_case_counted_by_hand(hand_run):
+    run = hand_run
+    assert positions(run) == list(range(20))
+    assert positions(run, condition=OWNWORDS, grade="3") == [0, 4, 8, 12, 16]
+    assert positions(run, condition=[OWNWORDS, MEMORY], grade=["2", "1"]) == [1, 5, 9, 13, 17]
+    assert positions(run, condition=[OWNWORDS, MEMORY], grade=["2", "2"]) == []
+    # "OwnWords 3, memory 0" and its impossible twin
+    assert positions(run, a=OWNWORDS, ga="3", b=MEMORY, gb="0") == [0, 4, 8, 12, 16]
+    assert positions(run, a=OWNWORDS, ga="3", b=MEMORY, gb="3") == []
+    # a and b without grades: graded differently (never equal here: 3 − k ≠ k)
+    assert positions(run, a=OWNWORDS, b=MEMORY) == list(range(20))
+    assert positions(run, missing="1") == [5]
+    assert positions(run, condition=QUESTION_ONLY, grade="0") == [i for i in range(20) if i != 5]
+    ids = list(CohortTask.objects.filter(cohort=run.protocol.cohort).order_by("position")
+               .values_list("task__session__person__label", "task__session__study__key", "task__question_turn__text"))
+    person = ids[7][0]
+    assert positions(run, person=person) == [i for i, row in enumerate(ids) if row[0] == person]
+    assert positions(run, study="s1") == [i for i, row in enumerate(ids) if row[1] == "s1"]
+    needle = ids[3][2][-5:].upper()  # e.g. "? (9)" in capitals: case-insensitive
+    assert positions(run, q=needle) == [i for i, row in enumerate(ids) if needle.lower() in row[2].lower()]
+    assert positions(run, q="100% not there_") == []
+
+
+def test_copied_and_chosen_filters(hand_run):
+    ids = [t for t in CohortTask.objects.filter(cohort=hand_run.protocol.cohort).order_by("position")
+           .values_list("task_id", flat=True)]
+    add_pools(hand_run, ids)
+    assert positions(hand_run, copied="1") == [0]
+    assert positions(hand_run, chosen="b2") == [0]
+    assert positions(hand_run, chosen="b0") == [1]
+    assert positions(hand_run, condition=FUSION, grade="2") == [1]
+    assert positions(hand_run, condition=SELECTION, grade="2") == [0]
+
+
+def test_sort_by_person_grade_and_difference(hand_run):
+    run = hand_run
+    assert positions(run, sort="-task") == list(range(19, -1, -1))
+    by_memory = positions(run, sort=f"-grade:{MEMORY}")
+    assert [i % 4 for i in by_memory] == [3] * 5 + [2] * 5 + [1] * 5 + [0] * 5
+    assert by_memory[:5] == [3, 7, 11, 15, 19]  # ties in cohort order
+    # question-only's missing grade sorts last either way
+    assert positions(run, sort=f"grade:{QUESTION_ONLY}")[-1] == 5
+    assert positions(run, sort=f"-grade:{QUESTION_ONLY}")[-1] == 5
+    diff = positions(run, a=OWNWORDS, b=MEMORY, sort="-diff")  # 3 − 2(i % 4): 3, 1, −1, −3
+    assert [3 - 2 * (i % 4) for i in diff] == [3] * 5 + [1] * 5 + [-1] * 5 + [-3] * 5
+    labels = list(CohortTask.objects.filter(cohort=run.protocol.cohort).order_by("position")
+                  .values_list("task__session__person__label", flat=True))
+    by_person = positions(run, sort="person")
+    assert [labels[i] for i in by_person] == sorted(labels)
+
+
+def test_bad_parameters_are_dropped_and_explained(hand_run):
+    query = ExplorerQuery.from_params(querydict({"condition": "nope", "grade": "3", "ga": "7", "a": OWNWORDS,
+                                                 "sort": "diff", "page": "x"}), hand_run.protocol.conditions)
+    assert query.grades == () and query.ga is None and query.sort == "task" and query.page == 1
+    assert len(query.errors) == 3
+
+
+def test_pages_cover_every_task_once_and_keep_the_filters(client, hand_run, cast):
+    run = hand_run
+    seen = []
+    for number in (1, 2, 3, 4):
+        page = explorer_page(run, ExplorerQuery(sort="-task", page=number), size=6)
+        assert page.total == 20 and page.pages == 4
+        seen += [row["task_id"] for row in page.rows]
+    assert len(seen) == len(set(seen)) == 20
+    client.force_login(cast["analyst"])
+    url = reverse("run_explorer", args=[run.protocol.project.slug, run.pk])
+    response = client.get(url, {"condition": OWNWORDS, "grade": "3", "sort": "-task"})
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "<strong>5</strong> tasks match" in body
+    # each row's link to the task page carries the filters (j/k walk the same list)
+    carried = urlencode([("condition", OWNWORDS), ("grade", "3"), ("sort", "-task")])
+    assert body.count(f"?{carried}".replace("&", "&amp;")) == 5
+
+
+def test_explorer_queries_do_not_grow_with_filters_or_conditions(client, hand_run, cast):
+    client.force_login(cast["owner"])
+    url = reverse("run_explorer", args=[hand_run.protocol.project.slug, hand_run.pk])
+    counts = []
+    for params in ({}, {"condition": [OWNWORDS, MEMORY], "grade": ["3", "0"], "a": OWNWORDS, "ga": "3",
+                        "b": MEMORY, "gb": "0", "person": "person-0", "q": "PART", "sort": "-diff"}):
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url, params).status_code == 200
+        counts.append(len(captured))
+    ids = list(CohortTask.objects.filter(cohort=hand_run.protocol.cohort).order_by("position")
+               .values_list("task_id", flat=True))
+    add_pools(hand_run, ids)  # two more conditions
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url, {"copied": "1", "chosen": "b2"}).status_code == 200
+    counts.append(len(captured))
+    assert counts[0] == counts[1] == counts[2] <= 9, counts
+
+
+def test_search_questions_references_and_predictions(client, hand_run, cast):
+    run = hand_run
+    project = run.protocol.project
+    Prediction.objects.filter(run=run, condition=OWNWORDS, label="final",
+                              task_id=CohortTask.objects.get(cohort=run.protocol.cohort, position=2).task_id
+                              ).update(text="The zebra sleeps under the hive")
+    client.force_login(cast["analyst"])
+    url = reverse("project_search", args=[project.slug])
+    body = client.get(url, {"q": "zebra"}).content.decode()
+    assert body.count("The zebra sleeps") == 1 and "No task question or reference answer matches" in body
+    people = list(CohortTask.objects.filter(cohort=run.protocol.cohort)
+                  .values_list("task__session__person__label", flat=True).distinct())
+    number = sorted(people)[1].split("-")[1]  # "person-1" → "1"
+    body = client.get(url, {"q": f"part {number} of"}).content.decode()
+    # the five tasks of that person (their questions), nothing in the references
+    assert body.count('class="hit"') == 5, body
+    body = client.get(url, {"q": "bees"}).content.decode()
+    assert body.count("<tr><td><a href=") == 20  # every reference answer mentions bees
+
+
+def test_compare_two_runs_on_one_cohort(client, hand_run, cast):
+    from experiments.models import Run
+    from experiments.analysis.run_comparison import compare_runs
+    rerun = Run.objects.create(protocol=hand_run.protocol, status=Run.Status.FINISHED)
+    ids = list(CohortTask.objects.filter(cohort=hand_run.protocol.cohort).order_by("position")
+               .values_list("task_id", flat=True))
+    from tests.explorer_helpers import set_answer
+    for i, task_id in enumerate(ids):  # the rerun: OwnWords one grade better wherever it can be
+        set_answer(rerun, task_id, OWNWORDS, "final", f"rerun answer {i}", min(3, 4 - i % 4))
+    result = compare_runs([hand_run, rerun], OWNWORDS)
+    contrast = result["contrasts"][0]
+    # per task: +1 where OwnWords was 0..2 (i % 4 = 1, 2, 3), 0 where it was 3: mean 15/20 · 1/3
+    assert contrast["n_tasks"] == 20 and (contrast["wins"], contrast["ties"], contrast["losses"]) == (15, 5, 0)
+    assert contrast["estimate"] == pytest.approx(0.75 / 3)
+    assert contrast["lo"] <= contrast["estimate"] <= contrast["hi"]
+    client.force_login(cast["viewer"])  # numbers only: viewers may compare
+    response = client.get(reverse("run_compare", args=[hand_run.protocol.project.slug]),
+                          {"run": [hand_run.pk, rerun.pk], "condition": OWNWORDS})
+    assert response.status_code == 200 and b"0.250" in response.content
+
+
+TEXT_PAGES = ("run_explorer", "prediction_detail", "project_search")
+EXPECTED = {"owner": 200, "analyst": 200, "viewer": 403, "rater": 403, "outsider": 404}
+
+
+@pytest.mark.parametrize("page", [*TEXT_PAGES, "run_compare"])
+def test_role_matrix_of_every_new_page(client, rated_run, cast, page):
+    project = rated_run.protocol.project
+    task_id = CohortTask.objects.filter(cohort=rated_run.protocol.cohort).first().task_id
+    args = {"run_explorer": [project.slug, rated_run.pk], "prediction_detail": [project.slug, rated_run.pk, task_id],
+            "project_search": [project.slug], "run_compare": [project.slug]}[page]
+    query = {"run": [rated_run.pk, rated_run.pk], "q": "bees"}
+    for who, status in EXPECTED.items():
+        if page == "run_compare" and who == "viewer":
+            status = 200
+        client.force_login(cast[who])
+        response = client.get(reverse(page, args=args), query)
+        assert response.status_code == status, (page, who, response.status_code)
+        if who == "viewer" and status == 200:
+            assert b"keeps bees" not in response.content and b"your week" not in response.content
+    # the outsider owns project "other": guessing this run's ids under it finds nothing
+    client.force_login(cast["outsider"])
+    other = {"run_explorer": ["other", rated_run.pk], "prediction_detail": ["other", rated_run.pk, task_id],
+             "project_search": ["other"], "run_compare": ["other"]}[page]
+    response = client.get(reverse(page, args=other), query)
+    if page == "project_search":
+        assert response.status_code == 200 and b"keeps bees" not in response.content
+    else:
+        assert response.status_code == 404
