@@ -6,6 +6,7 @@ table beside the figure and in its CSV download.
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 import plotly.graph_objects as go
 
@@ -49,12 +50,19 @@ def forest(contrasts: list[dict]) -> dict | None:
     return _json(fig)
 
 
-def means(rows: list[dict]) -> dict | None:
+def explore_link(explore: str | None, **params) -> str | None:
+    """The explorer filtered to the tasks behind a number (static/js/figures.js opens it on click);
+    None for readers who may not see the explorer's text."""
+    return f"{explore}?{urlencode(params)}" if explore else None
+
+
+def means(rows: list[dict], explore: str | None = None) -> dict | None:
     shown = [r for r in rows if r.get("mean") is not None]
     if not shown:
         return None
     fig = go.Figure(go.Scatter(
         x=[r["mean"] for r in shown], y=[r["condition"] for r in shown], mode="markers",
+        customdata=[explore_link(explore, sort=f"-grade:{r['condition']}") for r in shown],
         marker=dict(size=9, color="#4d8a4d"),
         error_x=dict(type="data", symmetric=False, array=[r["hi"] - r["mean"] for r in shown],
                      arrayminus=[r["mean"] - r["lo"] for r in shown]),
@@ -95,13 +103,16 @@ def thresholds(contrasts: list[dict]) -> dict | None:
     return _json(fig)
 
 
-def transitions(contrast: dict) -> dict | None:
+def transitions(contrast: dict, explore: str | None = None) -> dict | None:
     table = contrast.get("transitions")
     if not table:
         return None
     axes = contrast["transition_axes"]
+    # Cell (row i, column j): the tasks graded i under the rows' condition and j under the columns'.
+    links = [[explore_link(explore, a=axes["columns"], ga=j, b=axes["rows"], gb=i) for j in range(4)]
+             for i in range(4)]
     fig = go.Figure(go.Heatmap(z=table, x=[0, 1, 2, 3], y=[0, 1, 2, 3], colorscale="Blues",
-                               text=table, texttemplate="%{text}"))
+                               text=table, texttemplate="%{text}", customdata=links))
     fig.update_layout(LAYOUT).update_layout(height=300, xaxis_title=f"grade under {axes['columns']}",
                       yaxis_title=f"grade under {axes['rows']}", xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
     return _json(fig)

@@ -9,6 +9,7 @@ import io
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 
 from experiments.analysis import figures
 from experiments.access import run_for
@@ -25,13 +26,17 @@ def run_dashboard(request, slug, pk):
     context = {"membership": membership, "project": membership.project, "run": run, "result": result}
     if result is not None:
         data = result.payload
+        # Points open the explorer on the tasks behind them, for roles that may read its text.
+        explore = reverse("run_explorer", args=[slug, pk]) if membership.can_read_text() else None
         context.update(
             data=data,
+            explore=explore,
             forest=figures.forest(data["contrasts"]),
-            means=figures.means(data["means"]),
+            means=figures.means(data["means"], explore),
             sweep=figures.sweep(data["sweep"]),
             thresholds=figures.thresholds(data["contrasts"]),
-            transitions=[(c["name"], figures.transitions(c)) for c in data["contrasts"] if c.get("transitions")],
+            transitions=[(c["name"], figures.transitions(c, explore)) for c in data["contrasts"]
+                         if c.get("transitions")],
             lengths=figures.lengths(data["lengths"]),
             cost=figures.cost(data["cost"]["per_phase"]),
             offline=offline_roles(run.protocol)["any"],
