@@ -16,7 +16,7 @@ from typing import BinaryIO
 from experiments.core.interviews.records import (
     INTERVIEWER, LANGUAGE_MAX_CHARS, PARTICIPANT, SPEAKERS, TRANSCRIPT_MAX_CHARS, TURN_MAX_CHARS,
     InterviewFileError, ParsedSession, ParsedTurn, Problem, _check_has_participant_speech, _check_id,
-    _check_text, _Collector, _load_json_strict, decode_utf8,
+    _check_text, _Collector, _load_json_strict, decode_utf8, text_is_plain,
 )
 from experiments.core.interviews.genagents import GENAGENTS_FILES, parse_genagents  # noqa: F401 (re-exported)
 from experiments.core.interviews.streams import (
@@ -33,6 +33,7 @@ ANTHROPIC_SPEAKER = {"Assistant": INTERVIEWER, "AI": INTERVIEWER, "User": PARTIC
 JSONL_FIELDS = {"session_id", "person_id", "study_id", "language", "screener", "turns"}
 JSONL_REQUIRED = {"session_id", "person_id", "study_id", "turns"}
 _TURN_FIELDS = {"speaker", "text"}
+_SCREENER_FIELDS = {"question", "answer"}
 
 
 def parse_jsonl(text: str, filename: str) -> list[ParsedSession]:
@@ -67,10 +68,11 @@ def _session_from_record(record, where: str, out: _Collector) -> ParsedSession |
         out.add(where, "", f"must be a JSON object, got {type(record).__name__}")
         return None
     before = len(out.problems)
-    for name in sorted(set(record) - JSONL_FIELDS):
-        out.add(where, name, "is not a known field (expected: " + ", ".join(sorted(JSONL_FIELDS)) + ")")
-    for name in sorted(JSONL_REQUIRED - set(record)):
-        out.add(where, name, "is missing")
+    if not (JSONL_REQUIRED <= record.keys() <= JSONL_FIELDS):
+        for name in sorted(set(record) - JSONL_FIELDS):
+            out.add(where, name, "is not a known field (expected: " + ", ".join(sorted(JSONL_FIELDS)) + ")")
+        for name in sorted(JSONL_REQUIRED - set(record)):
+            out.add(where, name, "is missing")
     for name in ("session_id", "person_id", "study_id"):
         if name in record:
             _check_id(record[name], where, name, out)
@@ -102,6 +104,11 @@ def _screener_from_record(items, where: str, out: _Collector) -> tuple[tuple[str
         return ()
     pairs = []
     for i, item in enumerate(items):
+        if (type(item) is dict and item.keys() == _SCREENER_FIELDS and type(item["question"]) is str
+                and type(item["answer"]) is str and text_is_plain(item["question"], TURN_MAX_CHARS)
+                and text_is_plain(item["answer"], TURN_MAX_CHARS)):
+            pairs.append((item["question"], item["answer"]))  # the common case, in a few C calls
+            continue
         name = f"screener[{i}]"
         if not isinstance(item, dict):
             out.add(where, name, "must be an object with question and answer")
@@ -124,14 +131,13 @@ def _turns_from_record(items, where: str, out: _Collector) -> tuple[ParsedTurn, 
         return ()
     turns = []
     for i, item in enumerate(items):
+        if (type(item) is dict and item.keys() == _TURN_FIELDS and item["speaker"] in SPEAKERS
+                and type(item["text"]) is str and text_is_plain(item["text"], TURN_MAX_CHARS)):
+            turns.append(ParsedTurn(item["speaker"], item["text"]))  # the common case, in a few C calls
+            continue
         name = f"turns[{i}]"
         if not isinstance(item, dict):
             out.add(where, name, "must be an object with speaker and text")
-            continue
-        if item.keys() == _TURN_FIELDS and item["speaker"] in SPEAKERS and isinstance(item["text"], str):
-            # The common case, checked in a few C calls; anything else takes the long way below.
-            _check_text(item["text"], where, f"{name}.text", out, limit=TURN_MAX_CHARS)
-            turns.append(ParsedTurn(item["speaker"], item["text"]))
             continue
         unknown = set(item) - {"speaker", "text"}
         missing = {"speaker", "text"} - set(item)

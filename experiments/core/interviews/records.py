@@ -107,7 +107,17 @@ class _Collector:
             raise InterviewFileError(self.problems)
 
 
+def text_is_plain(text: str, limit: int) -> bool:
+    """The fast test of a text: within the limit and storable (`_check_text` says what is wrong)."""
+    return len(text) <= limit and _UNSTORABLE.search(text) is None
+
+
+_ID_BREAKS = re.compile("[\r\n\t]")
+
+
 def _check_text(text: str, where: str, field_name: str, out: _Collector, *, limit: int) -> None:
+    if len(text) <= limit and _UNSTORABLE.search(text) is None:
+        return
     problem = unstorable_text_problem(text)
     if problem:
         out.add(where, field_name, problem)
@@ -120,7 +130,7 @@ def _check_id(value, where: str, field_name: str, out: _Collector) -> None:
         out.add(where, field_name, f"must be a string, got {type(value).__name__}")
     elif not value.strip():
         out.add(where, field_name, "must not be empty")
-    elif value != value.strip() or any(ch in value for ch in "\r\n\t"):
+    elif value != value.strip() or _ID_BREAKS.search(value):
         out.add(where, field_name, "must not contain leading/trailing spaces or line breaks")
     else:
         _check_text(value, where, field_name, out, limit=ID_MAX_CHARS)
@@ -158,6 +168,10 @@ def _no_duplicate_keys(pairs):
     return record
 
 
+# One decoder for every line (json.loads would build one per call).
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+
+
 def _load_json_strict(text: str):
     """json.loads that refuses NaN/Infinity and duplicate keys instead of guessing."""
-    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+    return _STRICT_DECODER.decode(text)
