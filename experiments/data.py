@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from experiments.core.canonical import canonical_json
 from experiments.core.cohorts import Candidate, draw_cohort
-from experiments.core.interviews.records import InterviewFileError, ParsedSession, printable
+from experiments.core.interviews.records import InterviewFileError, ParsedSession, printable, unstorable_text_problem
 from experiments.import_store import TASK_COLUMNS, SessionWriter, batches, task_rows
 from experiments.models import (
     Cohort,
@@ -194,6 +194,8 @@ def cohort_draw(
     user=None,
 ) -> Cohort:
     """Draw a cohort of `size` sessions from the eligible sessions of a task set."""
+    if problem := unstorable_text_problem(name):
+        raise CohortError(f"the name {problem}")
     task_set = task_set or project.current_task_set()
     if task_set is None:
         raise CohortError("the project has no tasks yet: import sessions or derive tasks first")
