@@ -43,8 +43,12 @@ class ImportForm(StorableTextMixin, forms.Form):
 
 def upload_too_large_message(name: str | None, size: int) -> str:
     what = f"{name} is" if name else "The upload is"
-    return (f"{what} {size / 2**20:,.1f} MB; this server takes files of at most {upload_limit_bytes() / 2**20:,.0f} MB. "
+    return (f"{what} {_mb(size)} MB; this server takes files of at most {_mb(upload_limit_bytes())} MB. "
             "Split the file (a JSONL file can be cut at any line) or import it with manage.py import_sessions.")
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:,.2f}".rstrip("0").rstrip(".")
 
 
 class TaskRuleForm(StorableTextMixin, forms.Form):
