@@ -74,7 +74,7 @@ def child(path: str) -> None:
     if profiler:
         profiler.disable()
         import pstats
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+        pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(30)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     project = Project.objects.get(slug="bench-import")
     print(f"database: {connection.vendor}")

@@ -34,9 +34,10 @@ def batches(items: Iterable, size: int = BATCH_SESSIONS) -> Iterator[list]:
         yield batch
 
 
-def task_rows(targets, session_id: int, task_set_id: int, turn_pk: dict[int, int]) -> list[tuple]:
+def task_rows(targets, session_id: int, task_set_id: int, turn_pk) -> list[tuple]:
     """The Task rows of one session's targets: (task_set, session, question turn, answer turn,
-    position, pair number, cut, record cut); the earliest cut bounds the permitted record."""
+    position, pair number, cut, record cut); the earliest cut bounds the permitted record.
+    `turn_pk[index]` is the id of the session's turn at that index."""
     record_cut = targets[0].question_index
     return [(task_set_id, session_id, turn_pk[t.question_index], turn_pk[t.answer_index], position,
              t.pair_number, t.question_index, record_cut) for position, t in enumerate(targets)]
@@ -61,6 +62,46 @@ def insert_rows(model, columns: tuple[str, ...], rows: list[tuple]) -> None:
             cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})", rows)
 
 
+def reserve_ids(model, count: int) -> list[int]:
+    """`count` fresh primary keys of `model`, in increasing order, for rows written with their ids.
+
+    Knowing the ids before writing saves reading them back (a query per batch with thousands
+    of parameters). PostgreSQL hands them out from the table's sequence; SQLite, which holds
+    the write lock for the whole transaction, continues after the highest id it ever gave.
+    """
+    if count == 0:
+        return []
+    table = model._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                           [connection.ops.quote_name(table), count])
+            return sorted(row[0] for row in cursor.fetchall())
+        cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {connection.ops.quote_name(table)}")
+        highest = cursor.fetchone()[0]
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = %s", [table])
+            row = cursor.fetchone()
+            highest = max(highest, row[0] if row else 0)
+    return list(range(highest + 1, highest + 1 + count))
+
+
+def existing_keys(model, field: str, project_id: int, values: list[str]) -> dict[str, int]:
+    """value → pk of the project's rows of `model` whose `field` is among `values`."""
+    if not values:
+        return {}
+    table = connection.ops.quote_name(model._meta.db_table)
+    column = connection.ops.quote_name(field)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":  # one array parameter, not thousands
+            cursor.execute(f"SELECT {column}, id FROM {table} WHERE project_id = %s AND {column} = ANY(%s)",
+                           [project_id, values])
+        else:
+            cursor.execute(f"SELECT {column}, id FROM {table} WHERE project_id = %s AND {column} IN "
+                           f"({', '.join(['%s'] * len(values))})", [project_id, *values])
+        return dict(cursor.fetchall())
+
+
 class SessionWriter:
     """Writes the batches of one file into a project; remembers what it wrote and what it refused."""
 
@@ -78,9 +119,7 @@ class SessionWriter:
     def write(self, batch: list[ParsedSession]) -> None:
         """Store one batch; a session id taken in the project is a problem, and after a problem
         nothing more is written (the transaction will be rolled back) but ids are still checked."""
-        ids = [p.session_id for p in batch]
-        taken = set(Session.objects.filter(project=self.project, external_id__in=ids)
-                    .values_list("external_id", flat=True))
+        taken = existing_keys(Session, "external_id", self.project.pk, [p.session_id for p in batch])
         self.problems.extend(
             Problem(self.source_file, p.location, "session_id", f"session '{p.session_id}' exists already in this project")
             for p in batch if p.session_id in taken)
@@ -88,35 +127,28 @@ class SessionWriter:
             return
         self._add_keys(Study, "key", self.studies, {p.study_id for p in batch})
         self._add_keys(Person, "label", self.people, {p.person_id for p in batch})
-        insert_rows(Session, ("project_id", "study_id", "person_id", "external_id", "language", "source_format",
+        session_ids = reserve_ids(Session, len(batch))
+        insert_rows(Session, ("id", "project_id", "study_id", "person_id", "external_id", "language", "source_format",
                               "source_file", "imported_at", "imported_by_id"),
-                    [(self.project.pk, self.studies[p.study_id], self.people[p.person_id], p.session_id, p.language,
-                      self.source_format, self.source_file, self.imported_at, self.user_id) for p in batch])
-        session_pk = dict(Session.objects.filter(project=self.project, external_id__in=ids)
-                          .values_list("external_id", "pk"))
-        turns = [(session_pk[p.session_id], i, t.speaker, t.text) for p in batch for i, t in enumerate(p.turns)]
-        insert_rows(Turn, ("session_id", "index", "speaker", "text"), turns)
+                    [(pk, self.project.pk, self.studies[p.study_id], self.people[p.person_id], p.session_id,
+                      p.language, self.source_format, self.source_file, self.imported_at, self.user_id)
+                     for pk, p in zip(session_ids, batch)])
+        turn_ids = iter(reserve_ids(Turn, sum(len(p.turns) for p in batch)))
+        # Per session: index → turn id, as the tasks need them.
+        turn_pks = [[next(turn_ids) for _ in p.turns] for p in batch]
+        insert_rows(Turn, ("id", "session_id", "index", "speaker", "text"),
+                    [(pks[i], session_pk, i, t.speaker, t.text)
+                     for session_pk, pks, p in zip(session_ids, turn_pks, batch) for i, t in enumerate(p.turns)])
         insert_rows(ScreenerItem, ("session_id", "index", "question", "answer"),
-                    [(session_pk[p.session_id], i, q, a) for p in batch for i, (q, a) in enumerate(p.screener)])
-        self._derive(batch, session_pk)
-        self.sessions += len(batch)
-        self.turns += len(turns)
-
-    def _derive(self, batch: list[ParsedSession], session_pk: dict[str, int]) -> None:
-        targets_by_session = {}
-        for p in batch:
+                    [(pk, i, q, a) for pk, p in zip(session_ids, batch) for i, (q, a) in enumerate(p.screener)])
+        rows = []
+        for session_pk, pks, p in zip(session_ids, turn_pks, batch):
             targets = derive_targets([(i, t.speaker, t.text) for i, t in enumerate(p.turns)], self.rule)
             if targets:
-                targets_by_session[session_pk[p.session_id]] = targets
-        if not targets_by_session:
-            return
-        turn_pk: dict[int, dict[int, int]] = {}
-        for session_id, index, pk in Turn.objects.filter(session_id__in=list(targets_by_session)).values_list(
-                "session_id", "index", "pk"):
-            turn_pk.setdefault(session_id, {})[index] = pk
-        rows = [row for session_id, targets in targets_by_session.items()
-                for row in task_rows(targets, session_id, self.task_set.pk, turn_pk[session_id])]
+                rows.extend(task_rows(targets, session_pk, self.task_set.pk, pks))
         insert_rows(Task, TASK_COLUMNS, rows)
+        self.sessions += len(batch)
+        self.turns += sum(map(len, turn_pks))
         self.tasks += len(rows)
 
     def _add_keys(self, model, field: str, known: dict[str, int], keys: set[str]) -> None:
@@ -124,7 +156,8 @@ class SessionWriter:
         wanted = sorted(keys - set(known))
         if not wanted:
             return
-        known.update(model.objects.filter(project=self.project, **{f"{field}__in": wanted}).values_list(field, "pk"))
-        missing = [key for key in wanted if key not in known]
-        insert_rows(model, ("project_id", field), [(self.project.pk, key) for key in missing])
-        known.update(model.objects.filter(project=self.project, **{f"{field}__in": missing}).values_list(field, "pk"))
+        known.update(existing_keys(model, field, self.project.pk, wanted))
+        missing = [key for key in wanted if key not in known]  # sorted, so they are numbered in key order
+        ids = reserve_ids(model, len(missing))
+        insert_rows(model, ("id", "project_id", field), [(pk, self.project.pk, key) for pk, key in zip(ids, missing)])
+        known.update(zip(missing, ids))
