@@ -119,3 +119,11 @@ def test_without_a_queue_a_large_file_gets_a_message(owner_client, private_queue
     monkeypatch.setattr(views, "import_enqueue", unreachable)
     response = owner_client.post(URL, {"files": [SimpleUploadedFile("big.jsonl", jsonl(400))]})
     assert response.status_code == 200 and "background queue does not answer" in response.content.decode()
+
+
+def test_the_upload_page_still_checks_the_csrf_token(cast):
+    from django.test import Client
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(cast["owner"])
+    response = client.post(URL, {"files": [SimpleUploadedFile("small.jsonl", jsonl(2))]})
+    assert response.status_code == 403 and Session.objects.count() == 0
