@@ -9,26 +9,23 @@ rater label. Identifiers are opaque labels:
   appearance there), so the export joins that package without revealing either id.
 
 Notes and flag reasons are raters' free text and may be hostile: in the CSV, `defusedcsv`
-prefixes a quote to any cell starting with = + - @ | % (and we do the same for such a
-cell behind leading whitespace or control characters, which some spreadsheets strip);
+prefixes a quote to any cell starting with = + - @ | % (and the app's one rule,
+`experiments.analysis.exports.csv_safe_cell`, does the same for a cell starting with a tab
+or CR, or with such a character behind leading whitespace or control characters);
 the JSONL keeps the text exactly, as JSON strings are not evaluated.
 """
 from __future__ import annotations
 
-import io
 import json
-
-from defusedcsv import csv
 
 from annotations.agreement import rater_labels
 from annotations.models import HumanGrade, RatingCampaign, RatingItem
-from experiments.analysis.exports import sequential_labels
+# One CSV rule for the whole app (issue 11): defusedcsv's writer plus the OWASP additions.
+from experiments.analysis.exports import csv_safe_cell as safe_cell, csv_text, sequential_labels  # noqa: F401
 from experiments.models import CohortTask
 
 HEADER = ["item", "task", "person", "conditions", "judge_score", "rater", "grade", "flagged", "flag_reason", "note",
           "seconds", "created_at", "updated_at", "gold_grade", "adjudicated_grade"]
-# What a spreadsheet may read as the start of a formula (defusedcsv's own set).
-FORMULA_STARTS = ("=", "+", "-", "@", "|", "%")
 CONDITION_SEPARATOR = "; "
 
 
@@ -76,26 +73,10 @@ def export_rows(campaign: RatingCampaign) -> list[dict]:
     return rows
 
 
-def safe_cell(value):
-    """A text cell a spreadsheet will not run: formula starts behind whitespace get a quote too.
-
-    (A cell that starts with one is quoted by defusedcsv's writer.)
-    """
-    if isinstance(value, str):
-        stripped = value.lstrip(" \t\r\n\x0b\x0c\x00")
-        if stripped != value and stripped.startswith(FORMULA_STARTS):
-            return "'" + value
-    return value
-
-
 def export_csv(campaign: RatingCampaign) -> str:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=HEADER, lineterminator="\n")
-    writer.writeheader()
-    for row in export_rows(campaign):
-        row = {**row, "conditions": CONDITION_SEPARATOR.join(row["conditions"]), "flagged": int(row["flagged"])}
-        writer.writerow({k: safe_cell(v) for k, v in row.items()})
-    return buffer.getvalue()
+    return csv_text(HEADER, (
+        {**row, "conditions": CONDITION_SEPARATOR.join(row["conditions"]), "flagged": int(row["flagged"])}
+        for row in export_rows(campaign)))
 
 
 def export_jsonl(campaign: RatingCampaign) -> str:

@@ -6,6 +6,7 @@ only translate input and output.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -13,15 +14,13 @@ from django.utils import timezone
 
 from experiments.core.canonical import canonical_json
 from experiments.core.cohorts import Candidate, draw_cohort
-from experiments.core.interviews.records import InterviewFileError, ParsedSession, Problem
+from experiments.core.interviews.records import InterviewFileError, ParsedSession, printable, unstorable_text_problem
+from experiments.import_store import TASK_COLUMNS, SessionWriter, batches, task_rows
 from experiments.models import (
     Cohort,
     CohortTask,
-    Person,
     Project,
-    ScreenerItem,
     Session,
-    Study,
     Task,
     TaskSet,
     Turn,
@@ -57,70 +56,38 @@ def project_task_rule(project: Project) -> TaskRule:
 def sessions_import(
     *,
     project: Project,
-    parsed: list[ParsedSession],
+    parsed: Iterable[ParsedSession],
     source_format: str,
     source_file: str,
     user=None,
     task_rule: TaskRule | None = None,
+    on_batch: Callable[[int], None] | None = None,
 ) -> ImportSummary:
     """Store one file's sessions and derive their tasks; all or nothing.
 
-    `parsed` comes from `experiments.core.interviews`, which already checked the file
-    itself; here we check what needs the database (session ids already taken).
+    `parsed` comes from `experiments.core.interviews`: a list the reader already checked,
+    or a `SessionStream` read here batch by batch (so a large file is never held whole),
+    whose problems are raised after its last session, rolling everything back. Here we
+    check what needs the database (session ids already taken). `on_batch(sessions stored)`
+    is called after each batch, for a progress page.
     """
-    ids = [p.session_id for p in parsed]
-    taken = set(Session.objects.filter(project=project, external_id__in=ids).values_list("external_id", flat=True))
-    if taken:
-        raise InterviewFileError(
-            [
-                Problem(source_file, p.location, "session_id", f"session '{p.session_id}' exists already in this project")
-                for p in parsed
-                if p.session_id in taken
-            ]
-        )
-
-    studies = _get_or_create_by_key(Study, project, "key", {p.study_id for p in parsed})
-    people = _get_or_create_by_key(Person, project, "label", {p.person_id for p in parsed})
-    sessions = Session.objects.bulk_create(
-        [
-            Session(
-                project=project,
-                study=studies[p.study_id],
-                person=people[p.person_id],
-                external_id=p.session_id,
-                language=p.language,
-                source_format=source_format,
-                source_file=source_file[:255],
-                imported_by=user,
-            )
-            for p in parsed
-        ]
-    )
-    turns = [
-        Turn(session=session, index=i, speaker=turn.speaker, text=turn.text)
-        for session, p in zip(sessions, parsed)
-        for i, turn in enumerate(p.turns)
-    ]
-    Turn.objects.bulk_create(turns, batch_size=2000)
-    ScreenerItem.objects.bulk_create(
-        [
-            ScreenerItem(session=session, index=i, question=q, answer=a)
-            for session, p in zip(sessions, parsed)
-            for i, (q, a) in enumerate(p.screener)
-        ],
-        batch_size=2000,
-    )
     rule = task_rule or project_task_rule(project)
-    new_tasks = tasks_derive(project=project, rule=rule)
-    return ImportSummary(sessions=len(sessions), turns=len(turns), new_tasks=new_tasks, task_rule=rule)
-
-
-def _get_or_create_by_key(model, project, field, keys):
-    existing = {getattr(obj, field): obj for obj in model.objects.filter(project=project, **{f"{field}__in": keys})}
-    missing = sorted(set(keys) - set(existing))
-    for obj in model.objects.bulk_create([model(project=project, **{field: key}) for key in missing]):
-        existing[getattr(obj, field)] = obj
-    return existing
+    # Sessions stored earlier but not yet under this rule come first, as a derivation after
+    # the import would number them (by session).
+    task_set = _task_set_touch(project, rule)
+    new_tasks = _derive_pending(project, task_set, rule)
+    writer = SessionWriter(project=project, task_set=task_set, rule=rule, source_format=source_format,
+                           source_file=printable(source_file)[:255], user=user)
+    for batch in batches(parsed):
+        writer.write(batch)
+        if on_batch is not None:
+            on_batch(writer.sessions)
+    if hasattr(parsed, "raise_if_any"):
+        parsed.raise_if_any()
+    if writer.problems:
+        raise InterviewFileError(writer.problems)
+    return ImportSummary(sessions=writer.sessions, turns=writer.turns, new_tasks=new_tasks + writer.tasks,
+                         task_rule=rule)
 
 
 @transaction.atomic
@@ -130,6 +97,11 @@ def tasks_derive(*, project: Project, rule: TaskRule = PAPER_RULE) -> int:
     Returns the number of new tasks. The task set records the thresholds, and
     becomes the project's current one.
     """
+    return _derive_pending(project, _task_set_touch(project, rule), rule)
+
+
+def _task_set_touch(project: Project, rule: TaskRule) -> TaskSet:
+    """The rule's task set, created or marked as derived now (which makes it the current one)."""
     task_set, created = TaskSet.objects.get_or_create(
         project=project,
         min_pairs=rule.min_pairs,
@@ -139,6 +111,10 @@ def tasks_derive(*, project: Project, rule: TaskRule = PAPER_RULE) -> int:
     )
     if not created:
         TaskSet.objects.filter(pk=task_set.pk).update(derived_at=timezone.now())
+    return task_set
+
+
+def _derive_pending(project: Project, task_set: TaskSet, rule: TaskRule) -> int:
     done = Task.objects.filter(task_set=task_set).values_list("session_id", flat=True)
     pending = Session.objects.filter(project=project).exclude(pk__in=done).values_list("pk", flat=True)
     turns_by_session: dict[int, list[tuple[int, str, str, int]]] = {}
@@ -150,28 +126,13 @@ def tasks_derive(*, project: Project, rule: TaskRule = PAPER_RULE) -> int:
     ):
         turns_by_session.setdefault(session_id, []).append((index, speaker, text, pk))
 
-    tasks = []
-    for session_id, rows in turns_by_session.items():
-        targets = derive_targets([(index, speaker, text) for index, speaker, text, _ in rows], rule)
-        if not targets:
-            continue
-        pk_by_index = {index: pk for index, _, _, pk in rows}
-        record_cut = targets[0].question_index
-        tasks.extend(
-            Task(
-                task_set=task_set,
-                session_id=session_id,
-                question_turn_id=pk_by_index[t.question_index],
-                answer_turn_id=pk_by_index[t.answer_index],
-                position=position,
-                pair_number=t.pair_number,
-                cut=t.question_index,
-                record_cut=record_cut,
-            )
-            for position, t in enumerate(targets)
-        )
-    Task.objects.bulk_create(tasks, batch_size=2000)
-    return len(tasks)
+    rows = []
+    for session_id, turns in turns_by_session.items():
+        targets = derive_targets([(index, speaker, text) for index, speaker, text, _ in turns], rule)
+        if targets:
+            rows.extend(task_rows(targets, session_id, task_set.pk, {index: pk for index, _, _, pk in turns}))
+    Task.objects.bulk_create([Task(**dict(zip(TASK_COLUMNS, row))) for row in rows], batch_size=2000)
+    return len(rows)
 
 
 def canonical_task_list(tasks) -> str:
@@ -233,6 +194,8 @@ def cohort_draw(
     user=None,
 ) -> Cohort:
     """Draw a cohort of `size` sessions from the eligible sessions of a task set."""
+    if problem := unstorable_text_problem(name):
+        raise CohortError(f"the name {problem}")
     task_set = task_set or project.current_task_set()
     if task_set is None:
         raise CohortError("the project has no tasks yet: import sessions or derive tasks first")

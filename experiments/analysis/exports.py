@@ -1,11 +1,32 @@
 """The numeric package of a run (paper, "Ethical considerations"): task-level scores with
-remapped person and session labels, conditions, word and character counts — no text."""
+remapped person and session labels, conditions, word and character counts — no text;
+and the one rule every CSV of the app is written by (`csv_text`, `csv_safe_cell`).
+
+The CSV rule (issue 11, formula injection): cells go through `defusedcsv`'s writer, which
+puts a `'` before a text cell starting with = + - @ | or % (and escapes its `|`), and we add
+the rest of the OWASP rule: a text cell starting with a tab or a carriage return, or hiding a
+formula start behind leading whitespace or control characters (some spreadsheets strip those),
+gets the `'` too. Numbers are never touched, deliberately: an int or float cell is written as
+Python writes it (-0.25 stays -0.25) and so does a text cell that is a plain number
+(defusedcsv leaves `-?[0-9,.]+` alone), because a spreadsheet reads those as numbers, not
+formulas; quoting them would turn every negative estimate into text.
+"""
 from __future__ import annotations
+
+import io
+
+from defusedcsv import csv
 
 from experiments.analysis.grades import final_grades
 from experiments.models import Prediction, Run
 from experiments.core.conditions import FINAL
 from experiments.data import cohort_tasks
+
+# What a spreadsheet may read as the start of a formula (defusedcsv's own set) ...
+FORMULA_STARTS = ("=", "+", "-", "@", "|", "%")
+# ... and what OWASP adds: a leading tab or carriage return.
+CONTROL_STARTS = ("\t", "\r")
+_LEADING_BLANKS = " \t\r\n\x0b\x0c\x00"
 
 HEADER = ["task", "person", "session", "study", "target", "condition", "status", "grade", "score",
           "answer_words", "answer_chars", "evidence_chars", "budget"]
@@ -53,3 +74,30 @@ def scores_package_rows(run: Run) -> tuple[list[str], list[dict]]:
                 "budget": prediction.get("budget") if prediction.get("budget") is not None else "",
             })
     return HEADER, rows
+
+
+def csv_safe_cell(value):
+    """A cell no spreadsheet will run: numbers as they are; text the writer alone would miss gets a `'`.
+
+    (A text cell starting with a formula character is quoted by defusedcsv's writer.)
+    """
+    if not isinstance(value, str):
+        return value
+    if value.startswith(CONTROL_STARTS):
+        return "'" + value
+    stripped = value.lstrip(_LEADING_BLANKS)
+    if stripped != value and stripped.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def csv_text(header, rows) -> str:
+    """Rows (dicts; keys outside `header` ignored) as CSV text under the app's one CSV rule."""
+    buffer = io.StringIO()
+    # Lines end in CRLF (RFC 4180), and that is what makes the writer quote a cell holding a
+    # lone CR: with "\n" alone it would write the CR bare and a reader would split the row there.
+    writer = csv.DictWriter(buffer, fieldnames=header, extrasaction="ignore", lineterminator="\r\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: csv_safe_cell(value) for key, value in row.items()})
+    return buffer.getvalue()

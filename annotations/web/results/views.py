@@ -9,13 +9,9 @@ Who sees what (DESIGN §2, issue 10):
 
 No page here shows participant text, a note or a flag reason: only numbers.
 """
-import io
-
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
-
-from defusedcsv import csv
 
 from annotations import agreement, figures
 from annotations.core.tables import CSV_TABLES, comparisons, table_rows
@@ -23,6 +19,7 @@ from annotations.exports import export_csv, export_jsonl
 from annotations.jobs import results_enqueue
 from annotations.access import campaign_for
 from experiments.access import AGGREGATE_READERS, OWNERS
+from experiments.analysis.exports import csv_text
 from experiments.models import Role
 
 
@@ -63,11 +60,7 @@ def campaign_results(request, slug, pk):
 
 
 def _csv_response(filename, header, rows):
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=header, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return _download(buffer.getvalue(), filename, "text/csv; charset=utf-8")
+    return _download(csv_text(header, rows), filename, "text/csv; charset=utf-8")
 
 
 def _download(text, filename, content_type):

@@ -1,57 +1,55 @@
 """Readers for interview files: the project's JSONL, the Anthropic Interviewer CSV and
 a genagents interview folder. Pure Python (no Django), so a notebook can use them.
 
-Each returns every session of a file or raises `InterviewFileError` (see `records`).
+Each `parse_*` returns every session of a file or raises `InterviewFileError` (see `records`);
+each `stream_*` returns a `SessionStream` that reads a binary file one session at a time
+(see `streams`), for files too large to hold whole.
 """
 from __future__ import annotations
 
 import csv
 import io
-import json
-import math
 import re
 from pathlib import Path
+from typing import BinaryIO
 
 from experiments.core.interviews.records import (
     INTERVIEWER, LANGUAGE_MAX_CHARS, PARTICIPANT, SPEAKERS, TRANSCRIPT_MAX_CHARS, TURN_MAX_CHARS,
     InterviewFileError, ParsedSession, ParsedTurn, Problem, _check_has_participant_speech, _check_id,
-    _check_text, _check_unique_ids, _Collector, decode_utf8,
+    _check_text, _Collector, _load_json_strict, decode_utf8, text_is_plain,
+)
+from experiments.core.interviews.genagents import GENAGENTS_FILES, parse_genagents  # noqa: F401 (re-exported)
+from experiments.core.interviews.streams import (
+    SessionStream, csv_lines, decoded_lines, numbered_jsonl_lines,
 )
 
 FORMATS = ("jsonl", "anthropic-csv", "genagents")
 
 ANTHROPIC_MARKER = re.compile(r"^(Assistant|AI|User):")
 ANTHROPIC_SPEAKER = {"Assistant": INTERVIEWER, "AI": INTERVIEWER, "User": PARTICIPANT}
-GENAGENTS_FILES = ("nodes.json", "scratch_demographics.json", "meta.json")
 
 # --- the project's JSONL --------------------------------------------------------------
 
 JSONL_FIELDS = {"session_id", "person_id", "study_id", "language", "screener", "turns"}
 JSONL_REQUIRED = {"session_id", "person_id", "study_id", "turns"}
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not a valid JSON number")
-
-
-def _no_duplicate_keys(pairs):
-    seen = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"duplicate key '{key}'")
-        seen[key] = value
-    return seen
-
-
-def _load_json_strict(text: str):
-    """json.loads that refuses NaN/Infinity and duplicate keys instead of guessing."""
-    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+_TURN_FIELDS = {"speaker", "text"}
+_SCREENER_FIELDS = {"question", "answer"}
 
 
 def parse_jsonl(text: str, filename: str) -> list[ParsedSession]:
-    out = _Collector(filename)
-    sessions = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    stream = SessionStream(filename, lambda s: _jsonl_sessions(numbered_jsonl_lines(io.StringIO(text, newline="")), s))
+    sessions = list(stream)
+    stream.raise_if_any()
+    return sessions
+
+
+def _jsonl_from_binary(binary: BinaryIO, stream: SessionStream):
+    return _jsonl_sessions(numbered_jsonl_lines(decoded_lines(binary, stream)), stream)
+
+
+def _jsonl_sessions(lines, stream: SessionStream):
+    out = stream.problems
+    for number, line in lines:
         if not line.strip():
             continue
         where = f"line {number}"
@@ -62,12 +60,7 @@ def parse_jsonl(text: str, filename: str) -> list[ParsedSession]:
             continue
         session = _session_from_record(record, where, out)
         if session is not None:
-            sessions.append(session)
-    if not sessions and not out.problems:
-        out.add("", "", "contains no sessions")
-    _check_unique_ids(sessions, out)
-    out.raise_if_any()
-    return sessions
+            yield session
 
 
 def _session_from_record(record, where: str, out: _Collector) -> ParsedSession | None:
@@ -75,16 +68,19 @@ def _session_from_record(record, where: str, out: _Collector) -> ParsedSession |
         out.add(where, "", f"must be a JSON object, got {type(record).__name__}")
         return None
     before = len(out.problems)
-    for name in sorted(set(record) - JSONL_FIELDS):
-        out.add(where, name, "is not a known field (expected: " + ", ".join(sorted(JSONL_FIELDS)) + ")")
-    for name in sorted(JSONL_REQUIRED - set(record)):
-        out.add(where, name, "is missing")
+    if not (JSONL_REQUIRED <= record.keys() <= JSONL_FIELDS):
+        for name in sorted(set(record) - JSONL_FIELDS):
+            out.add(where, name, "is not a known field (expected: " + ", ".join(sorted(JSONL_FIELDS)) + ")")
+        for name in sorted(JSONL_REQUIRED - set(record)):
+            out.add(where, name, "is missing")
     for name in ("session_id", "person_id", "study_id"):
         if name in record:
             _check_id(record[name], where, name, out)
     language = record.get("language", "en")
     if not isinstance(language, str) or not language.strip() or len(language) > LANGUAGE_MAX_CHARS:
         out.add(where, "language", f"must be a short language code such as 'en', got {language!r}")
+    else:
+        _check_text(language, where, "language", out, limit=LANGUAGE_MAX_CHARS)
     screener = _screener_from_record(record.get("screener", []), where, out)
     turns = _turns_from_record(record.get("turns"), where, out) if "turns" in record else ()
     if "turns" in record and isinstance(record["turns"], list) and len(out.problems) == before:
@@ -108,6 +104,11 @@ def _screener_from_record(items, where: str, out: _Collector) -> tuple[tuple[str
         return ()
     pairs = []
     for i, item in enumerate(items):
+        if (type(item) is dict and item.keys() == _SCREENER_FIELDS and type(item["question"]) is str
+                and type(item["answer"]) is str and text_is_plain(item["question"], TURN_MAX_CHARS)
+                and text_is_plain(item["answer"], TURN_MAX_CHARS)):
+            pairs.append((item["question"], item["answer"]))  # the common case, in a few C calls
+            continue
         name = f"screener[{i}]"
         if not isinstance(item, dict):
             out.add(where, name, "must be an object with question and answer")
@@ -130,6 +131,10 @@ def _turns_from_record(items, where: str, out: _Collector) -> tuple[ParsedTurn, 
         return ()
     turns = []
     for i, item in enumerate(items):
+        if (type(item) is dict and item.keys() == _TURN_FIELDS and item["speaker"] in SPEAKERS
+                and type(item["text"]) is str and text_is_plain(item["text"], TURN_MAX_CHARS)):
+            turns.append(ParsedTurn(item["speaker"], item["text"]))  # the common case, in a few C calls
+            continue
         name = f"turns[{i}]"
         if not isinstance(item, dict):
             out.add(where, name, "must be an object with speaker and text")
@@ -184,10 +189,22 @@ def split_anthropic_transcript(text: str) -> tuple[str, list[ParsedTurn]]:
 
 
 def parse_anthropic_csv(text: str, filename: str) -> list[ParsedSession]:
-    out = _Collector(filename)
+    stream = SessionStream(filename, lambda s: _anthropic_sessions(io.StringIO(text, newline=""), s))
+    sessions = list(stream)
+    stream.raise_if_any()
+    return sessions
+
+
+def _anthropic_from_binary(binary: BinaryIO, stream: SessionStream):
+    return _anthropic_sessions(csv_lines(decoded_lines(binary, stream)), stream)
+
+
+def _anthropic_sessions(lines, stream: SessionStream):
+    filename, out = stream.filename, stream.problems
+    stream.empty_message = "contains no transcripts"
     # The csv module's default cell limit (128 KiB) is below a long interview.
     csv.field_size_limit(max(csv.field_size_limit(), TRANSCRIPT_MAX_CHARS))
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(lines, strict=True)
     try:
         header = next(reader, None)
     except csv.Error as exc:
@@ -199,7 +216,6 @@ def parse_anthropic_csv(text: str, filename: str) -> list[ParsedSession]:
             [Problem(filename, "row 1", "", f"the columns must be transcript_id,text; got {','.join(header)}")]
         )
     id_col, text_col = header.index("transcript_id"), header.index("text")
-    sessions = []
     row_number = 1
     while True:
         try:
@@ -218,12 +234,7 @@ def parse_anthropic_csv(text: str, filename: str) -> list[ParsedSession]:
             continue
         session = _session_from_anthropic_row(row[id_col], row[text_col], where, out)
         if session is not None:
-            sessions.append(session)
-    if not sessions and not out.problems:
-        out.add("", "", "contains no transcripts")
-    _check_unique_ids(sessions, out)
-    out.raise_if_any()
-    return sessions
+            yield session
 
 
 def _session_from_anthropic_row(transcript_id: str, text: str, where: str, out: _Collector):
@@ -251,79 +262,6 @@ def _session_from_anthropic_row(transcript_id: str, text: str, where: str, out: 
         turns=tuple(turns),
         location=where,
     )
-
-
-# --- genagents interview folder --------------------------------------------------------
-
-def parse_genagents(files: dict[str, str], dirname: str) -> list[ParsedSession]:
-    """Read a genagents agent folder: `nodes.json` in order, the demographics as screener.
-
-    Each node's content is ``"Interviewer: <question>\\n\\n<first name>: <answer>"``; the
-    answer part may be absent (a closing remark) and node 0 is empty.
-    """
-    out = _Collector(dirname)
-    for name in GENAGENTS_FILES:
-        if name not in files:
-            out.add(name, "", "is missing from the genagents folder")
-    out.raise_if_any()
-    loaded = {}
-    for name in GENAGENTS_FILES:
-        try:
-            loaded[name] = _load_json_strict(files[name])
-        except (ValueError, RecursionError) as exc:
-            out.add(name, "", f"is not valid JSON ({exc})")
-    out.raise_if_any()
-    meta, demographics, nodes = loaded["meta.json"], loaded["scratch_demographics.json"], loaded["nodes.json"]
-
-    if not isinstance(meta, dict) or "id" not in meta:
-        out.add("meta.json", "id", "is missing")
-    else:
-        _check_id(meta["id"], "meta.json", "id", out)
-    if not isinstance(demographics, dict):
-        out.add("scratch_demographics.json", "", "must be a JSON object")
-        demographics = {}
-    first_name = demographics.get("first_name")
-    if not isinstance(first_name, str) or not first_name.strip():
-        out.add("scratch_demographics.json", "first_name", "is missing; it names the participant's turns")
-    screener = []
-    for key, value in demographics.items():
-        if isinstance(value, (dict, list)) or (isinstance(value, float) and not math.isfinite(value)):
-            out.add("scratch_demographics.json", key, "must be a plain value")
-            continue
-        screener.append((key.replace("_", " "), "" if value is None else str(value)))
-    if not isinstance(nodes, list):
-        out.add("nodes.json", "", "must be a JSON list of nodes")
-    out.raise_if_any()
-
-    turns: list[ParsedTurn] = []
-    answer_marker = f"\n\n{first_name}:"
-    for position, node in enumerate(nodes):
-        where = f"node {position}"
-        if not isinstance(node, dict) or not isinstance(node.get("content"), str):
-            out.add(f"nodes.json {where}", "content", "must be a string")
-            continue
-        content = node["content"]
-        if not content.startswith("Interviewer:"):
-            out.add(f"nodes.json {where}", "content", "must start with 'Interviewer:'")
-            continue
-        question, _, answer = content[len("Interviewer:"):].partition(answer_marker)
-        for speaker, text in ((INTERVIEWER, question.strip()), (PARTICIPANT, answer.strip())):
-            if text:
-                _check_text(text, f"nodes.json {where}", "content", out, limit=TURN_MAX_CHARS)
-                turns.append(ParsedTurn(speaker, text))
-    _check_has_participant_speech(turns, "nodes.json", out)
-    out.raise_if_any()
-    return [
-        ParsedSession(
-            session_id=meta["id"],
-            person_id=meta["id"],
-            study_id="genagents",
-            language="en",
-            screener=tuple(screener),
-            turns=tuple(turns),
-            location="nodes.json",
-        )
-    ]
 
 
 # --- reading from disk ----------------------------------------------------------------
@@ -362,6 +300,29 @@ def read_interview_path(path: Path, fmt: str | None = None) -> list[ParsedSessio
     if path.is_dir():
         raise InterviewFileError([Problem(str(path), "", "", f"is a folder; format {fmt} needs a file")])
     return parse_text(decode_utf8(path.read_bytes(), path.name), path.name, fmt)
+
+
+def stream_interview_path(path: Path, fmt: str | None = None):
+    """A file on disk as a `SessionStream` (JSONL, CSV), or a genagents folder as a list (it is small)."""
+    path = Path(path)
+    if not path.exists():
+        raise InterviewFileError([Problem(str(path), "", "", "does not exist")])
+    fmt = fmt or guess_format(path)
+    if fmt == "genagents" or fmt not in FORMATS or path.is_dir():
+        return read_interview_path(path, fmt)
+    return stream_binary(path.open, path.name, fmt, path.stat().st_size)
+
+
+def stream_binary(open_binary, filename: str, fmt: str, bytes_total: int | None = None) -> SessionStream:
+    """A `SessionStream` (JSONL, CSV) over the file `open_binary("rb")` opens, closed when read to the end."""
+    sessions_of = {"jsonl": _jsonl_from_binary, "anthropic-csv": _anthropic_from_binary}.get(fmt)
+    if sessions_of is None:
+        raise InterviewFileError([Problem(filename, "", "", f"unknown format {fmt!r}")])
+
+    def read(stream):
+        with open_binary("rb") as binary:
+            yield from sessions_of(binary, stream)
+    return SessionStream(filename, read, bytes_total)
 
 
 def parse_text(text: str, filename: str, fmt: str) -> list[ParsedSession]:

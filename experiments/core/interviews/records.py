@@ -6,6 +6,8 @@ Nothing is half-read: the caller imports a file whole or not at all. Imports no 
 """
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 
 INTERVIEWER = "interviewer"
@@ -23,6 +25,28 @@ LANGUAGE_MAX_CHARS = 16
 # ones say enough.
 MAX_REPORTED_PROBLEMS = 50
 
+# What no text column can hold: PostgreSQL refuses NUL in text, and a lone surrogate (from a
+# JSON escape such as "\ud800", or an undecodable file name) is not a character and cannot
+# be encoded as UTF-8 at all. A valid surrogate pair in JSON arrives as one character.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable_text_problem(text: str) -> str | None:
+    """Why `text` cannot be stored (NUL, lone surrogate), or None when it can."""
+    match = _UNSTORABLE.search(text)
+    if match is None:
+        return None
+    if match.group() == "\x00":
+        return "contains a NUL character, which cannot be stored"
+    return (f"contains a lone surrogate (\\u{ord(match.group()):04x}) at character {match.start() + 1}, "
+            "which is not a character and cannot be stored")
+
+
+def printable(text: str) -> str:
+    """`text` with NUL and lone surrogates spelled as escapes, so a message about them can be shown."""
+    if _UNSTORABLE.search(text) is None:
+        return text
+    return _UNSTORABLE.sub(lambda m: "\\x00" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}", text)
 
 
 @dataclass(frozen=True)
@@ -48,6 +72,12 @@ class Problem:
     location: str  # "line 3", "row 7", "node 12" or "" for the whole file
     field: str
     message: str
+
+    def __post_init__(self):
+        # A problem quotes what it found (a field name, an id); hostile characters are escaped
+        # so that the message itself can be printed, logged and put on a page.
+        for name in ("file", "location", "field", "message"):
+            object.__setattr__(self, name, printable(str(getattr(self, name))))
 
     def __str__(self) -> str:
         where = ", ".join(part for part in (self.file, self.location) if part)
@@ -77,9 +107,20 @@ class _Collector:
             raise InterviewFileError(self.problems)
 
 
+def text_is_plain(text: str, limit: int) -> bool:
+    """The fast test of a text: within the limit and storable (`_check_text` says what is wrong)."""
+    return len(text) <= limit and _UNSTORABLE.search(text) is None
+
+
+_ID_BREAKS = re.compile("[\r\n\t]")
+
+
 def _check_text(text: str, where: str, field_name: str, out: _Collector, *, limit: int) -> None:
-    if "\x00" in text:
-        out.add(where, field_name, "contains a NUL character, which cannot be stored")
+    if len(text) <= limit and _UNSTORABLE.search(text) is None:
+        return
+    problem = unstorable_text_problem(text)
+    if problem:
+        out.add(where, field_name, problem)
     if len(text) > limit:
         out.add(where, field_name, f"is {len(text):,} characters long; the limit is {limit:,}")
 
@@ -89,7 +130,7 @@ def _check_id(value, where: str, field_name: str, out: _Collector) -> None:
         out.add(where, field_name, f"must be a string, got {type(value).__name__}")
     elif not value.strip():
         out.add(where, field_name, "must not be empty")
-    elif value != value.strip() or any(ch in value for ch in "\r\n\t"):
+    elif value != value.strip() or _ID_BREAKS.search(value):
         out.add(where, field_name, "must not contain leading/trailing spaces or line breaks")
     else:
         _check_text(value, where, field_name, out, limit=ID_MAX_CHARS)
@@ -102,19 +143,6 @@ def _check_has_participant_speech(turns, where: str, out: _Collector) -> None:
         out.add(where, "turns", "the interview has no participant speech")
 
 
-def _check_unique_ids(sessions: list[ParsedSession], out: _Collector) -> None:
-    first_seen: dict[str, str] = {}
-    for session in sessions:
-        if session.session_id in first_seen:
-            out.add(
-                session.location,
-                "session_id",
-                f"'{session.session_id}' repeats the session of {first_seen[session.session_id]}",
-            )
-        else:
-            first_seen[session.session_id] = session.location
-
-
 def decode_utf8(data: bytes, filename: str) -> str:
     try:
         text = data.decode("utf-8")
@@ -124,3 +152,26 @@ def decode_utf8(data: bytes, filename: str) -> str:
         ) from None
     return text[1:] if text.startswith("\ufeff") else text
 
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a valid JSON number")
+
+
+def _no_duplicate_keys(pairs):
+    record = dict(pairs)  # one C call; the loop below runs only for a file that has a duplicate
+    if len(record) != len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key '{key}'")
+            seen.add(key)
+    return record
+
+
+# One decoder for every line (json.loads would build one per call).
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+
+
+def _load_json_strict(text: str):
+    """json.loads that refuses NaN/Infinity and duplicate keys instead of guessing."""
+    return _STRICT_DECODER.decode(text)

@@ -1,5 +1,7 @@
+"""derive_tasks: derive prediction tasks under a rule for every session of a project."""
 from django.core.management.base import BaseCommand, CommandError
 
+from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.models import Project
 from experiments.data import tasks_derive
 from experiments.core.tasks import PAPER_RULE, TaskRule
@@ -15,6 +17,10 @@ class Command(BaseCommand):
         parser.add_argument("--max-targets", type=int, default=PAPER_RULE.max_targets)
 
     def handle(self, project, min_pairs, min_targets, max_targets, **options):
+        # Command-line text can hold what no database stores (a NUL from call_command, a
+        # surrogate-escaped byte from argv): say so instead of failing in the lookup.
+        if problem := unstorable_text_problem(project):
+            raise CommandError(f"--project {printable(project)!r} {problem}")
         try:
             project_obj = Project.objects.get(slug=project)
         except Project.DoesNotExist:

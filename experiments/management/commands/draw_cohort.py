@@ -1,5 +1,7 @@
+"""draw_cohort: draw a frozen cohort from a project's current task set."""
 from django.core.management.base import BaseCommand, CommandError
 
+from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.models import Cohort, Project
 from experiments.data import CohortError, cohort_draw
 
@@ -15,6 +17,11 @@ class Command(BaseCommand):
         parser.add_argument("--exclude-cohort", action="append", default=[], help="leave out this cohort's people")
 
     def handle(self, project, name, size, seed, exclude_cohort, **options):
+        # Command-line text can hold what no database stores (a NUL from call_command, a
+        # surrogate-escaped byte from argv): say so instead of failing in the lookup.
+        for option, value in [("--project", project)] + [("--exclude-cohort", n) for n in exclude_cohort]:
+            if problem := unstorable_text_problem(value):
+                raise CommandError(f"{option} {printable(value)!r} {problem}")
         try:
             project_obj = Project.objects.get(slug=project)
         except Project.DoesNotExist:

@@ -1,9 +1,15 @@
+"""import_sessions: a file (JSONL, Anthropic CSV) or a genagents folder into a project, all or nothing.
+
+A file is read as a stream and stored in batches (`data.sessions_import`), so its size is
+bounded by the disk, not by memory.
+"""
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
-from experiments.core.interviews.readers import FORMATS, guess_format, read_interview_path
-from experiments.core.interviews.records import InterviewFileError
+from experiments.core.interviews.readers import FORMATS, guess_format, stream_interview_path
+from experiments.core.interviews.records import InterviewFileError, printable, unstorable_text_problem
 from experiments.data import project_get_or_create, sessions_import
 from experiments.core.tasks import TaskRule
 
@@ -20,9 +26,11 @@ class Command(BaseCommand):
         parser.add_argument("--max-targets", type=int)
 
     def handle(self, path, project, format, min_pairs, min_targets, max_targets, **options):
+        if problem := unstorable_text_problem(project):
+            raise CommandError(f"--project {printable(project)!r} {problem}")
         try:
             fmt = format or guess_format(path)
-            parsed = read_interview_path(path, fmt)
+            parsed = stream_interview_path(path, fmt)
         except InterviewFileError as exc:
             raise CommandError(f"nothing imported:\n{exc}") from None
         rule = None
@@ -37,13 +45,15 @@ class Command(BaseCommand):
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
         try:
-            summary = sessions_import(
-                project=project_get_or_create(slug=project),
-                parsed=parsed,
-                source_format=fmt,
-                source_file=path.name,
-                task_rule=rule,
-            )
+            # The file is read while it is stored: a project made for it goes if the file is refused.
+            with transaction.atomic():
+                summary = sessions_import(
+                    project=project_get_or_create(slug=project),
+                    parsed=parsed,
+                    source_format=fmt,
+                    source_file=path.name,
+                    task_rule=rule,
+                )
         except InterviewFileError as exc:
             raise CommandError(f"nothing imported:\n{exc}") from None
-        return f"{path.name}: {summary}"
+        return f"{printable(path.name)}: {summary}"

@@ -3,6 +3,8 @@ from django import forms
 
 from experiments.core.interviews.readers import FORMATS
 from experiments.core.tasks import PAPER_RULE
+from experiments.execution.imports import upload_limit_bytes
+from experiments.web.text_input import StorableTextMixin
 
 FORMAT_CHOICES = [("", "Guess from the file name")] + [(f, f) for f in FORMATS]
 
@@ -22,15 +24,34 @@ class MultipleFileField(forms.FileField):
         return [single(data or None, initial)]
 
 
-class ImportForm(forms.Form):
+class ImportForm(StorableTextMixin, forms.Form):
     files = MultipleFileField(
         help_text="JSONL or Anthropic Interviewer CSV files (each imported on its own), "
         "or the three files of a genagents folder together."
     )
     format = forms.ChoiceField(choices=FORMAT_CHOICES, required=False)
 
+    def clean_files(self):
+        files = self.cleaned_data["files"]
+        limit = upload_limit_bytes()
+        too_large = [f for f in files if f.size > limit]
+        if too_large:
+            raise forms.ValidationError(
+                [upload_too_large_message(f.name, f.size) for f in too_large], code="upload_too_large")
+        return files
 
-class TaskRuleForm(forms.Form):
+
+def upload_too_large_message(name: str | None, size: int) -> str:
+    what = f"{name} is" if name else "The upload is"
+    return (f"{what} {_mb(size)} MB; this server takes files of at most {_mb(upload_limit_bytes())} MB. "
+            "Split the file (a JSONL file can be cut at any line) or import it with manage.py import_sessions.")
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:,.2f}".rstrip("0").rstrip(".")
+
+
+class TaskRuleForm(StorableTextMixin, forms.Form):
     min_pairs = forms.IntegerField(min_value=1, max_value=1000, initial=PAPER_RULE.min_pairs)
     min_targets = forms.IntegerField(min_value=1, max_value=1000, initial=PAPER_RULE.min_targets)
     max_targets = forms.IntegerField(min_value=1, max_value=1000, initial=PAPER_RULE.max_targets)
@@ -43,7 +64,7 @@ class TaskRuleForm(forms.Form):
         return data
 
 
-class CohortForm(forms.Form):
+class CohortForm(StorableTextMixin, forms.Form):
     name = forms.CharField(max_length=100)
     size = forms.IntegerField(min_value=1, max_value=100_000, help_text="number of sessions")
     seed = forms.IntegerField(min_value=0, max_value=2**63 - 1)

@@ -7,13 +7,19 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for
-from experiments.web.projects.forms import CohortForm, ImportForm, TaskRuleForm
-from experiments.core.interviews.readers import GENAGENTS_FILES, parse_genagents, parse_text
-from experiments.core.interviews.records import InterviewFileError, Problem, decode_utf8
+from experiments.execution.imports import (
+    QueueUnavailable, background_threshold_bytes, import_enqueue, import_progress, upload_limit_bytes,
+)
+from experiments.web.projects.forms import CohortForm, ImportForm, TaskRuleForm, upload_too_large_message
+from experiments.core.interviews.readers import GENAGENTS_FILES, parse_genagents, stream_binary
+from experiments.core.interviews.records import InterviewFileError, Problem, decode_utf8, unstorable_text_problem
 from experiments.models import Cohort, Membership, Session, Study, Task, Turn
 from experiments.data import (
     CohortError, cohort_draw, cohort_tasks, project_task_rule, sessions_import, tasks_derive,
@@ -94,6 +100,8 @@ def session_detail(request, slug, session_id):
     """
     membership = membership_for(request, slug, roles=TEXT_READERS)
     project = membership.project
+    if unstorable_text_problem(session_id):  # no stored id holds one; the database would refuse the lookup
+        raise Http404("No such session")
     session = get_object_or_404(
         Session.objects.select_related("study", "person"), project=project, external_id=session_id
     )
@@ -127,59 +135,115 @@ def session_detail(request, slug, session_id):
     )
 
 
+# Room for the form's other fields and the multipart boundaries around the files.
+UPLOAD_OVERHEAD_BYTES = 64 * 1024
+
+
+@csrf_exempt
 @login_required
 def session_import(request, slug):
-    """Template experiments/projects/session_import.html: upload interview files (owners)."""
+    """Template experiments/projects/session_import.html: upload interview files (owners).
+
+    An upload larger than OWNWORDS_MAX_UPLOAD_MB is refused from its Content-Length, before
+    its body is read; that is why this outer view runs before the CSRF check (which would
+    read the body) and the inner one is CSRF-protected.
+    """
     membership = membership_for(request, slug, roles=OWNERS)
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if request.method == "POST" and declared.isdigit() and int(declared) > upload_limit_bytes() + UPLOAD_OVERHEAD_BYTES:
+        return _import_page(request, membership, ImportForm(), status=413,
+                            results=[(False, upload_too_large_message(None, int(declared)))])
+    return _session_import_checked(request, membership)
+
+
+@csrf_protect
+def _session_import_checked(request, membership):
     project = membership.project
     results = []
     if request.method == "POST":
         form = ImportForm(request.POST, request.FILES)
         if form.is_valid():
-            results = _import_uploads(project, form.cleaned_data["files"], form.cleaned_data["format"], request.user)
+            results, queued = _import_uploads(project, form.cleaned_data["files"], form.cleaned_data["format"],
+                                              request.user)
             if all(ok for ok, _ in results):
                 for _, text in results:
                     messages.success(request, text)
+                if len(queued) == 1 and len(results) == 1:
+                    return redirect("import_progress", slug=project.slug, job_id=queued[0])
                 return redirect("project_detail", slug=project.slug)
     else:
         form = ImportForm()
+    return _import_page(request, membership, form, results=results)
+
+
+def _import_page(request, membership, form, *, results, status=200):
     return render(
         request,
         "experiments/projects/session_import.html",
-        {"membership": membership, "project": project, "form": form, "results": results},
+        {"membership": membership, "project": membership.project, "form": form, "results": results,
+         "max_upload_mb": upload_limit_bytes() / 2**20, "background_mb": background_threshold_bytes() / 2**20},
+        status=status,
     )
 
 
 def _import_uploads(project, uploads, fmt, user):
     """Import each uploaded file in its own transaction; a genagents folder counts as one file.
 
-    Returns (ok, message) per file.
+    A JSONL or CSV file over the background threshold is queued instead (its job id is
+    returned in `queued`); smaller ones are read as a stream right here. Returns
+    ([(ok, message) per file], [job ids]).
     """
     genagents = [u for u in uploads if u.name in GENAGENTS_FILES]
     if fmt == "genagents" or (not fmt and genagents):
         groups = [("genagents", "genagents folder", uploads)]
     else:
         groups = [(fmt or _guess_upload_format(u.name), u.name, [u]) for u in uploads]
-    results = []
+    results, queued = [], []
     for group_fmt, label, files in groups:
         try:
             if group_fmt is None:
                 raise InterviewFileError(
                     [Problem(label, "", "", "cannot tell the format from the name (.jsonl or .csv); choose one")]
                 )
+            if group_fmt != "genagents" and files[0].size > background_threshold_bytes():
+                job_id = import_enqueue(project=project, upload=files[0], fmt=group_fmt, label=label, user=user)
+                queued.append(job_id)
+                url = reverse("import_progress", args=[project.slug, job_id])
+                results.append((True, f"{label}: importing in the background; progress at {url}"))
+                continue
             if group_fmt == "genagents":
                 texts = {u.name: decode_utf8(u.read(), u.name) for u in files}
                 parsed = parse_genagents(texts, label)
             else:
-                parsed = parse_text(decode_utf8(files[0].read(), label), label, group_fmt)
+                upload = files[0]
+                parsed = stream_binary(lambda mode: _reopened(upload), label, group_fmt, upload.size)
             summary = sessions_import(
                 project=project, parsed=parsed, source_format=group_fmt, source_file=label, user=user
             )
         except InterviewFileError as exc:
             results.append((False, f"Nothing imported from {label}:\n{exc}"))
+        except QueueUnavailable:
+            results.append((False, f"Nothing imported from {label}: it is large enough to import in the "
+                                   "background, and the background queue does not answer. Try again later."))
         else:
             results.append((True, f"{label}: {summary}"))
-    return results
+    return results, queued
+
+
+def _reopened(upload):
+    upload.seek(0)
+    return upload
+
+
+@login_required
+def import_progress_view(request, slug, job_id):
+    """Template experiments/projects/import_progress.html: a background import's progress (owners)."""
+    membership = membership_for(request, slug, roles=OWNERS)
+    progress = import_progress(job_id, membership.project)
+    if progress is None:
+        raise Http404("No such import")
+    return render(request, "experiments/projects/import_progress.html",
+                  {"membership": membership, "project": membership.project, "progress": progress})
 
 
 def _guess_upload_format(name):

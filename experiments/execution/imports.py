@@ -1,0 +1,137 @@
+"""Large interview files import as a background job on the `default` queue, with progress (issue 11).
+
+A file over `background_threshold_bytes()` is not read inside the request: the upload is
+copied to `OWNWORDS_IMPORT_DIR`, a job is queued, and the owner follows it on the import's
+progress page. The job streams the file (`stream_binary`) into `data.sessions_import` in
+batches, all or nothing as ever, and records its state in the rq job's meta after each
+batch: ``status`` (queued, running, done, failed), ``sessions`` stored so far,
+``bytes_read`` of ``bytes_total``, and a ``message`` (the summary, or every problem).
+The meta lives as long as the job (`RESULT_TTL_S`), long enough to read the outcome.
+
+Limits, with defaults here (settings may override; see `upload_limit_bytes`):
+``OWNWORDS_MAX_UPLOAD_MB`` (50) refuses larger uploads before they are read;
+``OWNWORDS_BACKGROUND_IMPORT_MB`` (5) sends larger files to the queue.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+
+import django_rq
+import redis
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from rq import get_current_job
+from rq.job import Job, NoSuchJobError
+
+from experiments.core.interviews.readers import stream_binary
+from experiments.core.interviews.records import InterviewFileError, printable
+from experiments.data import sessions_import
+from experiments.models import Project
+
+logger = logging.getLogger(__name__)
+
+MB = 1024 * 1024
+RESULT_TTL_S = 7 * 24 * 3600  # the outcome stays readable for a week
+JOB_TIMEOUT_S = 4 * 3600
+MAX_MESSAGE_CHARS = 20_000
+
+
+def upload_limit_bytes() -> int:
+    return int(float(getattr(settings, "OWNWORDS_MAX_UPLOAD_MB", 50)) * MB)
+
+
+def background_threshold_bytes() -> int:
+    return int(float(getattr(settings, "OWNWORDS_BACKGROUND_IMPORT_MB", 5)) * MB)
+
+
+def import_dir() -> Path:
+    return Path(getattr(settings, "OWNWORDS_IMPORT_DIR", Path(settings.BASE_DIR) / "var" / "imports"))
+
+
+def import_queue():
+    return django_rq.get_queue("default")
+
+
+class QueueUnavailable(Exception):
+    """The background queue (Redis) does not answer: nothing was queued."""
+
+
+def import_enqueue(*, project: Project, upload, fmt: str, label: str, user=None) -> str:
+    """Copy `upload` to the import folder and queue its import; returns the job id."""
+    job_id = uuid.uuid4().hex
+    folder = import_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{job_id}.upload"
+    with path.open("wb") as target:
+        for chunk in upload.chunks():
+            target.write(chunk)
+    meta = {"project": project.pk, "label": printable(label), "format": fmt, "status": "queued", "sessions": 0,
+            "bytes_read": 0, "bytes_total": path.stat().st_size, "message": ""}
+    try:
+        import_queue().enqueue(job_import_file, project.pk, getattr(user, "pk", None), str(path), fmt, label,
+                               job_id=job_id, meta=meta, job_timeout=JOB_TIMEOUT_S, result_ttl=RESULT_TTL_S,
+                               failure_ttl=RESULT_TTL_S)
+    except (redis.RedisError, OSError) as exc:
+        path.unlink(missing_ok=True)
+        raise QueueUnavailable(str(exc)) from None
+    return job_id
+
+
+def job_import_file(project_id: int, user_id: int | None, path: str, fmt: str, label: str) -> str:
+    """The job: stream the file into the project, recording progress; the copy is removed after."""
+    job = get_current_job()
+    file = Path(path)
+    try:
+        project = Project.objects.get(pk=project_id)
+        user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+        stream = stream_binary(file.open, label, fmt, file.stat().st_size)
+        _record(job, status="running")
+
+        def progress(sessions: int) -> None:
+            _record(job, sessions=sessions, bytes_read=stream.bytes_read)
+
+        summary = sessions_import(project=project, parsed=stream, source_format=fmt, source_file=label, user=user,
+                                  on_batch=progress)
+    except InterviewFileError as exc:
+        _record(job, status="failed", sessions=0, message=f"Nothing imported from {printable(label)}:\n{exc}")
+        return "failed"
+    except Exception:
+        logger.exception("import of %s failed", printable(label))
+        _record(job, status="failed", sessions=0, message="Nothing imported: the import stopped on an unexpected "
+                                                          "error (logged on the server).")
+        raise
+    finally:
+        file.unlink(missing_ok=True)
+    _record(job, status="done", sessions=summary.sessions, bytes_read=stream.bytes_total,
+            message=f"{printable(label)}: {summary}")
+    return "done"
+
+
+def _record(job, **changes) -> None:
+    if job is None:  # run outside a worker (a shell): nothing to show
+        return
+    if "message" in changes:
+        changes["message"] = changes["message"][:MAX_MESSAGE_CHARS]
+    job.meta.update(changes)
+    job.save_meta()
+
+
+def import_progress(job_id: str, project: Project) -> dict | None:
+    """What the progress page shows of one import of `project`, or None (no such import here)."""
+    try:
+        job = Job.fetch(job_id, connection=import_queue().connection)
+    except (NoSuchJobError, ValueError):
+        return None
+    meta = job.get_meta(refresh=True)
+    if meta.get("project") != project.pk:
+        return None
+    status = meta.get("status", "queued")
+    if status in ("queued", "running") and job.is_failed:
+        status = "failed"  # the worker died or the job timed out before it could say so
+        meta["message"] = meta.get("message") or "Nothing imported: the import job stopped (worker lost or timed out)."
+    total = meta.get("bytes_total") or 0
+    return {**meta, "status": status, "job_id": job_id,
+            "percent": round(100 * meta.get("bytes_read", 0) / total) if total else 0,
+            "finished": status in ("done", "failed")}
