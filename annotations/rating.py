@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
+from experiments.core.interviews.records import unstorable_text_problem
 from annotations.models import UNDO_WINDOW_S, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingEvent
 
 # A reported time per item above this is a tab left open, not rating time.
@@ -130,6 +131,9 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id, grade, note:
         raise RatingError("say why you flag this item")
     if len(note) > MAX_NOTE_CHARS or len(flag_reason) > MAX_NOTE_CHARS:
         raise RatingError(f"notes are at most {MAX_NOTE_CHARS} characters")
+    for text in (note, flag_reason):
+        if problem := unstorable_text_problem(text):
+            raise RatingError(f"the note {problem}")
     value = _check_grade(grade, flagged)
     try:
         assignment_id = int(assignment_id)

@@ -152,10 +152,15 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "project_list"
 LOGOUT_REDIRECT_URL = "login"
 
-# Uploaded interview files are read in memory up to this size; the import
-# validator has its own, stricter, per-turn limit.
+# Form fields (not files) held in memory per request.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024)
-FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
+# Interview uploads: refused above OWNWORDS_MAX_UPLOAD_MB (before the body is read), imported by a
+# background job above OWNWORDS_BACKGROUND_IMPORT_MB from OWNWORDS_IMPORT_DIR (a worker must read it),
+# and spilled to a temporary file above Django's in-memory size instead of held in memory.
+OWNWORDS_MAX_UPLOAD_MB = env_int("OWNWORDS_MAX_UPLOAD_MB", 50)
+OWNWORDS_BACKGROUND_IMPORT_MB = env_int("OWNWORDS_BACKGROUND_IMPORT_MB", 5)
+OWNWORDS_IMPORT_DIR = env_str("OWNWORDS_IMPORT_DIR", str(BASE_DIR / "var" / "imports"))
+FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("FILE_UPLOAD_MAX_MEMORY_SIZE", 2_621_440)
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # One queue per run phase, so a slow judge backlog never starves generation.

@@ -153,3 +153,14 @@ def test_two_tabs_submitting_at_once_store_one_rating(cast, project):
     assert HumanGrade.objects.filter(assignment_id=pk).count() == 1
     assert sorted(RatingEvent.objects.filter(assignment_id=pk).values_list("kind", flat=True)) == ["rate", "update"]
     assert rater_item(c, user)["done"] == 1
+
+
+def test_a_note_with_a_nul_or_a_lone_surrogate_is_refused_with_a_message(campaign):
+    user = rater(campaign)
+    pk = rater_item(campaign, user)["item"]["assignment"]
+    for note in ("bad\x00note", "bad\ud800note"):
+        with pytest.raises(RatingError, match="the note"):
+            rating_record(campaign=campaign, user=user, assignment_id=pk, grade=2, note=note)
+        with pytest.raises(RatingError, match="the note"):
+            rating_record(campaign=campaign, user=user, assignment_id=pk, grade=None, flagged=True, flag_reason=note)
+    assert not HumanGrade.objects.exists()

@@ -4,9 +4,10 @@ from django import forms
 from annotations.campaigns import MAX_RATINGS_PER_ITEM
 from annotations.models import RatingCampaign
 from experiments.models import Membership, Role
+from experiments.web.text_input import StorableTextMixin
 
 
-class CampaignForm(forms.Form):
+class CampaignForm(StorableTextMixin, forms.Form):
     name = forms.CharField(max_length=100)
     conditions = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple,
                                            help_text="the final answers of these conditions are rated")
@@ -28,17 +29,17 @@ class CampaignForm(forms.Form):
         self.fields["raters"].choices = [(m.user.username, m.user.username) for m in raters]
 
 
-class RaterForm(forms.Form):
+class RaterForm(StorableTextMixin, forms.Form):
     username = forms.CharField(max_length=150, label="Rater")
 
 
-class GoldForm(forms.Form):
+class GoldForm(StorableTextMixin, forms.Form):
     number = forms.IntegerField(min_value=1, label="Item number")
     grade = forms.TypedChoiceField(choices=[("", "not gold")] + [(g, g) for g in range(4)], coerce=int,
                                    empty_value=None, required=False, label="Gold grade")
 
 
-class AdjudicationForm(forms.Form):
+class AdjudicationForm(StorableTextMixin, forms.Form):
     number = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
     grade = forms.TypedChoiceField(choices=[(g, g) for g in range(4)], coerce=int)
     note = forms.CharField(required=False, max_length=2000)

@@ -25,10 +25,11 @@ from experiments.execution import endpoints
 from experiments.execution.policy import DEFAULT_CONCURRENCY, DEFAULT_RETRY, RunError
 from experiments.models import Protocol
 from experiments.execution.sealing import protocol_problems
+from experiments.web.text_input import StorableTextMixin
 
 # --- the forms --------------------------------------------------------------------------------
 
-class ModelConfigForm(forms.Form):
+class ModelConfigForm(StorableTextMixin, forms.Form):
     """One generator or judge configuration (wire.ModelConfig) and its provider's in-flight cap."""
 
     provider = forms.ChoiceField(choices=[(p, p) for p in wire.PROVIDERS])
@@ -161,7 +162,7 @@ def model_initial(config: dict, concurrency: dict) -> dict:
 OFFLINE_CONFIG = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
 
 
-class ProtocolForm(forms.Form):
+class ProtocolForm(StorableTextMixin, forms.Form):
     name = forms.CharField(max_length=100)
     cohort = forms.ModelChoiceField(queryset=None, empty_label=None)
     conditions = forms.MultipleChoiceField(
@@ -311,7 +312,7 @@ class ProtocolEditor:
         ]
 
 
-class ReasonForm(forms.Form):
+class ReasonForm(StorableTextMixin, forms.Form):
     """Every amendment carries a reason (paper App. B.2)."""
 
     reason = forms.CharField(max_length=2000, widget=forms.TextInput(attrs={"size": 60}),

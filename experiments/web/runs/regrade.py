@@ -20,11 +20,12 @@ from experiments.analysis.judges import contrasts_side_by_side
 from experiments.execution import control, jobs, policy, progress
 from experiments.models import Run
 from experiments.web.runs.forms import ModelConfigForm, model_initial
+from experiments.web.text_input import StorableTextMixin
 
 SAME, OTHER = "same", "other"
 
 
-class RegradeForm(forms.Form):
+class RegradeForm(StorableTextMixin, forms.Form):
     """Which judge re-grades the run: the form of the protocol editor's judge, or the same one."""
 
     judge_choice = forms.ChoiceField(
