@@ -489,11 +489,12 @@ def test_the_run_page_never_shows_participant_text(client, world, finished, who)
 def test_viewers_get_no_amendment_forms_and_no_link_to_predictions(client, world):
     client.force_login(world["users"]["viewer"])
     body = client.get(reverse("run_detail", args=["alpha", world["run"].pk])).content.decode()
-    assert "Browse predictions" not in body and 'id="run-actions"' not in body
+    links = [reverse(name, args=["alpha", world["run"].pk]) for name in ("run_explorer", "prediction_list")]
+    assert not any(link in body for link in links) and 'id="run-actions"' not in body
     client.force_login(world["users"]["analyst"])
     body = client.get(reverse("run_detail", args=["alpha", world["run"].pk])).content.decode()
     # An analyst may pause the offline run they may start (access.may_spend); concurrency is the owner's.
-    assert "Browse predictions" in body and 'id="run-actions"' in body
+    assert all(link in body for link in links) and 'id="run-actions"' in body
     assert reverse("run_pause", args=["alpha", world["run"].pk]) in body
     assert reverse("run_concurrency", args=["alpha", world["run"].pk]) not in body
 
