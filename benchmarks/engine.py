@@ -43,12 +43,16 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
 os.environ.setdefault("SECRET_KEY", "benchmark-only")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
+# The benchmark's model server is local: allow loopback endpoints for it (and its workers) only.
+os.environ.setdefault("OWNWORDS_LLM_ENDPOINTS",
+                      '[{"name": "bench-local", "url_prefix": "http://127.0.0.1:"}, {"name": "offline", "provider": "offline"}]')
 
 DELAY_S = 0.2
 CAP = 8
 IDEAL = CAP / DELAY_S
 QUEUES = ["default", "memories", "generation", "decisions", "judging", "analysis"]
-WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker", "fork": "rq.worker.Worker"}
+WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker", "fork": "rq.worker.Worker",
+                  "resilient": "experiments.execution.workers.ResilientSimpleWorker"}
 
 
 def ensure_database(url: str) -> None:
@@ -217,7 +221,7 @@ def one_configuration(server, project, cohorts, n_workers: int, worker_class: st
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[12, 16])
-    parser.add_argument("--classes", nargs="+", choices=list(WORKER_CLASSES), default=["simple"])
+    parser.add_argument("--classes", nargs="+", choices=list(WORKER_CLASSES), default=["resilient"])
     parser.add_argument("--tasks", type=int, default=200, help="tasks in the cohort (two calls each)")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
