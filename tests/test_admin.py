@@ -18,3 +18,14 @@ def test_protocols_runs_and_campaigns_are_listed_and_read_only(client, superuser
     run = campaign.run
     page = client.get(f"/admin/experiments/run/{run.pk}/change/")
     assert page.status_code == 200 and 'type="submit"' not in page.content.decode().split('id="content-main"')[1]
+
+
+def test_the_admin_says_studies(client, superuser):
+    client.force_login(superuser)
+    body = client.get("/admin/").content.decode()
+    assert "Studies" in body and "Studys" not in body
+
+
+def test_a_failed_login_is_announced(client, db):
+    body = client.post("/accounts/login/", {"username": "nobody", "password": "wrong-password-x"}).content.decode()
+    assert 'id="login-error" role="alert"' in body

@@ -66,6 +66,7 @@ class Study(models.Model):
 
     class Meta:
         ordering = ["key"]
+        verbose_name_plural = "studies"
         constraints = [
             models.UniqueConstraint(fields=["project", "key"], name="study_key_unique_in_project"),
         ]
