@@ -1,5 +1,6 @@
 """Demo raters and a rating campaign over the demo run (bin/demo runs this after demo_setup)."""
 import secrets
+import time
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
@@ -15,7 +16,11 @@ DEMO_CAMPAIGN = "demo-ratings"
 class Command(BaseCommand):
     help = "Add two demo raters to the demo project and a 60-item rating campaign over its finished run."
 
-    def handle(self, **options):
+    def add_arguments(self, parser):
+        parser.add_argument("--wait", type=float, default=0.0,
+                            help="seconds to wait for the demo run to finish (when it goes through the queue)")
+
+    def handle(self, wait, **options):
         project = Project.objects.filter(slug="demo").first()
         if project is None:
             return "no demo project: run demo_setup first"
@@ -32,7 +37,12 @@ class Command(BaseCommand):
         if RatingCampaign.objects.filter(project=project, name=DEMO_CAMPAIGN).exists():
             lines.append(f"campaign '{DEMO_CAMPAIGN}' exists already")
             return "\n".join(lines)
-        run = Run.objects.filter(protocol__project=project, status=Run.Status.FINISHED).order_by("-pk").first()
+        finished = Run.objects.filter(protocol__project=project, status=Run.Status.FINISHED).order_by("-pk")
+        deadline = time.monotonic() + wait
+        going = Run.objects.filter(protocol__project=project, status__in=[Run.Status.CREATED, Run.Status.RUNNING])
+        while not finished.exists() and going.exists() and time.monotonic() < deadline:
+            time.sleep(1)
+        run = finished.first()
         if run is None:
             lines.append("no finished demo run yet: once it finishes, an owner creates a campaign from "
                          f"/p/{project.slug}/ratings/")
