@@ -1,0 +1,31 @@
+"""The project page's first line says what to do next, following the project's state and the role."""
+from django.urls import reverse
+
+from experiments.models import Project
+
+
+def next_line(client, user, slug="alpha"):
+    client.force_login(user)
+    body = client.get(reverse("project_detail", args=[slug])).content.decode()
+    if 'id="next-step"' not in body:
+        return None
+    return body.split('id="next-step"', 1)[1].split("</p>", 1)[0]
+
+
+def test_an_empty_project_asks_its_owner_to_import(client, cast):
+    line = next_line(client, cast["owner"])
+    assert "Import interview sessions" in line and reverse("session_import", args=["alpha"]) in line
+    assert next_line(client, cast["viewer"]) is None  # nothing a viewer can do yet
+
+
+def test_with_tasks_and_no_cohort_it_asks_to_draw_one(client, cast, imported):
+    line = next_line(client, cast["analyst"])
+    assert "Draw a cohort" in line and "#cohorts" in line
+
+
+def test_a_finished_run_points_to_its_dashboard_and_raters_to_their_queue(client, cast, rated_run):
+    line = next_line(client, cast["viewer"])
+    assert f"dashboard of run {rated_run.pk}" in line and reverse("run_dashboard", args=["alpha", rated_run.pk]) in line
+    assert "rate it" in next_line(client, cast["owner"])
+    assert reverse("campaign_list", args=["alpha"]) in next_line(client, cast["rater"])
+    assert Project.objects.get(slug="alpha").protocols.count() == 1
