@@ -1,7 +1,10 @@
-"""What the run commands share: the run, a reason, and who acts — someone who may spend on it."""
+"""What the run commands share: the run, a reason, who acts (someone who may spend on it), the
+queue check before anything changes, and how they report a run driven inline or a re-issue's cost."""
 from django.core.management.base import CommandError
 
 from experiments.access import spender
+from experiments.execution import progress
+from experiments.execution.jobs import WORKER_COMMAND
 from experiments.models import Protocol, Run
 
 
@@ -28,3 +31,26 @@ def acting_spender(protocol: Protocol, user: str | None):
     if member is None:
         raise CommandError(refusal)
     return member
+
+
+def require_queue(nothing: str) -> None:
+    """CommandError unless the queue answers; `nothing` says what was left undone ("changed", …)."""
+    if not progress.queue_reachable():
+        raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
+                           f"{nothing}. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
+
+
+def inline_ending(run: Run) -> str:
+    """How a run driven inline ended: its status, and the reason when it did not finish."""
+    ending = run.get_status_display().lower()
+    if run.status_reason and run.status != Run.Status.FINISHED:
+        ending += f": {run.status_reason}"
+    return ending
+
+
+def tokens_text(estimate: dict) -> str:
+    """The tokens of a re-issue estimate's last attempts, or "not known" when none reported usage."""
+    if not estimate["tokens_known_for"]:
+        return "not known"
+    return (f"input {estimate['input_tokens']}, output {estimate['output_tokens']} "
+            f"({estimate['tokens_known_for']} reported usage)")

@@ -3,8 +3,8 @@ from django.db import transaction
 
 from experiments.access import OWNERS, member_with_role
 from experiments.core.llm.wire import api_key_env_problem
-from experiments.execution import control, driver, jobs, policy, progress
-from experiments.execution.jobs import WORKER_COMMAND
+from experiments.execution import control, driver, jobs, policy
+from experiments.management.owner_action import inline_ending, require_queue
 from experiments.models import Run
 
 # Command-line option → the judge's model setting; only the options given are stored, so the
@@ -58,9 +58,8 @@ class Command(BaseCommand):
         if owner is None:
             raise CommandError(f"{user!r} is not an owner of project '{project.slug}': nothing was created")
         judge = _judge(options, same_judge, structured_output, cap)
-        if start and not progress.queue_reachable():
-            raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing was "
-                               f"created. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
+        if start:
+            require_queue("was created")
         try:
             with transaction.atomic():
                 protocol = control.regrade_create(source=source, user=owner, judge=judge, cap=cap, name=name)
@@ -81,8 +80,7 @@ class Command(BaseCommand):
         if start:
             return f"{head}\nrun {run.pk} started through the queue; follow it with: manage.py run_report {run.pk}"
         run = driver.run_inline(run.pk)
-        ending = run.get_status_display().lower() + (
-            f": {run.status_reason}" if run.status_reason and run.status != Run.Status.FINISHED else "")
+        ending = inline_ending(run)
         return f"{head}\nrun {run.pk} ran inline and is {ending}; see: manage.py run_report {run.pk}"
 
 

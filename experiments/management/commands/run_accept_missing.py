@@ -1,10 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from experiments.execution import control, driver, jobs, policy, progress
-from experiments.execution.jobs import WORKER_COMMAND
-from experiments.management.owner_action import run_and_owner
-from experiments.models import Run
+from experiments.execution import control, driver, jobs, policy
+from experiments.management.owner_action import inline_ending, require_queue, run_and_owner
 
 
 class Command(BaseCommand):
@@ -21,9 +19,8 @@ class Command(BaseCommand):
 
     def handle(self, run_id, reason, inline, user, **options):
         run, owner = run_and_owner(run_id, reason, user)
-        if not inline and not progress.queue_reachable():
-            raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
-                               f"changed. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
+        if not inline:
+            require_queue("changed")
         try:
             with transaction.atomic():
                 amendment = control.run_accept_missing(run=run, user=owner, reason=reason.strip())
@@ -35,6 +32,5 @@ class Command(BaseCommand):
         if not inline:
             return f"run {run_id} continues through the queue with {missing} slots missing (amendment {amendment.pk})"
         run = driver.run_inline(run.pk)
-        ending = run.get_status_display().lower() + (
-            f": {run.status_reason}" if run.status_reason and run.status != Run.Status.FINISHED else "")
+        ending = inline_ending(run)
         return f"run {run_id} continued with {missing} slots missing (amendment {amendment.pk}) and is {ending}"

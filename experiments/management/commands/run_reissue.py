@@ -1,10 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from experiments.execution import control, driver, jobs, policy, progress
-from experiments.execution.jobs import WORKER_COMMAND
-from experiments.management.owner_action import run_and_owner
-from experiments.models import Run
+from experiments.execution import control, driver, jobs, policy
+from experiments.management.owner_action import inline_ending, require_queue, run_and_owner, tokens_text
 
 
 class Command(BaseCommand):
@@ -24,15 +22,12 @@ class Command(BaseCommand):
     def handle(self, run_id, reason, yes, inline, user, **options):
         run, owner = run_and_owner(run_id, reason, user)
         estimate = control.reissue_estimate(run)
-        cost = (f"{estimate['requests']} identical requests; tokens of their last attempts: "
-                + (f"input {estimate['input_tokens']}, output {estimate['output_tokens']} "
-                   f"({estimate['tokens_known_for']} reported usage)" if estimate["tokens_known_for"] else "not known"))
+        cost = f"{estimate['requests']} identical requests; tokens of their last attempts: {tokens_text(estimate)}"
         if not yes:
             keys = "\n".join(f"  {s['key']} ({s['status']})" for s in estimate["slots"])
             return f"run {run_id} would re-issue {cost}:\n{keys}\nrun again with --yes to send them"
-        if not inline and not progress.queue_reachable():
-            raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
-                               f"changed. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
+        if not inline:
+            require_queue("changed")
         try:
             with transaction.atomic():
                 amendment = control.run_reissue_unknown(run=run, user=owner, reason=reason.strip())
@@ -43,6 +38,5 @@ class Command(BaseCommand):
         if not inline:
             return f"run {run_id}: re-issued {cost} (amendment {amendment.pk}) through the queue"
         run = driver.run_inline(run.pk)
-        ending = run.get_status_display().lower() + (
-            f": {run.status_reason}" if run.status_reason and run.status != Run.Status.FINISHED else "")
+        ending = inline_ending(run)
         return f"run {run_id}: re-issued {cost} (amendment {amendment.pk}) and is {ending}"

@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import progress
 from experiments.execution.endpoints import provider_excerpt
+from experiments.management.owner_action import tokens_text
 from experiments.models import Run
 
 PHASE_COLUMNS = [("slots", "total"), ("done", "done"), ("pending", "pending"), ("in flight", "in_flight"),
@@ -48,8 +49,7 @@ def _header(run: Run, counts: dict) -> str:
     decision = progress.run_next(run)
     if decision["decision"]:
         d = decision["decision"]
-        tokens = (f"input {d['input_tokens']}, output {d['output_tokens']} ({d['tokens_known_for']} reported usage)"
-                  if d["tokens_known_for"] else "not known")
+        tokens = tokens_text(d)
         lines.append(
             f"waiting for a decision: {d['requests']} slots of this phase ended without an answer"
             + (" — nothing advances until an owner chooses" if decision["decision_due"] else "")

@@ -1,9 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from experiments.execution import control, driver, jobs, policy, progress
-from experiments.management.owner_action import run_and_owner
-from experiments.execution.jobs import WORKER_COMMAND
+from experiments.execution import control, driver, jobs, policy
+from experiments.management.owner_action import inline_ending, require_queue, run_and_owner
 
 
 class Command(BaseCommand):
@@ -23,9 +22,8 @@ class Command(BaseCommand):
 
     def handle(self, run_id, reason, inline, user, allowance=1, **options):
         run, owner = run_and_owner(run_id, reason, user)
-        if not inline and not progress.queue_reachable():
-            raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
-                               f"changed. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
+        if not inline:
+            require_queue("changed")
         try:
             with transaction.atomic():
                 amendment = control.run_resume(run=run, user=owner, reason=reason.strip(), allowance=allowance)
@@ -38,6 +36,5 @@ class Command(BaseCommand):
             return (f"run {run_id} resumed through the queue (amendment {amendment.pk}, {released} held slots "
                     f"released, {allowance} identical request{'s' * (allowance != 1)} each)")
         run = driver.run_inline(run.pk)
-        ending = run.get_status_display().lower() + (
-            f": {run.status_reason}" if run.status_reason and run.status != run.Status.FINISHED else "")
+        ending = inline_ending(run)
         return f"run {run_id} resumed inline (amendment {amendment.pk}, {released} held slots released) and is {ending}"

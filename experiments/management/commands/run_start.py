@@ -1,10 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from experiments.execution import control, driver, jobs, policy, progress
-from experiments.management.owner_action import acting_spender
+from experiments.execution import control, driver, jobs, policy
+from experiments.management.owner_action import acting_spender, inline_ending, require_queue
 from experiments.models import Protocol, Run
-from experiments.execution.jobs import WORKER_COMMAND
 
 
 class Command(BaseCommand):
@@ -23,9 +22,8 @@ class Command(BaseCommand):
         if protocol is None:
             raise CommandError(f"no protocol with id {protocol_id}")
         creator = acting_spender(protocol, user)
-        if not inline and not progress.queue_reachable():
-            raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
-                               f"was started. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
+        if not inline:
+            require_queue("was started")
         try:
             with transaction.atomic():
                 run = Run.objects.create(protocol=protocol, created_by=creator, inline=inline)
@@ -37,6 +35,5 @@ class Command(BaseCommand):
         if not inline:
             return f"run {run.pk} of {protocol.name!r} started through the queue; follow it with: manage.py run_report {run.pk}"
         run = driver.run_inline(run.pk)
-        ending = f"{run.get_status_display().lower()}" + (
-            f": {run.status_reason}" if run.status_reason and run.status != run.Status.FINISHED else "")
+        ending = inline_ending(run)
         return f"run {run.pk} of {protocol.name!r} ran inline and is {ending}; see: manage.py run_report {run.pk}"
