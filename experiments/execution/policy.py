@@ -70,12 +70,19 @@ def retry_policy_problems(policy) -> list[str]:
     return problems
 
 
+def is_number(value, *, integer=False) -> bool:
+    """A JSON number (an integer if asked), never a bool: the protocol checks' one test of type."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) if integer else isinstance(value, (int, float))
+
+
 def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    return is_number(value) and value >= 0
 
 
 def _whole(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return is_number(value, integer=True) and value >= 0
 
 
 def http_ceilings(policy: dict, phase: str) -> tuple[int | None, int | None]:

@@ -19,7 +19,7 @@ from django.utils import timezone
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
 from experiments.core.canonical import canonical_json
 from experiments.execution.endpoints import endpoint_problem
-from experiments.execution.policy import DEFAULT_RETRY, RunError, model_config, retry_policy_problems
+from experiments.execution.policy import DEFAULT_RETRY, RunError, is_number, model_config, retry_policy_problems
 from experiments.execution.regrade import answers_digest
 from experiments.models import Protocol, Run
 from experiments.core.prompts import PromptError, prompt_sha256
@@ -96,12 +96,6 @@ def protocol_hashes(protocol: Protocol) -> dict:
     return hashes
 
 
-def _is_number(value, *, integer=False) -> bool:
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) if integer else isinstance(value, (int, float))
-
-
 def _settings_problems(protocol: Protocol) -> list[str]:
     if not isinstance(protocol.retry_policy, dict):
         return ["the retry policy must be a mapping"]
@@ -111,7 +105,7 @@ def _settings_problems(protocol: Protocol) -> list[str]:
         problems.append("the concurrency must map providers to in-flight caps")
     else:
         for provider, cap in concurrency.items():
-            if not _is_number(cap, integer=True) or cap < 1:
+            if not is_number(cap, integer=True) or cap < 1:
                 problems.append(f"the in-flight cap of {provider} must be a positive integer, not {cap!r}")
     bootstrap = protocol.bootstrap
     if not isinstance(bootstrap, dict):
@@ -120,7 +114,7 @@ def _settings_problems(protocol: Protocol) -> list[str]:
         for key, value in bootstrap.items():
             if key not in ("seed", "draws"):
                 problems.append(f"unknown bootstrap setting {key!r}")
-            elif not _is_number(value, integer=True) or value < (1 if key == "draws" else 0):
+            elif not is_number(value, integer=True) or value < (1 if key == "draws" else 0):
                 problems.append(f"bootstrap {key} must be a {'positive' if key == 'draws' else 'non-negative'} "
                                 f"integer, not {value!r}")
     known = set(protocol.conditions)
@@ -138,7 +132,7 @@ def _settings_problems(protocol: Protocol) -> list[str]:
         for key, coefficient in terms.items():
             if key not in known:
                 problems.append(f"contrast {name!r} uses {key!r}, which is not in the protocol")
-            if not _is_number(coefficient):
+            if not is_number(coefficient):
                 problems.append(f"contrast {name!r}: the coefficient of {key!r} must be a number")
     return problems
 
