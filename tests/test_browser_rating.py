@@ -9,25 +9,18 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 
 from experiments.models import Membership, Project, Role
+from tests.test_browser_session import chromium
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = "/usr/bin/chromium"
 PASSWORD = "pw-for-tests-only"  # what tests.annotations_helpers.add_raters gives every rater
 
 
 @pytest.fixture
 def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.fail("Chromium is missing: apt-get install -y chromium (bin/test and .ci/run do)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-        )
-        yield browser
-        browser.close()
+    # Without DJANGO_ALLOW_ASYNC_UNSAFE: this test reads the database from a short worker thread.
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """In Chromium: a newcomer logs in, opens a project and reads a transcript with its targets marked."""
 import os
+from contextlib import contextmanager
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -15,13 +16,11 @@ pytestmark = pytest.mark.slow
 CHROMIUM = "/usr/bin/chromium"
 
 
-@pytest.fixture
-def browser():
+@contextmanager
+def chromium():
+    """Debian's Chromium through Playwright (never `playwright install`: no browser download)."""
     if not os.path.exists(CHROMIUM):
         pytest.fail("Chromium is missing: apt-get install -y chromium (bin/test and .ci/run do)")
-    # Playwright's sync API runs an event loop in this thread; the live server's
-    # database calls happen in another thread, so Django's async guard is moot here.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -30,6 +29,15 @@ def browser():
         )
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def browser():
+    # Playwright's sync API runs an event loop in this thread; the live server's
+    # database calls happen in another thread, so Django's async guard is moot here.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture
