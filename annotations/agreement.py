@@ -20,7 +20,6 @@ levels), ``per_rater``, ``contrasts`` (`annotations.core.contrasts`), ``planned_
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict
 
 from django.contrib.auth import get_user_model
@@ -30,7 +29,7 @@ from annotations.adjudication import ADJUDICATION_SPREAD
 from annotations.core.agreement import AGREEMENT_VERSION, Rating, RatingTable, agreement_payload
 from annotations.core.contrasts import human_contrasts
 from annotations.models import Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem
-from experiments.core.canonical import canonical_json
+from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.models import CohortTask, Prediction
@@ -128,7 +127,7 @@ def results_inputs(campaign: RatingCampaign) -> tuple[dict, str]:
         "planned_tasks": CohortTask.objects.filter(cohort_id=protocol.cohort_id).count(),
         "bootstrap": {"seed": seed, "draws": draws},
     }
-    sha = hashlib.sha256(canonical_json(inputs).encode("utf-8")).hexdigest()
+    sha = sha256_text(canonical_json(inputs))
     return {**inputs, "table": table}, sha
 
 

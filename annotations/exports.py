@@ -21,7 +21,7 @@ import json
 from annotations.agreement import rater_labels
 from annotations.models import HumanGrade, RatingCampaign, RatingItem
 # One CSV rule for the whole app (issue 11): defusedcsv's writer plus the OWASP additions.
-from experiments.analysis.exports import csv_safe_cell as safe_cell, csv_text, sequential_labels  # noqa: F401
+from experiments.analysis.exports import csv_text, sequential_labels
 from experiments.models import CohortTask
 
 HEADER = ["item", "task", "person", "conditions", "judge_score", "rater", "grade", "flagged", "flag_reason", "note",

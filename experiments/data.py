@@ -5,14 +5,13 @@ only translate input and output.
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
 
-from experiments.core.canonical import canonical_json
+from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.cohorts import Candidate, draw_cohort
 from experiments.core.interviews.records import InterviewFileError, ParsedSession, printable, unstorable_text_problem
 from experiments.import_store import TASK_COLUMNS, SessionWriter, batches, task_rows
@@ -154,16 +153,12 @@ def canonical_task_list(tasks) -> str:
                     "answer_turn": task.answer_turn.index,
                     "cut": task.cut,
                     "record_cut": task.record_cut,
-                    "question_sha256": _sha256(task.question_turn.text),
-                    "answer_sha256": _sha256(task.answer_turn.text),
+                    "question_sha256": sha256_text(task.question_turn.text),
+                    "answer_sha256": sha256_text(task.answer_turn.text),
                 }
             )
         )
     return "\n".join(lines) + "\n"
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def cohort_tasks(cohort: Cohort) -> list[Task]:
@@ -245,7 +240,7 @@ def cohort_draw(
         seed=seed,
         requested_size=size,
         rule=rule,
-        task_list_sha256=_sha256(canonical_task_list(tasks)),
+        task_list_sha256=sha256_text(canonical_task_list(tasks)),
         created_by=user,
     )
     cohort.excluded_cohorts.set(exclude_cohorts)

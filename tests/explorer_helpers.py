@@ -3,7 +3,7 @@ rewritten to a known text and grade, and fusion and selection pools added by han
 from __future__ import annotations
 
 from experiments.core.conditions import FINAL
-from experiments.execution.planning import sha256_text
+from experiments.core.canonical import sha256_text
 from experiments.models import CohortTask, Grade, Prediction, Protocol
 from tests.annotations_helpers import MEMORY, OWNWORDS, QUESTION_ONLY
 

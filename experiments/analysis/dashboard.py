@@ -6,14 +6,13 @@ contrasts, the bootstrap settings): a page recomputes only when an input changed
 """
 from __future__ import annotations
 
-import hashlib
 
 import numpy as np
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from experiments.core import stats
-from experiments.core.canonical import canonical_json
+from experiments.core.canonical import canonical_json, sha256_text
 from experiments.analysis.grades import final_grades
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.core.conditions import MEMORY, ONE_SHOT, OWNWORDS, RECENCY, WHOLE_RECORD, get_condition
@@ -36,7 +35,7 @@ def dashboard_inputs(run: Run) -> tuple[dict, str]:
         "contrasts": protocol.contrasts,
         "bootstrap": protocol.bootstrap,
     }
-    return table, hashlib.sha256(canonical_json(inputs).encode("utf-8")).hexdigest()
+    return table, sha256_text(canonical_json(inputs))
 
 
 def dashboard_cached(run: Run) -> AnalysisResult | None:

@@ -8,10 +8,10 @@ task. `apply_result` turns a slot's terminal outcome into memories, answers and 
 """
 from __future__ import annotations
 
-import hashlib
 
 from django.db import transaction
 
+from experiments.core.canonical import sha256_text
 from experiments.core.assembly import TaskInput, assemble, assemble_judge, assemble_memory_request
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition, memory_key, prediction_labels
 from experiments.core.evidence import TurnText
@@ -19,10 +19,6 @@ from experiments.models import Grade, Memory, Prediction, Run, ScreenerItem, Slo
 from experiments.models.runs import Phase
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
 from experiments.data import cohort_tasks
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
 
 # --- task inputs ------------------------------------------------------------------------------
 

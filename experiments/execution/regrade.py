@@ -11,11 +11,10 @@ whose answers happen to have been written by another run.
 """
 from __future__ import annotations
 
-import hashlib
 
 from django.db import transaction
 
-from experiments.core.canonical import canonical_json
+from experiments.core.canonical import canonical_json, sha256_text
 from experiments.execution.planning import plan_judging
 from experiments.models import Prediction, Run
 from experiments.models.runs import Phase
@@ -46,7 +45,7 @@ def answers_digest(source: Run) -> dict:
                     for a in answers)
     return {
         "source_run": source.pk,
-        "answers_sha256": hashlib.sha256(lines.encode("utf-8")).hexdigest(),
+        "answers_sha256": sha256_text(lines),
         "answers": len(answers),
         "operational_zeros": sum(a["empty"] for a in answers),
     }

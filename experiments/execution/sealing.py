@@ -9,7 +9,6 @@ protocols are computed exactly as before.
 from __future__ import annotations
 
 import functools
-import hashlib
 import subprocess
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
-from experiments.core.canonical import canonical_json
+from experiments.core.canonical import canonical_json, sha256_text
 from experiments.execution.endpoints import endpoint_problem
 from experiments.execution.policy import DEFAULT_RETRY, RunError, is_number, model_config, retry_policy_problems
 from experiments.execution.regrade import answers_digest
@@ -87,8 +86,8 @@ def protocol_hashes(protocol: Protocol) -> dict:
             prompts[name] = "missing"
     hashes = {
         "prompts": prompts,
-        "task_list_sha256": hashlib.sha256(canonical_task_list(tasks).encode("utf-8")).hexdigest(),
-        "settings_sha256": hashlib.sha256(canonical_json(protocol_settings(protocol)).encode("utf-8")).hexdigest(),
+        "task_list_sha256": sha256_text(canonical_task_list(tasks)),
+        "settings_sha256": sha256_text(canonical_json(protocol_settings(protocol))),
         "code_version": code_version(),
     }
     if protocol.is_regrade():
