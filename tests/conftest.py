@@ -10,6 +10,22 @@ ROLES = [Role.OWNER, Role.ANALYST, Role.RATER, Role.VIEWER]
 
 
 @pytest.fixture
+def server():
+    """The tests' local LLM server (tests/llm_fake_server.py): real HTTP on 127.0.0.1."""
+    from tests.llm_fake_server import running_fake_llm
+    with running_fake_llm() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def http():
+    """One httpx client per module (each new client builds an SSL context); no proxy from the environment."""
+    import httpx
+    with httpx.Client(trust_env=False) as client:
+        yield client
+
+
+@pytest.fixture
 def project(db):
     return Project.objects.create(slug="alpha", name="Alpha study")
 

@@ -13,7 +13,6 @@ from experiments.execution import sealing
 from experiments.execution.policy import RunError, model_config
 from experiments.models import Protocol
 from tests.engine_helpers import QUESTION_ONLY, build_cohort, make_protocol, openai_model
-from tests.llm_fake_server import running_fake_llm
 
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
 # What a server allows out of the box (settings.DEFAULT_LLM_ENDPOINTS), written out so this file
@@ -24,12 +23,6 @@ PRODUCTION_LIST = [
     {"name": "offline", "provider": "offline"},
 ]
 INTERNAL = ["http://169.254.169.254/latest/meta-data", "http://10.0.0.5:6379/v1", "http://localhost:8080/v1"]
-
-
-@pytest.fixture
-def server():
-    with running_fake_llm() as fake:
-        yield fake
 
 
 @pytest.fixture

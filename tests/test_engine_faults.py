@@ -38,7 +38,6 @@ from experiments.execution.jobs import run_enqueue
 from experiments.execution.journal import _record, _reserve, slot_execute
 from experiments.execution.policy import LEASE_GRACE_S, Decision, limiter_name, model_config
 from experiments.models import ModelCall, Project, Run, Slot
-from experiments.models.runs import Phase
 from tests.engine_helpers import (
     QUESTION_ONLY, TIMEOUT_S, Roles, Sleeps, build_cohort, journal, make_run, openai_model, request_bytes,
 )
@@ -130,12 +129,6 @@ def redis_proxy(redis_connection):
     proxy = TcpProxy((parts.hostname or "127.0.0.1", parts.port or 6379))
     yield proxy
     proxy.close()
-
-
-@pytest.fixture
-def server():
-    with running_fake_llm() as fake:
-        yield fake
 
 
 @pytest.fixture(scope="module")

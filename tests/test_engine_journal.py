@@ -45,17 +45,10 @@ from tests.llm_fake_server import (
     openai_error,
     openai_insufficient_quota,
     openai_rate_limited,
-    running_fake_llm,
 )
 
 FIRST, RECOVERY, AMENDMENT = ModelCall.Basis.FIRST, ModelCall.Basis.RECOVERY, ModelCall.Basis.AMENDMENT
 PER_DAY = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
-
-
-@pytest.fixture
-def server():
-    with running_fake_llm() as fake:
-        yield fake
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 
-import httpx
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
@@ -46,18 +45,6 @@ def judge_text(request):
     else:
         score = 3 if "Alpha" in predicted.split("PREDICTED ANSWER", 1)[1] else 1
     return json.dumps({"score": score, "rationale": "test grade"})
-
-
-@pytest.fixture
-def server():
-    with running_fake_llm() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def http():
-    with httpx.Client(trust_env=False) as client:
-        yield client
 
 
 @pytest.fixture

@@ -28,16 +28,10 @@ from tests.engine_helpers import (
     QUESTION_ONLY, Roles, Sleeps, build_cohort, gemini_model, journal, make_protocol, make_run, openai_model,
     request_bytes,
 )
-from tests.llm_fake_server import Reply, gemini_quota_exhausted, openai_rate_limited, running_fake_llm
+from tests.llm_fake_server import Reply, gemini_quota_exhausted, openai_rate_limited
 
 FIRST, RECOVERY = ModelCall.Basis.FIRST, ModelCall.Basis.RECOVERY
 PER_MINUTE = "GenerateRequestsPerMinutePerProjectPerModel"
-
-
-@pytest.fixture
-def server():
-    with running_fake_llm() as fake:
-        yield fake
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ and protocols without it sealed exactly as before."""
 import hashlib
 import json
 
-import httpx
 import pytest
 
 from experiments.core.canonical import canonical_json
@@ -19,7 +18,6 @@ from experiments.web.runs.forms import ModelConfigForm
 from tests.engine_helpers import (
     QUESTION_ONLY, Roles, Sleeps, build_cohort, gemini_model, make_protocol, make_run, openai_model,
 )
-from tests.llm_fake_server import running_fake_llm
 
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
 OPENAI = {"provider": "openai", "base_url": "https://api.example.test/v1", "model": "judge-1"}
@@ -28,18 +26,6 @@ GEMINI = {"provider": "gemini", "base_url": "https://gemini.example.test/v1beta"
 # the code before structured output and re-grades existed (commit a5222ec).
 OLD_SETTINGS_SHA256 = "4421907ef219a62f8470a96ecbc60b87b19ab35cd74cdcca432a145bd039ef7e"
 OLD_TASK_LIST_SHA256 = "f827119a58f75697a1f1cde15cca0fe504e7e22402edc624576d267c45945330"
-
-
-@pytest.fixture
-def server():
-    with running_fake_llm() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-def http():
-    with httpx.Client(trust_env=False) as client:
-        yield client
 
 
 @pytest.fixture

@@ -24,15 +24,9 @@ from experiments.execution.policy import RunError
 from experiments.models import Amendment, ModelCall, Prediction, Run, Slot
 from experiments.models.runs import Phase
 from tests.engine_helpers import QUESTION_ONLY, Sleeps, build_cohort, journal, make_run, openai_model, request_bytes
-from tests.llm_fake_server import Reply, openai_insufficient_quota, running_fake_llm
+from tests.llm_fake_server import Reply, openai_insufficient_quota
 
 FIRST, AMENDMENT = ModelCall.Basis.FIRST, ModelCall.Basis.AMENDMENT
-
-
-@pytest.fixture
-def server():
-    with running_fake_llm() as fake:
-        yield fake
 
 
 @pytest.fixture(scope="module")
