@@ -1,4 +1,7 @@
 """Shared fixtures: the cast of roles and small hand-built interviews."""
+import uuid
+from contextlib import contextmanager
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -15,6 +18,25 @@ def server():
     from tests.llm_fake_server import running_fake_llm
     with running_fake_llm() as fake:
         yield fake
+
+
+@contextmanager
+def private_rq_queue(prefix: str):
+    """An rq queue of the calling test's own on the real Redis, so no other test's jobs run in it
+    and its jobs run nowhere else; deleted afterwards."""
+    import django_rq
+    import redis
+    from rq import Queue
+    connection = django_rq.get_connection("default")
+    try:
+        connection.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.fail("Redis must be reachable for this test (REDIS_URL)")
+    queue = Queue(f"{prefix}-{uuid.uuid4().hex}", connection=connection)
+    try:
+        yield queue
+    finally:
+        queue.delete(delete_jobs=True)
 
 
 @pytest.fixture(scope="module")

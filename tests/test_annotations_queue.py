@@ -1,30 +1,21 @@
 """A large campaign's results go through the real `analysis` queue (Redis, an rq worker), once per state."""
-import uuid
-
-import django_rq
 import pytest
-import redis
 from django.urls import reverse
-from rq import Queue, SimpleWorker
+from rq import SimpleWorker
 
 from annotations import agreement, jobs
 from annotations.models import CampaignResult
 from annotations.rating import rater_item, rating_record
+from tests.conftest import private_rq_queue
 
 
 @pytest.fixture
 def private_queue(monkeypatch):
     """A queue of this test's own, so no other test's jobs run here and ours run nowhere else."""
-    connection = django_rq.get_connection("analysis")
-    try:
-        connection.ping()
-    except redis.exceptions.ConnectionError:
-        pytest.fail("Redis must be reachable for this test (REDIS_URL)")
-    queue = Queue(f"test-results-{uuid.uuid4().hex}", connection=connection)
-    monkeypatch.setattr(jobs, "results_queue", lambda: queue)
-    monkeypatch.setattr(agreement, "INLINE_BUDGET", 0)  # every campaign counts as large
-    yield queue
-    queue.delete(delete_jobs=True)
+    with private_rq_queue("test-results") as queue:
+        monkeypatch.setattr(jobs, "results_queue", lambda: queue)
+        monkeypatch.setattr(agreement, "INLINE_BUDGET", 0)  # every campaign counts as large
+        yield queue
 
 
 def rate_some(campaign, n=4):

@@ -4,18 +4,15 @@ The background import goes through a real Redis queue of this test's own and a r
 SimpleWorker in burst mode; the progress page is read before and after the worker ran.
 """
 import json
-import uuid
 
-import django_rq
 import pytest
-import redis
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
-from rq import Queue, SimpleWorker
+from rq import SimpleWorker
 
 from experiments.execution import imports
 from experiments.models import Session, Task, Turn
-from tests.conftest import qa_turns
+from tests.conftest import private_rq_queue, qa_turns
 from tests.test_import_sessions import good_session
 
 URL = reverse("session_import", args=["alpha"])
@@ -40,17 +37,11 @@ def owner_client(client, cast):
 @pytest.fixture
 def private_queue(monkeypatch, settings, tmp_path):
     """A queue of this test's own; files over 20 KB go to it, copied under tmp_path."""
-    connection = django_rq.get_connection("default")
-    try:
-        connection.ping()
-    except redis.exceptions.ConnectionError:
-        pytest.fail("Redis must be reachable for this test (REDIS_URL)")
-    queue = Queue(f"test-imports-{uuid.uuid4().hex}", connection=connection)
-    monkeypatch.setattr(imports, "import_queue", lambda: queue)
-    settings.OWNWORDS_BACKGROUND_IMPORT_MB = 20 / 1024
-    settings.OWNWORDS_IMPORT_DIR = tmp_path / "imports"
-    yield queue
-    queue.delete(delete_jobs=True)
+    with private_rq_queue("test-imports") as queue:
+        monkeypatch.setattr(imports, "import_queue", lambda: queue)
+        settings.OWNWORDS_BACKGROUND_IMPORT_MB = 20 / 1024
+        settings.OWNWORDS_IMPORT_DIR = tmp_path / "imports"
+        yield queue
 
 
 def run_worker(queue):
