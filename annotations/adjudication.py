@@ -29,13 +29,17 @@ def item_grades(campaign: RatingCampaign) -> dict[int, list[int]]:
     return grades
 
 
+def disputed_items(campaign: RatingCampaign) -> list[int]:
+    """Ids of the items whose graded ratings differ by ADJUDICATION_SPREAD or more."""
+    return [item_id for item_id, g in item_grades(campaign).items() if max(g) - min(g) >= ADJUDICATION_SPREAD]
+
+
 def adjudication_queue(campaign: RatingCampaign) -> list[dict]:
     """Items with a spread of ADJUDICATION_SPREAD or more, with their texts, grades and any decision.
 
     For owners only: it shows who graded what.
     """
-    grades = item_grades(campaign)
-    disputed = [item_id for item_id, g in grades.items() if max(g) - min(g) >= ADJUDICATION_SPREAD]
+    disputed = disputed_items(campaign)
     items = (RatingItem.objects.filter(pk__in=disputed)
              .select_related("task__question_turn", "task__answer_turn", "prediction", "adjudication")
              .order_by("number"))
@@ -68,7 +72,7 @@ def adjudicate(*, campaign: RatingCampaign, number: int, grade, note: str = "", 
     item = RatingItem.objects.filter(campaign=campaign, number=number).first()
     if item is None:
         raise AdjudicationError(f"this campaign has no item {number}")
-    grades = item_grades(campaign).get(item.pk, [])
+    grades = list(HumanGrade.objects.filter(assignment__item=item, grade__isnull=False).values_list("grade", flat=True))
     if not grades or max(grades) - min(grades) < ADJUDICATION_SPREAD:
         raise AdjudicationError(f"item {number} is not disputed: its raters differ by less than {ADJUDICATION_SPREAD}")
     decision, _ = Adjudication.objects.update_or_create(
