@@ -20,6 +20,7 @@ from annotations.jobs import results_enqueue
 from annotations.access import campaign_for
 from experiments.access import AGGREGATE_READERS, OWNERS
 from experiments.analysis.exports import csv_text
+from experiments.audit import Kind, audit_record
 from experiments.models import Role
 
 
@@ -81,16 +82,18 @@ def campaign_results_csv(request, slug, pk, table):
     if data is None:
         return HttpResponse("The numbers are being computed; try again in a minute.", status=503,
                             content_type="text/plain")
+    audit_record(request, membership.project, Kind.EXPORT, f"campaign {campaign.pk}: results table {table} (CSV)")
     return _csv_response(f"campaign-{campaign.pk}-{table}.csv", header, table_rows(data, table, names))
 
 
 @login_required
 def campaign_export(request, slug, pk, fmt):
     """Every rating, remapped ids, CSV or JSONL: owners only."""
-    _, campaign = campaign_for(request, slug, pk, roles=OWNERS)
+    membership, campaign = campaign_for(request, slug, pk, roles=OWNERS)
+    if fmt not in ("csv", "jsonl"):
+        raise Http404("Exports are .csv or .jsonl")
+    audit_record(request, membership.project, Kind.EXPORT, f"campaign {campaign.pk}: every rating ({fmt.upper()})")
     if fmt == "csv":
         return _download(export_csv(campaign), f"campaign-{campaign.pk}-ratings.csv", "text/csv; charset=utf-8")
-    if fmt == "jsonl":
-        return _download(export_jsonl(campaign), f"campaign-{campaign.pk}-ratings.jsonl",
-                         "application/jsonl; charset=utf-8")
-    raise Http404("Exports are .csv or .jsonl")
+    return _download(export_jsonl(campaign), f"campaign-{campaign.pk}-ratings.jsonl",
+                     "application/jsonl; charset=utf-8")

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from experiments.analysis import figures
 from experiments.access import run_for
+from experiments.audit import Kind, audit_record
 from experiments.analysis.dashboard import dashboard_cached
 from experiments.analysis.exports import csv_text, scores_package_rows
 from experiments.execution.policy import offline_roles
@@ -89,17 +90,19 @@ def _csv_response(filename, header, rows):
 @login_required
 def run_dashboard_csv(request, slug, pk, table):
     """The numbers of one dashboard table as CSV."""
-    _, run = run_for(request, slug, pk)
+    membership, run = run_for(request, slug, pk)
     result = dashboard_cached(run)
     if table not in CSV_TABLES or result is None:
         return HttpResponse("No such table, or the analysis is not computed yet.", status=404,
                             content_type="text/plain")
+    audit_record(request, membership.project, Kind.EXPORT, f"run {run.pk}: dashboard table {table} (CSV)")
     return _csv_response(f"run-{run.pk}-{table}.csv", CSV_TABLES[table], _table_rows(result.payload, table))
 
 
 @login_required
 def run_scores_csv(request, slug, pk):
     """The run's numeric package: task-level scores, remapped labels, lengths, no text."""
-    _, run = run_for(request, slug, pk)
+    membership, run = run_for(request, slug, pk)
     header, rows = scores_package_rows(run)
+    audit_record(request, membership.project, Kind.EXPORT, f"run {run.pk}: task-level scores (CSV)")
     return _csv_response(f"run-{run.pk}-scores.csv", header, rows)

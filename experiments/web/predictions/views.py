@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from urllib.parse import urlencode
 
 from experiments.access import TEXT_READERS, run_for
+from experiments.audit import Kind, audit_record
 from experiments.analysis.explorer import ExplorerQuery, explorer_neighbours
 from experiments.analysis.grades import final_grades
 from experiments.web.predictions.task_page import task_cards, transcript
@@ -50,6 +51,7 @@ def prediction_detail(request, slug, pk, task_pk):
         cohort=protocol.cohort, task_id=task_pk,
     )
     task = entry.task
+    audit_record(request, membership.project, Kind.TASK, f"task {task.pk} (session {task.session.external_id}) in run {run.pk}")
     query = ExplorerQuery.from_params(request.GET, protocol.conditions)
     cards = task_cards(run, task)
     filters = urlencode(query.params())

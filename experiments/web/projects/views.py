@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
+from experiments.audit import Kind, audit_record
 from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for
 from experiments.execution.imports import (
     QueueUnavailable, background_threshold_bytes, import_enqueue, import_progress, upload_limit_bytes,
@@ -111,6 +112,7 @@ def session_detail(request, slug, session_id):
     session = get_object_or_404(
         Session.objects.select_related("study", "person"), project=project, external_id=session_id
     )
+    audit_record(request, project, Kind.SESSION, f"session {session.external_id}")
     task_set = project.current_task_set()
     tasks = list(Task.objects.filter(session=session, task_set=task_set).order_by("position")) if task_set else []
     targets_by_question = {t.cut: t for t in tasks}
