@@ -1,11 +1,18 @@
 """URLs of projects, sessions, tasks and cohorts."""
 from django.urls import path
 
-from experiments.web.projects import views
+from experiments.web.projects import members, views
 
 urlpatterns = [
     path("", views.project_list, name="project_list"),
+    path("projects/new/", members.project_create_view, name="project_create"),
     path("p/<slug:slug>/", views.project_detail, name="project_detail"),
+    path("p/<slug:slug>/members/", members.project_members, name="project_members"),
+    path("p/<slug:slug>/members/add/", members.member_add_view, name="member_add"),
+    path("p/<slug:slug>/members/<int:member_pk>/role/", members.member_role_view, name="member_role"),
+    path("p/<slug:slug>/members/<int:member_pk>/remove/", members.member_remove_view, name="member_remove"),
+    path("p/<slug:slug>/settings/spending/", members.project_spending_view, name="project_spending"),
+    path("p/<slug:slug>/audit/", members.audit_log, name="audit_log"),
     path("p/<slug:slug>/import/", views.session_import, name="session_import"),
     path("p/<slug:slug>/imports/<slug:job_id>/", views.import_progress_view, name="import_progress"),
     path("p/<slug:slug>/tasks/derive/", views.tasks_derive_view, name="tasks_derive"),

@@ -1,0 +1,210 @@
+"""Project creation, member management and the audit log (issue 12): the role matrix, the
+last-owner rule, clear refusals that change nothing, and the log's entries."""
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from experiments.data import cohort_draw
+from experiments.models import AuditEntry, Membership, Project, Role
+
+WHO = ["owner", "analyst", "rater", "viewer", "outsider"]
+OWNER_ONLY = {"owner": 200, "analyst": 403, "rater": 403, "viewer": 403, "outsider": 404}
+
+
+def messages_of(response):
+    return [str(m) for m in response.context["messages"]] if response.context else []
+
+
+def test_any_signed_in_user_creates_a_project_and_owns_it(client, db):
+    user = get_user_model().objects.create_user("newcomer", password="pw-for-tests-only")
+    client.force_login(user)
+    assert client.get(reverse("project_create")).status_code == 200
+    response = client.post(reverse("project_create"), {"name": "Fresh study", "slug": "fresh"})
+    assert response.status_code == 302 and response.url == reverse("project_detail", args=["fresh"])
+    membership = Membership.objects.get(project__slug="fresh")
+    assert (membership.user, membership.role) == (user, Role.OWNER)
+    page = client.get(reverse("project_detail", args=["fresh"])).content.decode()
+    assert "Import interview sessions" in page  # the next step of an empty project
+
+
+@pytest.mark.parametrize("data, error", [
+    ({"name": "Again", "slug": "alpha"}, "exists already"),
+    ({"name": "Bad", "slug": "no spaces"}, "Enter a valid"),
+    ({"name": "", "slug": "empty-name"}, "This field is required"),
+    ({"name": "Nul\x00", "slug": "nul"}, "Null characters are not allowed"),
+])
+def test_a_bad_project_form_says_why_and_creates_nothing(client, cast, data, error):
+    client.force_login(cast["viewer"])
+    before = Project.objects.count()
+    response = client.post(reverse("project_create"), data)
+    assert response.status_code == 200
+    assert error in response.content.decode()
+    assert Project.objects.count() == before
+
+
+def test_anonymous_users_cannot_create_projects(client, db):
+    response = client.post(reverse("project_create"), {"name": "X", "slug": "x"})
+    assert response.status_code == 302 and response.url.startswith(reverse("login"))
+    assert not Project.objects.filter(slug="x").exists()
+
+
+def member_urls(project, member_pk):
+    slug = project.slug
+    return {
+        "members": ("get", reverse("project_members", args=[slug]), {}),
+        "audit": ("get", reverse("audit_log", args=[slug]), {}),
+        "add": ("post", reverse("member_add", args=[slug]), {"username": "newcomer", "role": "viewer"}),
+        "role": ("post", reverse("member_role", args=[slug, member_pk]), {"role": "analyst"}),
+        "remove": ("post", reverse("member_remove", args=[slug, member_pk]), {}),
+        "spending": ("post", reverse("project_spending", args=[slug]), {"analysts_may_spend": "on"}),
+    }
+
+
+@pytest.mark.parametrize("action", ["members", "audit", "add", "role", "remove", "spending"])
+@pytest.mark.parametrize("who", WHO)
+def test_only_owners_manage_members_settings_and_read_the_log(client, project, cast, action, who):
+    get_user_model().objects.create_user("newcomer", password="pw-for-tests-only")
+    viewer = Membership.objects.get(project=project, user=cast["viewer"])
+    before = sorted(Membership.objects.values_list("project_id", "user_id", "role"))
+    client.force_login(cast[who])
+    method, url, data = member_urls(project, viewer.pk)[action]
+    response = getattr(client, method)(url, data)
+    expected = OWNER_ONLY[who]
+    if expected == 200 and method == "post":
+        expected = 302
+    assert response.status_code == expected
+    if who != "owner":
+        assert sorted(Membership.objects.values_list("project_id", "user_id", "role")) == before
+        project.refresh_from_db()
+        assert project.analysts_may_spend is False
+
+
+@pytest.mark.parametrize("action", ["role", "remove"])
+def test_a_member_id_of_another_project_is_not_found(client, project, cast, action):
+    other_membership = Membership.objects.get(user=cast["outsider"])  # owner of project "other"
+    client.force_login(cast["owner"])
+    method, url, data = member_urls(project, other_membership.pk)[action]
+    assert client.post(url, data).status_code == 404
+    other_membership.refresh_from_db()
+    assert other_membership.role == Role.OWNER
+
+
+def test_an_owner_adds_changes_and_removes_members(client, project, cast):
+    newcomer = get_user_model().objects.create_user("newcomer", password="pw-for-tests-only")
+    client.force_login(cast["owner"])
+    urls = member_urls(project, 0)
+    response = client.post(urls["add"][1], {"username": "newcomer", "role": "rater"}, follow=True)
+    assert "newcomer is now rater." in messages_of(response)
+    added = Membership.objects.get(project=project, user=newcomer)
+    assert added.role == Role.RATER
+    client.post(reverse("member_role", args=[project.slug, added.pk]), {"role": "viewer"})
+    added.refresh_from_db()
+    assert added.role == Role.VIEWER
+    client.post(reverse("member_remove", args=[project.slug, added.pk]))
+    assert not Membership.objects.filter(project=project, user=newcomer).exists()
+    # The removed user no longer finds the project.
+    client.force_login(newcomer)
+    assert client.get(reverse("project_detail", args=[project.slug])).status_code == 404
+
+
+@pytest.mark.parametrize("data, error", [
+    ({"username": "nobody-by-this-name", "role": "viewer"}, "there is no account called 'nobody-by-this-name'"),
+    ({"username": "viewer-user", "role": "viewer"}, "viewer-user is a member already"),
+    ({"username": "outsider", "role": "boss"}, "Select a valid choice"),
+    ({"username": "", "role": "viewer"}, "This field is required"),
+    ({"username": "out\x00sider", "role": "viewer"}, "Null characters are not allowed"),
+])
+def test_adding_a_member_badly_says_why_and_changes_nothing(client, project, cast, data, error):
+    client.force_login(cast["owner"])
+    before = sorted(Membership.objects.values_list("project_id", "user_id", "role"))
+    response = client.post(reverse("member_add", args=[project.slug]), data, follow=True)
+    assert any(m.startswith("Nobody was added") and error in m for m in messages_of(response)), messages_of(response)
+    assert sorted(Membership.objects.values_list("project_id", "user_id", "role")) == before
+
+
+def test_the_last_owner_can_neither_leave_nor_be_demoted(client, project, cast):
+    owner = Membership.objects.get(project=project, user=cast["owner"])
+    client.force_login(cast["owner"])
+    response = client.post(reverse("member_role", args=[project.slug, owner.pk]), {"role": "viewer"}, follow=True)
+    assert any("only owner" in m for m in messages_of(response))
+    response = client.post(reverse("member_remove", args=[project.slug, owner.pk]), follow=True)
+    assert any("only owner" in m for m in messages_of(response))
+    owner.refresh_from_db()
+    assert owner.role == Role.OWNER
+    # With a second owner, the first may step down, and then loses the owners' pages.
+    analyst = Membership.objects.get(project=project, user=cast["analyst"])
+    client.post(reverse("member_role", args=[project.slug, analyst.pk]), {"role": "owner"})
+    response = client.post(reverse("member_role", args=[project.slug, owner.pk]), {"role": "analyst"})
+    assert response.status_code == 302 and response.url == reverse("project_detail", args=[project.slug])
+    assert client.get(reverse("project_members", args=[project.slug])).status_code == 403
+    # Now the former analyst is the only owner.
+    client.force_login(cast["analyst"])
+    response = client.post(reverse("member_remove", args=[project.slug, analyst.pk]), follow=True)
+    assert any("only owner" in m for m in messages_of(response))
+    assert Membership.objects.filter(project=project, role=Role.OWNER).count() == 1
+
+
+def test_owners_set_whether_analysts_may_spend(client, project, cast):
+    client.force_login(cast["owner"])
+    page = client.get(reverse("project_members", args=[project.slug])).content.decode()
+    assert 'name="analysts_may_spend"' in page
+    client.post(reverse("project_spending", args=[project.slug]), {"analysts_may_spend": "on"})
+    project.refresh_from_db()
+    assert project.analysts_may_spend is True
+    client.post(reverse("project_spending", args=[project.slug]), {})
+    project.refresh_from_db()
+    assert project.analysts_may_spend is False
+
+
+# --- the audit log ------------------------------------------------------------------------------
+
+def test_opening_a_transcript_is_logged_for_whoever_may_read_it(client, imported, cast):
+    for who in ("owner", "analyst"):
+        client.force_login(cast[who])
+        assert client.get(reverse("session_detail", args=[imported.slug, "sess-a"])).status_code == 200
+    for who in ("viewer", "rater", "outsider"):  # refused: nothing was opened, nothing logged
+        client.force_login(cast[who])
+        assert client.get(reverse("session_detail", args=[imported.slug, "sess-a"])).status_code in (403, 404)
+    entries = list(AuditEntry.objects.order_by("pk").values_list("username", "kind", "target", "project__slug"))
+    assert entries == [("owner-user", "session", "session sess-a", "alpha"),
+                       ("analyst-user", "session", "session sess-a", "alpha")]
+
+
+def test_task_pages_and_exports_are_logged(client, rated_run, cast, campaign):
+    project = rated_run.protocol.project
+    task = rated_run.protocol.cohort.cohort_tasks.order_by("position").first().task
+    client.force_login(cast["analyst"])
+    assert client.get(reverse("prediction_detail", args=[project.slug, rated_run.pk, task.pk])).status_code == 200
+    client.force_login(cast["viewer"])
+    assert client.get(reverse("run_scores_csv", args=[project.slug, rated_run.pk])).status_code == 200
+    client.force_login(cast["owner"])
+    assert client.get(reverse("campaign_export", args=[project.slug, campaign.pk, "jsonl"])).status_code == 200
+    assert client.get(reverse("campaign_export", args=[project.slug, campaign.pk, "xml"])).status_code == 404
+    entries = list(AuditEntry.objects.order_by("pk").values_list("username", "kind", "target"))
+    assert entries == [
+        ("analyst-user", "task", f"task {task.pk} (session {task.session.external_id}) in run {rated_run.pk}"),
+        ("viewer-user", "export", f"run {rated_run.pk}: task-level scores (CSV)"),
+        ("owner-user", "export", f"campaign {campaign.pk}: every rating (JSONL)"),
+    ]
+    assert AuditEntry.objects.get(kind="export", username="owner-user").path.endswith("export.jsonl")
+
+
+def test_owners_read_the_log_filtered_and_paginated(client, imported, cast):
+    client.force_login(cast["analyst"])
+    for _ in range(60):
+        client.get(reverse("session_detail", args=[imported.slug, "sess-b"]))
+    client.force_login(cast["owner"])
+    client.get(reverse("session_detail", args=[imported.slug, "sess-a"]))
+    url = reverse("audit_log", args=[imported.slug])
+    first = client.get(url).content.decode()
+    assert first.count("session sess-") == 50 and "page 1 of 2" in first
+    assert "session sess-a" in first  # newest first
+    mine = client.get(url, {"user": "owner-user"}).content.decode()
+    assert mine.count("session sess-") == 1
+    second = client.get(url, {"user": "analyst-user", "kind": "session", "page": 2}).content.decode()
+    assert second.count("session sess-b") == 10
+    assert "?user=analyst-user&amp;kind=session&amp;page=1" in second  # the pager keeps the filters
+    assert client.get(url, {"kind": "export"}).content.decode().count("session sess-") == 0
+    # Another project's log is not this owner's business: not found.
+    other = Project.objects.get(slug="other")
+    assert client.get(reverse("audit_log", args=[other.slug])).status_code == 404
