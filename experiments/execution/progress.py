@@ -7,14 +7,14 @@ from datetime import timedelta
 
 import django_rq
 import redis
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Max, Min, Q, Sum
 from django.utils import timezone
 from rq import Worker
 
 from experiments.execution import control
 from experiments.execution.concurrency import InflightLimiter
 from experiments.execution.policy import effective_concurrency, limiter_name, role_config
-from experiments.models import ModelCall, Run, Slot
+from experiments.models import Amendment, ModelCall, Run, Slot
 from experiments.models.runs import PHASE_ORDER, Phase
 
 
@@ -54,6 +54,8 @@ def run_progress(run: Run) -> dict:
             "missing": done - c.get(Slot.Status.OK, 0),
             "attempts": per_phase_calls.get(phase, {}).get("attempts", 0),
             "recoveries": per_phase_calls.get(phase, {}).get("recoveries", 0),
+            # Whole percents for the bar, rounded down so a phase shows 100 only when it is complete.
+            "percent": (100 * done // total) if total else 0,
         })
     # Calls per second over the last minute, or since the start when that is shorter.
     now = timezone.now()
@@ -61,8 +63,8 @@ def run_progress(run: Run) -> dict:
     if run.started_at is not None:
         window_s = min(window_s, max((now - run.started_at).total_seconds(), 1.0))
     recent = calls.filter(finished_at__gte=now - timedelta(seconds=window_s)).count()
-    remaining = sum(p["total"] - p["done"] for p in phases)
     rate = recent / window_s
+    pace = phase_pace(run, next((p for p in phases if p["phase"] == run.phase), None), now=now)
     # A count no attempt reported stays None (unknown, not zero: App. B.3, Table 14), and
     # `unreported` says how many finished attempts gave no usage at all.
     tokens = calls.aggregate(**{field: Sum(field) for field in ("input_tokens", "output_tokens", "reasoning_tokens")})
@@ -70,13 +72,137 @@ def run_progress(run: Run) -> dict:
     return {
         "phases": phases,
         "calls_per_second": rate,
-        "eta_s": (remaining / rate) if rate > 0 and remaining else None,
+        "pace": pace,
+        "eta_s": pace["eta_s"],
         "tokens": tokens,
         "attempts": calls.count(),
     }
 
 
 
+# How far back the time-left estimate looks: long enough to smooth bursts of a few slots,
+# short enough to follow a rate that changes (a new cap, a slower service).
+PACE_WINDOW_S = 120.0
+# Amendments after which a paused or stopped run sends again (each sets the run running).
+_RESTARTS = (Amendment.Kind.RESUME, Amendment.Kind.REISSUE_UNKNOWN, Amendment.Kind.ACCEPT_MISSING)
+
+
+def phase_pace(run: Run, phase: dict | None, *, now=None) -> dict:
+    """Time left in the current phase, from the rate its slots reached an outcome lately.
+
+    The rate is the number of the phase's slots that ended (answered or missing) within the
+    last PACE_WINDOW_S seconds of *running* time, divided by that time. The window never
+    reaches back before the latest (re)start, nor before the phase's first request in it, so
+    early on the rate is not diluted by time the phase did not exist, and paused time is never
+    counted: while paused or stopped the window ends where sending stopped and the estimate is
+    the running time still needed after a resume. Three aggregate queries, whatever the size.
+    """
+    now = now or timezone.now()
+    state = _pace_state(run)
+    result = {"state": state, "eta_s": None, "rate": None, "completions": 0, "window_s": 0.0,
+              "remaining": (phase["total"] - phase["done"]) if phase else 0}
+    if phase is None or run.started_at is None or state in ("finished", "not started") or not result["remaining"]:
+        return result
+    restarts = Amendment.objects.filter(run=run, kind__in=_RESTARTS).aggregate(latest=Max("created_at"))["latest"]
+    since = max(run.started_at, restarts or run.started_at)
+    calls = ModelCall.objects.filter(slot__run=run, slot__phase=run.phase)
+    end = now
+    if state != "running":
+        pause = (Amendment.objects.filter(run=run, kind=Amendment.Kind.PAUSE, created_at__gte=since)
+                 .aggregate(at=Max("created_at"))["at"])
+        # A stop by the engine (quota, a ceiling) records no amendment: sending ended with the last outcome.
+        end = pause or calls.filter(finished_at__gte=since).aggregate(at=Max("finished_at"))["at"] or since
+    start = max(since, end - timedelta(seconds=PACE_WINDOW_S))
+    seen = (calls.filter(finished_at__gte=start, finished_at__lte=end, slot__status__in=Slot.TERMINAL)
+            .aggregate(slots=Count("slot", distinct=True), first=Min("reserved_at")))
+    if seen["first"] is not None:
+        start = max(start, seen["first"])
+    window_s = (end - start).total_seconds()
+    result.update(completions=seen["slots"], window_s=window_s)
+    if seen["slots"] and window_s > 0:
+        result["rate"] = seen["slots"] / window_s
+        result["eta_s"] = time_left(result["remaining"], seen["slots"], window_s)
+    return result
+
+
+def time_left(remaining: int, completions: int, window_s: float) -> float | None:
+    """Seconds to finish `remaining` slots at the rate `completions` per `window_s` seconds."""
+    if completions <= 0 or window_s <= 0:
+        return None
+    return remaining * window_s / completions
+
+
+def _pace_state(run: Run) -> str:
+    if run.status == Run.Status.FINISHED:
+        return "finished"
+    if run.status == Run.Status.CREATED:
+        return "not started"
+    if run.status == Run.Status.RUNNING and not run.circuit_open:
+        return "running"
+    return "paused"
+
+
+def pace_text(pace: dict) -> str:
+    """The time-left line of the run page and run_report."""
+    if pace["state"] in ("finished", "not started"):
+        return "—"
+    if not pace["remaining"]:
+        return "this phase's slots have all ended"
+    if pace["eta_s"] is None:
+        waiting = "paused; " if pace["state"] == "paused" else ""
+        return f"{waiting}estimating: no slot of this phase has ended since the run last (re)started"
+    left = duration_text(pace["eta_s"])
+    per_minute = pace["rate"] * 60
+    basis = (f"{pace['completions']} slot{'s' if pace['completions'] != 1 else ''} ended in the last "
+             f"{duration_text(pace['window_s'])} of running time, {per_minute:,.1f} a minute")
+    if pace["state"] == "paused":
+        return f"paused: about {left} of running time once resumed ({basis}; paused time not counted)"
+    return f"about {left} for this phase ({basis})"
+
+
+# --- amendments in words ------------------------------------------------------------------------
+
+def amendment_text(amendment: Amendment) -> str:
+    """What an amendment did, in a sentence, from its recorded payload (never the raw JSON)."""
+    payload = amendment.payload or {}
+    kind = amendment.kind
+    if kind == Amendment.Kind.CONCURRENCY:
+        caps = payload.get("concurrency", {})
+        return "; ".join(f"at most {cap} request{_s(cap)} in flight to {provider}" for provider, cap in caps.items()) \
+            or "concurrency unchanged"
+    if kind == Amendment.Kind.PAUSE:
+        return "paused: nothing more was sent until a resume"
+    phase = _phase_words(payload.get("phase"))
+    if kind == Amendment.Kind.RESUME:
+        held, allowance = len(payload.get("held_slots_released", [])), payload.get("allowance", 1)
+        text = f"resumed the {payload.get('was', 'stopped')} run"
+        if payload.get("circuit_was_open"):
+            text += " and closed the quota circuit"
+        if held:
+            text += (f"; {held} held slot{_s(held)} may each send {allowance} more identical "
+                     f"request{_s(allowance)}")
+        return text
+    if kind == Amendment.Kind.REISSUE_UNKNOWN:
+        requests = payload.get("requests", len(payload.get("slots", [])))
+        text = f"re-issued {requests} slot{_s(requests)} of {phase} without an answer, one identical request each"
+        if payload.get("tokens_known_for"):
+            text += (f" (their last attempts used {payload.get('input_tokens')} input and "
+                     f"{payload.get('output_tokens')} output tokens, reported for {payload['tokens_known_for']})")
+        return text
+    if kind == Amendment.Kind.ACCEPT_MISSING:
+        n = len(payload.get("slots", []))
+        parts = [f"{payload[k]} {k}" for k in ("unknown", "failed") if payload.get(k)]
+        return (f"continued past {phase} with {n} slot{_s(n)} missing"
+                + (f" ({', '.join(parts)})" if parts else ""))
+    return Amendment.Kind(kind).label if kind in Amendment.Kind.values else str(kind)
+
+
+def _phase_words(phase) -> str:
+    return f"the {Phase(phase).label.lower()} phase" if phase in Phase.values else "the phase"
+
+
+def _s(n) -> str:
+    return "" if n == 1 else "s"
 
 
 def run_next(run: Run) -> dict:

@@ -166,7 +166,7 @@ def _progress(run: Run) -> dict:
     return {
         **counts,
         "run": run,
-        "eta": progress.duration_text(counts["eta_s"]),
+        "eta": progress.pace_text(counts["pace"]),
         "in_flight": progress.in_flight(run, redis_up=redis_up),
         "workers": progress.worker_count() if redis_up and not run.inline else None,
         "finished": run.status == Run.Status.FINISHED,
@@ -189,7 +189,7 @@ def run_detail(request, slug, pk):
         "run": run,
         "protocol": protocol,
         "progress": _progress(run),
-        "amendments": run.amendments.select_related("created_by"),
+        "amendments": [(a, progress.amendment_text(a)) for a in run.amendments.select_related("created_by")],
         "offline": policy.offline_roles(protocol),
         "analysis": run.analysis if run.status == Run.Status.FINISHED else None,
         **_protocol_facts(protocol),
@@ -219,7 +219,7 @@ def run_progress_json(request, slug, pk):
         "status": run.status,
         "phase": run.phase,
         "circuit_open": run.circuit_open,
-        **{key: shown[key] for key in ("finished", "phases", "calls_per_second", "eta_s", "tokens", "attempts",
-                                       "in_flight", "next")},
+        **{key: shown[key] for key in ("finished", "phases", "calls_per_second", "eta_s", "pace", "tokens",
+                                       "attempts", "in_flight", "next")},
         "html": render_to_string("experiments/runs/run_progress_block.html", {"progress": shown}, request=request),
     })
