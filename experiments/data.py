@@ -9,16 +9,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Avg, Count, F, OuterRef, Subquery, Sum
+from django.db.models.functions import Length
 from django.utils import timezone
 
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.cohorts import Candidate, draw_cohort
+from experiments.core.estimate import CohortShape
 from experiments.core.interviews.records import InterviewFileError, ParsedSession, printable, unstorable_text_problem
 from experiments.import_store import TASK_COLUMNS, SessionWriter, batches, task_rows
 from experiments.models import (
     Cohort,
     CohortTask,
     Project,
+    ScreenerItem,
     Session,
     Task,
     TaskSet,
@@ -171,6 +175,29 @@ def cohort_tasks(cohort: Cohort) -> list[Task]:
         .order_by("position")
     )
     return [entry.task for entry in entries]
+
+
+def cohort_shape(cohort: Cohort) -> CohortShape:
+    """Counts and mean text lengths of a cohort, for the protocol's call and token estimate
+    (`core.estimate`): five aggregate queries, whatever the cohort's size."""
+    tasks = Task.objects.filter(cohort_entries__cohort=cohort)
+    counts = tasks.aggregate(tasks=Count("pk"), sessions=Count("session", distinct=True),
+                             question=Avg(Length("question_turn__text")), reference=Avg(Length("answer_turn__text")))
+    sessions = counts["sessions"] or 0
+    if not sessions:
+        return CohortShape(sessions=0, tasks=0)
+    session_ids = tasks.values("session")
+    earliest_cut = Subquery(tasks.filter(session=OuterRef("session")).order_by("record_cut").values("record_cut")[:1])
+    # The record: "- " + each permitted participant turn, joined by line breaks (evidence.respondent_record).
+    record = (Turn.objects.filter(session__in=session_ids, speaker=Turn.Speaker.PARTICIPANT, index__lt=earliest_cut)
+              .aggregate(chars=Sum(Length("text") + 3))["chars"] or 0)
+    dialogue = (Turn.objects.filter(session__tasks__cohort_entries__cohort=cohort, index__lt=F("session__tasks__cut"))
+                .aggregate(chars=Sum(Length("text")))["chars"] or 0)
+    screener = (ScreenerItem.objects.filter(session__in=session_ids)
+                .aggregate(chars=Sum(Length("question") + Length("answer")))["chars"] or 0)
+    return CohortShape(sessions=sessions, tasks=counts["tasks"], record_chars=record / sessions,
+                       dialogue_chars=dialogue / counts["tasks"], question_chars=counts["question"] or 0,
+                       reference_chars=counts["reference"] or 0, screener_chars=screener / sessions)
 
 
 class CohortError(ValueError):

@@ -29,3 +29,17 @@ def test_a_finished_run_points_to_its_dashboard_and_raters_to_their_queue(client
     assert "rate it" in next_line(client, cast["owner"])
     assert reverse("campaign_list", args=["alpha"]) in next_line(client, cast["rater"])
     assert Project.objects.get(slug="alpha").protocols.count() == 1
+
+
+def test_sealing_a_paid_protocol_is_offered_only_to_whoever_may_spend(client, cast, imported):
+    from experiments.data import cohort_draw
+    from tests.test_pages_runs import make_protocol
+    cohort = cohort_draw(project=imported, name="c1", size=2, seed=1)
+    paid = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    protocol = make_protocol(imported, cohort, "paid", generator=paid, concurrency={"openai": 2})
+    assert "Seal protocol paid" in next_line(client, cast["owner"])
+    assert "Protocol paid waits for an owner to seal it" in next_line(client, cast["analyst"])
+    assert "Protocol paid waits for an owner to seal it" in next_line(client, cast["viewer"])
+    Project.objects.filter(slug="alpha").update(analysts_may_spend=True)
+    assert "Seal protocol paid" in next_line(client, cast["analyst"])
+    assert reverse("protocol_detail", args=["alpha", protocol.pk]) in next_line(client, cast["analyst"])

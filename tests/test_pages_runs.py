@@ -203,12 +203,21 @@ def test_actions_refuse_get(client, world, action):
 
 # --- the protocol editor --------------------------------------------------------------------
 
-def protocol_form_data(cohort, **overrides):
+def contrast_rows(*rows):
+    """The protocol form's contrast rows (a formset): each row a dict of name, first, second, family, criterion."""
+    data = {"contrast-TOTAL_FORMS": str(len(rows)), "contrast-INITIAL_FORMS": "0"}
+    for i, row in enumerate(rows):
+        data.update({f"contrast-{i}-{key}": value for key, value in row.items() if value not in (False, None)})
+    return data
+
+
+def protocol_form_data(cohort, *, contrasts=None, **overrides):
     data = {
         "name": "p-new", "cohort": cohort.pk, "conditions": [MEMORY, OWNWORDS],
         "max_recoveries_per_slot": 2, "cooldown_s": 30, "phase_allowance": 256,
-        "contrasts": f"{OWNWORDS} - {MEMORY} [family] [interval above zero]",
         "bootstrap_seed": 7, "bootstrap_draws": 500,
+        **contrast_rows(*(contrasts if contrasts is not None else [
+            {"first": OWNWORDS, "second": MEMORY, "family": "on", "criterion": "on"}, {}, {}])),
     }
     for role in ("generator", "judge"):
         data.update({f"{role}-provider": "offline", f"{role}-base_url": "", f"{role}-model": "offline-stand-in",
@@ -243,10 +252,15 @@ def test_an_analyst_creates_a_protocol_with_its_contrasts_parsed(client, world):
 def test_the_edit_form_shows_what_is_stored_and_saving_it_unchanged_changes_nothing(client, world):
     client.force_login(world["users"]["owner"])
     draft = world["draft"]
-    body = client.get(reverse("protocol_edit", args=["alpha", draft.pk])).content.decode()
-    assert "ownwords - memory: ownwords(B=|memory|) - memory(concrete,100w)+one-shot [family] [interval above zero]" in body
-    data = protocol_form_data(world["cohort"], name="draft",
-                              contrasts=format_contrast(CONTRAST))
+    response = client.get(reverse("protocol_edit", args=["alpha", draft.pk]))
+    row = response.context["editor"].contrast_rows.forms[0]
+    assert {key: row[key].value() for key in ("name", "first", "second", "family", "criterion")} == {
+        "name": "ownwords - memory", "first": OWNWORDS, "second": MEMORY, "family": True, "criterion": True}
+    body = response.content.decode()
+    assert 'value="ownwords - memory"' in body
+    assert f'<option value="{OWNWORDS}" selected>' in body and f'<option value="{MEMORY}" selected>' in body
+    data = protocol_form_data(world["cohort"], name="draft", contrasts=[
+        {"name": "ownwords - memory", "first": OWNWORDS, "second": MEMORY, "family": "on", "criterion": "on"}])
     client.post(reverse("protocol_edit", args=["alpha", draft.pk]), data)
     draft.refresh_from_db()
     assert draft.contrasts == [CONTRAST]
@@ -255,10 +269,14 @@ def test_the_edit_form_shows_what_is_stored_and_saving_it_unchanged_changes_noth
 @pytest.mark.parametrize("overrides, message", [
     ({"conditions": ["mem0(B=|memory|)"]}, "mem0(B=|memory|) is not runnable yet"),
     ({"conditions": []}, "choose at least one condition"),
-    ({"contrasts": f"whole-record - {MEMORY}"}, "uses whole-record, which is not among the protocol&#x27;s conditions"),
-    ({"contrasts": f"{OWNWORDS}-{MEMORY}"}, "spaces on both sides"),
-    ({"contrasts": f"{OWNWORDS} + {MEMORY}"}, "must sum to zero"),
-    ({"contrasts": f"{OWNWORDS} - {MEMORY} [famly]"}, "unknown marker"),
+    ({"contrasts": [{"first": "whole-record", "second": MEMORY}]},
+     "uses whole-record, which is not among the protocol&#x27;s conditions"),
+    ({"contrasts": [{"first": MEMORY, "second": MEMORY}]}, "choose two different conditions"),
+    ({"contrasts": [{"first": MEMORY, "second": ""}]}, "choose both conditions of this contrast"),
+    ({"contrasts": [{"name": "named but empty"}]}, "choose the two conditions of this contrast"),
+    ({"contrasts": [{"first": "no-such-condition", "second": MEMORY}]}, "Select a valid choice"),
+    ({"contrasts": [{"name": "same", "first": OWNWORDS, "second": MEMORY},
+                    {"name": "same", "first": MEMORY, "second": OWNWORDS}]}, "the name &#x27;same&#x27; is used twice"),
     ({"generator-provider": "openai"}, "a base URL is needed for this provider"),
     ({"generator-provider": "openai", "generator-base_url": "not a url"}, "not an http(s) URL"),
     ({"judge-provider": "gemini", "judge-base_url": "https://x.example/v1beta", "judge-token_param": "max_tokens",

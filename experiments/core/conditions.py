@@ -288,3 +288,40 @@ def get_condition(key: str) -> Condition:
 def prediction_labels(condition: Condition) -> list[str]:
     """The labels of the answers a condition produces per task: its final answer, or its pool's candidates."""
     return [FINAL] if condition.candidates == 1 else [f"b{i}" for i in range(condition.candidates)]
+
+
+# --- families, for pages that list conditions --------------------------------------------------
+
+# (key, title, what the family's conditions share), in the order a page shows them.
+FAMILIES = (
+    ("memory", "A written memory", "one memory of the session, answered one-shot or by fusion / selection over "
+     "three identical-prompt candidates (the one-shot is candidate b0)"),
+    ("excerpts", "The person's own words at a budget", "sentences of the permitted record that fit in B characters"),
+    ("record", "The record without a budget", "the whole permitted record, or the dialogue up to the question"),
+    ("combined", "A memory together with the record", "the memory and excerpts or the whole record in one call"),
+    ("baselines", "No personal evidence", "the screener and the question, or the question alone"),
+    ("sweep", "Budget sweep at other memory lengths (App. G.1)", "memory, OwnWords and recency at B = |memory| "
+     "for memories of 50, 200 and 400 words"),
+    ("systems", "Memory systems", "not runnable yet"),
+)
+
+
+def condition_family(condition: Condition) -> str:
+    """The FAMILIES key a condition is listed under."""
+    if not condition.runnable:
+        return "systems"
+    if condition.memory_words not in (None, DEFAULT_MEMORY_WORDS):
+        return "sweep"
+    return {
+        MEMORY: "memory", OWNWORDS: "excerpts", RECENCY: "excerpts", QUESTION_FREE: "excerpts",
+        WHOLE_RECORD: "record", CURRENT_DIALOGUE: "record", MEMORY_PLUS_OWNWORDS: "combined",
+        MEMORY_PLUS_WHOLE_RECORD: "combined", NO_EVIDENCE: "baselines",
+    }.get(condition.evidence, "systems")
+
+
+def conditions_by_family(keys=None) -> list[tuple[tuple[str, str, str], list[Condition]]]:
+    """[(family, [conditions in registry order])] for the given keys (every condition by default),
+    families in FAMILIES order, empty families left out."""
+    chosen = [CONDITIONS[key] for key in CONDITIONS if keys is None or key in keys]
+    grouped = [(family, [c for c in chosen if condition_family(c) == family[0]]) for family in FAMILIES]
+    return [(family, members) for family, members in grouped if members]

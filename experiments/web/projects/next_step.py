@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from experiments.access import may_spend
 from experiments.models import Membership, Project, Role, Run
 
 
@@ -43,7 +44,11 @@ def next_step(membership: Membership, *, sessions: int, tasks: int, cohorts: int
     run = Run.objects.filter(protocol__project=project).order_by("-created_at", "-pk").first()
     if run is None:
         verb = "Run" if protocol.is_sealed() else "Seal"
-        return NextStep(f"{verb} protocol {protocol.name}", "protocol_detail", (slug, protocol.pk))
+        if may_spend(membership, protocol):
+            return NextStep(f"{verb} protocol {protocol.name}", "protocol_detail", (slug, protocol.pk))
+        # Sealing and running spend money: say who may (the project's spending setting decides for analysts).
+        return NextStep(f"Protocol {protocol.name} waits for an owner to {verb.lower()} it", "protocol_detail",
+                        (slug, protocol.pk))
     if run.status != Run.Status.FINISHED:
         return NextStep(f"Follow run {run.pk} of {run.protocol.name} ({run.get_status_display().lower()})",
                         "run_detail", (slug, run.pk))

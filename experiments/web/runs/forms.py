@@ -14,10 +14,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
 
-from experiments.core.conditions import CONDITIONS
-from experiments.core.contrasts import (
-    CONTRAST_SYNTAX_HELP, contrast_problems, format_contrast, parse_contrast_line,
-)
+from experiments.core.conditions import CONDITIONS, conditions_by_family
+from experiments.core.contrasts import contrast_problems
 from experiments.core.llm import wire
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
@@ -25,6 +23,7 @@ from experiments.execution import endpoints
 from experiments.execution.policy import DEFAULT_CONCURRENCY, DEFAULT_RETRY, RunError
 from experiments.models import Protocol
 from experiments.execution.sealing import protocol_problems
+from experiments.web.runs.contrast_rows import KeptContrastsField, contrast_rows
 from experiments.web.text_input import StorableTextMixin
 
 # --- the forms --------------------------------------------------------------------------------
@@ -172,8 +171,6 @@ class ProtocolForm(StorableTextMixin, forms.Form):
     max_recoveries_per_slot = forms.IntegerField(min_value=0, max_value=10, label="Max recoveries per slot")
     cooldown_s = forms.FloatField(min_value=0, max_value=3600, label="Cooldown (s)")
     phase_allowance = forms.IntegerField(min_value=0, max_value=1_000_000, label="Recovery allowance per phase")
-    contrasts = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5, "cols": 100}),
-                                label="Planned contrasts", help_text=CONTRAST_SYNTAX_HELP)
     bootstrap_seed = forms.IntegerField(min_value=0, max_value=2**63 - 1, label="Bootstrap seed")
     bootstrap_draws = forms.IntegerField(min_value=100, max_value=10_000_000, label="Bootstrap draws")
 
@@ -182,6 +179,8 @@ class ProtocolForm(StorableTextMixin, forms.Form):
         self.project = project
         self.protocol = protocol
         self.fields["cohort"].queryset = project.cohorts.all()
+        # Contrasts of another shape than a pair, from the protocol_create command: kept or dropped.
+        self.fields["kept_contrasts"] = KeptContrastsField(protocol.contrasts if protocol else [])
 
     def clean_name(self):
         name = self.cleaned_data["name"].strip()
@@ -202,25 +201,8 @@ class ProtocolForm(StorableTextMixin, forms.Form):
         # Registry order, so the same choice always gives the same protocol (and seal).
         return [key for key in CONDITIONS if key in keys]
 
-    def clean_contrasts(self):
-        contrasts, errors = [], []
-        for number, line in enumerate(self.cleaned_data["contrasts"].splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                contrasts.append(parse_contrast_line(line))
-            except ValueError as exc:
-                errors.append(ValidationError(f"line {number}: {exc}", code="bad_contrast"))
-        if errors:
-            raise ValidationError(errors)
-        return contrasts
-
-    def clean(self):
-        data = super().clean()
-        if "contrasts" in data and "conditions" in data:
-            for problem in contrast_problems(data["contrasts"], data["conditions"]):
-                self.add_error("contrasts", ValidationError(problem, code="bad_contrast"))
-        return data
+    def clean_kept_contrasts(self):
+        return self.fields["kept_contrasts"].contrasts(self.cleaned_data["kept_contrasts"])
 
 
 def protocol_initial(protocol: Protocol | None, project) -> dict:
@@ -237,7 +219,6 @@ def protocol_initial(protocol: Protocol | None, project) -> dict:
         "cohort": protocol.cohort,
         "conditions": protocol.conditions,
         **retry,
-        "contrasts": "\n".join(format_contrast(c) for c in protocol.contrasts),
         "bootstrap_seed": protocol.bootstrap.get("seed", DEFAULT_SEED),
         "bootstrap_draws": protocol.bootstrap.get("draws", DEFAULT_DRAWS),
     }
@@ -257,10 +238,19 @@ class ProtocolEditor:
         del self.generator.fields["structured_output"]  # a judge's option: it asks for a grade
         self.judge = ModelConfigForm(data, prefix="judge", initial=model_initial(
             protocol.judge if protocol else OFFLINE_CONFIG, concurrency))
+        self.contrast_rows = contrast_rows(data, protocol.contrasts if protocol else [])
+        self.contrasts: list[dict] = []
 
     def is_valid(self) -> bool:
-        valid = [form.is_valid() for form in (self.main, self.generator, self.judge)]  # all, for every error
+        valid = [form.is_valid() for form in (self.main, self.generator, self.judge, self.contrast_rows)]  # all
         if not all(valid):
+            return False
+        self.contrasts = [c for c in (row.contrast() for row in self.contrast_rows) if c is not None]
+        self.contrasts += self.main.cleaned_data["kept_contrasts"]
+        problems = contrast_problems(self.contrasts, self.main.cleaned_data["conditions"])
+        for problem in problems:
+            self.main.add_error(None, ValidationError(f"planned contrasts: {problem}", code="bad_contrast"))
+        if problems:
             return False
         generator, judge = self.generator.cleaned_data, self.judge.cleaned_data
         if generator["provider"] == judge["provider"] and generator["concurrency"] != judge["concurrency"]:
@@ -286,7 +276,7 @@ class ProtocolEditor:
                 self.judge.cleaned_data["provider"]: self.judge.cleaned_data["concurrency"],
             },
             "retry_policy": {key: data[key] for key in DEFAULT_RETRY},
-            "contrasts": data["contrasts"],
+            "contrasts": self.contrasts,
             "bootstrap": {"seed": data["bootstrap_seed"], "draws": data["bootstrap_draws"]},
         }
 
@@ -303,12 +293,14 @@ class ProtocolEditor:
             protocol.save()
             return protocol
 
-    def condition_rows(self) -> list[dict]:
-        """Every registry condition for the checkboxes; those not runnable shown disabled."""
+    def condition_groups(self) -> list[dict]:
+        """Every registry condition for the checkboxes, grouped by family; those not runnable disabled."""
         chosen = set(self.main["conditions"].value() or ())
         return [
-            {"key": key, "runnable": c.runnable, "note": c.note, "checked": key in chosen}
-            for key, c in CONDITIONS.items()
+            {"key": key, "title": title, "about": about,
+             "rows": [{"key": c.key, "runnable": c.runnable, "note": c.note, "checked": c.key in chosen}
+                      for c in members]}
+            for (key, title, about), members in conditions_by_family()
         ]
 
 

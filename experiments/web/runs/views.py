@@ -29,7 +29,11 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 
 from experiments.access import TEXT_READERS, may_spend, membership_for, protocol_for, require_spending, run_for
+from experiments.core.conditions import CONDITIONS
 from experiments.core.contrasts import format_terms
+from experiments.core.estimate import estimate_run
+from experiments.core.llm import wire
+from experiments.data import cohort_shape
 from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import control, jobs, policy, progress
 from experiments.execution.sealing import protocol_problems, protocol_seal
@@ -56,7 +60,7 @@ def protocol_create(request, slug):
         return redirect("protocol_detail", slug=slug, pk=protocol.pk)
     return render(request, "experiments/runs/protocol_form.html",
                   {"membership": membership, "project": project, "editor": editor, "protocol": None,
-                   "offline_label": OFFLINE_LABEL})
+                   "offline_label": OFFLINE_LABEL, "estimate": _editor_estimate(editor, None)})
 
 
 @login_required
@@ -79,7 +83,7 @@ def protocol_edit(request, slug, pk):
         return redirect("protocol_detail", slug=slug, pk=pk)
     return render(request, "experiments/runs/protocol_form.html",
                   {"membership": membership, "project": membership.project, "editor": editor, "protocol": protocol,
-                   "offline_label": OFFLINE_LABEL})
+                   "offline_label": OFFLINE_LABEL, "estimate": _editor_estimate(editor, protocol)})
 
 
 @login_required
@@ -94,6 +98,9 @@ def protocol_detail(request, slug, pk):
         "can_edit": membership.can_read_text(),
         "can_spend": may_spend(membership, protocol),
         "offline": policy.offline_roles(protocol),
+        # A re-grade sends only judge calls, one per distinct answer of its source: not this estimate.
+        "estimate": None if protocol.is_regrade() else _estimate(protocol.cohort, protocol.conditions,
+                                                                 protocol.generator, protocol.judge),
         **_protocol_facts(protocol),
     }
     if not protocol.is_sealed():
@@ -147,6 +154,29 @@ def _protocol_facts(protocol) -> dict:
         "retry_policy": {**policy.DEFAULT_RETRY, **protocol.retry_policy},
         "contrasts": [{**c, "expression": format_terms(c["terms"])} for c in protocol.contrasts],
     }
+
+
+def _estimate(cohort, conditions, generator: dict, judge: dict):
+    """The expected calls and tokens of a run (core.estimate), or None when there is nothing to count."""
+    chosen = [CONDITIONS[key] for key in conditions or () if key in CONDITIONS and CONDITIONS[key].runnable]
+    if cohort is None or not chosen:
+        return None
+    default_cap = wire.ModelConfig(provider="offline", base_url="", model="").max_output_tokens
+    caps = [c.get("max_output_tokens") if isinstance(c, dict) else None for c in (generator, judge)]
+    return estimate_run(chosen, cohort_shape(cohort), generator_cap=caps[0] or default_cap,
+                        judge_cap=caps[1] or default_cap)
+
+
+def _editor_estimate(editor: ProtocolEditor, protocol):
+    """The estimate for what the form holds: the posted choice once it validates, else the stored one."""
+    main = editor.main
+    if main.is_bound and hasattr(main, "cleaned_data") and "cohort" in main.cleaned_data \
+            and "conditions" in main.cleaned_data:
+        configs = [form.cleaned_data if hasattr(form, "cleaned_data") else {} for form in (editor.generator, editor.judge)]
+        return _estimate(main.cleaned_data["cohort"], main.cleaned_data["conditions"], *configs)
+    if protocol is not None:
+        return _estimate(protocol.cohort, protocol.conditions, protocol.generator, protocol.judge)
+    return None
 
 
 def _effective(config: dict) -> dict:
