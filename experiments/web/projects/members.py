@@ -30,7 +30,7 @@ class ProjectForm(StorableTextMixin, forms.Form):
 
 class MemberAddForm(StorableTextMixin, forms.Form):
     username = forms.CharField(max_length=150)
-    role = forms.ChoiceField(choices=Role.choices)
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)  # the least a member can see
 
 
 class RoleForm(forms.Form):
@@ -73,8 +73,7 @@ def project_members(request, slug):
     return render(request, "experiments/projects/project_members.html", {
         "membership": membership, "project": project,
         "members": [(m, _role_form(m)) for m in members],
-        "add_form": MemberAddForm(), "spending_form": SpendingForm(initial={
-            "analysts_may_spend": project.analysts_may_spend}),
+        "add_form": MemberAddForm(),
     })
 
 
