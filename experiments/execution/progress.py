@@ -25,11 +25,15 @@ def run_progress(run: Run) -> dict:
                              .annotate(n=Count("pk")).order_by()):
         counts.setdefault(phase, {})[status] = n
     calls = ModelCall.objects.filter(slot__run=run)
+    # One pass over the run's calls for every counter and token sum (the page polls every 2 s).
+    token_fields = ("input_tokens", "output_tokens", "reasoning_tokens")
     per_phase_calls = {
         row["slot__phase"]: row
         for row in calls.values("slot__phase").annotate(
             attempts=Count("pk"),
             recoveries=Count("pk", filter=Q(basis=ModelCall.Basis.RECOVERY)),
+            unreported=Count("pk", filter=Q(finished_at__isnull=False, total_tokens=None)),
+            **{field: Sum(field) for field in token_fields},
         ).order_by()
     }
     phases = []
@@ -67,16 +71,23 @@ def run_progress(run: Run) -> dict:
     pace = phase_pace(run, next((p for p in phases if p["phase"] == run.phase), None), now=now)
     # A count no attempt reported stays None (unknown, not zero: App. B.3, Table 14), and
     # `unreported` says how many finished attempts gave no usage at all.
-    tokens = calls.aggregate(**{field: Sum(field) for field in ("input_tokens", "output_tokens", "reasoning_tokens")})
-    tokens["unreported"] = calls.exclude(finished_at=None).filter(total_tokens=None).count()
+    rows = per_phase_calls.values()
+    tokens = {field: _sum_known(row[field] for row in rows) for field in token_fields}
+    tokens["unreported"] = sum(row["unreported"] for row in rows)
     return {
         "phases": phases,
         "calls_per_second": rate,
         "pace": pace,
         "eta_s": pace["eta_s"],
         "tokens": tokens,
-        "attempts": calls.count(),
+        "attempts": sum(row["attempts"] for row in rows),
     }
+
+
+def _sum_known(values):
+    """The sum of the values that are known; None when none is (unknown, not zero)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 

@@ -1,0 +1,126 @@
+"""Benchmark of the run page's progress (issue 12/13) on PostgreSQL: a run of SLOTS slots.
+
+    .venv/bin/python benchmarks/run_page.py                       # database bench_run_page (dropped, rebuilt)
+    SLOTS=100000 DATABASE_URL=postgres://postgres@127.0.0.1:5432/mydb .venv/bin/python benchmarks/run_page.py
+
+Do not point it at real data: the database is dropped first. It writes with COPY a running run in
+its generation phase with SLOTS slots (default 1,000,000): 70% answered, each with one call that
+finished over the past hour at a steady rate (the last two minutes included), 30% pending; and a
+pause and a resume amendment. Then it prints the server time (median and best of REPEAT requests,
+the Django test client) and the number of queries of: `progress.run_progress` alone, the run page,
+and its JSON poll. The page must not grow its query count with the run; issue 13 asks ≤ 200 ms.
+"""
+import os
+import statistics
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_run_page")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
+os.environ.setdefault("SECRET_KEY", "benchmark-only")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
+os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+SLOTS = int(os.environ.get("SLOTS", 1_000_000))
+REPEAT = int(os.environ.get("REPEAT", 15))
+
+name = os.environ["DATABASE_URL"].rsplit("/", 1)[1]
+for command in ("dropdb", "createdb"):
+    subprocess.run([command, "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True)
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.urls import reverse  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from experiments.execution import progress  # noqa: E402
+from experiments.models import (Amendment, Cohort, Membership, Project, Protocol, Role, Run,  # noqa: E402
+                                TaskSet)
+
+OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+
+
+def copy(table: str, columns: str, rows) -> None:
+    with connection.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as out:
+        for row in rows:
+            out.write_row(row)
+
+
+def build():
+    call_command("migrate", verbosity=0)
+    project = Project.objects.create(slug="bench", name="Bench")
+    owner = get_user_model().objects.create_user("owner", password="x")
+    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    task_set = TaskSet.objects.create(project=project, min_pairs=12, min_targets=5, max_targets=5,
+                                      derived_at=timezone.now())
+    cohort = Cohort.objects.create(project=project, task_set=task_set, name="c", requested_size=1, seed=1,
+                                   task_list_sha256="0" * 64, rule={})
+    protocol = Protocol.objects.create(project=project, name="p", cohort=cohort, conditions=["question-only"],
+                                       generator=OFFLINE, judge=OFFLINE, concurrency={"offline": 8},
+                                       sealed_at=timezone.now())
+    now = timezone.now()
+    run = Run.objects.create(protocol=protocol, status=Run.Status.RUNNING, phase="generation",
+                             started_at=now - timedelta(hours=2))
+    answered = int(SLOTS * 0.7)
+    copy("experiments_slot", "run_id, phase, key, role, system, \"user\", request_sha256, prompt_refs, status, "
+         "status_note, amended_attempts, updated_at",
+         ((run.pk, "generation", f"gen|{i}", "generator", "s", "u", "0" * 64, "[]",
+           "ok" if i < answered else "pending", "", 0, now) for i in range(SLOTS)))
+    first_slot = run.slots.order_by("pk").values_list("pk", flat=True).first()
+    span = 3600.0
+    copy("experiments_modelcall", "slot_id, attempt, basis, justification, worker, reserved_at, lease_until, "
+         "finished_at, outcome, response_id, model_version, finish_reason, error, raw_body",
+         ((first_slot + i, 1, "first", "", "w", now - timedelta(seconds=span * (1 - i / answered) + 1),
+           now, now - timedelta(seconds=span * (1 - i / answered)), "ok", "", "", "", "", "")
+          for i in range(answered)))
+    for kind, ago in (("pause", 5400), ("resume", 4000)):
+        amendment = Amendment.objects.create(run=run, kind=kind, reason="bench", created_by=owner,
+                                             payload={"held_slots_released": []} if kind == "resume" else {})
+        Amendment.objects.filter(pk=amendment.pk).update(created_at=now - timedelta(seconds=ago))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return project, run, owner
+
+
+def timed(fn, repeat=REPEAT):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), min(times)
+
+
+def main():
+    started = time.perf_counter()
+    project, run, owner = build()
+    print(f"built {SLOTS:,} slots in {time.perf_counter() - started:.0f} s")
+    client = Client()
+    client.force_login(owner)
+    pages = {"run_progress()": lambda: progress.run_progress(run),
+             "run page": lambda: client.get(reverse("run_detail", args=[project.slug, run.pk])),
+             "progress.json": lambda: client.get(reverse("run_progress", args=[project.slug, run.pk]))}
+    for label, fn in pages.items():
+        fn()  # warm
+        queries = []  # counted as they run: a request resets Django's query log when it starts
+        with connection.execute_wrapper(lambda execute, sql, params, many, context: (
+                queries.append(sql), execute(sql, params, many, context))[1]):
+            fn()
+        median, best = timed(fn)
+        print(f"{label:16} median {median:7.1f} ms  best {best:7.1f} ms  queries {len(queries)}")
+    pace = progress.run_progress(run)["pace"]
+    print("time left:", progress.pace_text(pace))
+
+
+if __name__ == "__main__":
+    main()
