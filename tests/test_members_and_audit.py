@@ -175,7 +175,12 @@ def test_task_pages_and_exports_are_logged(client, rated_run, cast, campaign):
     task = rated_run.protocol.cohort.cohort_tasks.order_by("position").first().task
     client.force_login(cast["analyst"])
     assert client.get(reverse("prediction_detail", args=[project.slug, rated_run.pk, task.pk])).status_code == 200
+    assert client.get(reverse("prediction_list", args=[project.slug, rated_run.pk])).status_code == 200
+    cohort = rated_run.protocol.cohort
+    assert client.get(reverse("cohort_detail", args=[project.slug, cohort.pk])).status_code == 200
     client.force_login(cast["viewer"])
+    # A viewer's cohort page shows counts only: nothing to log.
+    assert client.get(reverse("cohort_detail", args=[project.slug, cohort.pk])).status_code == 200
     assert client.get(reverse("run_scores_csv", args=[project.slug, rated_run.pk])).status_code == 200
     client.force_login(cast["owner"])
     assert client.get(reverse("campaign_export", args=[project.slug, campaign.pk, "jsonl"])).status_code == 200
@@ -183,6 +188,8 @@ def test_task_pages_and_exports_are_logged(client, rated_run, cast, campaign):
     entries = list(AuditEntry.objects.order_by("pk").values_list("username", "kind", "target"))
     assert entries == [
         ("analyst-user", "task", f"task {task.pk} (session {task.session.external_id}) in run {rated_run.pk}"),
+        ("analyst-user", "task", f"task list of run {rated_run.pk}, page 1"),
+        ("analyst-user", "task", f"task list of cohort {cohort.name}"),
         ("viewer-user", "export", f"run {rated_run.pk}: task-level scores (CSV)"),
         ("owner-user", "export", f"campaign {campaign.pk}: every rating (JSONL)"),
     ]

@@ -26,6 +26,7 @@ def prediction_list(request, slug, pk):
     membership, run = run_for(request, slug, pk, roles=TEXT_READERS)
     protocol = run.protocol
     page = Paginator(cohort_tasks(protocol.cohort), TASKS_PER_PAGE).get_page(request.GET.get("page"))
+    audit_record(request, membership.project, Kind.TASK, f"task list of run {run.pk}, page {page.number}")
     grades = final_grades(run)
     rows = [
         {"task": task, "number": page.start_index() + i,

@@ -317,4 +317,5 @@ def cohort_detail(request, slug, pk):
     }
     if membership.can_read_text():
         context["tasks"] = cohort_tasks(cohort)
+        audit_record(request, membership.project, Kind.TASK, f"task list of cohort {cohort.name}")
     return render(request, "experiments/projects/cohort_detail.html", context)
