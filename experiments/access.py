@@ -5,6 +5,7 @@ user is not a member of does not exist for them (404); a member whose role may n
 use the page gets 403.
 """
 from django.core.exceptions import PermissionDenied
+from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
 from experiments.models import Membership, Protocol, Role, Run
@@ -50,15 +51,23 @@ def protocol_for(request, slug: str, pk: int, *, roles=AGGREGATE_READERS):
 
 
 def run_for(request, slug: str, pk: int, *, roles=AGGREGATE_READERS):
-    """(membership, run) for run `pk` of project `slug`, checked against `roles`."""
-    membership = membership_for(request, slug, roles=roles)
+    """(membership, run) for run `pk` of project `slug`, checked against `roles`.
+
+    One query for both (run pages are polled and paged through): the run of that project with
+    the user's membership of it. No run there, or no membership, is the same 404.
+    """
+    mine = Membership.objects.filter(project=OuterRef("protocol__project"), user=request.user)
     run = (
-        Run.objects.select_related("protocol__cohort", "protocol__sealed_by", "created_by")
-        .filter(protocol__project=membership.project, pk=pk)
+        Run.objects.select_related("protocol__project", "protocol__cohort", "protocol__sealed_by", "created_by")
+        .filter(protocol__project__slug=slug, pk=pk)
+        .annotate(member_pk=Subquery(mine.values("pk")[:1]), member_role=Subquery(mine.values("role")[:1]))
         .first()
     )
-    if run is None:
+    if run is None or run.member_pk is None:
         raise Http404("No such run")
+    if run.member_role not in roles:
+        raise PermissionDenied(f"The {run.member_role} role cannot use this page")
+    membership = Membership(pk=run.member_pk, project=run.protocol.project, user=request.user, role=run.member_role)
     return membership, run
 
 

@@ -94,7 +94,7 @@ def test_no_estimate_before_any_slot_ended(run):
     add_slots(run, 10)
     pace = progress.phase_pace(run, progress.run_progress(run)["phases"][1])
     assert pace["eta_s"] is None
-    assert progress.pace_text(pace).startswith("estimating")
+    assert progress.pace_text(pace) == "estimating: no slot of this phase ended in the last 15 min 0 s of running time"
 
 
 def test_the_page_shows_bars_time_left_and_amendments_in_words(client, run, cast):
@@ -148,3 +148,13 @@ def test_the_run_page_query_count_does_not_grow_with_the_run(client, run, cast):
     assert small > 5 and small_json > 5  # counted, not an empty log
     assert page_queries(client, url) == small
     assert page_queries(client, json_url) == small_json
+
+
+def test_slow_calls_widen_the_window(run):
+    now = timezone.now()
+    set_time(run, started_at=now - timedelta(seconds=3000))
+    # One slot every 60 s: one or two in the last 2 minutes, 15 in the last 15 minutes.
+    add_slots(run, 40, ended_at=[now - timedelta(seconds=60 * i + 30) for i in range(20)], latency_s=60)
+    pace = progress.phase_pace(run, progress.run_progress(run)["phases"][1], now=now)
+    assert pace["completions"] == 15 and pace["window_s"] == pytest.approx(900)
+    assert pace["eta_s"] == pytest.approx(20 * 60, rel=0.01)

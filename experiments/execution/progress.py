@@ -92,8 +92,11 @@ def _sum_known(values):
 
 
 # How far back the time-left estimate looks: long enough to smooth bursts of a few slots,
-# short enough to follow a rate that changes (a new cap, a slower service).
+# short enough to follow a rate that changes (a new cap, a slower service). When fewer than
+# PACE_MIN_ENDED slots ended in it (slow calls, a small phase), it looks back PACE_LONG_WINDOW_S.
 PACE_WINDOW_S = 120.0
+PACE_LONG_WINDOW_S = 900.0
+PACE_MIN_ENDED = 20
 # Amendments after which a paused or stopped run sends again (each sets the run running).
 _RESTARTS = (Amendment.Kind.RESUME, Amendment.Kind.REISSUE_UNKNOWN, Amendment.Kind.ACCEPT_MISSING)
 
@@ -106,7 +109,9 @@ def phase_pace(run: Run, phase: dict | None, *, now=None) -> dict:
     reaches back before the latest (re)start, nor before the phase's first request in it, so
     early on the rate is not diluted by time the phase did not exist, and paused time is never
     counted: while paused or stopped the window ends where sending stopped and the estimate is
-    the running time still needed after a resume. Three aggregate queries, whatever the size.
+    the running time still needed after a resume. Fewer than PACE_MIN_ENDED slots in the window
+    widen it to PACE_LONG_WINDOW_S. At most five small aggregate queries (the window's calls come
+    from the index on finished_at), whatever the size of the run.
     """
     now = now or timezone.now()
     state = _pace_state(run)
@@ -123,9 +128,12 @@ def phase_pace(run: Run, phase: dict | None, *, now=None) -> dict:
                  .aggregate(at=Max("created_at"))["at"])
         # A stop by the engine (quota, a ceiling) records no amendment: sending ended with the last outcome.
         end = pause or calls.filter(finished_at__gte=since).aggregate(at=Max("finished_at"))["at"] or since
-    start = max(since, end - timedelta(seconds=PACE_WINDOW_S))
-    seen = (calls.filter(finished_at__gte=start, finished_at__lte=end, slot__status__in=Slot.TERMINAL)
-            .aggregate(slots=Count("slot", distinct=True), first=Min("reserved_at")))
+    for window in (PACE_WINDOW_S, PACE_LONG_WINDOW_S):
+        start = max(since, end - timedelta(seconds=window))
+        seen = (calls.filter(finished_at__gte=start, finished_at__lte=end, slot__status__in=Slot.TERMINAL)
+                .aggregate(slots=Count("slot", distinct=True), first=Min("reserved_at")))
+        if seen["slots"] >= PACE_MIN_ENDED or start == since:
+            break
     if seen["first"] is not None:
         start = max(start, seen["first"])
     window_s = (end - start).total_seconds()
@@ -161,7 +169,8 @@ def pace_text(pace: dict) -> str:
         return "this phase's slots have all ended"
     if pace["eta_s"] is None:
         waiting = "paused; " if pace["state"] == "paused" else ""
-        return f"{waiting}estimating: no slot of this phase has ended since the run last (re)started"
+        return (f"{waiting}estimating: no slot of this phase ended in the last "
+                f"{duration_text(PACE_LONG_WINDOW_S)} of running time")
     left = duration_text(pace["eta_s"])
     per_minute = pace["rate"] * 60
     basis = (f"{pace['completions']} slot{'s' if pace['completions'] != 1 else ''} ended in the last "
