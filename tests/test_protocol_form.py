@@ -152,3 +152,16 @@ def test_the_protocol_page_shows_the_estimate_before_sealing(client, world, who,
         total = response.context["estimate"].calls
         assert f'<th class="num" id="estimate-calls">{total}</th>' in body
         assert "I would say it depends" not in body
+
+
+def test_the_form_shows_the_estimate_of_what_was_posted_even_when_it_is_refused(client, world):
+    make_protocol(world["project"], world["cohort"], "taken")
+    client.force_login(world["users"]["analyst"])
+    response = client.post(reverse("protocol_create", args=["alpha"]),
+                           protocol_form_data(world["cohort"], name="taken", conditions=[MEMORY, FUSION], contrasts=[]))
+    body = response.content.decode()
+    assert "another protocol of this project has this name" in body
+    estimate = response.context["estimate"]
+    tasks = len(cohort_tasks(world["cohort"]))
+    assert {p.phase: p.calls for p in estimate.phases}["generation"] == 3 * tasks  # the pool, shared with the one-shot
+    assert f'<th class="num" id="estimate-calls">{estimate.calls}</th>' in body
