@@ -215,3 +215,12 @@ def test_owners_read_the_log_filtered_and_paginated(client, imported, cast):
     # Another project's log is not this owner's business: not found.
     other = Project.objects.get(slug="other")
     assert client.get(reverse("audit_log", args=[other.slug])).status_code == 404
+
+
+def test_a_role_that_does_not_exist_changes_nothing(client, project, cast):
+    viewer = Membership.objects.get(project=project, user=cast["viewer"])
+    client.force_login(cast["owner"])
+    response = client.post(reverse("member_role", args=[project.slug, viewer.pk]), {"role": "superuser"}, follow=True)
+    assert any(m.startswith("The role was not changed: role: Select a valid choice") for m in messages_of(response))
+    viewer.refresh_from_db()
+    assert viewer.role == Role.VIEWER
