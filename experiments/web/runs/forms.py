@@ -243,14 +243,14 @@ class ProtocolEditor:
 
     def is_valid(self) -> bool:
         valid = [form.is_valid() for form in (self.main, self.generator, self.judge, self.contrast_rows)]  # all
+        chosen = self.main.cleaned_data
+        if valid[3] and "conditions" in chosen and "kept_contrasts" in chosen:  # shown with the other errors
+            self.contrasts = [c for c in (row.contrast() for row in self.contrast_rows) if c is not None]
+            self.contrasts += chosen["kept_contrasts"]
+            for problem in contrast_problems(self.contrasts, chosen["conditions"]):
+                self.main.add_error(None, ValidationError(f"planned contrasts: {problem}", code="bad_contrast"))
+                valid.append(False)
         if not all(valid):
-            return False
-        self.contrasts = [c for c in (row.contrast() for row in self.contrast_rows) if c is not None]
-        self.contrasts += self.main.cleaned_data["kept_contrasts"]
-        problems = contrast_problems(self.contrasts, self.main.cleaned_data["conditions"])
-        for problem in problems:
-            self.main.add_error(None, ValidationError(f"planned contrasts: {problem}", code="bad_contrast"))
-        if problems:
             return False
         generator, judge = self.generator.cleaned_data, self.judge.cleaned_data
         if generator["provider"] == judge["provider"] and generator["concurrency"] != judge["concurrency"]:
