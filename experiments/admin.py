@@ -147,3 +147,11 @@ class RunAdmin(ReadOnlyAdmin):
 class AmendmentAdmin(ReadOnlyAdmin):
     list_display = ["run", "kind", "created_by", "created_at"]
     list_filter = ["kind"]
+
+
+@admin.register(models.AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    """An audit log that an administrator could edit would prove nothing."""
+    list_display = ["at", "project", "username", "kind", "target"]
+    list_filter = ["kind", "project"]
+    search_fields = ["username", "target"]
