@@ -190,25 +190,31 @@ def _slot_for_execution(slot_id: int) -> Slot:
     return slot
 
 
-def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "", sleep=time.sleep) -> Slot:
+def in_this_thread(step, *args, **kwargs):
+    """`slot_execute`'s default `db`: run the database step here."""
+    return step(*args, **kwargs)
+
+
+def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "", sleep=time.sleep,
+                 db=in_this_thread) -> Slot:
     """Make the attempts of one slot allowed by the journal's rules; returns the slot as read
-    before its first attempt (its run id and phase tell the caller where to look next)."""
-    slot = _slot_for_execution(slot_id)
-    run = slot.run
-    config = role_config(run, slot.role)
-    try:
-        # Sealing and run_start check it too; this covers an endpoint withdrawn mid-run.
-        require_allowed_endpoint(config)
-    except EndpointNotAllowed as exc:
-        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
-            status=Run.Status.STOPPED, status_reason=f"Stopped before sending: {exc}")
+    before its first attempt (its run id and phase tell the caller where to look next).
+
+    Every database step goes through `db(step, *args)`: a multi-slot worker
+    (`workers.MultiSlotWorker`) runs them on a few threads that hold its database connections,
+    while the slot's own thread waits for the limiter, the service and the cooldown. The order
+    of the steps is the journal's, whichever thread runs them.
+    """
+    slot, config = db(_prepare, slot_id)
+    if config is None:
         return slot
+    run = slot.run
     policy = retry_settings(run)
     retry_policy = RetryPolicy(max_recoveries_per_slot=int(policy["max_recoveries_per_slot"]),
                                    cooldown_s=float(policy["cooldown_s"]))
     prepared = build_request(config, slot.system, slot.user)
     lease_s = config.timeout_s + LEASE_GRACE_S
-    name, cap = limiter_name(config), _cap(run, config.provider)
+    name, cap = limiter_name(config), db(_cap, run, config.provider)
     basis, justification, after_call = ModelCall.Basis.FIRST, "", None
     if slot.status == Slot.Status.PENDING and slot.retry_at is not None:
         # Back to pending after its worker died during the cooldown: the recovery is still due.
@@ -218,8 +224,8 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
         # The place is given back only after the outcome is committed (`release` never raises).
         place = limiter.acquire(name, cap, lease_s=lease_s)
         try:
-            reservation = reserve(slot_id, basis=basis, justification=justification, worker=worker,
-                                  lease_s=lease_s, policy=policy, after_call=after_call)
+            reservation = db(reserve, slot_id, basis=basis, justification=justification, worker=worker,
+                             lease_s=lease_s, policy=policy, after_call=after_call)
             if reservation is None:
                 return slot
             outcome = llm_client.send(config, prepared, client=client)
@@ -229,14 +235,35 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
                 # An unexpected model version is recorded as it is, never a reason to redraw (B.2).
                 outcome = _as_unusable(outcome, f"returned model {outcome.model_version!r}, expected "
                                                   f"{config.expected_model_version!r}")
-            decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
-            recorded = _record(reservation.call_id, outcome, decision, slot)
+            decision, recorded = db(_decide_and_record, retry_policy, policy, run, slot, reservation, outcome)
         finally:
             limiter.release(place)
         if not recorded or not decision.retry:
             return slot
         sleep(decision.wait_s)
         basis, justification, after_call = ModelCall.Basis.RECOVERY, decision.justification, reservation.call_id
+
+
+def _prepare(slot_id: int):
+    """The slot and its role's settings; settings None when its endpoint is no longer allowed
+    (the run is stopped then, before anything is sent)."""
+    slot = _slot_for_execution(slot_id)
+    run = slot.run
+    config = role_config(run, slot.role)
+    try:
+        # Sealing and run_start check it too; this covers an endpoint withdrawn mid-run.
+        require_allowed_endpoint(config)
+    except EndpointNotAllowed as exc:
+        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
+            status=Run.Status.STOPPED, status_reason=f"Stopped before sending: {exc}")
+        return slot, None
+    return slot, config
+
+
+def _decide_and_record(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reservation,
+                       outcome: Outcome) -> tuple[Decision, bool]:
+    decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
+    return decision, _record(reservation.call_id, outcome, decision, slot)
 
 
 def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):
@@ -283,7 +310,10 @@ def expire_leases(run: Run) -> None:
     The reservation is marked unknown (so a later attempt an owner allows is judged on its
     own lease) and its slot counts unknown: it is never re-sent automatically. A slot whose
     worker died while waiting to send a recovery has no request unanswered: it goes back to
-    pending with its recovery still due (`retry_at` kept), to be handed out again.
+    pending with its recovery still due (`retry_at` kept), to be handed out again, or, while the
+    run may not send (paused, stopped, circuit open), is held for the owner's amendment as a
+    live worker's reservation would hold it. The driver runs this whether or not the run may
+    send (issue 11): a dead worker's slots are settled after a stop too.
     """
     now = timezone.now()
     # Only the phase's slots in flight can have an open reservation that matters (earlier
@@ -308,6 +338,15 @@ def expire_leases(run: Run) -> None:
         lease_s = role_config(run, slot.role).timeout_s + LEASE_GRACE_S
         if slot.retry_at + timedelta(seconds=lease_s) < now:
             # Locked and re-checked in the update: a recovery reserved meanwhile keeps its slot.
+            if run.may_send():
+                change = dict(status=Slot.Status.PENDING, dispatched_at=None,
+                              status_note=slot.status_note + " (its worker stopped during the cooldown; handed out again)")
+            else:
+                # What a live worker's `reserve` does with a recovery due while the run may not
+                # send: held for the owner's amendment (the resume's allowance), never sent by itself.
+                change = dict(status=Slot.Status.HELD, retry_at=None,
+                              status_note=f"a recovery was due when the run was {run.status}"
+                                          f"{' (circuit open)' if run.circuit_open else ''} and its worker had "
+                                          "stopped during the cooldown; held for the owner's amendment")
             Slot.objects.filter(pk=slot.pk, status=Slot.Status.IN_FLIGHT, retry_at=slot.retry_at).update(
-                status=Slot.Status.PENDING, dispatched_at=None, updated_at=now,
-                status_note=slot.status_note + " (its worker stopped during the cooldown; handed out again)")
+                updated_at=now, **change)

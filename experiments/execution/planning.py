@@ -231,15 +231,18 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
     elif slot.phase == Phase.JUDGING:
         _, task_id, answer_sha = slot.key.split("|")
         parsed = parse_judge(text) if text is not None else None
-        Grade.objects.update_or_create(
-            run_id=slot.run_id, task_id=int(task_id), answer_sha256=answer_sha,
-            defaults={
-                "status": Grade.Status.OK if parsed and parsed.score is not None else Grade.Status.MISSING,
-                "score": parsed.score if parsed else None,
-                "rationale": (parsed.rationale or "") if parsed else "",
-                "parse_error": (parsed.error or "") if parsed else "no usable judge response",
-                "slot": slot,
-            },
+        grade = dict(
+            status=Grade.Status.OK if parsed and parsed.score is not None else Grade.Status.MISSING,
+            score=parsed.score if parsed else None,
+            rationale=(parsed.rationale or "") if parsed else "",
+            parse_error=(parsed.error or "") if parsed else "no usable judge response",
+            slot_id=slot.pk,
+        )
+        # One statement (INSERT … ON CONFLICT DO UPDATE) on the path of every judge answer, where
+        # update_or_create takes four (a locking read, a savepoint, the write, its release).
+        Grade.objects.bulk_create(
+            [Grade(run_id=slot.run_id, task_id=int(task_id), answer_sha256=answer_sha, **grade)],
+            update_conflicts=True, unique_fields=["run", "task", "answer_sha256"], update_fields=list(grade),
         )
 
 

@@ -8,12 +8,26 @@ was running has already recorded its outcome in the database (the journal is the
 only rq's view of that job may be stale, which its registries' cleanup repairs.
 
     manage.py rqworker --worker-class experiments.execution.workers.ResilientSimpleWorker ...
+
+`MultiSlotWorker` carries many slots at once (issue 13): K requests in flight need a handful of
+processes, not K.
+
+    OWNWORDS_WORKER_SLOTS=32 manage.py rqworker --worker-class experiments.execution.workers.MultiSlotWorker ...
 """
 from __future__ import annotations
 
+import logging
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from django.db import DatabaseError, connection, connections
 from rq.worker import SimpleWorker, Worker
 
 from experiments.execution.concurrency import REDIS_DOWN, wait_for_redis
+
+logger = logging.getLogger(__name__)
 
 
 class ResilientMixin:
@@ -50,3 +64,131 @@ class ResilientSimpleWorker(ResilientMixin, SimpleWorker):
 
 class ResilientWorker(ResilientMixin, Worker):
     """rq's forking Worker, surviving Redis outages."""
+
+
+SLOT_JOB = "experiments.execution.jobs.job_slot"
+DEFAULT_SLOTS = 16
+# Database connections per worker process. A slot's database steps are short (one or two
+# statements) and its wait for the service long, so a few threads can serve many slots; but
+# handing each step to another thread costs a thread switch on the path of every request, so
+# up to this many slots each keep a connection of their own.
+DEFAULT_DB_THREADS = 16
+HEARTBEAT_EVERY_S = 5.0
+
+
+def _env_count(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    try:
+        count = int(value) if value else default
+    except ValueError:
+        raise SystemExit(f"{name} must be a whole number, not {value!r}") from None
+    if count < 1:
+        raise SystemExit(f"{name} must be at least 1")
+    return count
+
+
+class DatabaseThreads:
+    """Runs database steps on a few threads of their own (each keeps its Django connection),
+    so the number of connections does not grow with the number of slots."""
+
+    def __init__(self, threads: int):
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="slot-db")
+
+    def __call__(self, step, *args, **kwargs):
+        return self.pool.submit(self._run, step, args, kwargs).result()
+
+    @staticmethod
+    def _run(step, args, kwargs):
+        try:
+            return step(*args, **kwargs)
+        except DatabaseError:
+            # A connection broken (e.g. by a database restart) is replaced at the next step.
+            # (close_old_connections would also close a healthy one at every step when
+            # CONN_MAX_AGE is 0: a new PostgreSQL backend per statement.)
+            if connection.connection is not None and not connection.is_usable():
+                connection.close()
+            raise
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+class MultiSlotWorker(ResilientSimpleWorker):
+    """A SimpleWorker that carries up to `OWNWORDS_WORKER_SLOTS` slot jobs at once (threads).
+
+    Each slot job (`jobs.job_slot`) runs on a thread of its own from dequeue to the end of its
+    attempts; its database steps run on `OWNWORDS_WORKER_DB_THREADS` threads (`DatabaseThreads`),
+    its requests over the process's one pooled httpx client. The journal's rules are those of
+    any worker: the global in-flight cap is Redis's (the limiter), the circuit and every
+    reservation the database's, so threads of one process and processes on many machines are
+    alike to them. Other jobs (the driver, the analysis) run in the main thread, rq's way.
+
+    rq's per-job bookkeeping (started registry, result) is skipped for slot jobs: the journal is
+    their record, and a slot job lost with its worker is found by the driver (lease expiry,
+    re-dispatch of pending slots), as for any worker that dies.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self._last_beat = 0.0
+        super().__init__(*args, **kwargs)
+        self.slots = _env_count("OWNWORDS_WORKER_SLOTS", DEFAULT_SLOTS)
+        self._free = threading.BoundedSemaphore(self.slots)
+        self._slot_threads = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="slot")
+        db_threads = _env_count("OWNWORDS_WORKER_DB_THREADS", min(self.slots, DEFAULT_DB_THREADS))
+        # As many connections as slots: each slot thread runs its own steps (no hand-over to
+        # another thread on the path of every request). Fewer: a pool of database threads.
+        self.database = DatabaseThreads(db_threads) if db_threads < self.slots else None
+
+    def heartbeat(self, timeout=None, pipeline=None):
+        # rq beats after every job and every dequeue (three Redis commands each): with a slot
+        # job every few milliseconds, once every few seconds keeps the worker registered
+        # (worker_ttl is minutes) at a fraction of the cost. Beats inside a pipeline (a
+        # non-slot job's bookkeeping) always go through.
+        now = time.monotonic()
+        if pipeline is None and timeout is None and now - self._last_beat < HEARTBEAT_EVERY_S:
+            return
+        self._last_beat = now
+        return super().heartbeat(timeout, pipeline)
+
+    def execute_job(self, job, queue):
+        if job.func_name != SLOT_JOB:
+            return super().execute_job(job, queue)
+        # Wait for a free slot; keep the worker's registration alive meanwhile.
+        while not self._free.acquire(timeout=30):
+            self.heartbeat()
+        try:
+            self._slot_threads.submit(self._run_slot_job, job, queue)
+        except BaseException:
+            self._free.release()
+            raise
+
+    def _run_slot_job(self, job, queue) -> None:
+        from experiments.execution.jobs import job_slot
+        from experiments.execution.journal import in_this_thread
+        try:
+            job_slot(*job.args, db=self.database or in_this_thread, **job.kwargs)
+        except Exception:
+            logger.exception("slot job %s (%s) failed", job.id, job.args)
+        finally:
+            if self.database is not None:
+                connections.close_all()  # nothing should be open on a slot thread; if it is, let it go
+            self._free.release()
+            self._forget(job, queue)
+
+    def _forget(self, job, queue) -> None:
+        """rq's record of a slot job: gone once it ran (the journal is the record)."""
+        try:
+            with self.connection.pipeline() as pipeline:
+                pipeline.delete(job.key)
+                if len(self.queues) == 1:  # rq moved it to the queue's intermediate list
+                    pipeline.lrem(queue.intermediate_queue_key, 1, job.id)
+                pipeline.execute()
+        except REDIS_DOWN:
+            pass  # the job's key expires by itself; nothing reads it
+
+    def teardown(self):
+        # A warm shutdown lets the slots in flight finish and record their outcomes.
+        self._slot_threads.shutdown(wait=True)
+        if self.database is not None:
+            self.database.shutdown()
+        super().teardown()
