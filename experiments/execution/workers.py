@@ -150,12 +150,25 @@ class MultiSlotWorker(ResilientSimpleWorker):
         self._last_beat = now
         return super().heartbeat(timeout, pipeline)
 
+    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+        # A job is taken off the queue only when a slot is free for it: a job this worker
+        # cannot start yet stays where another worker can take it (and is not lost with this one).
+        while not self._free.acquire(timeout=HEARTBEAT_EVERY_S):
+            self.heartbeat()
+        result = None
+        try:
+            result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+        finally:
+            if result is None:
+                self._free.release()
+        return result
+
     def execute_job(self, job, queue):
         if job.func_name != SLOT_JOB:
-            return super().execute_job(job, queue)
-        # Wait for a free slot; keep the worker's registration alive meanwhile.
-        while not self._free.acquire(timeout=30):
-            self.heartbeat()
+            try:
+                return super().execute_job(job, queue)  # here, in the main thread, rq's way
+            finally:
+                self._free.release()
         try:
             self._slot_threads.submit(self._run_slot_job, job, queue)
         except BaseException:
