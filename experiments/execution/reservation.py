@@ -22,7 +22,7 @@ from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from experiments.execution.planning import apply_result
-from experiments.execution.policy import OPTIONAL_RETRY, http_ceilings
+from experiments.execution.policy import OPTIONAL_RETRY, effective_http_ceilings
 from experiments.models import ModelCall, Run, Slot
 
 
@@ -109,8 +109,9 @@ def reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_
 
 
 def ceiling_reached(run: Run, phase: str, policy: dict) -> str:
-    """Which HTTP ceiling one more attempt would pass, in words; "" when none (App. B.2)."""
-    phase_ceiling, run_ceiling = http_ceilings(policy, phase)
+    """Which HTTP ceiling one more attempt would pass, in words; "" when none (App. B.2).
+    The ceilings are the protocol's as the owner's amendments raised them."""
+    phase_ceiling, run_ceiling = effective_http_ceilings(run, phase, policy)
     if phase_ceiling is not None:
         reserved = ModelCall.objects.filter(slot__run=run, slot__phase=phase).count()
         if reserved >= phase_ceiling:
