@@ -169,12 +169,13 @@ def family(pids) -> list[int]:
     return found
 
 
-def postgres_pids() -> list[int]:
-    """The backends of the benchmark's database and PostgreSQL's own background processes
-    (other databases' backends on a shared server are someone else's work)."""
+def postgres_pids(shared: bool = False) -> list[int]:
+    """The backends of the benchmark's database (its own work), or with `shared` PostgreSQL's
+    background processes (WAL writer, checkpointer, …), which also work for every other database
+    of a shared server: shown apart, not in the total."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                       "OR backend_type <> 'client backend'")
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE "
+                       + ("datname IS NULL" if shared else "datname = current_database()"))
         return [pid for (pid,) in cursor.fetchall()]
 
 
@@ -303,7 +304,8 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
         wait_finished(warm_up, log_dir)
         worker_pids = family([p.pid for p in workers])
         pg_before = {pid: cpu_seconds([pid]) for pid in postgres_pids()}
-        groups = {"workers": worker_pids, "redis": redis_pids(), "server+bench": [os.getpid()]}
+        groups = {"workers": worker_pids, "redis": redis_pids(), "server+bench": [os.getpid()],
+                  "pg shared": postgres_pids(shared=True)}
         before = {name: {pid: cpu_seconds([pid]) for pid in pids} for name, pids in groups.items()}
         run_enqueue(measured.pk)
         wait_finished(measured, log_dir)
@@ -328,7 +330,7 @@ def levels_main(args):
     print(f"database: {connection.vendor} {connection.settings_dict['NAME']}; redis {os.environ['REDIS_URL']}"
           f"{' (private)' if REDIS_PROCESS else ''}; {args.processes} MultiSlotWorker processes")
     print(f"{'K':>4} {'L s':>5} {'slots':>5} {'calls':>5} {'wall s':>7} {'calls/s':>8} {'ideal':>6} {'of ideal':>8} "
-          f"{'gen':>6} {'judge':>6} {'CPU ms/call':>11}  (workers / postgres / redis; server+bench)")
+          f"{'gen':>6} {'judge':>6} {'CPU ms/call':>11}  (workers / postgres / redis; model server and script)")
     summary = []
     index = 0
     try:
@@ -351,7 +353,8 @@ def levels_main(args):
                     print(f"{cap:>4} {delay_s:>5.2f} {slots:>5} {m['calls']:>5} {m['wall']:>7.2f} {m['rate']:>8.1f} "
                           f"{ideal:>6.0f} {m['rate'] / ideal:>8.1%} {phase_rates[0]:>6.1%} {phase_rates[1]:>6.1%} "
                           f"{m['cpu_total_ms']:>11.1f}  ({cpu['workers']:.1f} / {cpu['postgres']:.1f} / "
-                          f"{cpu['redis']:.1f}; {cpu['server+bench']:.1f})", flush=True)
+                          f"{cpu['redis']:.1f}; {cpu['server+bench']:.1f}; PostgreSQL's background "
+                          f"processes {cpu['pg shared']:.1f})", flush=True)
                     print(f"{'':>10} per call and place: send beyond L {m['send_extra_ms']:.1f} ms, reserved→recorded "
                           f"beyond send {m['db_inside_ms']:.1f} ms, place empty {m['empty_ms']:.1f} ms; between "
                           f"phases {m['between_s']:.2f} s, analysis tail {m['tail_s']:.2f} s", flush=True)
@@ -360,8 +363,10 @@ def levels_main(args):
         redis.flushdb()
     print("of ideal = calls/s over the whole run (first reservation → run finished, both phases, the planning "
           "between them and the analysis) ÷ K/L; gen, judge = each phase's calls/s (first reservation → last "
-          "outcome) ÷ K/L. CPU ms/call = user+system CPU of the workers, PostgreSQL and Redis over the "
-          "measured run ÷ its calls (the local model server and this script shown apart).")
+          "outcome) ÷ K/L. CPU ms/call = user+system CPU of the workers (and their scheduler), the "
+          "benchmark database's PostgreSQL backends and Redis over the measured run ÷ its calls (the local "
+          "model server with this script, and PostgreSQL's background processes shared with other "
+          "databases, shown apart).")
     by_level: dict = {}
     for cap, delay_s, whole, phase, cpu in summary:
         by_level.setdefault((cap, delay_s), []).append((whole, phase, cpu))

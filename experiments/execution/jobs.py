@@ -26,6 +26,7 @@ from rq import Queue
 from experiments.execution.concurrency import REDIS_DOWN, InflightLimiter, wait_for_redis
 from experiments.execution.driver import Step, run_analyze, run_drive
 from experiments.execution.journal import in_this_thread, phase_open, slot_execute
+from experiments.execution.workers import SLOT_JOB_PREFIX
 
 # The command that serves every queue; pages and commands print it when no worker answers.
 WORKER_COMMAND = ("manage.py rqworker --with-scheduler --worker-class experiments.execution.workers.ResilientSimpleWorker "
@@ -82,10 +83,16 @@ def dispatch(run_id: int, step: Step) -> None:
         connection.expire(key, 7 * 24 * 3600)
         # The journal is the record; rq keeps a finished job a minute (deleting it at once,
         # result_ttl=0, costs the worker more than letting it expire).
-        queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=SLOT_RESULT_TTL_S)
+        queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=SLOT_RESULT_TTL_S,
+                                               job_id=slot_job_id(slot_id))
                             for slot_id in step.slot_ids])
     if step.recheck_in_s is not None:
         schedule_recheck(run_id, step.recheck_in_s)
+
+
+def slot_job_id(slot_id: int) -> str:
+    """A slot job's id says its slot, so a multi-slot worker need not read the job from Redis."""
+    return f"{SLOT_JOB_PREFIX}{slot_id}-{uuid.uuid4().hex[:12]}"
 
 
 def schedule_recheck(run_id: int, delay_s: float) -> bool:

@@ -23,6 +23,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import DatabaseError, connection, connections
+from dataclasses import dataclass, field
+
+from rq.exceptions import NoSuchJobError
 from rq.worker import SimpleWorker, Worker
 
 from experiments.execution.concurrency import REDIS_DOWN, wait_for_redis
@@ -113,6 +116,28 @@ class DatabaseThreads:
         self.pool.shutdown(wait=True)
 
 
+SLOT_JOB_PREFIX = "ownwords-slot-"
+
+
+def slot_of_job(job_id: str) -> int | None:
+    """The slot id in a slot job's id (`jobs.dispatch` names them so), else None."""
+    if not job_id.startswith(SLOT_JOB_PREFIX):
+        return None
+    number = job_id[len(SLOT_JOB_PREFIX):].split("-", 1)[0]
+    return int(number) if number.isdigit() else None
+
+
+@dataclass(frozen=True)
+class SlotJob:
+    """A slot job as a multi-slot worker knows it: its id says everything it needs."""
+
+    id: str
+    key: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    func_name: str = SLOT_JOB
+
+
 class MultiSlotWorker(ResilientSimpleWorker):
     """A SimpleWorker that carries up to `OWNWORDS_WORKER_SLOTS` slot jobs at once (threads).
 
@@ -123,13 +148,14 @@ class MultiSlotWorker(ResilientSimpleWorker):
     reservation the database's, so threads of one process and processes on many machines are
     alike to them. Other jobs (the driver, the analysis) run in the main thread, rq's way.
 
-    rq's per-job bookkeeping (started registry, result) is skipped for slot jobs: the journal is
-    their record, and a slot job lost with its worker is found by the driver (lease expiry,
-    re-dispatch of pending slots), as for any worker that dies.
+    rq's per-job bookkeeping (started registry, result, the job's hash read and deserialised) is
+    skipped for slot jobs: the journal is their record, and a slot job lost with its worker is
+    found by the driver (lease expiry, re-dispatch of pending slots), as for any worker that dies.
+    Any rq worker can still run the same jobs the ordinary way.
     """
 
     def __init__(self, *args, **kwargs):
-        self._last_beat = 0.0
+        self._last_beat = self._last_suspension_check = 0.0
         super().__init__(*args, **kwargs)
         self.slots = _env_count("OWNWORDS_WORKER_SLOTS", DEFAULT_SLOTS)
         self._free = threading.BoundedSemaphore(self.slots)
@@ -150,6 +176,13 @@ class MultiSlotWorker(ResilientSimpleWorker):
         self._last_beat = now
         return super().heartbeat(timeout, pipeline)
 
+    def check_for_suspension(self, burst):
+        # rq asks Redis before every job; once a second is soon enough to notice `rq suspend`.
+        now = time.monotonic()
+        if now - self._last_suspension_check >= 1.0:
+            self._last_suspension_check = now
+            return super().check_for_suspension(burst)
+
     def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
         # A job is taken off the queue only when a slot is free for it: a job this worker
         # cannot start yet stays where another worker can take it (and is not lost with this one).
@@ -157,14 +190,43 @@ class MultiSlotWorker(ResilientSimpleWorker):
             self.heartbeat()
         result = None
         try:
-            result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            if timeout is None or max_idle_time is not None:  # burst or idle-limited: rq's own way
+                result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            else:
+                result = self._dequeue(timeout)
         finally:
             if result is None:
                 self._free.release()
         return result
 
+    def _dequeue(self, timeout: int):
+        """The next job of the worker's queues, in their order (one BLPOP). A slot job, whose id
+        says its slot (`jobs.slot_job_id`), is not read from Redis at all: the slot id is all
+        it carries. Anything else is fetched and run as rq would."""
+        keys = {queue.key: queue for queue in self._ordered_queues}
+        while True:
+            self.heartbeat()
+            if self.should_run_maintenance_tasks:
+                self.run_maintenance_tasks()
+            try:
+                popped = self.connection.blpop(list(keys), timeout)
+            except REDIS_DOWN as exc:
+                wait_for_redis(self.connection, what="the dequeue", error=exc)
+                continue
+            if popped is None:
+                continue
+            key, job_id = (part.decode() if isinstance(part, bytes) else part for part in popped)
+            queue = keys[key]
+            slot_id = slot_of_job(job_id)
+            if slot_id is not None:
+                return SlotJob(job_id, self.job_class.key_for(job_id), (slot_id,)), queue
+            try:
+                return self.job_class.fetch(job_id, connection=self.connection, serializer=self.serializer), queue
+            except NoSuchJobError:
+                continue
+
     def execute_job(self, job, queue):
-        if job.func_name != SLOT_JOB:
+        if not isinstance(job, SlotJob) and job.func_name != SLOT_JOB:
             try:
                 return super().execute_job(job, queue)  # here, in the main thread, rq's way
             finally:
@@ -193,7 +255,7 @@ class MultiSlotWorker(ResilientSimpleWorker):
         try:
             with self.connection.pipeline() as pipeline:
                 pipeline.delete(job.key)
-                if len(self.queues) == 1:  # rq moved it to the queue's intermediate list
+                if len(self.queues) == 1 and not isinstance(job, SlotJob):  # rq moved it to an intermediate list
                     pipeline.lrem(queue.intermediate_queue_key, 1, job.id)
                 pipeline.execute()
         except REDIS_DOWN:
