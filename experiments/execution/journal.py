@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from experiments.core.llm import client as llm_client
 from experiments.core.llm.wire import Outcome, OutcomeKind, build_request
-from experiments.execution.planning import apply_result
+from experiments.execution.planning import apply_result, result_statement
 from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
 from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
@@ -79,6 +79,16 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         status, note = Slot.Status.FAILED, decision.justification
     else:  # stays in flight until its recovery is reserved
         retry_at, note = now + timedelta(seconds=decision.wait_s), decision.justification
+    settles = kind == OutcomeKind.OK or status in (Slot.Status.UNUSABLE, Slot.Status.FAILED)
+    if settles and connection.vendor == "postgresql":
+        # Receipt, slot and result in one statement (its own transaction), when the phase's
+        # result has one (`planning.result_statement`): the path of nearly every answer.
+        result = result_statement(slot, outcome.text if kind == OutcomeKind.OK else None)
+        if result is not None:
+            if _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now, result=result):
+                slot.status, slot.status_note, slot.retry_at = status, note, retry_at
+                return True
+            return _late(call_id, receipt, slot, outcome)
     with transaction.atomic():
         run = None
         if kind in (OutcomeKind.QUOTA, OutcomeKind.FATAL):
@@ -89,11 +99,7 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
             receipt["finished_at"] = timezone.now()
         on_time = _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now)
         if not on_time:
-            current = Slot.objects.values_list("status", flat=True).get(pk=slot.pk)
-            receipt["error"] = ("arrived after the reservation's lease ran out; the slot stays "
-                                f"{current}" + (f"; {outcome.error}" if outcome.error else ""))
-            ModelCall.objects.filter(pk=call_id).update(**receipt)
-            return False
+            return _late(call_id, receipt, slot, outcome)
         slot.status, slot.status_note, slot.retry_at = status, note, retry_at
         if kind == OutcomeKind.OK:
             apply_result(slot, outcome.text, usable=True)
@@ -113,6 +119,15 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         return True
 
 
+def _late(call_id: int, receipt: dict, slot: Slot, outcome: Outcome) -> bool:
+    """A receipt that came after its lease ran out: kept, saying so; the slot stays as it is."""
+    current = Slot.objects.values_list("status", flat=True).get(pk=slot.pk)
+    receipt["error"] = ("arrived after the reservation's lease ran out; the slot stays "
+                        f"{current}" + (f"; {outcome.error}" if outcome.error else ""))
+    ModelCall.objects.filter(pk=call_id).update(**receipt)
+    return False
+
+
 _RECORD_SQL = """
 WITH attempt AS (
     UPDATE {call} SET {receipt}
@@ -122,7 +137,7 @@ WITH attempt AS (
     UPDATE {slot} SET status = %s, status_note = %s, retry_at = %s, updated_at = %s
     WHERE id = %s AND status = %s AND EXISTS (SELECT 1 FROM attempt)
     RETURNING id
-)
+){result}
 SELECT (SELECT count(*) FROM attempt), (SELECT count(*) FROM moved)
 """
 _RECEIPT_FIELDS = ("finished_at", "outcome", "http_status", "response_id", "model_version", "finish_reason", "text",
@@ -130,14 +145,18 @@ _RECEIPT_FIELDS = ("finished_at", "outcome", "http_status", "response_id", "mode
                    "raw_body")
 
 
-def _record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now) -> bool:
+def _record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now, result=None) -> bool:
     """The attempt's receipt, if the attempt is still open, and the slot's new state, if it is
-    still in flight: True when both happened (one statement on PostgreSQL)."""
+    still in flight: True when both happened (one statement on PostgreSQL). `result`: a
+    statement (sql, params) storing the slot's result, run in the same statement only if the
+    slot moved (its SQL may read the `moved` CTE)."""
     if connection.vendor == "postgresql":
         sql = _RECORD_SQL.format(call=ModelCall._meta.db_table, slot=Slot._meta.db_table,
-                                 receipt=", ".join(f"{name} = %s" for name in _RECEIPT_FIELDS))
+                                 receipt=", ".join(f"{name} = %s" for name in _RECEIPT_FIELDS),
+                                 result=f", result AS ({result[0]})" if result else "")
         params = [receipt[name] for name in _RECEIPT_FIELDS]
         params += [call_id, status, note, retry_at, now, slot_id, Slot.Status.IN_FLIGHT]
+        params += result[1] if result else []
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             recorded, moved = cursor.fetchone()
