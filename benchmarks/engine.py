@@ -174,8 +174,9 @@ def postgres_pids(shared: bool = False) -> list[int]:
     background processes (WAL writer, checkpointer, …), which also work for every other database
     of a shared server: shown apart, not in the total."""
     with connection.cursor() as cursor:
+        # Not this script's own backend: its polling for the run's end is not the engine's work.
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE "
-                       + ("datname IS NULL" if shared else "datname = current_database()"))
+                       + ("datname IS NULL" if shared else "datname = current_database() AND pid <> pg_backend_pid()"))
         return [pid for (pid,) in cursor.fetchall()]
 
 
@@ -257,6 +258,15 @@ def wait_finished(run: Run, log_dir: Path) -> None:
         time.sleep(0.05)
 
 
+def wait_calls_done(run: Run, log_dir: Path) -> None:
+    deadline = time.monotonic() + 600
+    while Run.objects.filter(pk=run.pk, phase__in=("memories", "generation", "decisions", "judging"),
+                             status=Run.Status.RUNNING).exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"run {run.pk} did not get through its calls; see {log_dir}")
+        time.sleep(0.05)
+
+
 def one_configuration(server, project, cohorts, n_workers: int, worker_class: str, log_dir: Path, index: int):
     def new_run(cohort, label):
         return make_run(project, cohort, conditions=[QUESTION_ONLY], name=f"bench-{label}-{index}",
@@ -308,9 +318,12 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
                   "pg shared": postgres_pids(shared=True)}
         before = {name: {pid: cpu_seconds([pid]) for pid in pids} for name, pids in groups.items()}
         run_enqueue(measured.pk)
-        wait_finished(measured, log_dir)
+        # CPU is counted from the run's start until its last call is recorded (the phase moves on
+        # to the analysis): both phases' calls and the planning between them, not the statistics.
+        wait_calls_done(measured, log_dir)
         cpu = {name: sum(cpu_seconds([pid]) - before[name][pid] for pid in pids) for name, pids in groups.items()}
         cpu["postgres"] = sum(cpu_seconds([pid]) - pg_before.get(pid, 0.0) for pid in set(postgres_pids()) | set(pg_before))
+        wait_finished(measured, log_dir)
     finally:
         stop_workers(workers)
     assert not Slot.objects.filter(run=measured).exclude(status=Slot.Status.OK).exists()
@@ -364,7 +377,8 @@ def levels_main(args):
     print("of ideal = calls/s over the whole run (first reservation → run finished, both phases, the planning "
           "between them and the analysis) ÷ K/L; gen, judge = each phase's calls/s (first reservation → last "
           "outcome) ÷ K/L. CPU ms/call = user+system CPU of the workers (and their scheduler), the "
-          "benchmark database's PostgreSQL backends and Redis over the measured run ÷ its calls (the local "
+          "benchmark database's PostgreSQL backends and Redis from the run's start to its last call's "
+          "record (both phases and the planning between them; not the analysis) ÷ its calls (the local "
           "model server with this script, and PostgreSQL's background processes shared with other "
           "databases, shown apart).")
     by_level: dict = {}
