@@ -33,7 +33,7 @@ from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt
 from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
 )
-from experiments.execution.reservation import Reservation, reserve, settle
+from experiments.execution.reservation import Reservation, hot_cursor, reserve, settle
 from experiments.models import ModelCall, Protocol, Run, Slot
 
 logger = logging.getLogger(__name__)
@@ -157,8 +157,8 @@ def _record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now
         params = [receipt[name] for name in _RECEIPT_FIELDS]
         params += [call_id, status, note, retry_at, now, slot_id, Slot.Status.IN_FLIGHT]
         params += result[1] if result else []
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params, prepare=True)
             recorded, moved = cursor.fetchone()
         return bool(recorded and moved)
     return bool(ModelCall.objects.filter(pk=call_id, outcome="").update(**receipt)
@@ -183,8 +183,8 @@ def _slot_for_execution(slot_id: int) -> Slot:
     CPU than the rest of a slot's bookkeeping together, on the path of every request.
     """
     sql = _SLOT_SQL.format(slot=Slot._meta.db_table, run=Run._meta.db_table, protocol=Protocol._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [slot_id])
+    with hot_cursor() as cursor:
+        cursor.execute(sql, [slot_id], prepare=True)
         row = cursor.fetchone()
     if row is None:
         raise Slot.DoesNotExist(f"no slot {slot_id}")

@@ -251,8 +251,11 @@ def result_statement(slot: Slot, outcome_text: str | None) -> tuple[str, list] |
         _, task_id, answer_sha = slot.key.split("|")
         grade = {**_grade_values(outcome_text), "slot_id": slot.pk}
         columns = ["run_id", "task_id", "answer_sha256", *grade]
+        # Typed: with parameters bound on the server a bare NULL in a SELECT list would be text.
+        typed = [f"CAST(%s AS {Grade._meta.get_field(name.removesuffix('_id')).db_type(connection)})"
+                 for name in columns]
         return (f"INSERT INTO {Grade._meta.db_table} ({', '.join(columns)}) "
-                f"SELECT {', '.join(['%s'] * len(columns))} WHERE EXISTS (SELECT 1 FROM moved) "
+                f"SELECT {', '.join(typed)} WHERE EXISTS (SELECT 1 FROM moved) "
                 "ON CONFLICT (run_id, task_id, answer_sha256) DO UPDATE SET "
                 + ", ".join(f"{name} = EXCLUDED.{name}" for name in grade),
                 [slot.run_id, int(task_id), answer_sha, *grade.values()])

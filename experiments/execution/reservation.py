@@ -17,6 +17,7 @@ import contextlib
 from dataclasses import dataclass
 from datetime import timedelta
 
+import psycopg
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
@@ -130,6 +131,34 @@ def _stop(run: Run, reached: str) -> None:
     run.save(update_fields=["status", "status_reason"])
 
 
+@contextlib.contextmanager
+def hot_cursor():
+    """A cursor for the statements on the path of every request. On PostgreSQL it binds
+    parameters on the server and `execute(..., prepare=True)` keeps each statement's plan on the
+    connection: parsing and planning these CTEs cost the server more than running them. Errors
+    come out as Django's (IntegrityError, …), as from `connection.cursor()`."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            yield _Unprepared(cursor)
+        return
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
+
+
+class _Unprepared:
+    """`hot_cursor` elsewhere than PostgreSQL: the same calls, nothing prepared."""
+
+    def __init__(self, cursor):
+        self.cursor = cursor
+
+    def execute(self, sql, params=None, prepare=None):
+        return self.cursor.execute(sql, params)
+
+    def fetchone(self):
+        return self.cursor.fetchone()
+
+
 # The run's row is locked FOR SHARE in the same statement that claims the slot: a transaction
 # holding the row FOR UPDATE (the quota answer's recording, a pause, the driver) makes this
 # statement wait for its commit, and PostgreSQL then re-checks the run's conditions against
@@ -163,8 +192,8 @@ def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
         # savepoint keeps a failed insert from breaking it.
         block = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
         try:
-            with block, connection.cursor() as cursor:
-                cursor.execute(sql, params)
+            with block, hot_cursor() as cursor:
+                cursor.execute(sql, params, prepare=True)
                 row = cursor.fetchone()
         except IntegrityError:
             return None
