@@ -298,7 +298,7 @@ def one_configuration(server, project, cohorts, n_workers: int, worker_class: st
 
 
 def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int, slots: int, log_dir: Path,
-              index: int) -> dict:
+              index: int, worker_class: str = "multi") -> dict:
     """K = cap requests in flight against a server answering after delay_s, served by
     `processes` multi-slot workers of `slots` slots each."""
     def new_run(cohort, label):
@@ -308,7 +308,7 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
 
     server.default_delay_s = delay_s
     warm_up, measured = new_run(cohorts[0], "warm-up"), new_run(cohorts[1], f"K{cap}")
-    workers = start_workers(processes, "multi", log_dir, slots=slots)
+    workers = start_workers(processes, worker_class, log_dir, slots=slots)
     try:
         run_enqueue(warm_up.pk)
         wait_finished(warm_up, log_dir)
@@ -341,7 +341,7 @@ def levels_main(args):
     project = Project.objects.create(slug="bench-engine", name="Engine benchmark")
     log_dir = Path(tempfile.mkdtemp(prefix="bench-engine-"))
     print(f"database: {connection.vendor} {connection.settings_dict['NAME']}; redis {os.environ['REDIS_URL']}"
-          f"{' (private)' if REDIS_PROCESS else ''}; {args.processes} MultiSlotWorker processes")
+          f"{' (private)' if REDIS_PROCESS else ''}; {args.processes} {WORKER_CLASSES[args.level_class]} processes")
     print(f"{'K':>4} {'L s':>5} {'slots':>5} {'calls':>5} {'wall s':>7} {'calls/s':>8} {'ideal':>6} {'of ideal':>8} "
           f"{'gen':>6} {'judge':>6} {'CPU ms/call':>11}  (workers / postgres / redis; model server and script)")
     summary = []
@@ -360,7 +360,8 @@ def levels_main(args):
                 slots = math.ceil(cap / args.processes) + args.spare
                 for _ in range(args.repeat):
                     index += 1
-                    m = one_level(server, project, cohorts, cap, delay_s, args.processes, slots, log_dir, index)
+                    m = one_level(server, project, cohorts, cap, delay_s, args.processes, slots, log_dir, index,
+                                  args.level_class)
                     phase_rates = [m["phases"][p][1] / ideal for p in ("generation", "judging")]
                     cpu = m["cpu_ms"]
                     print(f"{cap:>4} {delay_s:>5.2f} {slots:>5} {m['calls']:>5} {m['wall']:>7.2f} {m['rate']:>8.1f} "
@@ -400,6 +401,8 @@ def main():
     parser.add_argument("--levels", nargs="+", metavar="K:L",
                         help="multi-slot mode: requests in flight K and server latency L (s), e.g. 8:0.2 32:0.2 128:1")
     parser.add_argument("--processes", type=int, default=4, help="multi-slot worker processes (with --levels)")
+    parser.add_argument("--level-class", choices=list(WORKER_CLASSES), default="multi",
+                        help="worker class with --levels (resilient: the single-slot workers before issue 13)")
     parser.add_argument("--spare", type=int, default=2, help="slots per worker beyond ceil(K / processes)")
     parser.add_argument("--rounds", type=int, default=25, help="calls per phase = rounds × K (with --levels)")
     parser.add_argument("--shared-redis", action="store_true", help="use REDIS_URL, not a private redis-server")

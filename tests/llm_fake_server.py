@@ -74,6 +74,9 @@ class Reply:
 class FakeLLMServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # a handler still sleeping through a "slow" reply must not block exit
+    # socketserver's default backlog is 5: a hundred clients connecting at once (the engine
+    # benchmark's 128 in flight) would see connections reset before they are accepted.
+    request_queue_size = 512
 
     def __init__(self):
         super().__init__(("127.0.0.1", 0), _Handler)

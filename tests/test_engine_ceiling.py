@@ -191,3 +191,19 @@ def test_a_worker_dead_in_its_cooldown_while_the_run_is_stopped_leaves_its_slot_
     assert [(c.basis, c.outcome) for c in calls] == [(ModelCall.Basis.FIRST, "transient"),
                                                      (ModelCall.Basis.AMENDMENT, "ok")]
     assert len(server.requests) == 3  # the first, its amended re-send, and the judge call
+
+
+def test_the_shell_command_raises_the_ceiling_and_drives_the_run_inline(project, server, http):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+    run = stopped_by_ceiling(project, server, http)
+    with pytest.raises(CommandError, match="a new one must be a larger whole number"):
+        call_command("run_raise_ceiling", run.pk, phase_ceiling=2, reason="x", inline=True)
+    said = call_command("run_raise_ceiling", run.pk, phase_ceiling=5, reason="two slots left", inline=True)
+    assert said.startswith(f"run {run.pk}: ceiling raised (amendment ") and "up to 2 more requests" in said
+    assert said.endswith("resumed inline and is finished")
+    run.refresh_from_db()
+    assert run.status == Run.Status.FINISHED
+    assert list(run.amendments.values_list("kind", "reason")) == [("ceiling", "two slots left"),
+                                                                ("resume", f"after raising the HTTP ceiling (amendment "
+                                                                           f"{run.amendments.first().pk}): two slots left")]

@@ -90,6 +90,19 @@ def _env_count(name: str, default: int) -> int:
     return count
 
 
+def database_step(step, *args, **kwargs):
+    """Run one database step on this thread's connection, which it keeps for the next one."""
+    try:
+        return step(*args, **kwargs)
+    except DatabaseError:
+        # A connection broken (e.g. by a database restart) is replaced at the next step.
+        # (close_old_connections would also close a healthy one at every step when
+        # CONN_MAX_AGE is 0: a new PostgreSQL backend per statement.)
+        if connection.connection is not None and not connection.is_usable():
+            connection.close()
+        raise
+
+
 class DatabaseThreads:
     """Runs database steps on a few threads of their own (each keeps its Django connection),
     so the number of connections does not grow with the number of slots."""
@@ -98,19 +111,7 @@ class DatabaseThreads:
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="slot-db")
 
     def __call__(self, step, *args, **kwargs):
-        return self.pool.submit(self._run, step, args, kwargs).result()
-
-    @staticmethod
-    def _run(step, args, kwargs):
-        try:
-            return step(*args, **kwargs)
-        except DatabaseError:
-            # A connection broken (e.g. by a database restart) is replaced at the next step.
-            # (close_old_connections would also close a healthy one at every step when
-            # CONN_MAX_AGE is 0: a new PostgreSQL backend per statement.)
-            if connection.connection is not None and not connection.is_usable():
-                connection.close()
-            raise
+        return self.pool.submit(database_step, step, *args, **kwargs).result()
 
     def shutdown(self) -> None:
         self.pool.shutdown(wait=True)
@@ -239,9 +240,8 @@ class MultiSlotWorker(ResilientSimpleWorker):
 
     def _run_slot_job(self, job, queue) -> None:
         from experiments.execution.jobs import job_slot
-        from experiments.execution.journal import in_this_thread
         try:
-            job_slot(*job.args, db=self.database or in_this_thread, **job.kwargs)
+            job_slot(*job.args, db=self.database or database_step, **job.kwargs)
         except Exception:
             logger.exception("slot job %s (%s) failed", job.id, job.args)
         finally:

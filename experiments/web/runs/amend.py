@@ -143,7 +143,10 @@ def run_ceiling_view(request, slug, pk):
     """Raise the run's HTTP ceilings (a paid amendment); a run a ceiling stopped resumes."""
     membership, run = _spender_run(request, slug, pk)
     form = _reason(request, CeilingForm)
-    if form and _queue_or_message(request, "raise it from a shell: manage.py shell, control.run_raise_ceiling"):
+    if form and _queue_or_message(
+        request, f"raise it from a shell in one process: manage.py run_raise_ceiling {run.pk} --phase-ceiling N "
+                 "--reason '…' --inline"
+    ):
         data = form.cleaned_data
         try:
             with transaction.atomic():
