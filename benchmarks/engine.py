@@ -24,6 +24,18 @@ other user's traffic is counted); `--shared-redis` uses REDIS_URL instead.
 
     .venv/bin/python benchmarks/engine.py --levels 8:0.2 32:0.2 128:1 --processes 4
 
+Measured 3 Dec 2026 (issue 13) on this shared 2-CPU machine with a load average of 7-14 from other
+work, PostgreSQL, 3 runs each (best / median); CPU per call = workers + the benchmark database's
+PostgreSQL backends + Redis:
+    K=8,   L=0.2 s, 2 processes × 5 slots:   75.8-77.2 % of K/L over the whole run (phases 81-84 %),
+                                             CPU 8.7 / 8.8 ms per call
+    K=32,  L=0.2 s, 4 processes × 9 slots:   62.3 / 58.4 % (phases up to 76 %), CPU 7.4 / 7.5 ms
+    K=128, L=1 s,   4 processes × 34 slots:  82.9 / 81.5 % (phases up to 89 %), CPU 7.3 / 7.6 ms
+    the same hour, K=8 with 12 single-slot ResilientSimpleWorkers (--level-class resilient
+    --processes 12): 61.4 %, CPU 18.6 ms per call (26 ms before the journal's statements were merged).
+On this machine throughput is bounded by the CPU the other work leaves: K=32 at 160 calls/s
+needs about 1.4 cores for the engine and the model server alone.
+
     createdb -h 127.0.0.1 -U postgres bench_engine     # once (the script also creates it)
     .venv/bin/python benchmarks/engine.py                        # PostgreSQL bench_engine, Redis db 14
     .venv/bin/python benchmarks/engine.py --workers 8 12 16 --classes simple fork --tasks 400
