@@ -14,6 +14,28 @@ Printed per configuration (worker class × number of workers):
     * the place empty (between one attempt's outcome and the next reservation: the limiter,
       the queue, job start-up, the reservation's own transaction, the driver at phase ends).
 
+Levels (issue 13): `--levels 8:0.2 32:0.2 128:1` runs, for each K:L, a server answering after L
+seconds and a protocol capping K requests in flight, served by `--processes` multi-slot workers
+(`MultiSlotWorker`, ceil(K / processes) + `--spare` slots each), and prints throughput against
+the ideal K / L and the CPU time per call of every process involved: the workers (their
+scheduler included), the PostgreSQL backends of the benchmark's database and PostgreSQL's own
+background processes, and Redis. Redis is a private `redis-server` the script starts (so no
+other user's traffic is counted); `--shared-redis` uses REDIS_URL instead.
+
+    .venv/bin/python benchmarks/engine.py --levels 8:0.2 32:0.2 128:1 --processes 4
+
+Measured 3 Dec 2026 (issue 13) on this shared 2-CPU machine with a load average of 7-14 from other
+work, PostgreSQL, 3 runs each (best / median); CPU per call = workers + the benchmark database's
+PostgreSQL backends + Redis:
+    K=8,   L=0.2 s, 2 processes × 5 slots:   75.8-77.2 % of K/L over the whole run (phases 81-84 %),
+                                             CPU 8.7 / 8.8 ms per call
+    K=32,  L=0.2 s, 4 processes × 9 slots:   62.3 / 58.4 % (phases up to 76 %), CPU 7.4 / 7.5 ms
+    K=128, L=1 s,   4 processes × 34 slots:  82.9 / 81.5 % (phases up to 89 %), CPU 7.3 / 7.6 ms
+    the same hour, K=8 with 12 single-slot ResilientSimpleWorkers (--level-class resilient
+    --processes 12): 61.4 %, CPU 18.6 ms per call (26 ms before the journal's statements were merged).
+On this machine throughput is bounded by the CPU the other work leaves: K=32 at 160 calls/s
+needs about 1.4 cores for the engine and the model server alone.
+
     createdb -h 127.0.0.1 -U postgres bench_engine     # once (the script also creates it)
     .venv/bin/python benchmarks/engine.py                        # PostgreSQL bench_engine, Redis db 14
     .venv/bin/python benchmarks/engine.py --workers 8 12 16 --classes simple fork --tasks 400
@@ -29,7 +51,10 @@ opens new database, Redis and HTTP connections; run workers with
 `--worker-class rq.worker.SimpleWorker`.
 """
 import argparse
+import math
 import os
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -40,6 +65,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_engine")
+
+
+def private_redis() -> subprocess.Popen | None:
+    """A redis-server of the benchmark's own on a free port (its CPU is then the benchmark's alone)."""
+    if "--shared-redis" in sys.argv or not shutil.which("redis-server"):
+        return None
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                "--appendonly", "no", "--loglevel", "warning"], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    os.environ["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
+    return process
+
+
+REDIS_PROCESS = private_redis()
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
 os.environ.setdefault("SECRET_KEY", "benchmark-only")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
@@ -52,7 +100,8 @@ CAP = 8
 IDEAL = CAP / DELAY_S
 QUEUES = ["default", "memories", "generation", "decisions", "judging", "analysis"]
 WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker", "fork": "rq.worker.Worker",
-                  "resilient": "experiments.execution.workers.ResilientSimpleWorker"}
+                  "resilient": "experiments.execution.workers.ResilientSimpleWorker",
+                  "multi": "experiments.execution.workers.MultiSlotWorker"}
 
 
 def ensure_database(url: str) -> None:
@@ -114,8 +163,41 @@ def pids_named(*names) -> list[int]:
     return found
 
 
-def start_workers(n: int, worker_class: str, log_dir: Path) -> list[subprocess.Popen]:
-    env = {**os.environ, "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+def family(pids) -> list[int]:
+    """These processes and every process below them (a worker's scheduler)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = list(pids), list(pids)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def postgres_pids(shared: bool = False) -> list[int]:
+    """The backends of the benchmark's database (its own work), or with `shared` PostgreSQL's
+    background processes (WAL writer, checkpointer, …), which also work for every other database
+    of a shared server: shown apart, not in the total."""
+    with connection.cursor() as cursor:
+        # Not this script's own backend: its polling for the run's end is not the engine's work.
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE "
+                       + ("datname IS NULL" if shared else "datname = current_database() AND pid <> pg_backend_pid()"))
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+def redis_pids() -> list[int]:
+    return [REDIS_PROCESS.pid] if REDIS_PROCESS is not None else pids_named("redis-server")
+
+
+def start_workers(n: int, worker_class: str, log_dir: Path, slots: int = 1) -> list[subprocess.Popen]:
+    env = {**os.environ, "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1", "OWNWORDS_WORKER_SLOTS": str(slots)}
     processes = []
     for i in range(n):
         command = [sys.executable, "manage.py", "rqworker", *QUEUES, "--worker-class",
@@ -146,7 +228,7 @@ def stop_workers(processes) -> None:
             process.wait()
 
 
-def measure(run: Run) -> dict:
+def measure(run: Run, cap: int = CAP, delay_s: float = DELAY_S) -> dict:
     calls = list(ModelCall.objects.filter(slot__run=run).values_list(
         "slot__phase", "reserved_at", "finished_at", "elapsed_s", "outcome"))
     assert all(outcome == "ok" for *_, outcome in calls), "every call should have succeeded"
@@ -162,13 +244,13 @@ def measure(run: Run) -> dict:
         spans[phase] = (min(c[1] for c in rows), max(c[2] for c in rows))
         span = (spans[phase][1] - spans[phase][0]).total_seconds()
         phases[phase] = (len(rows), len(rows) / span)
-    place_s = CAP * wall / n  # time one in-flight place spends per call
+    place_s = cap * wall / n  # time one in-flight place spends per call
     return {
         "calls": n, "wall": wall, "rate": n / wall, "phases": phases,
-        "overhead_ms": (place_s - DELAY_S) * 1000,
-        "send_extra_ms": (send / n - DELAY_S) * 1000,
+        "overhead_ms": (place_s - delay_s) * 1000,
+        "send_extra_ms": (send / n - delay_s) * 1000,
         "db_inside_ms": (busy - send) / n * 1000,
-        "empty_ms": (CAP * wall - busy) / n * 1000,
+        "empty_ms": (cap * wall - busy) / n * 1000,
         "median_send_ms": statistics.median(e for *_, e, _ in calls) * 1000,
         # between phases: the last answer recorded → the first judge call reserved (the driver
         # plans the judging and enqueues it); the last judge call → the run finished (analysis)
@@ -185,6 +267,15 @@ def wait_finished(run: Run, log_dir: Path) -> None:
             return
         if run.status != Run.Status.RUNNING or time.monotonic() > deadline:
             raise SystemExit(f"run {run.pk} is {run.status} ({run.status_reason}); see {log_dir}")
+        time.sleep(0.05)
+
+
+def wait_calls_done(run: Run, log_dir: Path) -> None:
+    deadline = time.monotonic() + 600
+    while Run.objects.filter(pk=run.pk, phase__in=("memories", "generation", "decisions", "judging"),
+                             status=Run.Status.RUNNING).exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"run {run.pk} did not get through its calls; see {log_dir}")
         time.sleep(0.05)
 
 
@@ -218,13 +309,118 @@ def one_configuration(server, project, cohorts, n_workers: int, worker_class: st
     return result
 
 
+def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int, slots: int, log_dir: Path,
+              index: int, worker_class: str = "multi") -> dict:
+    """K = cap requests in flight against a server answering after delay_s, served by
+    `processes` multi-slot workers of `slots` slots each."""
+    def new_run(cohort, label):
+        return make_run(project, cohort, conditions=[QUESTION_ONLY], name=f"bench-{label}-{index}",
+                        generator=openai_model(server, timeout_s=delay_s + 10.0), concurrency={"openai": cap},
+                        bootstrap={"draws": 1000})
+
+    server.default_delay_s = delay_s
+    warm_up, measured = new_run(cohorts[0], "warm-up"), new_run(cohorts[1], f"K{cap}")
+    workers = start_workers(processes, worker_class, log_dir, slots=slots)
+    try:
+        run_enqueue(warm_up.pk)
+        wait_finished(warm_up, log_dir)
+        worker_pids = family([p.pid for p in workers])
+        pg_before = {pid: cpu_seconds([pid]) for pid in postgres_pids()}
+        groups = {"workers": worker_pids, "redis": redis_pids(), "server+bench": [os.getpid()],
+                  "pg shared": postgres_pids(shared=True)}
+        before = {name: {pid: cpu_seconds([pid]) for pid in pids} for name, pids in groups.items()}
+        run_enqueue(measured.pk)
+        # CPU is counted from the run's start until its last call is recorded (the phase moves on
+        # to the analysis): both phases' calls and the planning between them, not the statistics.
+        wait_calls_done(measured, log_dir)
+        cpu = {name: sum(cpu_seconds([pid]) - before[name][pid] for pid in pids) for name, pids in groups.items()}
+        cpu["postgres"] = sum(cpu_seconds([pid]) - pg_before.get(pid, 0.0) for pid in set(postgres_pids()) | set(pg_before))
+        wait_finished(measured, log_dir)
+    finally:
+        stop_workers(workers)
+    assert not Slot.objects.filter(run=measured).exclude(status=Slot.Status.OK).exists()
+    result = measure(measured, cap, delay_s)
+    result["cpu_ms"] = {name: seconds / result["calls"] * 1000 for name, seconds in cpu.items()}
+    result["cpu_total_ms"] = sum(result["cpu_ms"][name] for name in ("workers", "postgres", "redis"))
+    return result
+
+
+def levels_main(args):
+    redis = django_rq.get_connection("default")
+    redis.flushdb()
+    call_command("migrate", verbosity=0)
+    call_command("flush", interactive=False, verbosity=0)
+    project = Project.objects.create(slug="bench-engine", name="Engine benchmark")
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    print(f"database: {connection.vendor} {connection.settings_dict['NAME']}; redis {os.environ['REDIS_URL']}"
+          f"{' (private)' if REDIS_PROCESS else ''}; {args.processes} {WORKER_CLASSES[args.level_class]} processes")
+    print(f"{'K':>4} {'L s':>5} {'slots':>5} {'calls':>5} {'wall s':>7} {'calls/s':>8} {'ideal':>6} {'of ideal':>8} "
+          f"{'gen':>6} {'judge':>6} {'CPU ms/call':>11}  (workers / postgres / redis; model server and script)")
+    summary = []
+    index = 0
+    try:
+        with running_fake_llm() as server:
+            Roles(server)
+            for level in args.levels:
+                cap_text, _, delay_text = level.partition(":")
+                cap, delay_s = int(cap_text), float(delay_text or DELAY_S)
+                ideal = cap / delay_s
+                # Enough calls per phase for rounds * K: the phase's ramp-up and tail cost little.
+                tasks = cap * args.rounds
+                cohorts = [build_cohort(project, sessions=2, targets=5, name=f"bench-warm-{cap}-{index}"),
+                           build_cohort(project, sessions=tasks // 5, targets=5, name=f"bench-{cap}-{index}")]
+                slots = math.ceil(cap / args.processes) + args.spare
+                for _ in range(args.repeat):
+                    index += 1
+                    m = one_level(server, project, cohorts, cap, delay_s, args.processes, slots, log_dir, index,
+                                  args.level_class)
+                    phase_rates = [m["phases"][p][1] / ideal for p in ("generation", "judging")]
+                    cpu = m["cpu_ms"]
+                    print(f"{cap:>4} {delay_s:>5.2f} {slots:>5} {m['calls']:>5} {m['wall']:>7.2f} {m['rate']:>8.1f} "
+                          f"{ideal:>6.0f} {m['rate'] / ideal:>8.1%} {phase_rates[0]:>6.1%} {phase_rates[1]:>6.1%} "
+                          f"{m['cpu_total_ms']:>11.1f}  ({cpu['workers']:.1f} / {cpu['postgres']:.1f} / "
+                          f"{cpu['redis']:.1f}; {cpu['server+bench']:.1f}; PostgreSQL's background "
+                          f"processes {cpu['pg shared']:.1f})", flush=True)
+                    print(f"{'':>10} per call and place: send beyond L {m['send_extra_ms']:.1f} ms, reserved→recorded "
+                          f"beyond send {m['db_inside_ms']:.1f} ms, place empty {m['empty_ms']:.1f} ms; between "
+                          f"phases {m['between_s']:.2f} s, analysis tail {m['tail_s']:.2f} s", flush=True)
+                    summary.append((cap, delay_s, m["rate"] / ideal, max(phase_rates), m["cpu_total_ms"]))
+    finally:
+        redis.flushdb()
+    print("of ideal = calls/s over the whole run (first reservation → run finished, both phases, the planning "
+          "between them and the analysis) ÷ K/L; gen, judge = each phase's calls/s (first reservation → last "
+          "outcome) ÷ K/L. CPU ms/call = user+system CPU of the workers (and their scheduler), the "
+          "benchmark database's PostgreSQL backends and Redis from the run's start to its last call's "
+          "record (both phases and the planning between them; not the analysis) ÷ its calls (the local "
+          "model server with this script, and PostgreSQL's background processes shared with other "
+          "databases, shown apart).")
+    by_level: dict = {}
+    for cap, delay_s, whole, phase, cpu in summary:
+        by_level.setdefault((cap, delay_s), []).append((whole, phase, cpu))
+    for (cap, delay_s), rows in by_level.items():
+        wholes, phases_, cpus = zip(*rows)
+        print(f"K={cap} L={delay_s:g}s over {len(rows)} runs: of ideal best {max(wholes):.1%} median "
+              f"{statistics.median(wholes):.1%} (best phase {max(phases_):.1%}); CPU ms/call best {min(cpus):.1f} "
+              f"median {statistics.median(cpus):.1f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[12, 16])
     parser.add_argument("--classes", nargs="+", choices=list(WORKER_CLASSES), default=["resilient"])
     parser.add_argument("--tasks", type=int, default=200, help="tasks in the cohort (two calls each)")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--levels", nargs="+", metavar="K:L",
+                        help="multi-slot mode: requests in flight K and server latency L (s), e.g. 8:0.2 32:0.2 128:1")
+    parser.add_argument("--processes", type=int, default=4, help="multi-slot worker processes (with --levels)")
+    parser.add_argument("--level-class", choices=list(WORKER_CLASSES), default="multi",
+                        help="worker class with --levels (resilient: the single-slot workers before issue 13)")
+    parser.add_argument("--spare", type=int, default=2, help="slots per worker beyond ceil(K / processes)")
+    parser.add_argument("--rounds", type=int, default=25, help="calls per phase = rounds × K (with --levels)")
+    parser.add_argument("--shared-redis", action="store_true", help="use REDIS_URL, not a private redis-server")
     args = parser.parse_args()
+    if args.levels:
+        return levels_main(args)
 
     redis = django_rq.get_connection("default")
     redis.flushdb()
@@ -268,4 +464,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        if REDIS_PROCESS is not None:
+            REDIS_PROCESS.terminate()

@@ -174,6 +174,7 @@ RQ_QUEUES = {
 DEFAULT_LLM_ENDPOINTS = [
     {"name": "openai", "provider": "openai", "base_url": "https://api.openai.com/v1"},
     {"name": "gemini", "provider": "gemini", "base_url": "https://generativelanguage.googleapis.com/v1beta"},
+    {"name": "anthropic", "provider": "anthropic", "base_url": "https://api.anthropic.com/v1"},
     {"name": "offline", "provider": "offline"},
 ]
 LLM_ENDPOINTS = llm_endpoints(env_json("OWNWORDS_LLM_ENDPOINTS", DEFAULT_LLM_ENDPOINTS))

@@ -1,7 +1,7 @@
 """Shared helpers for the engine tests and the engine benchmark.
 
 - ``build_cohort``: sessions with a chosen number of targets each, their tasks and a cohort;
-- ``openai_model`` / ``gemini_model``: generator or judge settings pointing at the fake server
+- ``openai_model`` / ``gemini_model`` / ``anthropic_model``: generator or judge settings pointing at the fake server
   (tests/llm_fake_server.py), with a tiny timeout;
 - ``make_run``: a protocol, sealed, and a started run;
 - ``Roles``: role-aware default replies for the fake server (memory, answer, fusion, selection,
@@ -65,6 +65,16 @@ def openai_model(server: FakeLLMServer, **changes) -> dict:
 def gemini_model(server: FakeLLMServer, **changes) -> dict:
     return {"provider": "gemini", "base_url": server.gemini_base_url, "model": "gemini-test-flash",
             "expected_model_version": "gemini-test-flash", "reasoning": "minimal", "timeout_s": TIMEOUT_S,
+            **changes}
+
+
+ANTHROPIC_KEY_ENV = "OWNWORDS_TEST_ANTHROPIC_KEY"
+
+
+def anthropic_model(server: FakeLLMServer, **changes) -> dict:
+    """Anthropic's Messages API at the fake server; the key comes from ANTHROPIC_KEY_ENV (tests set it)."""
+    return {"provider": "anthropic", "base_url": server.anthropic_base_url, "model": "claude-test-1",
+            "expected_model_version": "claude-test-1", "api_key_env": ANTHROPIC_KEY_ENV, "timeout_s": TIMEOUT_S,
             **changes}
 
 

@@ -1,10 +1,12 @@
-"""A real local HTTP server speaking both LLM wire formats, with scripted faults.
+"""A real local HTTP server speaking the LLM wire formats, with scripted faults.
 
 Tests (and the engine benchmark) start it with ``running_fake_llm()``; it listens on 127.0.0.1 on
 an ephemeral port and serves
 
-- ``POST /v1/chat/completions`` (OpenAI-compatible Chat Completions) and
-- ``POST /v1beta/models/{model}:generateContent`` (Gemini native).
+- ``POST /v1/chat/completions`` (OpenAI-compatible Chat Completions),
+- ``POST /v1beta/models/{model}:generateContent`` (Gemini native) and
+- ``POST /v1/messages`` (Anthropic's Messages API; like the real one it answers 401 without an
+  ``x-api-key`` header and 400 without ``anthropic-version``, before any scripted reply).
 
 Each request takes the next ``Reply`` from the script (``server.script(...)``); when the script
 is empty it answers normally in the request's own format after ``server.default_delay_s``. Every
@@ -28,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 OPENAI_PATH = "/v1/chat/completions"
 GEMINI_PREFIX = "/v1beta/models/"
 GEMINI_SUFFIX = ":generateContent"
+ANTHROPIC_PATH = "/v1/messages"
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class RecordedRequest:
 
     @property
     def wire_format(self) -> str:
+        if self.path == ANTHROPIC_PATH:
+            return "anthropic"
         return "gemini" if self.path.startswith(GEMINI_PREFIX) else "openai"
 
     @property
@@ -69,6 +74,9 @@ class Reply:
 class FakeLLMServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # a handler still sleeping through a "slow" reply must not block exit
+    # socketserver's default backlog is 5: a hundred clients connecting at once (the engine
+    # benchmark's 128 in flight) would see connections reset before they are accepted.
+    request_queue_size = 512
 
     def __init__(self):
         super().__init__(("127.0.0.1", 0), _Handler)
@@ -97,6 +105,10 @@ class FakeLLMServer(ThreadingHTTPServer):
     def gemini_base_url(self) -> str:
         return f"{self.base_url}/v1beta"
 
+    @property
+    def anthropic_base_url(self) -> str:
+        return f"{self.base_url}/v1"
+
     def script(self, *replies: Reply) -> None:
         with self._lock:
             self._replies.extend(replies)
@@ -123,10 +135,15 @@ class _Handler(BaseHTTPRequestHandler):
             headers={name.lower(): value for name, value in self.headers.items()},
             body=self.rfile.read(length),
         )
-        if request.path != OPENAI_PATH and not (
+        if request.path not in (OPENAI_PATH, ANTHROPIC_PATH) and not (
             request.path.startswith(GEMINI_PREFIX) and request.path.endswith(GEMINI_SUFFIX)
         ):
             self._write(404, b'{"error": {"message": "no such route"}}', {})
+            return
+        if request.path == ANTHROPIC_PATH and (refusal := _anthropic_refusal(request)):
+            with self.server._lock:
+                self.server.requests.append(request)
+            self._write(refusal[0], json.dumps(refusal[1]).encode(), {})
             return
         reply = self.server._next_reply(request)
         if reply.delay_s and self.server.stopping.wait(reply.delay_s):
@@ -164,6 +181,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format, *args):  # keep test output clean
         pass
+
+
+def _anthropic_refusal(request: RecordedRequest) -> tuple[int, dict] | None:
+    """What Anthropic answers a request without its required headers."""
+    if not request.headers.get("x-api-key"):
+        return 401, anthropic_error("authentication_error", "x-api-key header is required")
+    if not request.headers.get("anthropic-version"):
+        return 400, anthropic_error("invalid_request_error", "anthropic-version: header is required")
+    return None
 
 
 @contextlib.contextmanager
@@ -236,8 +262,43 @@ def gemini_response(parts: list[dict] | None = None, *, model_version: str = "ge
     }
 
 
+def anthropic_message(text: str | None = "An answer.", *, model: str = "claude-test-1", stop_reason: str = "end_turn",
+                      input_tokens: int = 13, output_tokens: int = 8, cache_read_input_tokens: int | None = None,
+                      thinking: str | None = None, message_id: str = "msg_test_1") -> dict:
+    content = []
+    if thinking is not None:
+        content.append({"type": "thinking", "thinking": thinking, "signature": "sig-test"})
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    usage = {"input_tokens": input_tokens, "output_tokens": output_tokens, "cache_creation_input_tokens": 0}
+    if cache_read_input_tokens is not None:
+        usage["cache_read_input_tokens"] = cache_read_input_tokens
+    return {"id": message_id, "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": stop_reason, "stop_sequence": None, "usage": usage}
+
+
+def anthropic_error(error_type: str, message: str) -> dict:
+    return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": "req_test_1"}
+
+
+def anthropic_overloaded() -> dict:
+    return anthropic_error("overloaded_error", "Overloaded")
+
+
+def anthropic_rate_limited() -> dict:
+    return anthropic_error("rate_limit_error", "This request would exceed the rate limit for your organization "
+                                               "of 50 requests per minute.")
+
+
+def anthropic_credit_exhausted() -> dict:
+    return anthropic_error("invalid_request_error", "Your credit balance is too low to access the Anthropic API. "
+                                                    "Please go to Plans & Billing to upgrade or purchase credits.")
+
+
 def answer(request: RecordedRequest, text: str, model_version: str | None = None) -> dict:
     """A normal complete answer in the request's own wire format."""
+    if request.wire_format == "anthropic":
+        return anthropic_message(text, model=model_version or request.model)
     if request.wire_format == "gemini":
         return gemini_response([{"text": text}], model_version=model_version or request.model)
     return openai_completion(text, model=model_version or request.model)

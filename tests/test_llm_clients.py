@@ -531,7 +531,7 @@ def test_the_key_never_appears_in_reprs_errors_or_logs(fake_llm, client, caplog)
 
 def test_invalid_configs_fail_early():
     with pytest.raises(ValueError):
-        ModelConfig("anthropic", "http://x", "m")
+        ModelConfig("mistral", "http://x", "m")  # not a provider (anthropic became one)
     with pytest.raises(ValueError):
         ModelConfig("openai", "http://x", "m", token_param="max_output_tokens")
     with pytest.raises(Exception):

@@ -31,7 +31,10 @@ logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "ownwords:inflight:"
 WAKE_SUFFIX = ":wake"
-WAKE_TIMEOUT_S = 0.25
+# A place freed by a release wakes a waiter at once (the wake-up list); only a place freed by
+# an expiry (a dead holder) waits for this. Every waiter asks Redis this often when idle, so
+# shorter costs CPU on every host for nothing in the ordinary case.
+WAKE_TIMEOUT_S = 1.0
 
 # KEYS[1] the set; ARGV: cap, lease in seconds, token. Returns 1 when the token got a place.
 _ACQUIRE = """

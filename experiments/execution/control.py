@@ -4,12 +4,13 @@ finished, have its answers re-graded by another judge (App. H)."""
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models import Count, F, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from experiments.execution.endpoints import require_allowed_endpoint
-from experiments.execution.policy import RunError, model_config
+from experiments.execution.policy import RunError, effective_http_ceilings, model_config, retry_settings
+from experiments.execution.reservation import ceiling_reached
 from experiments.execution.sealing import protocol_seal, seal_mismatches
 from experiments.execution.journal import OPEN_STATUSES as OPEN_SLOT_STATUSES
 from experiments.models import Amendment, ModelCall, Protocol, Run, Slot
@@ -211,6 +212,69 @@ def _phase_name(run: Run) -> str:
 
 def _who(user) -> str:
     return str(user) if user is not None else "a shell command"
+
+
+def ceiling_state(run: Run) -> dict | None:
+    """The run's HTTP ceilings for its current phase as they stand (the protocol's, raised by
+    amendments), the attempts they count, and what one more request costs at this run's average
+    usage; None when the protocol sets no ceiling that could apply."""
+    policy = retry_settings(run)
+    phase_ceiling, run_ceiling = effective_http_ceilings(run, run.phase, policy)
+    if phase_ceiling is None and run_ceiling is None:
+        return None
+    calls = ModelCall.objects.filter(slot__run=run)
+    usage = calls.filter(total_tokens__isnull=False).aggregate(
+        n=Count("pk"), input=Sum("input_tokens"), output=Sum("output_tokens"))
+    return {
+        "phase": run.phase, "phase_ceiling": phase_ceiling, "run_ceiling": run_ceiling,
+        "phase_used": calls.filter(slot__phase=run.phase).count() if phase_ceiling is not None else None,
+        "run_used": calls.count() if run_ceiling is not None else None,
+        "stopped_by_ceiling": run.status == Run.Status.STOPPED and CEILING_STOP in run.status_reason,
+        # Per request, at this run's average so far (None: no attempt reported usage).
+        "input_per_request": round(usage["input"] / usage["n"]) if usage["n"] else None,
+        "output_per_request": round(usage["output"] / usage["n"]) if usage["n"] else None,
+    }
+
+
+# How `reservation._stop` says that a ceiling stopped the run.
+CEILING_STOP = "HTTP ceiling was reached"
+
+
+def run_raise_ceiling(*, run: Run, user, reason: str, phase_ceiling: int | None = None,
+                      run_ceiling: int | None = None) -> Amendment:
+    """Raise the current phase's and/or the run's HTTP ceiling (App. B.2's ceilings are protocol
+    settings: a higher one is a recorded amendment, with the most it may cost). A run that a
+    ceiling stopped resumes (the continuation amendment: each held slot one identical request)."""
+    if phase_ceiling is None and run_ceiling is None:
+        raise RunError("give a new ceiling for the phase, for the run, or both")
+    with transaction.atomic():
+        run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run.pk)
+        if run.status not in (Run.Status.PAUSED, Run.Status.STOPPED):
+            raise RunError(f"the run is {run.status}; pause it before raising a ceiling")
+        state = ceiling_state(run)
+        payload = {"phase": run.phase, "stopped_because": run.status_reason}
+        extra = 0
+        for key, new, label in (("phase_http_ceiling", phase_ceiling, f"{_phase_name(run)} phase's"),
+                                ("run_http_ceiling", run_ceiling, "run's")):
+            if new is None:
+                continue
+            old = state[key.replace("_http", "")] if state else None
+            if old is None:
+                raise RunError(f"the protocol sets no {label} HTTP ceiling: there is nothing to raise")
+            if not isinstance(new, int) or isinstance(new, bool) or new <= old:
+                raise RunError(f"the {label} HTTP ceiling is {old}; a new one must be a larger whole number")
+            payload[key] = {"from": old, "to": new}
+            extra = max(extra, new - old)
+        # The most the raise may cost: that many more requests, at the run's average usage so far.
+        payload["extra_requests"] = extra
+        for part in ("input", "output"):
+            per = state[f"{part}_per_request"]  # state is set: a ceiling was found above
+            payload[f"{part}_tokens_estimate"] = None if per is None else per * extra
+        amendment = Amendment.objects.create(run=run, kind=Amendment.Kind.CEILING, reason=reason,
+                                             created_by=user, payload=payload)
+        if state["stopped_by_ceiling"] and not ceiling_reached(run, run.phase, retry_settings(run)):
+            run_resume(run=run, user=user, reason=f"after raising the HTTP ceiling (amendment {amendment.pk}): {reason}")
+        return amendment
 
 
 def run_set_concurrency(*, run: Run, user, provider: str, cap: int, reason: str) -> Amendment:

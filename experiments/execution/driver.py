@@ -97,7 +97,22 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                 decision_pause(run)
                 return Step()
             _advance(run)
+        return _expire_while_stopped(run)
+
+
+def _expire_while_stopped(run: Run) -> Step:
+    """A run that may not send (paused, stopped, circuit open) still has its dead workers'
+    reservations settled: unknown after their lease, held after an abandoned cooldown. While
+    some slot of the phase is in flight, somebody must look again after its deadline."""
+    if run.phase not in PLANNERS or run.planned_phase != run.phase:
         return Step()
+    in_flight = Slot.objects.filter(run=run, phase=run.phase, status=Slot.Status.IN_FLIGHT)
+    if not in_flight.exists():
+        return Step()
+    expire_leases(run)
+    if not in_flight.exists():
+        return Step()
+    return Step(recheck_in_s=_next_deadline_s(run), phase=run.phase)
 
 
 def _continue_allowances(run: Run) -> float | None:

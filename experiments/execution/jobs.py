@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -24,7 +25,8 @@ from rq import Queue
 
 from experiments.execution.concurrency import REDIS_DOWN, InflightLimiter, wait_for_redis
 from experiments.execution.driver import Step, run_analyze, run_drive
-from experiments.execution.journal import phase_open, slot_execute
+from experiments.execution.journal import in_this_thread, phase_open, slot_execute
+from experiments.execution.workers import SLOT_JOB_PREFIX
 
 # The command that serves every queue; pages and commands print it when no worker answers.
 WORKER_COMMAND = ("manage.py rqworker --with-scheduler --worker-class experiments.execution.workers.ResilientSimpleWorker "
@@ -38,25 +40,35 @@ QUEUED_KEY = "ownwords:queued:{run_id}:{phase}"  # slot jobs of the run and phas
 
 _http_client: httpx.Client | None = None
 _limiter: InflightLimiter | None = None
+_lock = threading.Lock()  # a multi-slot worker's first slots ask for both at once
 
 
 def http_client() -> httpx.Client:
     """One pooled client per worker process (connections are reused across jobs)."""
     global _http_client
-    if _http_client is None:
-        _http_client = httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=64))
+    with _lock:
+        if _http_client is None:
+            # A multi-slot worker's slots share it: room for every slot's connection.
+            size = max(64, int(os.environ.get("OWNWORDS_WORKER_SLOTS") or 0))
+            _http_client = httpx.Client(limits=httpx.Limits(max_connections=size, max_keepalive_connections=size))
     return _http_client
 
 
 def limiter() -> InflightLimiter:
+    """The process's limiter; its Redis client (one connection pool) serves the slot jobs' other
+    Redis steps too (django_rq.get_connection opens a new pool, and so a new connection, per call)."""
     global _limiter
-    if _limiter is None:
-        _limiter = InflightLimiter(django_rq.get_connection("default"))
+    with _lock:
+        if _limiter is None:
+            _limiter = InflightLimiter(django_rq.get_connection("default"))
     return _limiter
 
 
 def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """Host, process and (in a multi-slot worker) slot thread: who reserved an attempt."""
+    thread = threading.current_thread()
+    where = f"{socket.gethostname()}:{os.getpid()}"
+    return where if thread is threading.main_thread() else f"{where}:{thread.name}"
 
 
 def dispatch(run_id: int, step: Step) -> None:
@@ -71,10 +83,16 @@ def dispatch(run_id: int, step: Step) -> None:
         connection.expire(key, 7 * 24 * 3600)
         # The journal is the record; rq keeps a finished job a minute (deleting it at once,
         # result_ttl=0, costs the worker more than letting it expire).
-        queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=SLOT_RESULT_TTL_S)
+        queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=SLOT_RESULT_TTL_S,
+                                               job_id=slot_job_id(slot_id))
                             for slot_id in step.slot_ids])
     if step.recheck_in_s is not None:
         schedule_recheck(run_id, step.recheck_in_s)
+
+
+def slot_job_id(slot_id: int) -> str:
+    """A slot job's id says its slot, so a multi-slot worker need not read the job from Redis."""
+    return f"{SLOT_JOB_PREFIX}{slot_id}-{uuid.uuid4().hex[:12]}"
 
 
 def schedule_recheck(run_id: int, delay_s: float) -> bool:
@@ -116,24 +134,24 @@ def job_recheck(run_id: int, due: str) -> None:
     job_drive(run_id)
 
 
-def job_slot(slot_id: int) -> None:
-    slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name())
+def job_slot(slot_id: int, db=in_this_thread) -> None:
+    """One slot's attempts; `db` runs its database steps (a multi-slot worker's database threads)."""
+    slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name(), db=db)
     # The slot's outcome is recorded. What follows tells the driver, through Redis: if Redis is
     # away, wait for it (this worker can take no job without it anyway) and tell it then. A
     # count decremented twice only makes a later job look once more.
     while True:
         try:
-            return _after_slot(slot)
+            return db(_after_slot, slot)
         except REDIS_DOWN as exc:
-            wait_for_redis(django_rq.get_connection("default"), what=f"the bookkeeping after slot {slot_id}",
-                           error=exc)
+            wait_for_redis(limiter().client, what=f"the bookkeeping after slot {slot_id}", error=exc)
 
 
 def _after_slot(slot) -> None:
     # Only the phase's last jobs look whether it is settled: while others of this run and phase
     # are still queued or running, one of them will. (A lost job keeps the count above zero;
     # the delayed look drives then. An expired count reads below zero: every job looks.)
-    left = django_rq.get_connection("default").decr(QUEUED_KEY.format(run_id=slot.run_id, phase=slot.phase))
+    left = limiter().client.decr(QUEUED_KEY.format(run_id=slot.run_id, phase=slot.phase))
     if left <= 0 and not phase_open(slot.run_id, slot.phase):  # the next phase may start
         job_drive(slot.run_id)
 

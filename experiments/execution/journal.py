@@ -28,12 +28,12 @@ from django.utils import timezone
 
 from experiments.core.llm import client as llm_client
 from experiments.core.llm.wire import Outcome, OutcomeKind, build_request
-from experiments.execution.planning import apply_result
+from experiments.execution.planning import apply_result, result_statement
 from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
 from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
 )
-from experiments.execution.reservation import Reservation, reserve, settle
+from experiments.execution.reservation import Reservation, hot_cursor, reserve, settle
 from experiments.models import ModelCall, Protocol, Run, Slot
 
 logger = logging.getLogger(__name__)
@@ -79,6 +79,16 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         status, note = Slot.Status.FAILED, decision.justification
     else:  # stays in flight until its recovery is reserved
         retry_at, note = now + timedelta(seconds=decision.wait_s), decision.justification
+    settles = kind == OutcomeKind.OK or status in (Slot.Status.UNUSABLE, Slot.Status.FAILED)
+    if settles and connection.vendor == "postgresql":
+        # Receipt, slot and result in one statement (its own transaction), when the phase's
+        # result has one (`planning.result_statement`): the path of nearly every answer.
+        result = result_statement(slot, outcome.text if kind == OutcomeKind.OK else None)
+        if result is not None:
+            if _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now, result=result):
+                slot.status, slot.status_note, slot.retry_at = status, note, retry_at
+                return True
+            return _late(call_id, receipt, slot, outcome)
     with transaction.atomic():
         run = None
         if kind in (OutcomeKind.QUOTA, OutcomeKind.FATAL):
@@ -89,11 +99,7 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
             receipt["finished_at"] = timezone.now()
         on_time = _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now)
         if not on_time:
-            current = Slot.objects.values_list("status", flat=True).get(pk=slot.pk)
-            receipt["error"] = ("arrived after the reservation's lease ran out; the slot stays "
-                                f"{current}" + (f"; {outcome.error}" if outcome.error else ""))
-            ModelCall.objects.filter(pk=call_id).update(**receipt)
-            return False
+            return _late(call_id, receipt, slot, outcome)
         slot.status, slot.status_note, slot.retry_at = status, note, retry_at
         if kind == OutcomeKind.OK:
             apply_result(slot, outcome.text, usable=True)
@@ -113,6 +119,15 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         return True
 
 
+def _late(call_id: int, receipt: dict, slot: Slot, outcome: Outcome) -> bool:
+    """A receipt that came after its lease ran out: kept, saying so; the slot stays as it is."""
+    current = Slot.objects.values_list("status", flat=True).get(pk=slot.pk)
+    receipt["error"] = ("arrived after the reservation's lease ran out; the slot stays "
+                        f"{current}" + (f"; {outcome.error}" if outcome.error else ""))
+    ModelCall.objects.filter(pk=call_id).update(**receipt)
+    return False
+
+
 _RECORD_SQL = """
 WITH attempt AS (
     UPDATE {call} SET {receipt}
@@ -122,7 +137,7 @@ WITH attempt AS (
     UPDATE {slot} SET status = %s, status_note = %s, retry_at = %s, updated_at = %s
     WHERE id = %s AND status = %s AND EXISTS (SELECT 1 FROM attempt)
     RETURNING id
-)
+){result}
 SELECT (SELECT count(*) FROM attempt), (SELECT count(*) FROM moved)
 """
 _RECEIPT_FIELDS = ("finished_at", "outcome", "http_status", "response_id", "model_version", "finish_reason", "text",
@@ -130,16 +145,20 @@ _RECEIPT_FIELDS = ("finished_at", "outcome", "http_status", "response_id", "mode
                    "raw_body")
 
 
-def _record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now) -> bool:
+def _record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now, result=None) -> bool:
     """The attempt's receipt, if the attempt is still open, and the slot's new state, if it is
-    still in flight: True when both happened (one statement on PostgreSQL)."""
+    still in flight: True when both happened (one statement on PostgreSQL). `result`: a
+    statement (sql, params) storing the slot's result, run in the same statement only if the
+    slot moved (its SQL may read the `moved` CTE)."""
     if connection.vendor == "postgresql":
         sql = _RECORD_SQL.format(call=ModelCall._meta.db_table, slot=Slot._meta.db_table,
-                                 receipt=", ".join(f"{name} = %s" for name in _RECEIPT_FIELDS))
+                                 receipt=", ".join(f"{name} = %s" for name in _RECEIPT_FIELDS),
+                                 result=f", result AS ({result[0]})" if result else "")
         params = [receipt[name] for name in _RECEIPT_FIELDS]
         params += [call_id, status, note, retry_at, now, slot_id, Slot.Status.IN_FLIGHT]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+        params += result[1] if result else []
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params, prepare=True)
             recorded, moved = cursor.fetchone()
         return bool(recorded and moved)
     return bool(ModelCall.objects.filter(pk=call_id, outcome="").update(**receipt)
@@ -164,8 +183,8 @@ def _slot_for_execution(slot_id: int) -> Slot:
     CPU than the rest of a slot's bookkeeping together, on the path of every request.
     """
     sql = _SLOT_SQL.format(slot=Slot._meta.db_table, run=Run._meta.db_table, protocol=Protocol._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [slot_id])
+    with hot_cursor() as cursor:
+        cursor.execute(sql, [slot_id], prepare=True)
         row = cursor.fetchone()
     if row is None:
         raise Slot.DoesNotExist(f"no slot {slot_id}")
@@ -190,25 +209,31 @@ def _slot_for_execution(slot_id: int) -> Slot:
     return slot
 
 
-def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "", sleep=time.sleep) -> Slot:
+def in_this_thread(step, *args, **kwargs):
+    """`slot_execute`'s default `db`: run the database step here."""
+    return step(*args, **kwargs)
+
+
+def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "", sleep=time.sleep,
+                 db=in_this_thread) -> Slot:
     """Make the attempts of one slot allowed by the journal's rules; returns the slot as read
-    before its first attempt (its run id and phase tell the caller where to look next)."""
-    slot = _slot_for_execution(slot_id)
-    run = slot.run
-    config = role_config(run, slot.role)
-    try:
-        # Sealing and run_start check it too; this covers an endpoint withdrawn mid-run.
-        require_allowed_endpoint(config)
-    except EndpointNotAllowed as exc:
-        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
-            status=Run.Status.STOPPED, status_reason=f"Stopped before sending: {exc}")
+    before its first attempt (its run id and phase tell the caller where to look next).
+
+    Every database step goes through `db(step, *args)`: a multi-slot worker
+    (`workers.MultiSlotWorker`) runs them on a few threads that hold its database connections,
+    while the slot's own thread waits for the limiter, the service and the cooldown. The order
+    of the steps is the journal's, whichever thread runs them.
+    """
+    slot, config = db(_prepare, slot_id)
+    if config is None:
         return slot
+    run = slot.run
     policy = retry_settings(run)
     retry_policy = RetryPolicy(max_recoveries_per_slot=int(policy["max_recoveries_per_slot"]),
                                    cooldown_s=float(policy["cooldown_s"]))
     prepared = build_request(config, slot.system, slot.user)
     lease_s = config.timeout_s + LEASE_GRACE_S
-    name, cap = limiter_name(config), _cap(run, config.provider)
+    name, cap = limiter_name(config), db(_cap, run, config.provider)
     basis, justification, after_call = ModelCall.Basis.FIRST, "", None
     if slot.status == Slot.Status.PENDING and slot.retry_at is not None:
         # Back to pending after its worker died during the cooldown: the recovery is still due.
@@ -218,8 +243,8 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
         # The place is given back only after the outcome is committed (`release` never raises).
         place = limiter.acquire(name, cap, lease_s=lease_s)
         try:
-            reservation = reserve(slot_id, basis=basis, justification=justification, worker=worker,
-                                  lease_s=lease_s, policy=policy, after_call=after_call)
+            reservation = db(reserve, slot_id, basis=basis, justification=justification, worker=worker,
+                             lease_s=lease_s, policy=policy, after_call=after_call)
             if reservation is None:
                 return slot
             outcome = llm_client.send(config, prepared, client=client)
@@ -229,14 +254,35 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
                 # An unexpected model version is recorded as it is, never a reason to redraw (B.2).
                 outcome = _as_unusable(outcome, f"returned model {outcome.model_version!r}, expected "
                                                   f"{config.expected_model_version!r}")
-            decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
-            recorded = _record(reservation.call_id, outcome, decision, slot)
+            decision, recorded = db(_decide_and_record, retry_policy, policy, run, slot, reservation, outcome)
         finally:
             limiter.release(place)
         if not recorded or not decision.retry:
             return slot
         sleep(decision.wait_s)
         basis, justification, after_call = ModelCall.Basis.RECOVERY, decision.justification, reservation.call_id
+
+
+def _prepare(slot_id: int):
+    """The slot and its role's settings; settings None when its endpoint is no longer allowed
+    (the run is stopped then, before anything is sent)."""
+    slot = _slot_for_execution(slot_id)
+    run = slot.run
+    config = role_config(run, slot.role)
+    try:
+        # Sealing and run_start check it too; this covers an endpoint withdrawn mid-run.
+        require_allowed_endpoint(config)
+    except EndpointNotAllowed as exc:
+        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
+            status=Run.Status.STOPPED, status_reason=f"Stopped before sending: {exc}")
+        return slot, None
+    return slot, config
+
+
+def _decide_and_record(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reservation,
+                       outcome: Outcome) -> tuple[Decision, bool]:
+    decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
+    return decision, _record(reservation.call_id, outcome, decision, slot)
 
 
 def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):
@@ -283,7 +329,10 @@ def expire_leases(run: Run) -> None:
     The reservation is marked unknown (so a later attempt an owner allows is judged on its
     own lease) and its slot counts unknown: it is never re-sent automatically. A slot whose
     worker died while waiting to send a recovery has no request unanswered: it goes back to
-    pending with its recovery still due (`retry_at` kept), to be handed out again.
+    pending with its recovery still due (`retry_at` kept), to be handed out again, or, while the
+    run may not send (paused, stopped, circuit open), is held for the owner's amendment as a
+    live worker's reservation would hold it. The driver runs this whether or not the run may
+    send (issue 11): a dead worker's slots are settled after a stop too.
     """
     now = timezone.now()
     # Only the phase's slots in flight can have an open reservation that matters (earlier
@@ -308,6 +357,15 @@ def expire_leases(run: Run) -> None:
         lease_s = role_config(run, slot.role).timeout_s + LEASE_GRACE_S
         if slot.retry_at + timedelta(seconds=lease_s) < now:
             # Locked and re-checked in the update: a recovery reserved meanwhile keeps its slot.
+            if run.may_send():
+                change = dict(status=Slot.Status.PENDING, dispatched_at=None,
+                              status_note=slot.status_note + " (its worker stopped during the cooldown; handed out again)")
+            else:
+                # What a live worker's `reserve` does with a recovery due while the run may not
+                # send: held for the owner's amendment (the resume's allowance), never sent by itself.
+                change = dict(status=Slot.Status.HELD, retry_at=None,
+                              status_note=f"a recovery was due when the run was {run.status}"
+                                          f"{' (circuit open)' if run.circuit_open else ''} and its worker had "
+                                          "stopped during the cooldown; held for the owner's amendment")
             Slot.objects.filter(pk=slot.pk, status=Slot.Status.IN_FLIGHT, retry_at=slot.retry_at).update(
-                status=Slot.Status.PENDING, dispatched_at=None, updated_at=now,
-                status_note=slot.status_note + " (its worker stopped during the cooldown; handed out again)")
+                updated_at=now, **change)

@@ -9,7 +9,7 @@ task. `apply_result` turns a slot's terminal outcome into memories, answers and 
 from __future__ import annotations
 
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from experiments.core.canonical import sha256_text
 from experiments.core.assembly import TaskInput, assemble, assemble_judge, assemble_memory_request
@@ -220,7 +220,7 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
             defaults={"text": text or None, "slot": slot},
         )
     elif slot.phase == Phase.GENERATION:
-        _set_answer(Prediction.objects.filter(slot=slot), text)
+        _set_slot_answer(slot.pk, text)
     elif slot.phase == Phase.DECISIONS:
         prediction = Prediction.objects.get(slot=slot)
         condition = get_condition(prediction.condition)
@@ -230,17 +230,61 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
             _apply_selection(prediction, condition, text)
     elif slot.phase == Phase.JUDGING:
         _, task_id, answer_sha = slot.key.split("|")
-        parsed = parse_judge(text) if text is not None else None
-        Grade.objects.update_or_create(
-            run_id=slot.run_id, task_id=int(task_id), answer_sha256=answer_sha,
-            defaults={
-                "status": Grade.Status.OK if parsed and parsed.score is not None else Grade.Status.MISSING,
-                "score": parsed.score if parsed else None,
-                "rationale": (parsed.rationale or "") if parsed else "",
-                "parse_error": (parsed.error or "") if parsed else "no usable judge response",
-                "slot": slot,
-            },
+        grade = {**_grade_values(text), "slot_id": slot.pk}
+        # One statement (INSERT … ON CONFLICT DO UPDATE) on the path of every judge answer, where
+        # update_or_create takes four (a locking read, a savepoint, the write, its release).
+        Grade.objects.bulk_create(
+            [Grade(run_id=slot.run_id, task_id=int(task_id), answer_sha256=answer_sha, **grade)],
+            update_conflicts=True, unique_fields=["run", "task", "answer_sha256"], update_fields=list(grade),
         )
+
+
+def result_statement(slot: Slot, outcome_text: str | None) -> tuple[str, list] | None:
+    """`apply_result` of a generation or judging slot as one SQL statement (sql, params) that
+    runs only when the `moved` CTE of the journal's record has a row (the slot did move), or
+    None for the phases whose result needs more than one statement (PostgreSQL only)."""
+    if slot.phase == Phase.GENERATION:
+        values = _answer_values(outcome_text)
+        return (f"UPDATE {Prediction._meta.db_table} SET status = %s, text = %s, answer_sha256 = %s "
+                "WHERE slot_id = %s AND EXISTS (SELECT 1 FROM moved)", [*values, slot.pk])
+    if slot.phase == Phase.JUDGING:
+        _, task_id, answer_sha = slot.key.split("|")
+        grade = {**_grade_values(outcome_text), "slot_id": slot.pk}
+        columns = ["run_id", "task_id", "answer_sha256", *grade]
+        # Typed: with parameters bound on the server a bare NULL in a SELECT list would be text.
+        typed = [f"CAST(%s AS {Grade._meta.get_field(name.removesuffix('_id')).db_type(connection)})"
+                 for name in columns]
+        return (f"INSERT INTO {Grade._meta.db_table} ({', '.join(columns)}) "
+                f"SELECT {', '.join(typed)} WHERE EXISTS (SELECT 1 FROM moved) "
+                "ON CONFLICT (run_id, task_id, answer_sha256) DO UPDATE SET "
+                + ", ".join(f"{name} = EXCLUDED.{name}" for name in grade),
+                [slot.run_id, int(task_id), answer_sha, *grade.values()])
+    return None
+
+
+def _answer_values(text: str | None) -> list:
+    if text is None:
+        return [Prediction.Status.MISSING, None, ""]
+    return [Prediction.Status.OK if text else Prediction.Status.EMPTY, text, sha256_text(text)]
+
+
+def _grade_values(text: str | None) -> dict:
+    parsed = parse_judge(text) if text is not None else None
+    return dict(
+        status=Grade.Status.OK if parsed and parsed.score is not None else Grade.Status.MISSING,
+        score=parsed.score if parsed else None,
+        rationale=(parsed.rationale or "") if parsed else "",
+        parse_error=(parsed.error or "") if parsed else "no usable judge response",
+    )
+
+
+def _set_slot_answer(slot_id: int, text: str | None) -> None:
+    """`_set_answer` for the predictions of one generation slot, as one plain statement: it is on
+    the path of every answer, where building the ORM's update costs more than running it."""
+    values = _answer_values(text)
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {Prediction._meta.db_table} SET status = %s, text = %s, answer_sha256 = %s "
+                       "WHERE slot_id = %s", [*values, slot_id])
 
 
 def _set_answer(predictions, text: str | None) -> None:

@@ -90,6 +90,19 @@ def http_ceilings(policy: dict, phase: str) -> tuple[int | None, int | None]:
     return (policy.get(PHASE_HTTP_CEILINGS) or {}).get(phase), policy.get(RUN_HTTP_CEILING)
 
 
+def effective_http_ceilings(run: Run, phase: str, policy: dict) -> tuple[int | None, int | None]:
+    """The phase's and the run's HTTP ceilings as the protocol sets them, raised by the run's
+    ceiling amendments (`control.run_raise_ceiling`), the latest of each kind counting."""
+    phase_ceiling, run_ceiling = http_ceilings(policy, phase)
+    for payload in (run.amendments.filter(kind=Amendment.Kind.CEILING).order_by("created_at", "pk")
+                    .values_list("payload", flat=True)):
+        if payload.get("phase") == phase and payload.get("phase_http_ceiling"):
+            phase_ceiling = payload["phase_http_ceiling"]["to"]
+        if payload.get("run_http_ceiling"):
+            run_ceiling = payload["run_http_ceiling"]["to"]
+    return phase_ceiling, run_ceiling
+
+
 def effective_concurrency(run: Run, provider: str) -> int:
     """The protocol's cap, as changed by the latest concurrency amendment."""
     caps = dict(run.protocol.concurrency)

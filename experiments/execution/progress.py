@@ -215,6 +215,13 @@ def amendment_text(amendment: Amendment) -> str:
         parts = [f"{payload[k]} {k}" for k in ("unknown", "failed") if payload.get(k)]
         return (f"continued past {phase} with {n} slot{_s(n)} missing"
                 + (f" ({', '.join(parts)})" if parts else ""))
+    if kind == Amendment.Kind.CEILING:
+        raised = [f"{words} HTTP ceiling from {payload[key]['from']} to {payload[key]['to']}"
+                  for key, words in (("phase_http_ceiling", f"{phase}'s"), ("run_http_ceiling", "the run's"))
+                  if isinstance(payload.get(key), dict)]
+        extra = payload.get("extra_requests", 0)
+        return (f"raised {' and '.join(raised) or 'an HTTP ceiling'}: at most {extra} more "
+                f"request{_s(extra)}")
     return Amendment.Kind(kind).label if kind in Amendment.Kind.values else str(kind)
 
 

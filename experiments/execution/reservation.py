@@ -17,12 +17,13 @@ import contextlib
 from dataclasses import dataclass
 from datetime import timedelta
 
+import psycopg
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
 from experiments.execution.planning import apply_result
-from experiments.execution.policy import OPTIONAL_RETRY, http_ceilings
+from experiments.execution.policy import OPTIONAL_RETRY, effective_http_ceilings
 from experiments.models import ModelCall, Run, Slot
 
 
@@ -109,8 +110,9 @@ def reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_
 
 
 def ceiling_reached(run: Run, phase: str, policy: dict) -> str:
-    """Which HTTP ceiling one more attempt would pass, in words; "" when none (App. B.2)."""
-    phase_ceiling, run_ceiling = http_ceilings(policy, phase)
+    """Which HTTP ceiling one more attempt would pass, in words; "" when none (App. B.2).
+    The ceilings are the protocol's as the owner's amendments raised them."""
+    phase_ceiling, run_ceiling = effective_http_ceilings(run, phase, policy)
     if phase_ceiling is not None:
         reserved = ModelCall.objects.filter(slot__run=run, slot__phase=phase).count()
         if reserved >= phase_ceiling:
@@ -127,6 +129,34 @@ def _stop(run: Run, reached: str) -> None:
     run.status_reason = (f"Stopped: {reached}. Nothing more is sent in this phase until an owner "
                          "amends the ceiling.")
     run.save(update_fields=["status", "status_reason"])
+
+
+@contextlib.contextmanager
+def hot_cursor():
+    """A cursor for the statements on the path of every request. On PostgreSQL it binds
+    parameters on the server and `execute(..., prepare=True)` keeps each statement's plan on the
+    connection: parsing and planning these CTEs cost the server more than running them. Errors
+    come out as Django's (IntegrityError, …), as from `connection.cursor()`."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            yield _Unprepared(cursor)
+        return
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
+
+
+class _Unprepared:
+    """`hot_cursor` elsewhere than PostgreSQL: the same calls, nothing prepared."""
+
+    def __init__(self, cursor):
+        self.cursor = cursor
+
+    def execute(self, sql, params=None, prepare=None):
+        return self.cursor.execute(sql, params)
+
+    def fetchone(self):
+        return self.cursor.fetchone()
 
 
 # The run's row is locked FOR SHARE in the same statement that claims the slot: a transaction
@@ -162,8 +192,8 @@ def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
         # savepoint keeps a failed insert from breaking it.
         block = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
         try:
-            with block, connection.cursor() as cursor:
-                cursor.execute(sql, params)
+            with block, hot_cursor() as cursor:
+                cursor.execute(sql, params, prepare=True)
                 row = cursor.fetchone()
         except IntegrityError:
             return None

@@ -8,12 +8,29 @@ was running has already recorded its outcome in the database (the journal is the
 only rq's view of that job may be stale, which its registries' cleanup repairs.
 
     manage.py rqworker --worker-class experiments.execution.workers.ResilientSimpleWorker ...
+
+`MultiSlotWorker` carries many slots at once (issue 13): K requests in flight need a handful of
+processes, not K.
+
+    OWNWORDS_WORKER_SLOTS=32 manage.py rqworker --worker-class experiments.execution.workers.MultiSlotWorker ...
 """
 from __future__ import annotations
 
+import logging
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from django.db import DatabaseError, connection, connections
+from dataclasses import dataclass, field
+
+from rq.exceptions import NoSuchJobError
 from rq.worker import SimpleWorker, Worker
 
 from experiments.execution.concurrency import REDIS_DOWN, wait_for_redis
+
+logger = logging.getLogger(__name__)
 
 
 class ResilientMixin:
@@ -50,3 +67,203 @@ class ResilientSimpleWorker(ResilientMixin, SimpleWorker):
 
 class ResilientWorker(ResilientMixin, Worker):
     """rq's forking Worker, surviving Redis outages."""
+
+
+SLOT_JOB = "experiments.execution.jobs.job_slot"
+DEFAULT_SLOTS = 16
+# Database connections per worker process. A slot's database steps are short (one or two
+# statements) and its wait for the service long, so a few threads can serve many slots; but
+# handing each step to another thread costs a thread switch on the path of every request, so
+# up to this many slots each keep a connection of their own.
+DEFAULT_DB_THREADS = 16
+HEARTBEAT_EVERY_S = 5.0
+
+
+def _env_count(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    try:
+        count = int(value) if value else default
+    except ValueError:
+        raise SystemExit(f"{name} must be a whole number, not {value!r}") from None
+    if count < 1:
+        raise SystemExit(f"{name} must be at least 1")
+    return count
+
+
+def database_step(step, *args, **kwargs):
+    """Run one database step on this thread's connection, which it keeps for the next one."""
+    try:
+        return step(*args, **kwargs)
+    except DatabaseError:
+        # A connection broken (e.g. by a database restart) is replaced at the next step.
+        # (close_old_connections would also close a healthy one at every step when
+        # CONN_MAX_AGE is 0: a new PostgreSQL backend per statement.)
+        if connection.connection is not None and not connection.is_usable():
+            connection.close()
+        raise
+
+
+class DatabaseThreads:
+    """Runs database steps on a few threads of their own (each keeps its Django connection),
+    so the number of connections does not grow with the number of slots."""
+
+    def __init__(self, threads: int):
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="slot-db")
+
+    def __call__(self, step, *args, **kwargs):
+        return self.pool.submit(database_step, step, *args, **kwargs).result()
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+SLOT_JOB_PREFIX = "ownwords-slot-"
+
+
+def slot_of_job(job_id: str) -> int | None:
+    """The slot id in a slot job's id (`jobs.dispatch` names them so), else None."""
+    if not job_id.startswith(SLOT_JOB_PREFIX):
+        return None
+    number = job_id[len(SLOT_JOB_PREFIX):].split("-", 1)[0]
+    return int(number) if number.isdigit() else None
+
+
+@dataclass(frozen=True)
+class SlotJob:
+    """A slot job as a multi-slot worker knows it: its id says everything it needs."""
+
+    id: str
+    key: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    func_name: str = SLOT_JOB
+
+
+class MultiSlotWorker(ResilientSimpleWorker):
+    """A SimpleWorker that carries up to `OWNWORDS_WORKER_SLOTS` slot jobs at once (threads).
+
+    Each slot job (`jobs.job_slot`) runs on a thread of its own from dequeue to the end of its
+    attempts; its database steps run on `OWNWORDS_WORKER_DB_THREADS` threads (`DatabaseThreads`),
+    its requests over the process's one pooled httpx client. The journal's rules are those of
+    any worker: the global in-flight cap is Redis's (the limiter), the circuit and every
+    reservation the database's, so threads of one process and processes on many machines are
+    alike to them. Other jobs (the driver, the analysis) run in the main thread, rq's way.
+
+    rq's per-job bookkeeping (started registry, result, the job's hash read and deserialised) is
+    skipped for slot jobs: the journal is their record, and a slot job lost with its worker is
+    found by the driver (lease expiry, re-dispatch of pending slots), as for any worker that dies.
+    Any rq worker can still run the same jobs the ordinary way.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self._last_beat = self._last_suspension_check = 0.0
+        super().__init__(*args, **kwargs)
+        self.slots = _env_count("OWNWORDS_WORKER_SLOTS", DEFAULT_SLOTS)
+        self._free = threading.BoundedSemaphore(self.slots)
+        self._slot_threads = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="slot")
+        db_threads = _env_count("OWNWORDS_WORKER_DB_THREADS", min(self.slots, DEFAULT_DB_THREADS))
+        # As many connections as slots: each slot thread runs its own steps (no hand-over to
+        # another thread on the path of every request). Fewer: a pool of database threads.
+        self.database = DatabaseThreads(db_threads) if db_threads < self.slots else None
+
+    def heartbeat(self, timeout=None, pipeline=None):
+        # rq beats after every job and every dequeue (three Redis commands each): with a slot
+        # job every few milliseconds, once every few seconds keeps the worker registered
+        # (worker_ttl is minutes) at a fraction of the cost. Beats inside a pipeline (a
+        # non-slot job's bookkeeping) always go through.
+        now = time.monotonic()
+        if pipeline is None and timeout is None and now - self._last_beat < HEARTBEAT_EVERY_S:
+            return
+        self._last_beat = now
+        return super().heartbeat(timeout, pipeline)
+
+    def check_for_suspension(self, burst):
+        # rq asks Redis before every job; once a second is soon enough to notice `rq suspend`.
+        now = time.monotonic()
+        if now - self._last_suspension_check >= 1.0:
+            self._last_suspension_check = now
+            return super().check_for_suspension(burst)
+
+    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+        # A job is taken off the queue only when a slot is free for it: a job this worker
+        # cannot start yet stays where another worker can take it (and is not lost with this one).
+        while not self._free.acquire(timeout=HEARTBEAT_EVERY_S):
+            self.heartbeat()
+        result = None
+        try:
+            if timeout is None or max_idle_time is not None:  # burst or idle-limited: rq's own way
+                result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            else:
+                result = self._dequeue(timeout)
+        finally:
+            if result is None:
+                self._free.release()
+        return result
+
+    def _dequeue(self, timeout: int):
+        """The next job of the worker's queues, in their order (one BLPOP). A slot job, whose id
+        says its slot (`jobs.slot_job_id`), is not read from Redis at all: the slot id is all
+        it carries. Anything else is fetched and run as rq would."""
+        keys = {queue.key: queue for queue in self._ordered_queues}
+        while True:
+            self.heartbeat()
+            if self.should_run_maintenance_tasks:
+                self.run_maintenance_tasks()
+            try:
+                popped = self.connection.blpop(list(keys), timeout)
+            except REDIS_DOWN as exc:
+                wait_for_redis(self.connection, what="the dequeue", error=exc)
+                continue
+            if popped is None:
+                continue
+            key, job_id = (part.decode() if isinstance(part, bytes) else part for part in popped)
+            queue = keys[key]
+            slot_id = slot_of_job(job_id)
+            if slot_id is not None:
+                return SlotJob(job_id, self.job_class.key_for(job_id), (slot_id,)), queue
+            try:
+                return self.job_class.fetch(job_id, connection=self.connection, serializer=self.serializer), queue
+            except NoSuchJobError:
+                continue
+
+    def execute_job(self, job, queue):
+        if not isinstance(job, SlotJob) and job.func_name != SLOT_JOB:
+            try:
+                return super().execute_job(job, queue)  # here, in the main thread, rq's way
+            finally:
+                self._free.release()
+        try:
+            self._slot_threads.submit(self._run_slot_job, job, queue)
+        except BaseException:
+            self._free.release()
+            raise
+
+    def _run_slot_job(self, job, queue) -> None:
+        from experiments.execution.jobs import job_slot
+        try:
+            job_slot(*job.args, db=self.database or database_step, **job.kwargs)
+        except Exception:
+            logger.exception("slot job %s (%s) failed", job.id, job.args)
+        finally:
+            if self.database is not None:
+                connections.close_all()  # nothing should be open on a slot thread; if it is, let it go
+            self._free.release()
+            self._forget(job, queue)
+
+    def _forget(self, job, queue) -> None:
+        """rq's record of a slot job: gone once it ran (the journal is the record)."""
+        try:
+            with self.connection.pipeline() as pipeline:
+                pipeline.delete(job.key)
+                if len(self.queues) == 1 and not isinstance(job, SlotJob):  # rq moved it to an intermediate list
+                    pipeline.lrem(queue.intermediate_queue_key, 1, job.id)
+                pipeline.execute()
+        except REDIS_DOWN:
+            pass  # the job's key expires by itself; nothing reads it
+
+    def teardown(self):
+        # A warm shutdown lets the slots in flight finish and record their outcomes.
+        self._slot_threads.shutdown(wait=True)
+        if self.database is not None:
+            self.database.shutdown()
+        super().teardown()

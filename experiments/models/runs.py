@@ -116,6 +116,8 @@ class Amendment(models.Model):
         REISSUE_UNKNOWN = "reissue_unknown", "Re-issue unknown slots"
         # The phase advances with its undecided slots missing, as the paper keeps them (B.2).
         ACCEPT_MISSING = "accept_missing", "Continue with slots missing"
+        # A protocol's HTTP ceiling raised for this run (App. B.2's ceilings, amended like the rest).
+        CEILING = "ceiling", "HTTP ceiling raised"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="amendments")
     kind = models.CharField(max_length=20, choices=Kind.choices)

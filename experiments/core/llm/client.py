@@ -9,7 +9,8 @@ reason for a new draw).
 
 Output text follows App. B.3: for Gemini the concatenation of the non-thought text parts of a
 single complete STOP candidate, surrounding whitespace stripped; for Chat Completions the single
-choice's message content, stripped the same way. Hidden reasoning (thought parts, a server's
+choice's message content, stripped the same way; for Anthropic's Messages API the text blocks
+of a message that ended its turn (``end_turn``), thinking blocks left out, stripped the same way. Hidden reasoning (thought parts, a server's
 reasoning_content) is never used as an answer. Token counts the service does not report stay
 ``None`` (unknown, not zero; App. B.3 Table 14).
 
@@ -39,6 +40,8 @@ from experiments.core.llm.wire import (
 logger = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 300
+ANTHROPIC_BILLING_ERROR = "billing_error"
+ANTHROPIC_NO_CREDIT = "credit balance is too low"
 
 
 def send(config: ModelConfig, prepared: PreparedRequest, *, client: httpx.Client) -> Outcome:
@@ -75,6 +78,8 @@ def _send_http(config: ModelConfig, prepared: PreparedRequest, client: httpx.Cli
         # Gemini's key goes in a header too, never in the URL, so no log line can carry it.
         if config.provider == "gemini":
             headers["x-goog-api-key"] = api_key
+        elif config.provider == "anthropic":
+            headers["x-api-key"] = api_key
         else:
             headers["authorization"] = f"Bearer {api_key}"
     status: int | None = None
@@ -176,12 +181,20 @@ def _classify(config: ModelConfig, status: int, headers: httpx.Headers, raw_body
 
 
 def _carries_output(payload: object) -> bool:
-    return isinstance(payload, dict) and bool(payload.get("choices") or payload.get("candidates"))
+    return isinstance(payload, dict) and bool(
+        payload.get("choices") or payload.get("candidates")
+        or (payload.get("type") == "message" and payload.get("content")))
 
 
 def _is_quota_exhausted(config: ModelConfig, error: dict, raw_body: str) -> bool:
     """App. B.2's circuit breakers: Gemini per-day quota, OpenAI insufficient_quota, a pattern."""
     if error.get("code") in OPENAI_QUOTA_CODES or error.get("type") in OPENAI_QUOTA_CODES:
+        return True
+    if error.get("type") == ANTHROPIC_BILLING_ERROR or (
+        error.get("type") == "invalid_request_error" and ANTHROPIC_NO_CREDIT in str(error.get("message", "")).lower()
+    ):
+        # Anthropic: a prepaid balance spent is answered 400 "credit balance is too low" (or a
+        # billing_error): nothing clears it but the owner, as with a quota.
         return True
     if error.get("status") == "RESOURCE_EXHAUSTED":
         # A per-minute limit clears by itself (transient); a per-day one does not.
@@ -206,6 +219,8 @@ def _parse_content(config: ModelConfig, status: int, payload: dict, raw_body: st
     try:
         if config.provider == "gemini":
             fields, problems = _parse_gemini(payload)
+        elif config.provider == "anthropic":
+            fields, problems = _parse_anthropic(payload)
         else:
             fields, problems = _parse_openai(payload)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
@@ -284,6 +299,38 @@ def _parse_gemini(payload: dict) -> tuple[dict, list[str]]:
             output_tokens=_count(usage.get("candidatesTokenCount")),
             reasoning_tokens=_count(usage.get("thoughtsTokenCount")),
             total_tokens=_count(usage.get("totalTokenCount")),
+        ),
+    }
+    return fields, problems
+
+
+def _parse_anthropic(payload: dict) -> tuple[dict, list[str]]:
+    problems = []
+    blocks = payload["content"]
+    if not isinstance(blocks, list):
+        raise TypeError("content is not a list")
+    # Thinking (and redacted thinking) blocks are hidden reasoning, never an answer.
+    text = "".join(block["text"] for block in blocks
+                   if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+                   ).strip()
+    finish_reason = payload.get("stop_reason")
+    if finish_reason != "end_turn":
+        problems.append(f"stop reason {finish_reason!r}, not 'end_turn' (incomplete)")
+    usage = payload.get("usage") or {}
+    fresh, output = _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
+    # Cached prompt tokens are counted apart from input_tokens; the input is all of them.
+    cached = [_count(usage.get(name)) for name in ("cache_creation_input_tokens", "cache_read_input_tokens")]
+    input_tokens = None if fresh is None else fresh + sum(n for n in cached if n is not None)
+    fields = {
+        "response_id": payload.get("id"),
+        "model_version": payload.get("model"),
+        "finish_reason": finish_reason,
+        "text": text,
+        "usage": Usage(
+            input_tokens=input_tokens,
+            output_tokens=output,
+            reasoning_tokens=None,  # included in output_tokens, not reported apart
+            total_tokens=None if input_tokens is None or output is None else input_tokens + output,
         ),
     }
     return fields, problems

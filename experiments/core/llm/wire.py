@@ -21,10 +21,15 @@ from dataclasses import dataclass, field
 from experiments.core.canonical import canonical_json
 from experiments.core.parsers import JUDGE_SCHEMA, JUDGE_SCORES
 
-PROVIDERS = ("openai", "gemini", "offline")
+PROVIDERS = ("openai", "gemini", "anthropic", "offline")
 TOKEN_PARAMS = ("max_completion_tokens", "max_tokens")
 # The statuses whose output-free envelope the paper retries (App. B.2). 500 is deliberately absent.
-RETRYABLE_STATUSES = (429, 502, 503, 504)
+# 529 is Anthropic's "overloaded" (its 503): the same transient, output-free answer.
+RETRYABLE_STATUSES = (429, 502, 503, 504, 529)
+# Anthropic's Messages API version header (https://docs.anthropic.com/en/api/versioning).
+ANTHROPIC_VERSION = "2023-06-01"
+# Anthropic's extended thinking needs a budget of at least this many tokens.
+ANTHROPIC_MIN_THINKING = 1024
 OPENAI_QUOTA_CODES = ("insufficient_quota",)
 # Providers whose API can hold a reply to a JSON schema; the offline stand-in has no such switch.
 STRUCTURED_OUTPUT_PROVIDERS = ("openai", "gemini")
@@ -61,7 +66,7 @@ class ModelConfig:
     be stored, hashed into a seal and printed without revealing anything.
     """
 
-    provider: str  # "openai" (any Chat Completions server), "gemini" (native) or "offline"
+    provider: str  # "openai" (any Chat Completions server), "gemini", "anthropic" (native) or "offline"
     # e.g. "https://api.openai.com/v1", "https://generativelanguage.googleapis.com/v1beta"
     base_url: str
     model: str
@@ -69,7 +74,8 @@ class ModelConfig:
     api_key_env: str | None = None  # None: send no credentials (local servers)
     max_output_tokens: int = 1600
     temperature: float | None = None  # None: omit, keeping the service default
-    reasoning: str | None = None  # OpenAI reasoning_effort / Gemini thinkingLevel; None: omit
+    # OpenAI reasoning_effort / Gemini thinkingLevel / Anthropic's thinking budget in tokens; None: omit
+    reasoning: str | None = None
     token_param: str = "max_completion_tokens"  # older servers want "max_tokens"
     timeout_s: float = 180.0  # the paper's transport timeout
     quota_pattern: str | None = None  # regex over an error body meaning "quota exhausted"
@@ -91,6 +97,13 @@ class ModelConfig:
             raise ValueError("max_output_tokens and timeout_s must be positive")
         if self.quota_pattern is not None:
             re.compile(self.quota_pattern)  # fail when configured, not at the first error
+        if self.provider == "anthropic" and self.reasoning is not None:
+            budget = str(self.reasoning)
+            if not budget.isdigit() or not ANTHROPIC_MIN_THINKING <= int(budget) < self.max_output_tokens:
+                raise ValueError(f"for anthropic, reasoning is the extended-thinking budget in tokens, a whole "
+                                 f"number from {ANTHROPIC_MIN_THINKING} to below max_output_tokens")
+            if self.temperature is not None:
+                raise ValueError("anthropic's extended thinking does not allow a temperature; leave it empty")
 
 
 @dataclass(frozen=True)
@@ -116,7 +129,8 @@ class Usage:
     """Token counts as the service reports them; None when it does not (unknown, not zero).
 
     ``output_tokens`` is the provider's own figure: OpenAI's completion_tokens include reasoning
-    tokens, Gemini's candidatesTokenCount excludes thoughts. ``total_tokens`` is comparable.
+    tokens, Gemini's candidatesTokenCount excludes thoughts, Anthropic's output_tokens include
+    thinking (which it does not count apart: reasoning None). ``total_tokens`` is comparable.
     """
 
     input_tokens: int | None = None
@@ -147,6 +161,7 @@ class Outcome:
 
 def build_request(config: ModelConfig, system: str, user: str) -> PreparedRequest:
     """The canonical request for (system, user) under ``config``; same inputs, same bytes."""
+    headers = {"content-type": "application/json"}
     if config.provider == "gemini":
         url = f"{config.base_url.rstrip('/')}/models/{config.model}:generateContent"
         generation_config: dict = {"maxOutputTokens": config.max_output_tokens}
@@ -164,6 +179,19 @@ def build_request(config: ModelConfig, system: str, user: str) -> PreparedReques
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
         method = "POST"
+    elif config.provider == "anthropic":
+        # The Messages API: the system prompt is a top-level field, max_tokens is required.
+        url = f"{config.base_url.rstrip('/')}/messages"
+        body = {"model": config.model, "max_tokens": config.max_output_tokens,
+                "messages": [{"role": "user", "content": user}]}
+        if system:
+            body["system"] = system
+        if config.temperature is not None:
+            body["temperature"] = config.temperature
+        if config.reasoning is not None:
+            body["thinking"] = {"type": "enabled", "budget_tokens": int(config.reasoning)}
+        method = "POST"
+        headers["anthropic-version"] = ANTHROPIC_VERSION
     else:
         messages = [{"role": "user", "content": user}]
         if system:
@@ -184,7 +212,7 @@ def build_request(config: ModelConfig, system: str, user: str) -> PreparedReques
     return PreparedRequest(
         method=method,
         url=url,
-        headers={"content-type": "application/json"},
+        headers=headers,
         json_body=body,
         body_bytes=canonical_json(body).encode("utf-8"),
     )

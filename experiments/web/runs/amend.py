@@ -1,5 +1,5 @@
 """The run page's amendments (paper App. B.2): pause, resume with a continuation allowance,
-re-issue or accept missing the slots that wait for a decision, change concurrency.
+re-issue or accept missing the slots that wait for a decision, raise an HTTP ceiling, change concurrency.
 
 Who may: `access.may_spend` — owners, and analysts for runs that call no paid provider or in a
 project that delegates spending to them — for everything that spends money or stops it (whoever
@@ -18,7 +18,7 @@ from experiments.access import OWNERS, TEXT_READERS, require_spending, run_for
 from experiments.execution import control, jobs, policy, progress
 from experiments.execution.jobs import WORKER_COMMAND
 from experiments.models import Run
-from experiments.web.runs.forms import ConcurrencyForm, ReasonForm, ResumeForm
+from experiments.web.runs.forms import CeilingForm, ConcurrencyForm, ReasonForm, ResumeForm
 
 NO_QUEUE = (
     "No queue is reachable (the Redis server did not answer), so nothing changed: model calls never run "
@@ -134,6 +134,34 @@ def run_accept_missing_view(request, slug, pk):
         else:
             messages.success(request, f"Continued with {len(amendment.payload['slots'])} slots missing: "
                                       "recorded as an amendment.")
+    return redirect("run_detail", slug=slug, pk=pk)
+
+
+@login_required
+@require_POST
+def run_ceiling_view(request, slug, pk):
+    """Raise the run's HTTP ceilings (a paid amendment); a run a ceiling stopped resumes."""
+    membership, run = _spender_run(request, slug, pk)
+    form = _reason(request, CeilingForm)
+    if form and _queue_or_message(
+        request, f"raise it from a shell in one process: manage.py run_raise_ceiling {run.pk} --phase-ceiling N "
+                 "--reason '…' --inline"
+    ):
+        data = form.cleaned_data
+        try:
+            with transaction.atomic():
+                amendment = control.run_raise_ceiling(
+                    run=run, user=request.user, reason=data["reason"], phase_ceiling=data["phase_ceiling"],
+                    run_ceiling=data["run_ceiling"])
+                resumed = Run.objects.get(pk=run.pk).status == Run.Status.RUNNING
+                if resumed:
+                    jobs.run_enqueue(run.pk)
+        except policy.RunError as exc:
+            messages.error(request, f"Not raised: {exc}")
+        else:
+            messages.success(request, f"Ceiling raised: up to {amendment.payload['extra_requests']} more "
+                                      f"request{'s' if amendment.payload['extra_requests'] != 1 else ''}"
+                                      f"{'; the run resumes' if resumed else ''}.")
     return redirect("run_detail", slug=slug, pk=pk)
 
 

@@ -325,6 +325,23 @@ class ResumeForm(ReasonForm):
         return self.cleaned_data["allowance"] or 1  # empty: the paper's one request
 
 
+class CeilingForm(ReasonForm):
+    """Raise the run's HTTP ceilings (an amendment; empty: that ceiling stays)."""
+
+    phase_ceiling = forms.IntegerField(required=False, min_value=1, max_value=10_000_000,
+                                       label="New ceiling for this phase (HTTP attempts)")
+    run_ceiling = forms.IntegerField(required=False, min_value=1, max_value=10_000_000,
+                                     label="New ceiling for the whole run (HTTP attempts)")
+
+    field_order = ["phase_ceiling", "run_ceiling", "reason"]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("phase_ceiling") is None and data.get("run_ceiling") is None:
+            raise forms.ValidationError("give a new ceiling for the phase, for the run, or both")
+        return data
+
+
 class ConcurrencyForm(ReasonForm):
     provider = forms.ChoiceField()
     cap = forms.IntegerField(min_value=1, max_value=1000, label="In-flight cap")

@@ -15,6 +15,7 @@ urlpatterns = [
     path("p/<slug:slug>/runs/<int:pk>/resume/", amend.run_resume_view, name="run_resume"),
     path("p/<slug:slug>/runs/<int:pk>/reissue/", amend.run_reissue_view, name="run_reissue"),
     path("p/<slug:slug>/runs/<int:pk>/accept-missing/", amend.run_accept_missing_view, name="run_accept_missing"),
+    path("p/<slug:slug>/runs/<int:pk>/ceiling/", amend.run_ceiling_view, name="run_ceiling"),
     path("p/<slug:slug>/runs/<int:pk>/concurrency/", amend.run_concurrency_view, name="run_concurrency"),
     path("p/<slug:slug>/runs/<int:pk>/regrade/", regrade.run_regrade, name="run_regrade"),
 ]

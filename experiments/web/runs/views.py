@@ -40,7 +40,7 @@ from experiments.execution.sealing import protocol_problems, protocol_seal
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
 from experiments.web.runs.amend import NO_QUEUE, providers
-from experiments.web.runs.forms import ConcurrencyForm, ProtocolEditor, ReasonForm, ResumeForm
+from experiments.web.runs.forms import CeilingForm, ConcurrencyForm, ProtocolEditor, ReasonForm, ResumeForm
 from experiments.web.runs.regrade import regrade_context
 # The keys sent with a protocol form: Django's error reports must never show them.
 KEY_FIELDS = ("generator-api_key_env", "judge-api_key_env")
@@ -235,6 +235,9 @@ def run_detail(request, slug, pk):
         for action in ("pause", "reissue", "accept"):
             context[f"{action}_form"] = ReasonForm(auto_id=f"{action}_%s")
         context["resume_form"] = ResumeForm(auto_id="resume_%s")
+        if run.status in (Run.Status.PAUSED, Run.Status.STOPPED):
+            context["ceiling"] = control.ceiling_state(run)
+            context["ceiling_form"] = CeilingForm(auto_id="ceiling_%s") if context["ceiling"] else None
     if membership.is_owner() and run.status != Run.Status.FINISHED:
         context["concurrency_form"] = ConcurrencyForm(providers=providers(protocol))
     return render(request, "experiments/runs/run_detail.html", context)
