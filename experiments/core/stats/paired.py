@@ -307,3 +307,19 @@ def paired_set(*conditions: Mapping[Hashable, float | None],
     missing = tuple(sum(_missing(cond.get(k)) for k in planned) for cond in conditions)
     return PairedSet(tuple(kept), grades, people, len(planned),
                      len(planned) - len(kept), missing)
+
+
+def paired_matrix(grades, keys: Sequence[Hashable], person=None) -> PairedSet:
+    """``paired_set`` for conditions given as rows of one (conditions, tasks) array, NaN missing.
+
+    Every key is planned under every condition (as when each mapping has all keys); the
+    result equals ``paired_set`` of the rows as mappings, without a loop over tasks.
+    """
+    g = np.asarray(grades, dtype=float)
+    if g.ndim != 2 or g.shape[0] == 0 or g.shape[1] != len(keys):
+        raise ValueError("grades must be (conditions, tasks) with one key per task")
+    missing = np.isnan(g)
+    kept = ~missing.any(axis=0)
+    people = None if person is None else np.asarray(person)[kept]
+    return PairedSet(tuple(np.asarray(keys)[kept].tolist()), np.ascontiguousarray(g[:, kept]), people,
+                     len(keys), int(len(keys) - kept.sum()), tuple(int(m) for m in missing.sum(axis=1)))

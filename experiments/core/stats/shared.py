@@ -1,0 +1,220 @@
+"""Many whole-person bootstraps on one stream of draws (issue 13): identical to `paired_bootstrap`, to the last bit.
+
+Every interval of one analysis uses the same seed, so statistics with the same set of
+clusters (people, or studies) resample the same clusters in every draw.  Instead of
+redrawing the indices once per statistic, ``shared_bootstraps`` draws each chunk of
+indices once, turns it into resampling counts (draws × clusters) and applies it to all
+statistics at once: one matrix product of the counts with the per-cluster sums of every
+statistic.  Memory is bounded by the chunk, never by draws × clusters.
+
+Why the result is the same to the last bit, not merely to 1e-15
+---------------------------------------------------------------
+``paired_bootstrap``'s replicate is a floating-point sum of per-person float sums in the
+order the indices came out, divided by the sampled task count.  A matrix product sums in
+another order, so its floats differ in the last bits.  But normalized differences are
+thirds (``diff == raw / 3`` with integer ``raw``), so the product of the counts with the
+integer per-person sums is *exact*, and it orders the draws by their exact values.  The
+float a draw would get in ``paired_bootstrap`` lies within ``δ`` (a rigorous rounding bound)
+of its exact value; hence the order statistics a percentile reads are found among the few
+draws whose exact value lies within ``2δ`` of the exact order statistics.  Only those draws
+are recomputed exactly as ``paired_bootstrap`` computes them (the generator state is kept
+at every chunk, and PCG64 integers continue seamlessly across calls), and the percentile
+is taken with NumPy's own ``np.percentile`` on an array with those order statistics in
+place.  A statistic whose differences are not thirds, or that is not task-weighted, is
+computed by ``paired_bootstrap`` itself.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from experiments.core.stats.paired import (
+    BootstrapResult, MAX_GRADE, _check_draws, _check_paired, _tails, paired_bootstrap,
+)
+
+UNIT_ROUNDOFF = 2.0 ** -53
+# Rows of draws generated and counted at once: the memory bound (rows × clusters counts).
+CHUNK_ROWS = 128
+# NumPy draws integers below 2**32 from the same 32-bit stream whatever the integer type,
+# so 32-bit indices are paired_bootstrap's (64-bit) ones at half the memory (tests check it).
+INDEX_DTYPE = np.int32
+
+
+@dataclass(frozen=True)
+class BootstrapRequest:
+    """One statistic: ``paired_bootstrap(cluster, diff, tails=t)`` for every ``t`` in ``tails``."""
+
+    cluster: Sequence
+    diff: Sequence[float]
+    tails: tuple[tuple[float, float], ...] = (_tails(0.95, None),)
+
+
+@dataclass
+class _Statistic:
+    index: int                # position in the caller's requests
+    diff: np.ndarray
+    sums: np.ndarray          # per-cluster float sums, exactly as paired_bootstrap builds them
+    counts: np.ndarray        # per-cluster task counts (float)
+    raw: np.ndarray           # per-cluster integer sums of 3 × diff (exact)
+    tails: tuple[tuple[float, float], ...]
+    margin: float = 0.0       # window half-width on the key scale (raw / count)
+
+
+def _exact_thirds(diff: np.ndarray) -> np.ndarray | None:
+    """Integers ``raw`` with ``raw / 3 == diff`` bit for bit, or None if ``diff`` is not thirds."""
+    raw = np.rint(diff * MAX_GRADE)
+    if np.array_equal(raw / MAX_GRADE, diff) and np.abs(raw).sum() < 2 ** 50:
+        return raw
+    return None
+
+
+def shared_bootstraps(requests: Sequence[BootstrapRequest], *, seed: int, draws: int = 100_000,
+                      block: int = 2_000, chunk_rows: int = CHUNK_ROWS) -> list[list[BootstrapResult]]:
+    """``[[paired_bootstrap(r.cluster, r.diff, seed=seed, draws=draws, tails=t) for t in r.tails] for r in requests]``.
+
+    Statistics sharing their set of clusters share their draws; each such group is one pass
+    over the stream.  ``block`` is accepted for ``paired_bootstrap``'s signature: the stream
+    does not depend on it, and memory is bounded by ``chunk_rows`` (at most ``block``).
+    """
+    _check_draws(draws, block)
+    chunk_rows = max(1, min(chunk_rows, block))
+    results: list[list[BootstrapResult] | None] = [None] * len(requests)
+    groups: dict[tuple, tuple[np.ndarray, list[_Statistic]]] = {}
+    for i, request in enumerate(requests):
+        tails = tuple(_tails(0.95, t) for t in request.tails)
+        cluster, diff = _check_paired(request.cluster, request.diff)
+        raw = _exact_thirds(diff)
+        if raw is None:
+            results[i] = [paired_bootstrap(cluster, diff, seed=seed, draws=draws, block=block, tails=t)
+                          for t in tails]
+            continue
+        labels, inverse = np.unique(cluster, return_inverse=True)
+        n = labels.size
+        statistic = _Statistic(
+            i, diff,
+            np.bincount(inverse, weights=diff, minlength=n),
+            np.bincount(inverse, minlength=n).astype(float),
+            np.bincount(inverse, weights=raw, minlength=n),
+            tails)
+        key = (labels.dtype.str, labels.tobytes()) if labels.dtype != object else ("O", tuple(labels.tolist()))
+        groups.setdefault(key, (labels, []))[1].append(statistic)
+    for labels, statistics in groups.values():
+        for statistic, intervals in zip(statistics, _group(labels.size, statistics, seed, draws, chunk_rows)):
+            results[statistic.index] = [
+                BootstrapResult(float(statistic.diff.mean()), lo, hi, int(statistic.diff.size), labels.size,
+                                seed, draws, tails)
+                for tails, (lo, hi) in zip(statistic.tails, intervals)]
+    return results
+
+
+def _integer_counts(idx: np.ndarray, n: int, out: np.ndarray) -> np.ndarray:
+    """Resampling counts (rows × n) of a chunk of indices, written into ``out``."""
+    rows = idx.shape[0]
+    if n < 1024:      # small rows: one flat bincount is cheaper than a call per row
+        offsets = (np.arange(rows, dtype=np.intp) * n)[:, None]
+        out[:rows] = np.bincount((idx + offsets).ravel(), minlength=rows * n).reshape(rows, n)
+    else:             # large rows: a row's bins stay in cache
+        for r in range(rows):
+            out[r] = np.bincount(idx[r], minlength=n)
+    return out[:rows]
+
+
+def _group(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_rows: int) -> list[list[tuple]]:
+    """One pass over the stream for statistics with the same n clusters."""
+    k = len(statistics)
+    # Statistics over the same tasks share their count column (and equal sums theirs):
+    # one product column per distinct column.
+    matrix, column = np.unique(np.column_stack([s.raw for s in statistics] + [s.counts for s in statistics]),
+                               axis=1, return_inverse=True)
+    column = column.ravel()
+    # Integer products are exact in float32 below 2**24, in float64 below 2**53.
+    largest = float(np.abs(matrix).sum(axis=0).max()) * n
+    dtype = np.float32 if largest < 2 ** 24 else np.float64
+    if largest >= 2 ** 53:
+        raise ValueError("sums too large for exact integer products")
+    matrix = matrix.astype(dtype)
+    counts_buffer = np.empty((chunk_rows, n), dtype=dtype)
+    keys = np.empty((draws, k))
+    states = []                       # generator state at the start of every chunk
+    rng = np.random.Generator(np.random.PCG64(seed))
+    for start in range(0, draws, chunk_rows):
+        rows = min(chunk_rows, draws - start)
+        states.append(rng.bit_generator.state)
+        idx = rng.integers(0, n, size=(rows, n), dtype=INDEX_DTYPE)
+        totals = (_integer_counts(idx, n, counts_buffer) @ matrix).astype(np.float64)[:, column]
+        # raw sum / task count: the exact value × 3, correctly rounded, so monotone in it.
+        keys[start:start + rows] = totals[:, :k] / totals[:, k:]
+
+    # Which draws can hold each needed order statistic.
+    windows = []          # per statistic: list of (positions, below, window draws) per tail value
+    needed: dict[int, set[int]] = {}
+    for j, s in enumerate(statistics):
+        column = keys[:, j]
+        ordered = np.sort(column)
+        margin = _margin(s, n)
+        per_tail = []
+        for q in sorted({q for tails in s.tails for q in tails}):
+            h = (draws - 1) * q
+            positions = [p for p in range(math.floor(h) - 1, math.floor(h) + 3) if 0 <= p < draws]
+            lower = ordered[positions[0]] - margin
+            upper = ordered[positions[-1]] + margin
+            below = int(np.searchsorted(ordered, lower, side="left"))
+            members = np.flatnonzero((column >= lower) & (column <= upper))
+            per_tail.append((positions, below, members))
+            needed.setdefault(j, set()).update(members.tolist())
+        windows.append(per_tail)
+
+    # Recompute the needed draws exactly as paired_bootstrap does.
+    replicate: list[dict[int, float]] = [dict() for _ in statistics]
+    by_chunk: dict[int, dict[int, list[int]]] = {}
+    for j, members in needed.items():
+        for d in members:
+            by_chunk.setdefault(d // chunk_rows, {}).setdefault(j, []).append(d)
+    for c, wanted in sorted(by_chunk.items()):
+        generator = np.random.PCG64()
+        generator.state = states[c]
+        last = max(d for ds in wanted.values() for d in ds) - c * chunk_rows
+        idx = np.random.Generator(generator).integers(0, n, size=(last + 1, n), dtype=INDEX_DTYPE)
+        for j, ds in wanted.items():
+            s = statistics[j]
+            rows = idx[np.asarray(ds) - c * chunk_rows]
+            values = s.sums[rows].sum(1) / s.counts[rows].sum(1)
+            replicate[j].update(zip(ds, values.tolist()))
+
+    out = []
+    for j, s in enumerate(statistics):
+        order_statistics = {}
+        for positions, below, members in windows[j]:
+            values = np.sort(np.array([replicate[j][d] for d in members.tolist()]))
+            for p in positions:
+                order_statistics[p] = values[p - below]
+        # An array whose sorted values hold those order statistics at their positions:
+        # np.percentile reads only them, so it returns what it returns on all replicates.
+        positions = sorted(order_statistics)
+        stand_in = np.empty(draws)
+        previous = 0
+        for p in positions:
+            stand_in[previous:p + 1] = order_statistics[p]
+            previous = p + 1
+        stand_in[previous:] = order_statistics[positions[-1]]
+        out.append([tuple(float(x) for x in np.percentile(stand_in, [100 * lo, 100 * hi], method="linear"))
+                    for lo, hi in s.tails])
+    return out
+
+
+def _margin(s: _Statistic, n: int) -> float:
+    """Half-width, on the key scale, of the window around an exact order statistic.
+
+    A replicate of ``paired_bootstrap`` differs from its exact value by at most
+    δ = (t + n + 2)·u·max|diff| to first order (each diff rounded once, t - 1 additions in a
+    person's sum, n - 1 in the draw's sum, one division), t the most tasks of a cluster.
+    Its order statistics then lie within δ of the exact ones, and only draws within 2δ can
+    hold them.  Keys are 3 × the exact values, rounded once.  Generous factors cover the
+    higher-order terms; a wider window only costs a few more recomputed draws.
+    """
+    scale = float(np.abs(s.diff).max()) if s.diff.size else 0.0
+    delta = 2 * (float(s.counts.max()) + n + 4) * UNIT_ROUNDOFF * scale
+    return MAX_GRADE * 4 * delta + 8 * UNIT_ROUNDOFF * MAX_GRADE * scale
