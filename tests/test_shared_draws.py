@@ -13,7 +13,7 @@ from experiments.analysis.dashboard import dashboard_compute, dashboard_inputs, 
 from experiments.analysis.grades import final_grades, grade_matrix
 from experiments.core import stats
 from experiments.core.conditions import ONE_SHOT, OWNWORDS, MEMORY, RECENCY, WHOLE_RECORD, get_condition
-from experiments.core.stats.shared import INDEX_DTYPE, BootstrapRequest, shared_bootstraps
+from experiments.core.stats.shared import DIRECT_CLUSTERS, INDEX_DTYPE, BootstrapRequest, shared_bootstraps
 
 
 # --------------------------------------------------------------------------
@@ -50,8 +50,9 @@ def test_shared_draws_equal_one_bootstrap_per_statistic(seed):
         BootstrapRequest(person, rng.normal(size=person.size)),                    # not thirds: computed alone
         BootstrapRequest([f"p{p}" for p in person], _thirds(rng, person.size)),     # string labels
     ]
-    for draws, chunk_rows in [(1, 128), (999, 7), (4_321, 128), (6_000, 2_000)]:
-        got = shared_bootstraps(requests, seed=seed, draws=draws, chunk_rows=chunk_rows)
+    for draws, chunk_rows, direct in [(1, 128, 0), (999, 7, 0), (4_321, 128, 0), (6_000, 2_000, 0), (2_500, 99, 64)]:
+        # direct=0: every group through the exact keys and windows, even three studies and all ties.
+        got = shared_bootstraps(requests, seed=seed, draws=draws, chunk_rows=chunk_rows, direct_clusters=direct)
         assert got == _expected(requests, seed, draws)
         for results in got:
             for r in results:
@@ -99,10 +100,11 @@ CONTRASTS = [
      "family": True},
     {"name": "half", "terms": {CONDITIONS[4]: 0.5, CONDITIONS[3]: -0.5}},
 ]
+# More people than DIRECT_CLUSTERS, so that people go through the exact keys and windows.
 SHAPES = {
-    "missing grades": dict(tasks=[3] * 30, studies=1, missing=0.15),
-    "one person with many tasks": dict(tasks=[60] + [2] * 25, studies=1, missing=0.03),
-    "several studies": dict(tasks=[4] * 36, studies=3, missing=0.05),
+    "missing grades": dict(tasks=[3] * 80, studies=1, missing=0.15),
+    "one person with many tasks": dict(tasks=[60] + [2] * 80, studies=1, missing=0.03),
+    "several studies": dict(tasks=[2] * 90, studies=3, missing=0.05),
 }
 
 
@@ -255,6 +257,7 @@ def test_every_dashboard_statistic_is_the_per_statistic_computation(shape, seed)
     assert any(c["lost"] for c in payload["contrasts"])
     assert all("lo" in c and c["lo"] is not None for c in payload["contrasts"])
     assert payload["sweep"]["shown"]
+    assert min(m["people"] for m in payload["means"]) > DIRECT_CLUSTERS
     if SHAPES[shape]["studies"] > 1:
         assert {c["studies"] for c in payload["contrasts"]} == {SHAPES[shape]["studies"]}
     assert dashboard_refresh(run).payload["contrasts"] == expected["contrasts"]

@@ -41,6 +41,9 @@ CHUNK_ROWS = 128
 # NumPy draws integers below 2**32 from the same 32-bit stream whatever the integer type,
 # so 32-bit indices are paired_bootstrap's (64-bit) ones at half the memory (tests check it).
 INDEX_DTYPE = np.int32
+# Up to this many clusters (studies) the replicates are computed directly, as paired_bootstrap
+# does, on the shared draws: cheap, and ties there are too many for the exact-key windows.
+DIRECT_CLUSTERS = 64
 
 
 @dataclass(frozen=True)
@@ -72,12 +75,14 @@ def _exact_thirds(diff: np.ndarray) -> np.ndarray | None:
 
 
 def shared_bootstraps(requests: Sequence[BootstrapRequest], *, seed: int, draws: int = 100_000,
-                      block: int = 2_000, chunk_rows: int = CHUNK_ROWS) -> list[list[BootstrapResult]]:
+                      block: int = 2_000, chunk_rows: int = CHUNK_ROWS,
+                      direct_clusters: int = DIRECT_CLUSTERS) -> list[list[BootstrapResult]]:
     """``[[paired_bootstrap(r.cluster, r.diff, seed=seed, draws=draws, tails=t) for t in r.tails] for r in requests]``.
 
     Statistics sharing their set of clusters share their draws; each such group is one pass
     over the stream.  ``block`` is accepted for ``paired_bootstrap``'s signature: the stream
     does not depend on it, and memory is bounded by ``chunk_rows`` (at most ``block``).
+    Groups of at most ``direct_clusters`` clusters compute every replicate directly.
     """
     _check_draws(draws, block)
     chunk_rows = max(1, min(chunk_rows, block))
@@ -102,7 +107,8 @@ def shared_bootstraps(requests: Sequence[BootstrapRequest], *, seed: int, draws:
         key = (labels.dtype.str, labels.tobytes()) if labels.dtype != object else ("O", tuple(labels.tolist()))
         groups.setdefault(key, (labels, []))[1].append(statistic)
     for labels, statistics in groups.values():
-        for statistic, intervals in zip(statistics, _group(labels.size, statistics, seed, draws, chunk_rows)):
+        for statistic, intervals in zip(statistics, _group(labels.size, statistics, seed, draws, chunk_rows,
+                                                                       direct_clusters)):
             results[statistic.index] = [
                 BootstrapResult(float(statistic.diff.mean()), lo, hi, int(statistic.diff.size), labels.size,
                                 seed, draws, tails)
@@ -122,35 +128,16 @@ def _integer_counts(idx: np.ndarray, n: int, out: np.ndarray) -> np.ndarray:
     return out[:rows]
 
 
-def _group(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_rows: int) -> list[list[tuple]]:
-    """One pass over the stream for statistics with the same n clusters."""
-    k = len(statistics)
-    # Statistics over the same tasks share their count column (and equal sums theirs):
-    # one product column per distinct column.
-    matrix, column = np.unique(np.column_stack([s.raw for s in statistics] + [s.counts for s in statistics]),
-                               axis=1, return_inverse=True)
-    column = column.ravel()
-    # Integer products are exact in float32 below 2**24, in float64 below 2**53.
-    largest = float(np.abs(matrix).sum(axis=0).max()) * n
-    dtype = np.float32 if largest < 2 ** 24 else np.float64
-    if largest >= 2 ** 53:
-        raise ValueError("sums too large for exact integer products")
-    matrix = matrix.astype(dtype)
-    counts_buffer = np.empty((chunk_rows, n), dtype=dtype)
-    keys = np.empty((draws, k))
-    states = []                       # generator state at the start of every chunk
-    rng = np.random.Generator(np.random.PCG64(seed))
-    for start in range(0, draws, chunk_rows):
-        rows = min(chunk_rows, draws - start)
-        states.append(rng.bit_generator.state)
-        idx = rng.integers(0, n, size=(rows, n), dtype=INDEX_DTYPE)
-        totals = (_integer_counts(idx, n, counts_buffer) @ matrix).astype(np.float64)[:, column]
-        # raw sum / task count: the exact value × 3, correctly rounded, so monotone in it.
-        keys[start:start + rows] = totals[:, :k] / totals[:, k:]
-
-    # Which draws can hold each needed order statistic.
-    windows = []          # per statistic: list of (positions, below, window draws) per tail value
-    needed: dict[int, set[int]] = {}
+def _group(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_rows: int,
+           direct_clusters: int) -> list[list[tuple]]:
+    """One pass over the stream for statistics with the same n clusters: their intervals."""
+    if n <= direct_clusters:
+        replicates = _direct(n, statistics, seed, draws, chunk_rows)
+        return [_percentiles(s, replicates[:, j]) for j, s in enumerate(statistics)]
+    keys, states = _exact_keys(n, statistics, seed, draws, chunk_rows)
+    # Per statistic and tail value: the positions numpy's percentile may read, the number of
+    # draws surely below them, and the draws that may hold them (sorted).
+    windows = []
     for j, s in enumerate(statistics):
         column = keys[:, j]
         ordered = np.sort(column)
@@ -162,47 +149,92 @@ def _group(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_ro
             lower = ordered[positions[0]] - margin
             upper = ordered[positions[-1]] + margin
             below = int(np.searchsorted(ordered, lower, side="left"))
-            members = np.flatnonzero((column >= lower) & (column <= upper))
-            per_tail.append((positions, below, members))
-            needed.setdefault(j, set()).update(members.tolist())
+            per_tail.append((positions, below, np.flatnonzero((column >= lower) & (column <= upper))))
         windows.append(per_tail)
-
-    # Recompute the needed draws exactly as paired_bootstrap does.
-    replicate: list[dict[int, float]] = [dict() for _ in statistics]
-    by_chunk: dict[int, dict[int, list[int]]] = {}
-    for j, members in needed.items():
-        for d in members:
-            by_chunk.setdefault(d // chunk_rows, {}).setdefault(j, []).append(d)
-    for c, wanted in sorted(by_chunk.items()):
-        generator = np.random.PCG64()
-        generator.state = states[c]
-        last = max(d for ds in wanted.values() for d in ds) - c * chunk_rows
-        idx = np.random.Generator(generator).integers(0, n, size=(last + 1, n), dtype=INDEX_DTYPE)
-        for j, ds in wanted.items():
-            s = statistics[j]
-            rows = idx[np.asarray(ds) - c * chunk_rows]
-            values = s.sums[rows].sum(1) / s.counts[rows].sum(1)
-            replicate[j].update(zip(ds, values.tolist()))
-
+    needed = [np.unique(np.concatenate([members for _, _, members in per_tail])) for per_tail in windows]
+    values = _recompute(n, statistics, needed, states, chunk_rows)
     out = []
     for j, s in enumerate(statistics):
         order_statistics = {}
         for positions, below, members in windows[j]:
-            values = np.sort(np.array([replicate[j][d] for d in members.tolist()]))
+            held = np.sort(values[j][np.searchsorted(needed[j], members)])
             for p in positions:
-                order_statistics[p] = values[p - below]
+                order_statistics[p] = held[p - below]
         # An array whose sorted values hold those order statistics at their positions:
         # np.percentile reads only them, so it returns what it returns on all replicates.
-        positions = sorted(order_statistics)
         stand_in = np.empty(draws)
         previous = 0
-        for p in positions:
+        for p in sorted(order_statistics):
             stand_in[previous:p + 1] = order_statistics[p]
             previous = p + 1
-        stand_in[previous:] = order_statistics[positions[-1]]
-        out.append([tuple(float(x) for x in np.percentile(stand_in, [100 * lo, 100 * hi], method="linear"))
-                    for lo, hi in s.tails])
+        stand_in[previous:] = order_statistics[max(order_statistics)]
+        out.append(_percentiles(s, stand_in))
     return out
+
+
+def _percentiles(s: _Statistic, replicates: np.ndarray) -> list[tuple[float, float]]:
+    """paired_bootstrap's reading of its replicates, once per pair of tails."""
+    return [tuple(float(x) for x in np.percentile(replicates, [100 * lo, 100 * hi], method="linear"))
+            for lo, hi in s.tails]
+
+
+def _direct(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_rows: int) -> np.ndarray:
+    """Few clusters (studies): every replicate as paired_bootstrap computes it, one draw for all."""
+    replicates = np.empty((draws, len(statistics)))
+    rng = np.random.Generator(np.random.PCG64(seed))
+    for start in range(0, draws, chunk_rows):
+        rows = min(chunk_rows, draws - start)
+        idx = rng.integers(0, n, size=(rows, n), dtype=INDEX_DTYPE)
+        for j, s in enumerate(statistics):
+            replicates[start:start + rows, j] = s.sums[idx].sum(1) / s.counts[idx].sum(1)
+    return replicates
+
+
+def _exact_keys(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_rows: int):
+    """Every draw's exact value (× 3, rounded once) for every statistic, and the stream's state per chunk."""
+    k = len(statistics)
+    # Statistics over the same tasks share their count column (and equal sums theirs):
+    # one product column per distinct column.
+    matrix, column = np.unique(np.column_stack([s.raw for s in statistics] + [s.counts for s in statistics]),
+                               axis=1, return_inverse=True)
+    column = column.ravel()
+    # Integer products are exact in float32 below 2**24, in float64 below 2**53.
+    largest = float(np.abs(matrix).sum(axis=0).max()) * n
+    if largest >= 2 ** 53:
+        raise ValueError("sums too large for exact integer products")
+    dtype = np.float32 if largest < 2 ** 24 else np.float64
+    matrix = matrix.astype(dtype)
+    counts_buffer = np.empty((chunk_rows, n), dtype=dtype)
+    keys = np.empty((draws, k))
+    states = []
+    rng = np.random.Generator(np.random.PCG64(seed))
+    for start in range(0, draws, chunk_rows):
+        rows = min(chunk_rows, draws - start)
+        states.append(rng.bit_generator.state)
+        idx = rng.integers(0, n, size=(rows, n), dtype=INDEX_DTYPE)
+        totals = (_integer_counts(idx, n, counts_buffer) @ matrix).astype(np.float64)[:, column]
+        # raw sum / task count: the exact value × 3, correctly rounded, so monotone in it.
+        keys[start:start + rows] = totals[:, :k] / totals[:, k:]
+    return keys, states
+
+
+def _recompute(n: int, statistics: list[_Statistic], needed: list[np.ndarray], states: list,
+               chunk_rows: int) -> list[np.ndarray]:
+    """The replicates of the ``needed`` draws (sorted, per statistic) exactly as paired_bootstrap computes them."""
+    values = [np.empty(d.size) for d in needed]
+    chunks = np.unique(np.concatenate(needed) // chunk_rows)
+    for c in chunks.tolist():
+        first = c * chunk_rows
+        spans = [(np.searchsorted(d, first), np.searchsorted(d, first + chunk_rows)) for d in needed]
+        last = max(int(needed[j][b - 1]) for j, (a, b) in enumerate(spans) if b > a) - first
+        generator = np.random.PCG64()
+        generator.state = states[c]
+        idx = np.random.Generator(generator).integers(0, n, size=(last + 1, n), dtype=INDEX_DTYPE)
+        for j, (a, b) in enumerate(spans):
+            if b > a:
+                rows = idx[needed[j][a:b] - first]
+                values[j][a:b] = statistics[j].sums[rows].sum(1) / statistics[j].counts[rows].sum(1)
+    return values
 
 
 def _margin(s: _Statistic, n: int) -> float:
