@@ -280,3 +280,14 @@ def test_the_grade_matrix_is_final_grades_in_cohort_order():
     before = matrix.sha256()
     m.Grade.objects.filter(run=run, score=2).update(score=1)
     assert grade_matrix(run, [*CONDITIONS, "never-run"]).sha256() != before
+
+
+@pytest.mark.parametrize("negative,positive", [(85, 44), (0, 0), (0, 5), (1, 1), (7, 0), (3_000, 2_990)])
+def test_the_sign_test_is_the_exact_binomial_sum(negative, positive):
+    import math
+    person = np.arange(negative + positive + 2)
+    diff = np.array([-1 / 3] * negative + [2 / 3] * positive + [0.0, 1 / 3 - 1 + 2 / 3])
+    result = stats.sign_test(person, diff)
+    n = negative + positive
+    expected = min(1.0, 2 * sum(math.comb(n, i) for i in range(min(negative, positive) + 1)) / 2 ** n)
+    assert (result.negative, result.positive, result.zero, result.p_value) == (negative, positive, 2, expected)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from experiments.core.stats.paired import (
     BootstrapResult, MAX_GRADE, _check_draws, _check_paired, _tails, paired_bootstrap,
@@ -106,9 +107,13 @@ def shared_bootstraps(requests: Sequence[BootstrapRequest], *, seed: int, draws:
             tails)
         key = (labels.dtype.str, labels.tobytes()) if labels.dtype != object else ("O", tuple(labels.tolist()))
         groups.setdefault(key, (labels, []))[1].append(statistic)
-    for labels, statistics in groups.values():
-        for statistic, intervals in zip(statistics, _group(labels.size, statistics, seed, draws, chunk_rows,
-                                                                       direct_clusters)):
+    # Products of a chunk are small: a second BLAS thread only waits for the first, and on a
+    # busy machine its spinning costs more than it gives.
+    with threadpool_limits(limits=1, user_api="blas"):
+        by_group = {key: _group(labels.size, statistics, seed, draws, chunk_rows, direct_clusters)
+                     for key, (labels, statistics) in groups.items()}
+    for key, (labels, statistics) in groups.items():
+        for statistic, intervals in zip(statistics, by_group[key]):
             results[statistic.index] = [
                 BootstrapResult(float(statistic.diff.mean()), lo, hi, int(statistic.diff.size), labels.size,
                                 seed, draws, tails)
