@@ -216,9 +216,10 @@ def _sweep(conditions, means: list[dict]) -> dict:
 def _answer_lengths(run: Run) -> list[dict]:
     """Word and character counts of each condition's final answers (numbers, not text)."""
     lengths: dict[str, list[tuple[int, int]]] = {}
+    # Streamed in chunks: the texts never sit in memory all at once (only their two counts).
     for condition, text in Prediction.objects.filter(run=run, label=FINAL).exclude(text=None).values_list(
         "condition", "text"
-    ):
+    ).iterator(chunk_size=20_000):
         lengths.setdefault(condition, []).append((len(text.split()), len(text)))
     rows = []
     for condition in run.protocol.conditions:
