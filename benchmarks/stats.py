@@ -176,29 +176,32 @@ def dashboard_from_database(people: int, tasks_per_person: int = 5, conditions_n
     print(f"\ndashboard database ({connection.vendor}): {predictions:,} predictions and grades, "
           f"{position:,} tasks, {people:,} people, {len(keys)} conditions, {len(contrasts)} family contrasts "
           f"(built in {time.perf_counter() - started:.1f} s)")
-    times, peaks = [], []
+    times, peaks, cpus = [], [], []
     for _ in range(repeat):
         out = subprocess.run([sys.executable, __file__, "--time-dashboard", str(run.pk)], check=True,
                              capture_output=True, text=True, env=os.environ).stdout.split()
         times.append(float(out[0]))
         peaks.append(float(out[1]))
+        cpus.append(float(out[2]))
     print(f"dashboard recomputed from the database at {DRAWS:,} draws (means with intervals, 8 contrasts with "
           f"pointwise, family and study intervals, bounds, decompositions, sweep, lengths, cost), "
           f"{repeat} fresh processes: best {min(times):.2f} s, median {statistics.median(times):.2f} s; "
-          f"peak RSS best {min(peaks):.0f} MB, median {statistics.median(peaks):.0f} MB, max {max(peaks):.0f} MB")
+          f"peak RSS best {min(peaks):.0f} MB, median {statistics.median(peaks):.0f} MB, max {max(peaks):.0f} MB; "
+          f"CPU of the process (not PostgreSQL's) best {min(cpus):.2f} s, median {statistics.median(cpus):.2f} s; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
 def time_dashboard(run_id: int) -> None:
-    """Child process of `dashboard_from_database`: prints seconds and peak RSS (MB) of one refresh."""
+    """Child process of `dashboard_from_database`: prints seconds, peak RSS (MB) and CPU seconds of one refresh."""
     setup_django()
     from experiments.analysis.dashboard import dashboard_refresh
     from experiments.models import Run
 
     run = Run.objects.select_related("protocol").get(pk=run_id)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     dashboard_refresh(run)
-    elapsed = time.perf_counter() - started
-    print(f"{elapsed:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    print(f"{elapsed:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} {cpu:.3f}")
 
 
 def setup_django() -> None:

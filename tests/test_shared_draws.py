@@ -291,3 +291,17 @@ def test_the_sign_test_is_the_exact_binomial_sum(negative, positive):
     n = negative + positive
     expected = min(1.0, 2 * sum(math.comb(n, i) for i in range(min(negative, positive) + 1)) / 2 ** n)
     assert (result.negative, result.positive, result.zero, result.p_value) == (negative, positive, 2, expected)
+
+
+@pytest.mark.parametrize("draws", [1, 2, 3, 7, 40, 999, 1_000, 4_321, 100_000, 100_001])
+def test_the_positions_read_cover_what_numpy_reads(draws):
+    from experiments.core.stats.shared import _read_positions
+    probe = np.arange(draws, dtype=float) ** 3          # distinct values: a value tells its positions
+    for q in [0, 0.003125, 0.025, 0.1, 1 / 3, 0.5, 0.7, 0.975, 0.996875, 1.0]:
+        positions = _read_positions(draws, q)
+        value = np.percentile(probe, 100 * q, method="linear")
+        assert probe[positions[0]] <= value <= probe[positions[-1]]
+        stand_in = probe.copy()
+        stand_in[positions[-1] + 1:] = probe[positions[-1]]     # only the positions read matter
+        stand_in[:positions[0]] = probe[positions[0]]
+        assert np.percentile(stand_in, 100 * q, method="linear") == value

@@ -149,8 +149,7 @@ def _group(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_ro
         margin = _margin(s, n)
         per_tail = []
         for q in sorted({q for tails in s.tails for q in tails}):
-            h = (draws - 1) * q
-            positions = [p for p in range(math.floor(h) - 1, math.floor(h) + 3) if 0 <= p < draws]
+            positions = _read_positions(draws, q)
             lower = ordered[positions[0]] - margin
             upper = ordered[positions[-1]] + margin
             below = int(np.searchsorted(ordered, lower, side="left"))
@@ -175,6 +174,16 @@ def _group(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_ro
         stand_in[previous:] = order_statistics[max(order_statistics)]
         out.append(_percentiles(s, stand_in))
     return out
+
+
+def _read_positions(draws: int, q: float) -> list[int]:
+    """The sorted positions np.percentile(method="linear") reads for quantile q: floor(h) and
+    the next, h = (draws - 1)·q; both neighbours when h is within rounding of an integer,
+    since numpy computes h in its own floating-point order."""
+    h = (draws - 1) * q
+    slack = 1e-9 * max(1.0, h)
+    first, last = math.floor(h - slack), math.floor(h + slack) + 1
+    return [p for p in range(first, last + 1) if 0 <= p < draws]
 
 
 def _percentiles(s: _Statistic, replicates: np.ndarray) -> list[tuple[float, float]]:
