@@ -169,16 +169,28 @@ def dashboard_from_database(people: int, tasks_per_person: int = 5, conditions_n
             f"parse_error) SELECT %s, ct.task_id, {sha}, 'ok', "
             f"((ct.task_id * 1103515245 + c.k * 12345 + {SEED}) %% 2147483648) / 65536 %% 4, '', '' {source}",
             [run.pk, *keys, cohort.pk])
-    predictions = m.Prediction.objects.filter(run=run).count()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-    print(f"\ndashboard database ({connection.vendor}): {predictions:,} predictions and grades, "
-          f"{position:,} tasks, {people:,} people, {len(keys)} conditions, {len(contrasts)} family contrasts "
-          f"(built in {time.perf_counter() - started:.1f} s)")
+    print(f"\nbuilt run {run.pk} in {time.perf_counter() - started:.1f} s (time it again with --run {run.pk})")
+    time_refreshes(run.pk, repeat)
+
+
+def time_refreshes(run_id: int, repeat: int) -> None:
+    from django.db import connection
+
+    from experiments import models as m
+
+    run = m.Run.objects.select_related("protocol").get(pk=run_id)
+    protocol = run.protocol
+    print(f"dashboard database ({connection.vendor}): run {run_id}, "
+          f"{m.Prediction.objects.filter(run=run).count():,} predictions and grades, "
+          f"{protocol.cohort.tasks.count():,} tasks, "
+          f"{m.Person.objects.filter(sessions__tasks__cohorts=protocol.cohort).distinct().count():,} people, "
+          f"{len(protocol.conditions)} conditions, {len(protocol.contrasts)} family contrasts")
     times, peaks, cpus = [], [], []
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, __file__, "--time-dashboard", str(run.pk)], check=True,
+        out = subprocess.run([sys.executable, __file__, "--time-dashboard", str(run_id)], check=True,
                              capture_output=True, text=True, env=os.environ).stdout.split()
         times.append(float(out[0]))
         peaks.append(float(out[1]))
@@ -220,6 +232,7 @@ if __name__ == "__main__":
                              "predictions, 20000 is 1,000,000")
     parser.add_argument("--repeat", type=int, default=3, help="timed dashboard refreshes per size")
     parser.add_argument("--dashboard-only", action="store_true", help="skip the paper-size family")
+    parser.add_argument("--run", type=int, nargs="*", default=[], help="time existing benchmark runs again")
     parser.add_argument("--time-dashboard", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.time_dashboard:
@@ -227,5 +240,9 @@ if __name__ == "__main__":
     else:
         if not args.dashboard_only:
             main()
-        for n in args.people:
+        if args.run:
+            setup_django()
+        for run_id in args.run:
+            time_refreshes(run_id, args.repeat)
+        for n in args.people if not args.run else []:
             dashboard_from_database(n, repeat=args.repeat)
