@@ -305,3 +305,26 @@ def test_the_positions_read_cover_what_numpy_reads(draws):
         stand_in[positions[-1] + 1:] = probe[positions[-1]]     # only the positions read matter
         stand_in[:positions[0]] = probe[positions[0]]
         assert np.percentile(stand_in, 100 * q, method="linear") == value
+
+
+HOSTILE_TEXTS = ["", " ", "one", "  two  words ", "tab\tand\nnew line", "nbsp\u00a0joined", "ideographic\u3000space",
+                 "\x1c\x1d\x1e\x1f file separators", "line\u2028para\u2029end", "zero\u200bwidth is not space",
+                 "em\u2003dash\u2009thin", "next\x85line", "vertical\x0b\x0cfeeds", "ünïcödé wörds ✓", "a" * 500]
+
+
+@pytest.mark.django_db
+def test_answer_lengths_count_words_as_python_splits_them():
+    from experiments.analysis.dashboard import _answer_lengths
+    run = build_run(23, tasks=[3] * 5, studies=1, missing=0.0, draws=100)
+    texts = {}
+    for i, prediction in enumerate(m.Prediction.objects.filter(run=run).order_by("pk")):
+        prediction.text = None if i % 17 == 5 else HOSTILE_TEXTS[i % len(HOSTILE_TEXTS)] + f" {i}" * (i % 3)
+        prediction.save(update_fields=["text"])
+        if prediction.text is not None:
+            texts.setdefault(prediction.condition, []).append(prediction.text)
+    rows = {r["condition"]: r for r in _answer_lengths(run)}
+    for condition in CONDITIONS:
+        words = sorted(len(t.split()) for t in texts[condition])
+        assert sorted(rows[condition]["words"]) == words and rows[condition]["answers"] == len(words)
+        assert rows[condition]["median_words"] == float(np.median(words))
+        assert rows[condition]["mean_chars"] == float(np.mean([len(t) for t in texts[condition]]))

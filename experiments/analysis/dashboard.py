@@ -8,6 +8,7 @@ from __future__ import annotations
 
 
 import numpy as np
+from django.db import connection
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -213,24 +214,42 @@ def _sweep(conditions, means: list[dict]) -> dict:
     return {"lines": lines, "whole_record": reference, "shown": shown}
 
 
+# Python's str.split() separators (str.isspace), as one regular-expression class for PostgreSQL.
+PYTHON_WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
 def _answer_lengths(run: Run) -> list[dict]:
-    """Word and character counts of each condition's final answers (numbers, not text)."""
-    lengths: dict[str, list[tuple[int, int]]] = {}
-    # Streamed in chunks: the texts never sit in memory all at once (only their two counts).
-    for condition, text in Prediction.objects.filter(run=run, label=FINAL).exclude(text=None).values_list(
-        "condition", "text"
-    ).iterator(chunk_size=20_000):
-        lengths.setdefault(condition, []).append((len(text.split()), len(text)))
+    """Word and character counts of each condition's final answers (numbers, not text).
+
+    Words are ``len(text.split())``.  On PostgreSQL the database counts them (runs of
+    characters outside Python's whitespace) and returns one row per distinct (condition,
+    words, characters), so no answer text travels; elsewhere the texts stream in chunks.
+    """
+    counts: dict[str, list[tuple[int, int, int]]] = {}       # condition → (words, chars, answers)
+    answers = Prediction.objects.filter(run=run, label=FINAL).exclude(text=None)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT condition, regexp_count(text, %s), char_length(text), COUNT(*) "
+                f"FROM {Prediction._meta.db_table} WHERE run_id = %s AND label = %s AND text IS NOT NULL "
+                "GROUP BY 1, 2, 3", [f"[^{PYTHON_WHITESPACE}]+", run.pk, FINAL])
+            for condition, words, chars, n in cursor.fetchall():
+                counts.setdefault(condition, []).append((words, chars, n))
+    else:
+        for condition, text in answers.values_list("condition", "text").iterator(chunk_size=20_000):
+            counts.setdefault(condition, []).append((len(text.split()), len(text), 1))
     rows = []
     for condition in run.protocol.conditions:
-        pairs = lengths.get(condition, [])
-        words = [w for w, _ in pairs]
+        table = np.array(sorted(counts.get(condition, [])), dtype=np.int64).reshape(-1, 3)
+        words = np.repeat(table[:, 0], table[:, 2])
+        # Integer counts: the mean is exact whatever the order of the answers.
+        chars = np.repeat(table[:, 1], table[:, 2])
         rows.append({
             "condition": condition,
-            "answers": len(words),
-            "words": words,
-            "median_words": float(np.median(words)) if words else None,
-            "mean_chars": float(np.mean([c for _, c in pairs])) if pairs else None,
+            "answers": int(words.size),
+            "words": words.tolist(),
+            "median_words": float(np.median(words)) if words.size else None,
+            "mean_chars": float(np.mean(chars)) if chars.size else None,
         })
     return rows
 
