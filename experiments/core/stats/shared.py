@@ -39,6 +39,8 @@ from experiments.core.stats.paired import (
 UNIT_ROUNDOFF = 2.0 ** -53
 # Rows of draws generated and counted at once: the memory bound (rows × clusters counts).
 CHUNK_ROWS = 128
+# Draws between two kept generator states: a needed draw is redrawn from the state before it.
+STATE_ROWS = 16
 # NumPy draws integers below 2**32 from the same 32-bit stream whatever the integer type,
 # so 32-bit indices are paired_bootstrap's (64-bit) ones at half the memory (tests check it).
 INDEX_DTYPE = np.int32
@@ -139,7 +141,7 @@ def _group(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_ro
     if n <= direct_clusters:
         replicates = _direct(n, statistics, seed, draws, chunk_rows)
         return [_percentiles(s, replicates[:, j]) for j, s in enumerate(statistics)]
-    keys, states = _exact_keys(n, statistics, seed, draws, chunk_rows)
+    keys, states, state_rows = _exact_keys(n, statistics, seed, draws, chunk_rows)
     # Per statistic and tail value: the positions numpy's percentile may read, the number of
     # draws surely below them, and the draws that may hold them (sorted).
     windows = []
@@ -156,7 +158,7 @@ def _group(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_ro
             per_tail.append((positions, below, np.flatnonzero((column >= lower) & (column <= upper))))
         windows.append(per_tail)
     needed = [np.unique(np.concatenate([members for _, _, members in per_tail])) for per_tail in windows]
-    values = _recompute(n, statistics, needed, states, chunk_rows)
+    values = _recompute(n, statistics, needed, states, state_rows)
     out = []
     for j, s in enumerate(statistics):
         order_statistics = {}
@@ -205,7 +207,7 @@ def _direct(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_r
 
 
 def _exact_keys(n: int, statistics: list[_Statistic], seed: int, draws: int, chunk_rows: int):
-    """Every draw's exact value (× 3, rounded once) for every statistic, and the stream's state per chunk."""
+    """Every draw's exact value (× 3, rounded once) for every statistic; the stream's state every state_rows draws."""
     k = len(statistics)
     # Statistics over the same tasks share their count column (and equal sums theirs):
     # one product column per distinct column.
@@ -218,18 +220,25 @@ def _exact_keys(n: int, statistics: list[_Statistic], seed: int, draws: int, chu
         raise ValueError("sums too large for exact integer products")
     dtype = np.float32 if largest < 2 ** 24 else np.float64
     matrix = matrix.astype(dtype)
+    # The state is kept every state_rows draws (a chunk is a whole number of them), so that a
+    # draw is later redrawn from at most state_rows - 1 draws before it.
+    state_rows = min(STATE_ROWS, chunk_rows)
+    chunk_rows -= chunk_rows % state_rows
     counts_buffer = np.empty((chunk_rows, n), dtype=dtype)
     keys = np.empty((draws, k))
     states = []
     rng = np.random.Generator(np.random.PCG64(seed))
     for start in range(0, draws, chunk_rows):
         rows = min(chunk_rows, draws - start)
-        states.append(rng.bit_generator.state)
-        idx = rng.integers(0, n, size=(rows, n), dtype=INDEX_DTYPE)
-        totals = (_integer_counts(idx, n, counts_buffer) @ matrix).astype(np.float64)[:, column]
+        for first in range(0, rows, state_rows):
+            m = min(state_rows, rows - first)
+            states.append(rng.bit_generator.state)
+            idx = rng.integers(0, n, size=(m, n), dtype=INDEX_DTYPE)
+            _integer_counts(idx, n, counts_buffer[first:first + m])
+        totals = (counts_buffer[:rows] @ matrix).astype(np.float64)[:, column]
         # raw sum / task count: the exact value × 3, correctly rounded, so monotone in it.
         keys[start:start + rows] = totals[:, :k] / totals[:, k:]
-    return keys, states
+    return keys, states, state_rows
 
 
 def _recompute(n: int, statistics: list[_Statistic], needed: list[np.ndarray], states: list,
