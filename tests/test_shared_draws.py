@@ -328,3 +328,18 @@ def test_answer_lengths_count_words_as_python_splits_them():
         assert sorted(rows[condition]["words"]) == words and rows[condition]["answers"] == len(words)
         assert rows[condition]["median_words"] == float(np.median(words))
         assert rows[condition]["mean_chars"] == float(np.mean([len(t) for t in texts[condition]]))
+
+
+def test_paired_matrix_is_paired_set_of_the_rows():
+    rng = np.random.default_rng(9)
+    grades = rng.integers(0, 4, size=(3, 50)).astype(float)
+    grades[rng.random(grades.shape) < 0.2] = np.nan
+    keys = rng.permutation(1_000)[:50]
+    person = {k: int(k) % 7 for k in keys}
+    rows = [{k: (None if np.isnan(g) else g) for k, g in zip(keys, row)} for row in grades]
+    expected = stats.paired_set(*rows, person=person)
+    got = stats.paired_matrix(grades, keys, person=[person[k] for k in keys])
+    assert (got.keys, got.planned, got.lost, got.missing) == (expected.keys, expected.planned, expected.lost,
+                                                               expected.missing)
+    assert np.array_equal(got.grades, expected.grades) and np.array_equal(got.person, expected.person)
+    assert np.array_equal(got.diff((1, -1, 0)), expected.diff((1, -1, 0)))

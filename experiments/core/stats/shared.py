@@ -18,10 +18,11 @@ float a draw would get in ``paired_bootstrap`` lies within ``δ`` (a rigorous ro
 of its exact value; hence the order statistics a percentile reads are found among the few
 draws whose exact value lies within ``2δ`` of the exact order statistics.  Only those draws
 are recomputed exactly as ``paired_bootstrap`` computes them (the generator state is kept
-at every chunk, and PCG64 integers continue seamlessly across calls), and the percentile
+every few draws, and PCG64 integers continue seamlessly across calls), and the percentile
 is taken with NumPy's own ``np.percentile`` on an array with those order statistics in
-place.  A statistic whose differences are not thirds, or that is not task-weighted, is
-computed by ``paired_bootstrap`` itself.
+place.  With few clusters (studies) every replicate is computed directly, as
+``paired_bootstrap`` does, on the shared draws.  A statistic whose differences are not
+thirds is computed by ``paired_bootstrap`` itself.
 """
 from __future__ import annotations
 
@@ -66,7 +67,6 @@ class _Statistic:
     counts: np.ndarray        # per-cluster task counts (float)
     raw: np.ndarray           # per-cluster integer sums of 3 × diff (exact)
     tails: tuple[tuple[float, float], ...]
-    margin: float = 0.0       # window half-width on the key scale (raw / count)
 
 
 def _exact_thirds(diff: np.ndarray) -> np.ndarray | None:
