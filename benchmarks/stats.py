@@ -3,6 +3,12 @@
 Run from the repository root:
 
     .venv/bin/python benchmarks/stats.py
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python benchmarks/stats.py \
+        --dashboard-only --people 4000 20000 --repeat 3
+
+The second form times issue 13's targets: a dashboard of 200,000 and 1,000,000 predictions
+(4,000 and 20,000 people, 10 conditions, 8 family contrasts, 100,000 draws) on PostgreSQL,
+each refresh in a fresh process with its peak resident memory.
 
 Synthetic data of the paper's size (188 people, 1,768 tasks, raw grades 0..3,
 one missing grade as in the paper's 1,767-task trait-memory contrasts), the
@@ -13,7 +19,13 @@ proportional to the number of draws).
 
 from __future__ import annotations
 
+import argparse
+import os
+import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -92,79 +104,158 @@ def main() -> None:
     print(f"* loop seconds extrapolated linearly from {LOOP_DRAWS:,} draws to {DRAWS:,}; "
           "the loop and the vectorised code agreed on those draws.")
 
-    # ------------------------------------------------------------------
-    dashboard_from_database()
+    # The same family on one shared stream of draws (issue 13): identical intervals.
+    requests, separate = [], []
+    for name, conds, coefficients in FAMILY:
+        paired = stats.paired_set(*(grades[c] for c in conds), person=owner)
+        requests.append(stats.BootstrapRequest(paired.person, paired.diff(coefficients), (tails,)))
+        separate.append(stats.paired_bootstrap(paired.person, paired.diff(coefficients), seed=SEED, draws=DRAWS,
+                                               tails=tails))
+    t0 = time.perf_counter()
+    shared = stats.shared_bootstraps(requests, seed=SEED, draws=DRAWS)
+    elapsed = time.perf_counter() - t0
+    assert [r[0] for r in shared] == separate, "shared draws must give the separate intervals bit for bit"
+    print(f"{'family of 8, shared draws':32s} {'':5s} {'':9s} {'identical intervals':>21s} {elapsed:7.3f}")
 
 
-def dashboard_from_database(tasks_n: int = 2_000, conditions_n: int = 10) -> None:
-    """A run's dashboard recomputed from a database holding 20,000 final predictions.
 
-    Uses a fresh SQLite file unless DATABASE_URL names another (empty) database.
+def dashboard_from_database(people: int, tasks_per_person: int = 5, conditions_n: int = 10,
+                            repeat: int = 3) -> None:
+    """A run's dashboard recomputed from the database: people × tasks × conditions final predictions.
+
+    Uses a fresh SQLite file unless DATABASE_URL names another database.  The predictions and
+    grades are written by SQL (INSERT … SELECT), then each timing runs `dashboard_refresh` in a
+    fresh process, which reports its wall time and peak resident memory.
     """
-    import os
-    import tempfile
-
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp()}/dashboard.sqlite3")
-    os.environ.setdefault("SECRET_KEY", "benchmark-only")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
-    import django
-
-    django.setup()
+    setup_django()
     from django.core.management import call_command
     from django.db import connection
     from django.utils import timezone
 
     from experiments import models as m
     from experiments.core.conditions import CONDITIONS as REGISTRY
-    from experiments.analysis.dashboard import dashboard_refresh
 
     call_command("migrate", verbosity=0)
     keys = [k for k, c in REGISTRY.items() if c.runnable][:conditions_n]
-    rng = np.random.default_rng(SEED)
     started = time.perf_counter()
-    project = m.Project.objects.create(slug=f"bench-{int(time.time())}", name="bench")
+    project = m.Project.objects.create(slug=f"bench-{time.time_ns()}", name="bench")
     study = m.Study.objects.create(project=project, key="s")
-    sessions = tasks_n // 5
-    people = m.Person.objects.bulk_create([m.Person(project=project, label=f"p{i}") for i in range(sessions)])
-    session_rows = m.Session.objects.bulk_create([
-        m.Session(project=project, study=study, person=people[i], external_id=f"s{i}", source_format="jsonl",
-                  source_file="bench") for i in range(sessions)])
-    turns = m.Turn.objects.bulk_create([
-        m.Turn(session=s, index=j, speaker="interviewer" if j % 2 == 0 else "participant", text=f"turn {j}?")
-        for s in session_rows for j in range(10)], batch_size=5000)
     task_set = m.TaskSet.objects.create(project=project, min_pairs=1, min_targets=1, max_targets=5,
                                         derived_at=timezone.now())
-    task_rows = m.Task.objects.bulk_create([
-        m.Task(task_set=task_set, session=s, question_turn=turns[k * 10 + 2 * j], answer_turn=turns[k * 10 + 2 * j + 1],
-               position=j, pair_number=j, cut=2 * j, record_cut=0)
-        for k, s in enumerate(session_rows) for j in range(5)], batch_size=5000)
     cohort = m.Cohort.objects.create(project=project, task_set=task_set, name="c", seed=1,
-                                     requested_size=sessions, rule={}, task_list_sha256="-")
-    m.CohortTask.objects.bulk_create([m.CohortTask(cohort=cohort, task=t, position=i) for i, t in enumerate(task_rows)],
-                                     batch_size=5000)
+                                     requested_size=people, rule={}, task_list_sha256="-")
+    position = 0
+    for first in range(0, people, 2_000):             # batches keep the builder's memory small
+        batch = range(first, min(people, first + 2_000))
+        persons = m.Person.objects.bulk_create([m.Person(project=project, label=f"p{i}") for i in batch])
+        sessions = m.Session.objects.bulk_create([
+            m.Session(project=project, study=study, person=p, external_id=f"s{i}", source_format="jsonl",
+                      source_file="bench") for i, p in zip(batch, persons)])
+        turns = m.Turn.objects.bulk_create([
+            m.Turn(session=s, index=j, speaker="interviewer" if j % 2 == 0 else "participant", text=f"turn {j}?")
+            for s in sessions for j in range(2 * tasks_per_person)], batch_size=5000)
+        tasks = m.Task.objects.bulk_create([
+            m.Task(task_set=task_set, session=s, question_turn=turns[k * 2 * tasks_per_person + 2 * j],
+                   answer_turn=turns[k * 2 * tasks_per_person + 2 * j + 1], position=j, pair_number=j, cut=2 * j,
+                   record_cut=0)
+            for k, s in enumerate(sessions) for j in range(tasks_per_person)], batch_size=5000)
+        m.CohortTask.objects.bulk_create([m.CohortTask(cohort=cohort, task=t, position=position + i)
+                                          for i, t in enumerate(tasks)], batch_size=5000)
+        position += len(tasks)
     contrasts = [{"name": f"{a} - {keys[0]}", "terms": {a: 1, keys[0]: -1}, "family": True} for a in keys[1:9]]
     protocol = m.Protocol.objects.create(project=project, name="p", cohort=cohort, conditions=keys,
                                          generator={}, judge={}, contrasts=contrasts,
                                          bootstrap={"seed": SEED, "draws": DRAWS})
     run = m.Run.objects.create(protocol=protocol, status="finished", phase="done")
-    predictions, grades = [], []
-    for t in task_rows:
-        for key in keys:
-            sha = f"{t.pk}-{key}"
-            predictions.append(m.Prediction(run=run, task=t, condition=key, label="final", status="ok",
-                                            text="an answer of a few words", answer_sha256=sha))
-            grades.append(m.Grade(run=run, task=t, answer_sha256=sha, status="ok", score=int(rng.integers(0, 4))))
-    m.Prediction.objects.bulk_create(predictions, batch_size=5000)
-    m.Grade.objects.bulk_create(grades, batch_size=5000)
-    print(f"\ndashboard database ({connection.vendor}): {len(predictions):,} predictions and grades, "
-          f"{len(task_rows):,} tasks, {sessions} people, {len(keys)} conditions, {len(contrasts)} family contrasts "
-          f"(built in {time.perf_counter() - started:.1f} s)")
-    started = time.perf_counter()
+    # One final prediction per task and condition, and its grade: a deterministic hash for the score.
+    conditions_sql = " UNION ALL ".join(f"SELECT {i} AS k, %s AS name" for i in range(len(keys)))
+    sha = "CAST(ct.task_id AS TEXT) || '-' || CAST(c.k AS TEXT)"
+    source = (f"FROM {m.CohortTask._meta.db_table} ct CROSS JOIN ({conditions_sql}) c WHERE ct.cohort_id = %s")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {m.Prediction._meta.db_table} (run_id, task_id, condition, label, status, text, "
+            "answer_sha256, chosen_label, evidence, evidence_chars) "
+            f"SELECT %s, ct.task_id, c.name, 'final', 'ok', 'an answer of a few words', {sha}, '', '', 0 {source}",
+            [run.pk, *keys, cohort.pk])
+        cursor.execute(
+            f"INSERT INTO {m.Grade._meta.db_table} (run_id, task_id, answer_sha256, status, score, rationale, "
+            f"parse_error) SELECT %s, ct.task_id, {sha}, 'ok', "
+            f"((ct.task_id * 1103515245 + c.k * 12345 + {SEED}) %% 2147483648) / 65536 %% 4, '', '' {source}",
+            [run.pk, *keys, cohort.pk])
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+    print(f"\nbuilt run {run.pk} in {time.perf_counter() - started:.1f} s (time it again with --run {run.pk})")
+    time_refreshes(run.pk, repeat)
+
+
+def time_refreshes(run_id: int, repeat: int) -> None:
+    from django.db import connection
+
+    from experiments import models as m
+
+    run = m.Run.objects.select_related("protocol").get(pk=run_id)
+    protocol = run.protocol
+    print(f"dashboard database ({connection.vendor}): run {run_id}, "
+          f"{m.Prediction.objects.filter(run=run).count():,} predictions and grades, "
+          f"{protocol.cohort.tasks.count():,} tasks, "
+          f"{m.Person.objects.filter(sessions__tasks__cohorts=protocol.cohort).distinct().count():,} people, "
+          f"{len(protocol.conditions)} conditions, {len(protocol.contrasts)} family contrasts")
+    times, peaks, cpus = [], [], []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, __file__, "--time-dashboard", str(run_id)], check=True,
+                             capture_output=True, text=True, env=os.environ).stdout.split()
+        times.append(float(out[0]))
+        peaks.append(float(out[1]))
+        cpus.append(float(out[2]))
+    print(f"dashboard recomputed from the database at {DRAWS:,} draws (means with intervals, 8 contrasts with "
+          f"pointwise, family and study intervals, bounds, decompositions, sweep, lengths, cost), "
+          f"{repeat} fresh processes: best {min(times):.2f} s, median {statistics.median(times):.2f} s; "
+          f"peak RSS best {min(peaks):.0f} MB, median {statistics.median(peaks):.0f} MB, max {max(peaks):.0f} MB; "
+          f"CPU of the process (not PostgreSQL's) best {min(cpus):.2f} s, median {statistics.median(cpus):.2f} s; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+def time_dashboard(run_id: int) -> None:
+    """Child process of `dashboard_from_database`: prints seconds, peak RSS (MB) and CPU seconds of one refresh."""
+    setup_django()
+    from experiments.analysis.dashboard import dashboard_refresh
+    from experiments.models import Run
+
+    run = Run.objects.select_related("protocol").get(pk=run_id)
+    started, cpu = time.perf_counter(), time.process_time()
     dashboard_refresh(run)
-    print(f"dashboard recomputed from the database at {DRAWS:,} draws: {time.perf_counter() - started:.2f} s "
-          f"(means with intervals, 8 contrasts with pointwise, family and study intervals, bounds, "
-          f"decompositions, lengths, cost)")
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    print(f"{elapsed:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} {cpu:.3f}")
+
+
+def setup_django() -> None:
+    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp()}/dashboard.sqlite3")
+    os.environ.setdefault("SECRET_KEY", "benchmark-only")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
+    import django
+
+    django.setup()
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--people", type=int, nargs="*", default=[400],
+                        help="dashboard sizes in people (5 tasks each, 10 conditions): 4000 is 200,000 "
+                             "predictions, 20000 is 1,000,000")
+    parser.add_argument("--repeat", type=int, default=3, help="timed dashboard refreshes per size")
+    parser.add_argument("--dashboard-only", action="store_true", help="skip the paper-size family")
+    parser.add_argument("--run", type=int, nargs="*", default=[], help="time existing benchmark runs again")
+    parser.add_argument("--time-dashboard", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.time_dashboard:
+        time_dashboard(args.time_dashboard)
+    else:
+        if not args.dashboard_only:
+            main()
+        if args.run:
+            setup_django()
+        for run_id in args.run:
+            time_refreshes(run_id, args.repeat)
+        for n in args.people if not args.run else []:
+            dashboard_from_database(n, repeat=args.repeat)

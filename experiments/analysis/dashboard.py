@@ -8,34 +8,39 @@ from __future__ import annotations
 
 
 import numpy as np
+from django.db import connection
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from experiments.core import stats
 from experiments.core.canonical import canonical_json, sha256_text
-from experiments.analysis.grades import final_grades
-from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
+from experiments.analysis.grades import GradeMatrix, grade_matrix
+from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, _tails
 from experiments.core.conditions import MEMORY, ONE_SHOT, OWNWORDS, RECENCY, WHOLE_RECORD, get_condition
 from experiments.models import AnalysisResult, ModelCall, Prediction, Run, Slot
 from experiments.core.conditions import FINAL
-from experiments.data import cohort_tasks
 
 # The statistics code is part of what a cached result depends on.
-DASHBOARD_VERSION = "1"
+DASHBOARD_VERSION = "2"
+POINTWISE_TAILS = _tails(0.95, None)       # paired_bootstrap's default level
 SWEEP_BUILDERS = {MEMORY: "memory", OWNWORDS: "OwnWords", RECENCY: "most recent sentences"}
 
 
-def dashboard_inputs(run: Run) -> tuple[dict, str]:
-    """The grade table and settings a dashboard is computed from, and their sha256."""
-    table = final_grades(run)
+def dashboard_inputs(run: Run) -> tuple[GradeMatrix, str]:
+    """The grades a dashboard is computed from (by aggregate SQL), and the sha256 of its inputs."""
     protocol = run.protocol
+    matrix = grade_matrix(run, _analysed_conditions(protocol))
     inputs = {
         "version": DASHBOARD_VERSION,
-        "grades": {c: {str(t): g for t, g in sorted(rows.items())} for c, rows in sorted(table.items())},
+        "grades": matrix.sha256(),
         "contrasts": protocol.contrasts,
         "bootstrap": protocol.bootstrap,
     }
-    return table, sha256_text(canonical_json(inputs))
+    return matrix, sha256_text(canonical_json(inputs))
+
+
+def _analysed_conditions(protocol) -> list[str]:
+    return list(dict.fromkeys([*protocol.conditions, *(n for c in protocol.contrasts for n in c["terms"])]))
 
 
 def dashboard_cached(run: Run) -> AnalysisResult | None:
@@ -45,8 +50,8 @@ def dashboard_cached(run: Run) -> AnalysisResult | None:
 
 
 def dashboard_refresh(run: Run) -> AnalysisResult:
-    table, inputs_sha = dashboard_inputs(run)
-    payload = dashboard_compute(run, table)
+    matrix, inputs_sha = dashboard_inputs(run)
+    payload = dashboard_compute(run, matrix)
     result, _ = AnalysisResult.objects.update_or_create(
         run=run, defaults={"inputs_sha256": inputs_sha, "payload": payload, "computed_at": timezone.now()}
     )
@@ -71,105 +76,137 @@ def run_summary(payload: dict) -> dict:
             "seed": payload["seed"], "draws": payload["draws"], "tasks": payload["planned_tasks"]}
 
 
-def dashboard_compute(run: Run, table: dict[str, dict[int, int | None]]) -> dict:
+class _SharedDraws:
+    """The dashboard's bootstraps, collected and then computed on one stream of draws.
+
+    Every interval of a dashboard uses the run's seed, so intervals over the same people
+    resample the same people: `stats.shared_bootstraps` draws them once for all (issue 13),
+    with results identical to one `paired_bootstrap` per interval.
+    """
+
+    def __init__(self, seed: int, draws: int):
+        self.seed, self.draws = seed, draws
+        self.requests: list[stats.BootstrapRequest] = []
+        self.fills = []
+
+    def add(self, cluster, diff, fill, *tails) -> None:
+        """Bootstrap at the pointwise 95% tails and any further ``tails``; ``fill(*results)``."""
+        self.requests.append(stats.BootstrapRequest(cluster, diff, (POINTWISE_TAILS, *tails)))
+        self.fills.append(fill)
+
+    def compute(self) -> None:
+        results = stats.shared_bootstraps(self.requests, seed=self.seed, draws=self.draws)
+        for fill, intervals in zip(self.fills, results):
+            fill(*intervals)
+
+
+def dashboard_compute(run: Run, matrix: GradeMatrix) -> dict:
     protocol = run.protocol
-    tasks = cohort_tasks(protocol.cohort)
-    task_ids = [t.pk for t in tasks]
-    person = {t.pk: t.session.person_id for t in tasks}
-    study = {t.pk: t.session.study_id for t in tasks}
     seed = int(protocol.bootstrap.get("seed", DEFAULT_SEED))
     draws = int(protocol.bootstrap.get("draws", DEFAULT_DRAWS))
+    shared = _SharedDraws(seed, draws)
+    means = _means(protocol.conditions, matrix, shared)
+    contrasts = _contrasts(protocol.contrasts, matrix, shared, seed, draws)
+    shared.compute()
     return {
         "seed": seed,
         "draws": draws,
-        "planned_tasks": len(task_ids),
-        "means": _means(protocol.conditions, table, task_ids, person, seed, draws),
-        "contrasts": _contrasts(protocol.contrasts, table, task_ids, person, study, seed, draws),
-        "sweep": _sweep(protocol.conditions, table, task_ids, person, seed, draws),
+        "planned_tasks": len(matrix.task_ids),
+        "means": means,
+        "contrasts": contrasts,
+        "sweep": _sweep(protocol.conditions, means),
         "lengths": _answer_lengths(run),
         "cost": _cost(run),
     }
 
 
-def _means(conditions, table, task_ids, person, seed, draws) -> list[dict]:
+def _means(conditions, matrix: GradeMatrix, shared: _SharedDraws) -> list[dict]:
     rows = []
     for key in conditions:
-        observed = [t for t in task_ids if table.get(key, {}).get(t) is not None]
-        row = {"condition": key, "planned": len(task_ids), "graded": len(observed),
-               "missing": len(task_ids) - len(observed), "mean": None, "lo": None, "hi": None}
-        if observed:
-            scores = stats.normalize([table[key][t] for t in observed])
+        grades = matrix.row(key)
+        observed = ~np.isnan(grades)
+        row = {"condition": key, "planned": grades.size, "graded": int(observed.sum()),
+               "missing": int(grades.size - observed.sum()), "mean": None, "lo": None, "hi": None}
+        if observed.any():
+            def fill(result, row=row):
+                row.update(mean=result.estimate, lo=result.lo, hi=result.hi, people=result.n_people)
             # The whole-person bootstrap of a mean is that of a "difference" against zero.
-            result = stats.paired_bootstrap([person[t] for t in observed], scores, seed=seed, draws=draws)
-            row.update(mean=result.estimate, lo=result.lo, hi=result.hi, people=result.n_people)
+            shared.add(matrix.person[observed], stats.normalize(grades[observed]), fill)
         rows.append(row)
     return rows
 
 
-def _contrasts(planned, table, task_ids, person, study, seed, draws) -> list[dict]:
+def _contrasts(planned, matrix: GradeMatrix, shared: _SharedDraws, seed, draws) -> list[dict]:
     family = [c for c in planned if c.get("family")]
     family_tails = stats.family_tails(len(family)) if family else None
     rows = []
     for contrast in planned:
         names = list(contrast["terms"])
         coefficients = [float(contrast["terms"][n]) for n in names]
-        columns = [{t: table.get(n, {}).get(t) for t in task_ids} for n in names]
-        paired = stats.paired_set(*columns, person=person)
-        grades_matrix = [[np.nan if columns[j][t] is None else columns[j][t] for j in range(len(names))]
-                         for t in task_ids]
-        bounds = stats.missing_bounds(coefficients, grades_matrix)
+        columns = np.vstack([matrix.row(n) for n in names])
+        paired = stats.paired_matrix(columns, matrix.task_ids, person=matrix.person)
+        bounds = stats.missing_bounds(coefficients, np.ascontiguousarray(columns.T))
         row = {"name": contrast["name"], "terms": contrast["terms"], "family": bool(contrast.get("family")),
-               "criterion": contrast.get("criterion"), "planned": len(task_ids), "n_tasks": paired.n_tasks,
+               "criterion": contrast.get("criterion"), "planned": columns.shape[1], "n_tasks": paired.n_tasks,
                "lost": paired.lost, "bound_lo": bounds.lo, "bound_hi": bounds.hi, "seed": seed, "draws": draws}
         if paired.n_tasks:
             diff = paired.diff(coefficients)
             people = paired.person
-            pointwise = stats.paired_bootstrap(people, diff, seed=seed, draws=draws, keep_replicates=True)
-            by_study = stats.study_bootstrap([study[t] for t in paired.keys], diff, seed=seed, draws=draws)
+            kept = ~np.isnan(columns).any(axis=0)
             wtl = stats.win_tie_loss(diff)
             sign = stats.sign_test(people, diff)
             decomposition = stats.threshold_decomposition(*paired.grades, coefficients=coefficients)
             row.update(
-                estimate=pointwise.estimate, lo=pointwise.lo, hi=pointwise.hi, people=pointwise.n_people,
+                estimate=None, lo=None, hi=None, people=None,        # filled from the shared draws
                 person_weighted=stats.person_weighted(people, diff),
-                study_lo=by_study.lo, study_hi=by_study.hi, studies=by_study.n_people,
+                study_lo=None, study_hi=None, studies=None,
                 wins=wtl.wins, ties=wtl.ties, losses=wtl.losses,
                 sign_p=sign.p_value, people_below=sign.negative, people_above=sign.positive,
                 delta_at_least=list(decomposition.delta),
             )
-            if row["family"]:
-                # The same draws as the pointwise interval, read at the Bonferroni tails.
-                family_lo, family_hi = np.percentile(
-                    pointwise.replicates, [100 * family_tails[0], 100 * family_tails[1]], method="linear")
-                row.update(family_lo=float(family_lo), family_hi=float(family_hi))
+
+            def fill(pointwise, family_interval=None, row=row):
+                row.update(estimate=pointwise.estimate, lo=pointwise.lo, hi=pointwise.hi, people=pointwise.n_people)
+                if family_interval is not None:
+                    # The same draws as the pointwise interval, read at the Bonferroni tails.
+                    row.update(family_lo=family_interval.lo, family_hi=family_interval.hi)
+                if row["criterion"] == "interval_above_zero":
+                    row["criterion_met"] = bool(pointwise.lo > 0)
+
+            def fill_study(by_study, row=row):
+                row.update(study_lo=by_study.lo, study_hi=by_study.hi, studies=by_study.n_people)
+
+            shared.add(people, diff, fill, *([family_tails] if row["family"] else []))
+            shared.add(matrix.study[kept], diff, fill_study)     # whole studies resampled
             if sorted(coefficients) == [-1.0, 1.0]:
                 a, b = (0, 1) if coefficients[0] == 1 else (1, 0)
                 row["transitions"] = stats.transition_table(paired.grades[b], paired.grades[a]).tolist()
                 row["transition_axes"] = {"rows": names[b], "columns": names[a]}
-            if row["criterion"] == "interval_above_zero":
-                row["criterion_met"] = bool(pointwise.lo > 0)
         rows.append(row)
     return rows
 
 
-def _sweep(conditions, table, task_ids, person, seed, draws) -> dict:
-    """Figure 4 of the paper: mean by memory length, one line per evidence builder."""
+def _sweep(conditions, means: list[dict]) -> dict:
+    """Figure 4 of the paper: mean by memory length, one line per evidence builder.
+
+    A point is its condition's mean with its interval: the same bootstrap (same people,
+    scores and seed), so it is read from ``means`` instead of being drawn again.
+    """
     lines: dict[str, list[dict]] = {}
     reference = None
+    by_condition = {m["condition"]: m for m in means}
     for key in conditions:
         condition = get_condition(key)
-        observed = [t for t in task_ids if table.get(key, {}).get(t) is not None]
-        if not observed:
+        mean = by_condition[key]
+        if not mean["graded"]:
             continue
-        scores = stats.normalize([table[key][t] for t in observed])
         if condition.evidence == WHOLE_RECORD:
-            reference = float(np.mean(scores))
+            reference = mean["mean"]
             continue
         if condition.evidence in SWEEP_BUILDERS and condition.workflow == ONE_SHOT and condition.memory_words:
-            result = stats.paired_bootstrap([person[t] for t in observed], scores, seed=seed, draws=draws)
             lines.setdefault(SWEEP_BUILDERS[condition.evidence], []).append(
-                {"words": condition.memory_words, "mean": result.estimate, "lo": result.lo, "hi": result.hi,
-                 "condition": key, "tasks": len(observed)}
+                {"words": condition.memory_words, "mean": mean["mean"], "lo": mean["lo"], "hi": mean["hi"],
+                 "condition": key, "tasks": mean["graded"]}
             )
     for points in lines.values():
         points.sort(key=lambda p: p["words"])
@@ -177,23 +214,42 @@ def _sweep(conditions, table, task_ids, person, seed, draws) -> dict:
     return {"lines": lines, "whole_record": reference, "shown": shown}
 
 
+# Python's str.split() separators (str.isspace), as one regular-expression class for PostgreSQL.
+PYTHON_WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
 def _answer_lengths(run: Run) -> list[dict]:
-    """Word and character counts of each condition's final answers (numbers, not text)."""
-    lengths: dict[str, list[tuple[int, int]]] = {}
-    for condition, text in Prediction.objects.filter(run=run, label=FINAL).exclude(text=None).values_list(
-        "condition", "text"
-    ):
-        lengths.setdefault(condition, []).append((len(text.split()), len(text)))
+    """Word and character counts of each condition's final answers (numbers, not text).
+
+    Words are ``len(text.split())``.  On PostgreSQL the database counts them (runs of
+    characters outside Python's whitespace) and returns one row per distinct (condition,
+    words, characters), so no answer text travels; elsewhere the texts stream in chunks.
+    """
+    counts: dict[str, list[tuple[int, int, int]]] = {}       # condition → (words, chars, answers)
+    answers = Prediction.objects.filter(run=run, label=FINAL).exclude(text=None)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT condition, regexp_count(text, %s), char_length(text), COUNT(*) "
+                f"FROM {Prediction._meta.db_table} WHERE run_id = %s AND label = %s AND text IS NOT NULL "
+                "GROUP BY 1, 2, 3", [f"[^{PYTHON_WHITESPACE}]+", run.pk, FINAL])
+            for condition, words, chars, n in cursor.fetchall():
+                counts.setdefault(condition, []).append((words, chars, n))
+    else:
+        for condition, text in answers.values_list("condition", "text").iterator(chunk_size=20_000):
+            counts.setdefault(condition, []).append((len(text.split()), len(text), 1))
     rows = []
     for condition in run.protocol.conditions:
-        pairs = lengths.get(condition, [])
-        words = [w for w, _ in pairs]
+        table = np.array(sorted(counts.get(condition, [])), dtype=np.int64).reshape(-1, 3)
+        words = np.repeat(table[:, 0], table[:, 2])
+        # Integer counts: the mean is exact whatever the order of the answers.
+        chars = np.repeat(table[:, 1], table[:, 2])
         rows.append({
             "condition": condition,
-            "answers": len(words),
-            "words": words,
-            "median_words": float(np.median(words)) if words else None,
-            "mean_chars": float(np.mean([c for _, c in pairs])) if pairs else None,
+            "answers": int(words.size),
+            "words": words.tolist(),
+            "median_words": float(np.median(words)) if words.size else None,
+            "mean_chars": float(np.mean(chars)) if chars.size else None,
         })
     return rows
 

@@ -1,8 +1,19 @@
-"""What the analysis starts from: each condition's grade per task (paper App. B.3). `dashboard` computes the statistics from it."""
+"""What the analysis starts from: each condition's grade per task (paper App. B.3). `dashboard` computes the statistics from it.
+
+`final_grades` is a mapping for pages of a few tasks; `grade_matrix` the same grades as arrays, by aggregate SQL, for the dashboard of a run of any size.
+"""
 from __future__ import annotations
 
-from experiments.models import Grade, Prediction, Run
+import hashlib
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+from django.db import connection
+
+from experiments.core.canonical import canonical_json
 from experiments.core.conditions import FINAL
+from experiments.models import CohortTask, Grade, Prediction, Run
 
 
 def final_grades(run: Run) -> dict[str, dict[int, int | None]]:
@@ -27,3 +38,79 @@ def final_grades(run: Run) -> dict[str, dict[int, int | None]]:
             score = None
         table.setdefault(condition, {})[task_id] = score
     return table
+
+
+@dataclass(frozen=True)
+class GradeMatrix:
+    """`final_grades` as arrays in cohort order, for the statistics of many tasks.
+
+    ``grades[i, t]`` is the raw grade of ``conditions[i]`` on the t-th cohort task, NaN when
+    missing; ``person`` and ``study`` label each task.  The same grades as `final_grades`.
+    """
+
+    conditions: tuple[str, ...]
+    task_ids: np.ndarray
+    person: np.ndarray
+    study: np.ndarray
+    grades: np.ndarray
+
+    def row(self, condition: str) -> np.ndarray:
+        return self.grades[self.conditions.index(condition)]
+
+    def sha256(self) -> str:
+        """Fingerprint of the tasks, their people and studies, and every grade."""
+        digest = hashlib.sha256()
+        digest.update(canonical_json(list(self.conditions)).encode())
+        for array in (self.task_ids, self.person, self.study, self.grades):
+            digest.update(np.ascontiguousarray(array).tobytes())
+        return digest.hexdigest()
+
+
+def grade_matrix(run: Run, conditions: Iterable[str]) -> GradeMatrix:
+    """The final grades of ``conditions`` on the run's cohort, by one aggregate query.
+
+    The database joins each final prediction to its grade and returns one packed string
+    per condition: for every task a fixed-width cohort position and one grade character
+    ('-' missing), so that no prediction travels as a row and the string's order does not
+    matter.  The rules are `final_grades`' (operational zeros, shared grades).
+    """
+    conditions = tuple(dict.fromkeys(conditions))
+    cohort_id = run.protocol.cohort_id
+    tasks = np.array(
+        CohortTask.objects.filter(cohort_id=cohort_id).order_by("position")
+        .values_list("position", "task_id", "task__session__person_id", "task__session__study_id"),
+        dtype=np.int64).reshape(-1, 4)
+    positions = tasks[:, 0]
+    grades = np.full((len(conditions), len(positions)), np.nan)
+    if positions.size and conditions:
+        width = len(str(int(positions.max())))
+        if connection.vendor == "postgresql":
+            packed_position, concat = f"lpad(CAST(ct.position AS text), {width}, '0')", "string_agg({}, '')"
+        else:
+            packed_position, concat = f"printf('%%0{width}d', ct.position)", "group_concat({}, '')"
+        grade = ("CASE WHEN p.status = %s THEN '0' "
+                 "WHEN p.status IN (%s, %s) AND g.score BETWEEN 0 AND 9 THEN CAST(g.score AS CHAR(1)) "
+                 "WHEN p.status IN (%s, %s) AND g.score IS NOT NULL THEN 'X' ELSE '-' END")
+        S = Prediction.Status
+        sql = (f"SELECT p.condition, {concat.format(packed_position + ' || ' + grade)} "
+               f"FROM {Prediction._meta.db_table} p "
+               f"JOIN {CohortTask._meta.db_table} ct ON ct.task_id = p.task_id AND ct.cohort_id = %s "
+               f"LEFT JOIN {Grade._meta.db_table} g "
+               "ON g.run_id = p.run_id AND g.task_id = p.task_id AND g.answer_sha256 = p.answer_sha256 "
+               "WHERE p.run_id = %s AND p.label = %s AND p.condition IN ({}) GROUP BY p.condition"
+               ).format(", ".join(["%s"] * len(conditions)))
+        params = [S.INVALID_SELECTION, S.OK, S.EMPTY, S.OK, S.EMPTY, cohort_id, run.pk, FINAL, *conditions]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            packed_rows = cursor.fetchall()
+        for condition, packed in packed_rows:
+            cells = np.frombuffer(packed.encode("ascii"), dtype=np.uint8).reshape(-1, width + 1)
+            digits = cells[:, :width].astype(np.int64) - ord("0")
+            where = np.searchsorted(positions, digits @ (10 ** np.arange(width - 1, -1, -1)))
+            marks = cells[:, width]
+            if (marks == ord("X")).any():
+                raise ValueError(f"{condition}: a grade outside 0..9 in the database")
+            row = grades[conditions.index(condition)]
+            observed = marks != ord("-")
+            row[where[observed]] = marks[observed] - ord("0")
+    return GradeMatrix(conditions, tasks[:, 1], tasks[:, 2], tasks[:, 3], grades)

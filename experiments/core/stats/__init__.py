@@ -18,7 +18,7 @@ normalizes the raw grades to [0, 1]").  In this module:
   (normally the normalized ones from ``PairedSet.diff``) and return that unit;
 * ``transition_table`` and ``quadratic_kappa`` take raw grades.
 
-Modules: `paired` (one contrast), `shifts` (I.1), `grouping` (G.1,
+Modules: `paired` (one contrast), `shared` (many bootstraps on one stream of draws), `shifts` (I.1), `grouping` (G.1,
 interactions), `agreement` (graders), `reference` (plain-loop bootstrap).
 
 Paper sections: B.3 (paired estimator, whole-person bootstrap, family tails,
@@ -37,8 +37,10 @@ from experiments.core.stats.grouping import (
 )
 from experiments.core.stats.paired import (
     DEFAULT_DRAWS, DEFAULT_SEED, GRADES, MAX_GRADE, BootstrapResult, MissingBounds, PairedSet, SignTest, family_tails,
-    missing_bounds, normalize, paired_bootstrap, paired_set, person_weighted, sign_test, study_bootstrap,
+    missing_bounds, normalize, paired_bootstrap, paired_matrix, paired_set, person_weighted, sign_test,
+    study_bootstrap,
 )
+from experiments.core.stats.shared import BootstrapRequest, shared_bootstraps
 from experiments.core.stats.reference import paired_bootstrap_loop
 from experiments.core.stats.shifts import (
     ThresholdDecomposition, WinTieLoss, threshold_decomposition, transition_table, win_tie_loss,
@@ -50,7 +52,7 @@ __all__ = [
     "normalize", "paired_bootstrap", "paired_bootstrap_loop", "study_bootstrap",
     "family_tails", "person_weighted", "threshold_decomposition",
     "transition_table", "win_tie_loss", "missing_bounds", "sign_test",
-    "quadratic_kappa", "paired_set", "interaction", "candidate_mean",
+    "quadratic_kappa", "paired_set", "paired_matrix", "BootstrapRequest", "shared_bootstraps", "interaction", "candidate_mean",
     "group_by", "budget_share_group",
     "AgreementResult", "Interval", "MeanVsJudge", "confusion_matrix", "exact_agreement", "within_one",
     "kappa_from_tables", "coincidence_matrix", "alpha_from_coincidences", "krippendorff_alpha_ordinal",
