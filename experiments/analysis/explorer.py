@@ -1,12 +1,13 @@
-"""Finding tasks in a run (issue 12): the explorer's filters, sort and pages as one SQL query.
+"""Finding tasks in a run (issue 12): the explorer's filters, sort and pages in SQL.
 
-A run's grade of a task under a condition is not stored in one place: it is the condition's
-`final` prediction joined to the judge's grade of that answer text (an invalid selection is an
-operational zero, as in `analysis.grades.final_grades`). The explorer therefore builds one SQL
-statement over the cohort's tasks that joins, for every condition a filter or the sort names,
-that prediction and its grade, and lets the database filter, sort, count and cut the page;
-nothing is scanned in Python. The SQL is standard (LEFT JOIN, CASE, window functions, NULLS
-LAST), so it runs on PostgreSQL and SQLite alike; migration 0006 adds the indexes it uses.
+A run's grade of a task under a condition is the condition's `final` prediction's stored
+`score` (`analysis.grades.store_scores` keeps it equal to what `final_grades` computes). The
+explorer builds one SQL statement over the cohort's tasks that joins, for every condition a
+filter or the sort names, that prediction on the (run, condition, label, score, task) index,
+and lets the database filter, count, sort and cut the page (a count, then LIMIT/OFFSET over at
+most the cohort's tasks); nothing is scanned in Python. The SQL is standard (JOIN, IN, window
+functions, NULLS LAST), so it runs on PostgreSQL and SQLite alike (indexes: migrations 0006, 0008).
+Filters other apps provide (the judge–human disagreement) come from `analysis.task_filters`.
 
 `ExplorerQuery.from_params` reads the URL's query string (see the `run_explorer` view for the
 parameter names); `explorer_page` returns a page of rows, `explorer_neighbours` the previous
@@ -18,9 +19,10 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
+from experiments.analysis.task_filters import TASK_FILTERS
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
-from experiments.models import (CohortTask, Grade, Person, Prediction, Run, Session, Study, Task,
-                                Turn)
+from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task, Turn
+from experiments.models.runs import Phase
 
 PAGE_SIZE = 50
 GRADES = (0, 1, 2, 3)
@@ -28,7 +30,7 @@ SORT_FIELDS = ("task", "person", "study", "diff")  # plus "grade:<condition key>
 SCORED = (Prediction.Status.OK, Prediction.Status.EMPTY)
 
 _CT, _T, _S = CohortTask._meta.db_table, Task._meta.db_table, Session._meta.db_table
-_P, _G, _TURN = Prediction._meta.db_table, Grade._meta.db_table, Turn._meta.db_table
+_P, _TURN = Prediction._meta.db_table, Turn._meta.db_table
 _PERSON, _STUDY = Person._meta.db_table, Study._meta.db_table
 
 
@@ -55,6 +57,7 @@ class ExplorerQuery:
     missing: bool = False
     copied: bool = False
     chosen: str = ""
+    extra: tuple[str, ...] = ()  # keys of filters other apps registered (`filter`)
     sort: str = "task"
     page: int = 1
     errors: tuple[str, ...] = field(default=(), compare=False)
@@ -92,6 +95,12 @@ class ExplorerQuery:
             page = max(1, int(get("page") or 1))
         except ValueError:
             page = 1
+        extra = []
+        for key in dict.fromkeys(get_list("filter")):
+            if key in TASK_FILTERS:
+                extra.append(key)
+            elif key:
+                errors.append(f"unknown filter {key!r}")
         a, b = condition(get("a") or ""), condition(get("b") or "")
         if sort.lstrip("-") == "diff" and not (a and b):
             errors.append("sorting by a − b needs two conditions a and b")
@@ -100,7 +109,7 @@ class ExplorerQuery:
             grades=tuple(pairs), a=a, ga=grade(get("ga")) if a else None, b=b, gb=grade(get("gb")) if b else None,
             study=(get("study") or "").strip(), person=(get("person") or "").strip(), q=(get("q") or "").strip(),
             missing=get("missing") == "1", copied=get("copied") == "1", chosen=(get("chosen") or "").strip(),
-            sort=sort, page=page, errors=tuple(errors),
+            extra=tuple(extra), sort=sort, page=page, errors=tuple(errors),
         )
 
     def params(self) -> list[tuple[str, str]]:
@@ -116,6 +125,7 @@ class ExplorerQuery:
             pairs.append(("missing", "1"))
         if self.copied:
             pairs.append(("copied", "1"))
+        pairs += [("filter", key) for key in self.extra]
         if self.sort != "task":
             pairs.append(("sort", self.sort))
         return pairs
@@ -131,76 +141,99 @@ class ExplorerQuery:
         return list(dict.fromkeys(k for k in keys if k))
 
 
-def score_sql(p: str, g: str) -> str:
-    """A final answer's grade: an invalid selection is 0, an answer its judge's grade, else none."""
-    return (f"CASE WHEN {p}.status = 'invalid_selection' THEN 0 "
-            f"WHEN {p}.status IN ('ok', 'empty') THEN {g}.score END")
-
-
 def _like(text: str) -> str:
     escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 
 
-def _statement(run: Run, query: ExplorerQuery) -> tuple[str, list, str]:
-    """FROM … WHERE … of the filtered tasks, its parameters, and the ORDER BY clause."""
+def all_finals_exist(run: Run) -> bool:
+    """Past the decisions every (task, condition) of the run has its final row (planning writes a
+    blocked one as missing; a re-grade copies its source's), so a missing grade is a null score."""
+    return run.planned_phase == Phase.JUDGING or run.phase in (Phase.ANALYSIS, Phase.DONE)
+
+
+@dataclass
+class _Sql:
+    """The filtered tasks' FROM … WHERE …: joins that filter, joins only the sort reads, the
+    conditions, each with its parameters in the order they appear."""
+    joins: list[tuple[str, list]] = field(default_factory=list)
+    sort_joins: list[tuple[str, list]] = field(default_factory=list)
+    where: list[tuple[str, list]] = field(default_factory=list)
+
+    def text(self, *, for_sort: bool) -> tuple[str, list]:
+        joins = self.joins + (self.sort_joins if for_sort else [])
+        sql = f"FROM {_CT} ct " + " ".join(j for j, _ in joins) + " WHERE " + " AND ".join(w for w, _ in self.where)
+        return sql, [v for _, ps in joins for v in ps] + [v for _, ps in self.where for v in ps]
+
+
+def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, str]:
+    """The filtered tasks (see `_Sql`) and the ORDER BY clause of the sort.
+
+    A condition's grade is its final prediction's stored `score`: a filter on it is a join on the
+    (run, condition, label, score, task) index; a condition only sorted by is a LEFT JOIN that
+    the count leaves out.
+    """
     protocol = run.protocol
-    joins, where, params = [], ["ct.cohort_id = %s"], []
-    alias = {}
+    sql = _Sql(where=[("ct.cohort_id = %s", [protocol.cohort_id])])
+    bare = query.sort.lstrip("-")
+    filtered = [key for key, _ in query.grades] + [k for k, g in ((query.a, query.ga), (query.b, query.gb))
+                                                   if k and (g is not None or (query.a and query.b))]
+    score = {}
     for i, key in enumerate(query.scored_conditions()):
-        alias[key] = f"sc{i}"
-        joins.append(
-            f"LEFT JOIN {_P} p{i} ON p{i}.run_id = %s AND p{i}.task_id = ct.task_id AND p{i}.condition = %s "
-            f"AND p{i}.label = '{FINAL}' "
-            f"LEFT JOIN {_G} g{i} ON g{i}.run_id = %s AND g{i}.task_id = ct.task_id "
-            f"AND g{i}.answer_sha256 = p{i}.answer_sha256")
-        params += [run.pk, key, run.pk]
-    params.append(protocol.cohort_id)
-    score = {key: score_sql(f"p{a[2:]}", f"g{a[2:]}") for key, a in alias.items()}
+        score[key] = f"p{i}.score"
+        join = (f"JOIN {_P} p{i} ON p{i}.run_id = %s AND p{i}.condition = %s AND p{i}.label = '{FINAL}' "
+                f"AND p{i}.task_id = ct.task_id")
+        if key in filtered:
+            sql.joins.append((join, [run.pk, key]))
+        else:
+            sql.sort_joins.append(("LEFT " + join, [run.pk, key]))
     for key, value in query.grades:
-        where.append(f"{score[key]} = %s")
-        params.append(value)
+        sql.where.append((f"{score[key]} = %s", [value]))
     if query.a and query.b and query.ga is None and query.gb is None:
-        where.append(f"{score[query.a]} <> {score[query.b]}")
+        sql.where.append((f"{score[query.a]} <> {score[query.b]}", []))
     for key, value in ((query.a, query.ga), (query.b, query.gb)):
         if key and value is not None:
-            where.append(f"{score[key]} = %s")
-            params.append(value)
+            sql.where.append((f"{score[key]} = %s", [value]))
+    needs_session = query.study or query.person or query.q or bare in ("person", "study")
+    if needs_session:
+        sql.joins.append((f"JOIN {_T} t ON t.id = ct.task_id JOIN {_S} s ON s.id = t.session_id", []))
     if query.study:
-        where.append(f"s.study_id IN (SELECT id FROM {_STUDY} WHERE project_id = %s AND key = %s)")
-        params += [protocol.project_id, query.study]
+        sql.where.append((f"s.study_id IN (SELECT id FROM {_STUDY} WHERE project_id = %s AND key = %s)",
+                          [protocol.project_id, query.study]))
     if query.person:
-        where.append(f"s.person_id IN (SELECT id FROM {_PERSON} WHERE project_id = %s AND label = %s)")
-        params += [protocol.project_id, query.person]
+        sql.where.append((f"s.person_id IN (SELECT id FROM {_PERSON} WHERE project_id = %s AND label = %s)",
+                          [protocol.project_id, query.person]))
     if query.q:
-        joins.append(f"JOIN {_TURN} qt ON qt.id = t.question_turn_id")
-        where.append("LOWER(qt.text) LIKE %s ESCAPE '\\'")
-        params.append(_like(query.q))
+        sql.joins.append((f"JOIN {_TURN} qt ON qt.id = t.question_turn_id", []))
+        sql.where.append(("LOWER(qt.text) LIKE %s ESCAPE '\\'", [_like(query.q)]))
     if query.missing:
-        # Fewer graded final answers than conditions: one is missing (or not yet made).
-        where.append(
-            f"(SELECT COUNT(*) FROM {_P} pm LEFT JOIN {_G} gm ON gm.run_id = pm.run_id AND gm.task_id = pm.task_id "
-            f"AND gm.answer_sha256 = pm.answer_sha256 WHERE pm.run_id = %s AND pm.task_id = ct.task_id "
-            f"AND pm.label = '{FINAL}' AND ({score_sql('pm', 'gm')}) IS NOT NULL) < %s")
-        params += [run.pk, len(protocol.conditions)]
+        if all_finals_exist(run):
+            sql.where.append((f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND label = '{FINAL}' "
+                              f"AND score IS NULL)", [run.pk]))
+        else:  # some final rows may not exist yet: count the graded ones
+            sql.where.append((f"(SELECT COUNT(*) FROM {_P} pm WHERE pm.run_id = %s AND pm.task_id = ct.task_id "
+                              f"AND pm.label = '{FINAL}' AND pm.score IS NOT NULL) < %s",
+                              [run.pk, len(protocol.conditions)]))
     if query.copied:
         fusion = [k for k in protocol.conditions if get_condition(k).workflow == FUSION] or [""]
-        where.append(
-            f"EXISTS (SELECT 1 FROM {_P} pf JOIN {_P} pc ON pc.run_id = pf.run_id AND pc.task_id = pf.task_id "
-            f"AND pc.condition = pf.condition AND pc.label <> '{FINAL}' AND pc.answer_sha256 = pf.answer_sha256 "
-            f"WHERE pf.run_id = %s AND pf.task_id = ct.task_id AND pf.label = '{FINAL}' AND pf.answer_sha256 <> '' "
-            f"AND pf.condition IN ({', '.join(['%s'] * len(fusion))}))")
-        params += [run.pk, *fusion]
+        sql.where.append((
+            f"ct.task_id IN (SELECT pf.task_id FROM {_P} pf JOIN {_P} pc ON pc.run_id = pf.run_id "
+            f"AND pc.task_id = pf.task_id AND pc.condition = pf.condition AND pc.answer_sha256 = pf.answer_sha256 "
+            f"WHERE pf.run_id = %s AND pf.label = '{FINAL}' AND pf.answer_sha256 <> '' AND pc.label <> '{FINAL}' "
+            f"AND pf.condition IN ({', '.join(['%s'] * len(fusion))}))", [run.pk, *fusion]))
     if query.chosen:
         selection = [k for k in protocol.conditions if get_condition(k).workflow == SELECTION] or [""]
-        where.append(
-            f"EXISTS (SELECT 1 FROM {_P} px WHERE px.run_id = %s AND px.task_id = ct.task_id "
-            f"AND px.label = '{FINAL}' AND px.chosen_label = %s "
-            f"AND px.condition IN ({', '.join(['%s'] * len(selection))}))")
-        params += [run.pk, query.chosen, *selection]
-    sql = (f"FROM {_CT} ct JOIN {_T} t ON t.id = ct.task_id JOIN {_S} s ON s.id = t.session_id "
-           + " ".join(joins) + " WHERE " + " AND ".join(where))
-    return sql, params, _order(query, score)
+        sql.where.append((
+            f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND label = '{FINAL}' AND chosen_label = %s "
+            f"AND condition IN ({', '.join(['%s'] * len(selection))}))", [run.pk, query.chosen, *selection]))
+    for key in query.extra:
+        ids = sorted(set(TASK_FILTERS[key].task_ids(run)))
+        sql.where.append((f"ct.task_id IN ({', '.join(['%s'] * len(ids))})" if ids else "1 = 0", ids))
+    if bare == "person":
+        sql.sort_joins.append((f"JOIN {_PERSON} pe ON pe.id = s.person_id", []))
+    if bare == "study":
+        sql.sort_joins.append((f"JOIN {_STUDY} st ON st.id = s.study_id", []))
+    return sql, _order(query, score)
 
 
 def _order(query: ExplorerQuery, score: dict[str, str]) -> str:
@@ -210,9 +243,9 @@ def _order(query: ExplorerQuery, score: dict[str, str]) -> str:
     if bare == "task":
         return f"ct.position {direction}"
     if bare == "person":
-        return f"(SELECT label FROM {_PERSON} WHERE id = s.person_id) {direction}, ct.position"
+        return f"pe.label {direction}, ct.position"
     if bare == "study":
-        return f"(SELECT key FROM {_STUDY} WHERE id = s.study_id) {direction}, ct.position"
+        return f"st.key {direction}, ct.position"
     if bare == "diff":
         return f"({score[query.a]}) - ({score[query.b]}) {direction} NULLS LAST, ct.position"
     return f"{score[bare[6:]]} {direction} NULLS LAST, ct.position"
@@ -239,18 +272,20 @@ class ExplorerPage:
 def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> ExplorerPage:
     """One page of the filtered, sorted tasks, each with every condition's final grade.
 
-    Three queries: the page of task ids with the total (a window count), the tasks' facts,
-    and the page's final answers with their grades.
+    Three queries: the page of task ids (LIMIT/OFFSET over at most the cohort's tasks) with the
+    total as an uncorrelated subquery (counted once, without the sort's joins), the tasks' facts,
+    and the page's final answers (a page past the end counts again).
     """
-    sql, params, order = _statement(run, query)
-    offset = (query.page - 1) * size
+    sql, order = _statement(run, query)
+    text, params = sql.text(for_sort=True)
+    counted, count_params = sql.text(for_sort=False)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT ct.task_id, ct.position, COUNT(*) OVER () {sql} ORDER BY {order} "
-                       f"LIMIT %s OFFSET %s", [*params, size, offset])
+        # the subquery's own aliases (ct, p0 …) shadow the outer ones: it is uncorrelated
+        cursor.execute(f"SELECT ct.task_id, ct.position, (SELECT COUNT(*) {counted}) {text} "
+                       f"ORDER BY {order} LIMIT %s OFFSET %s",
+                       [*count_params, *params, size, (query.page - 1) * size])
         found = cursor.fetchall()
-    total = found[0][2] if found else 0
-    if not found and query.page > 1:
-        total = explorer_count(run, query)
+    total = found[0][2] if found else _count(sql)
     ids = [task_id for task_id, _, _ in found]
     facts = task_facts(ids)
     cells = final_cells(run, ids)
@@ -259,11 +294,15 @@ def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> E
     return ExplorerPage(rows=rows, total=total, number=query.page, size=size)
 
 
-def explorer_count(run: Run, query: ExplorerQuery) -> int:
-    sql, params, _ = _statement(run, query)
+def _count(sql: _Sql) -> int:
+    text, params = sql.text(for_sort=False)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) {sql}", params)
+        cursor.execute(f"SELECT COUNT(*) {text}", params)
         return cursor.fetchone()[0]
+
+
+def explorer_count(run: Run, query: ExplorerQuery) -> int:
+    return _count(_statement(run, query)[0])
 
 
 def explorer_neighbours(run: Run, query: ExplorerQuery, task_id: int, position: int | None = None) -> dict:
@@ -275,12 +314,13 @@ def explorer_neighbours(run: Run, query: ExplorerQuery, task_id: int, position: 
     """
     if position is not None and not query.is_filtered() and query.sort in ("task", "-task"):
         return _neighbours_in_cohort_order(run, position, descending=query.sort == "-task")
-    sql, params, order = _statement(run, query)
+    sql, order = _statement(run, query)
+    text, params = sql.text(for_sort=True)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT previous, following, place, total FROM (SELECT ct.task_id AS task_id, "
             f"LAG(ct.task_id) OVER w AS previous, LEAD(ct.task_id) OVER w AS following, "
-            f"ROW_NUMBER() OVER w AS place, COUNT(*) OVER () AS total {sql} WINDOW w AS (ORDER BY {order})) "
+            f"ROW_NUMBER() OVER w AS place, COUNT(*) OVER () AS total {text} WINDOW w AS (ORDER BY {order})) "
             f"listed WHERE task_id = %s", [*params, task_id])
         row = cursor.fetchone()
     if row is None:
@@ -319,9 +359,8 @@ def final_cells(run: Run, task_ids: list[int]) -> dict[int, dict[str, dict]]:
     marks = ", ".join(["%s"] * len(task_ids))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT p.task_id, p.condition, p.status, p.chosen_label, {score_sql('p', 'g')} FROM {_P} p "
-            f"LEFT JOIN {_G} g ON g.run_id = p.run_id AND g.task_id = p.task_id AND g.answer_sha256 = p.answer_sha256 "
-            f"WHERE p.run_id = %s AND p.label = %s AND p.task_id IN ({marks})", [run.pk, FINAL, *task_ids])
+            f"SELECT task_id, condition, status, chosen_label, score FROM {_P} "
+            f"WHERE run_id = %s AND label = %s AND task_id IN ({marks})", [run.pk, FINAL, *task_ids])
         found = cursor.fetchall()
     cells: dict[int, dict[str, dict]] = {}
     for task_id, condition, status, chosen, score in found:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from experiments.analysis.grades import store_scores
 from experiments.core.canonical import sha256_text
 from experiments.core.assembly import TaskInput, assemble, assemble_judge, assemble_memory_request
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition, memory_key, prediction_labels
@@ -198,6 +199,8 @@ def plan_judging(run: Run) -> None:
     with transaction.atomic():
         Slot.objects.bulk_create(slots, ignore_conflicts=True)
         Grade.objects.bulk_create(grades, ignore_conflicts=True)
+        # operational zeros are graded now; a re-grade's copies get their scores here too
+        store_scores(run.pk)
 
 
 PLANNERS = {
@@ -221,6 +224,7 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
         )
     elif slot.phase == Phase.GENERATION:
         _set_answer(Prediction.objects.filter(slot=slot), text)
+        store_scores(slot.run_id, task_id=slot.task_id)
     elif slot.phase == Phase.DECISIONS:
         prediction = Prediction.objects.get(slot=slot)
         condition = get_condition(prediction.condition)
@@ -228,6 +232,7 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
             _set_answer(Prediction.objects.filter(pk=prediction.pk), text)
         else:
             _apply_selection(prediction, condition, text)
+        store_scores(slot.run_id, task_id=prediction.task_id)
     elif slot.phase == Phase.JUDGING:
         _, task_id, answer_sha = slot.key.split("|")
         parsed = parse_judge(text) if text is not None else None
@@ -241,6 +246,7 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
                 "slot": slot,
             },
         )
+        store_scores(slot.run_id, task_id=int(task_id), answer_sha256=answer_sha)
 
 
 def _set_answer(predictions, text: str | None) -> None:

@@ -1,0 +1,41 @@
+"""`Prediction.score`: each answer's grade stored with it (issue 12), for the explorer's indexes.
+
+The backfill is one UPDATE with the rule of `analysis.grades.final_grades` (an invalid selection
+0, an answer its judge grade of the same text in the same task, otherwise null); from then on
+`analysis.grades.store_scores` keeps it wherever answers and grades are written.
+"""
+from django.db import migrations, models
+
+BACKFILL = """
+UPDATE experiments_prediction SET score = CASE
+  WHEN status = 'invalid_selection' THEN 0
+  WHEN status IN ('ok', 'empty') THEN (
+    SELECT g.score FROM experiments_grade g WHERE g.run_id = experiments_prediction.run_id
+      AND g.task_id = experiments_prediction.task_id AND g.answer_sha256 = experiments_prediction.answer_sha256)
+  END
+"""
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("experiments", "0007_study_plural"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="prediction",
+            name="score",
+            field=models.PositiveSmallIntegerField(blank=True, null=True),
+        ),
+        migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
+        migrations.AddIndex(
+            model_name="prediction",
+            index=models.Index(fields=["run", "condition", "label", "score", "task"], name="prediction_score"),
+        ),
+        migrations.AddIndex(
+            model_name="prediction",
+            index=models.Index(condition=models.Q(score__isnull=True), fields=["run", "label", "task"],
+                               name="prediction_unscored"),
+        ),
+    ]
