@@ -217,10 +217,8 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, str]:
     if query.copied:
         fusion = [k for k in protocol.conditions if get_condition(k).workflow == FUSION] or [""]
         sql.where.append((
-            f"ct.task_id IN (SELECT pf.task_id FROM {_P} pf JOIN {_P} pc ON pc.run_id = pf.run_id "
-            f"AND pc.task_id = pf.task_id AND pc.condition = pf.condition AND pc.answer_sha256 = pf.answer_sha256 "
-            f"WHERE pf.run_id = %s AND pf.label = '{FINAL}' AND pf.answer_sha256 <> '' AND pc.label <> '{FINAL}' "
-            f"AND pf.condition IN ({', '.join(['%s'] * len(fusion))}))", [run.pk, *fusion]))
+            f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND label = '{FINAL}' AND copied_label <> '' "
+            f"AND condition IN ({', '.join(['%s'] * len(fusion))}))", [run.pk, *fusion]))
     if query.chosen:
         selection = [k for k in protocol.conditions if get_condition(k).workflow == SELECTION] or [""]
         sql.where.append((
