@@ -9,36 +9,31 @@ judge's grade of that answer (`RatingItem.judge_score`).
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from django.db.models import Count, Sum
 
-from annotations.models import HumanGrade, RatingCampaign, RatingItem
+from annotations.models import RatingCampaign, RatingItem
 from experiments.analysis.task_filters import TaskFilter, register_task_filter
 from experiments.models import Run
 
 KEY = "judge-human"
 
 
-def human_consensus(grades: list[int], adjudicated: int | None) -> int | None:
+def human_consensus(total: int | None, graded: int, adjudicated: int | None) -> int | None:
+    """From the sum and number of an item's graded ratings and any adjudicated grade."""
     if adjudicated is not None:
         return adjudicated
-    if not grades:
+    if not graded:
         return None
-    return (2 * sum(grades) + len(grades)) // (2 * len(grades))
+    return (2 * total + graded) // (2 * graded)
 
 
 def judge_human_disagreements(run: Run) -> set[int]:
-    """Task ids of `run` where an item's human consensus differs from the judge (two queries)."""
-    grades = defaultdict(list)
-    for item_id, grade in (HumanGrade.objects.filter(campaign__run=run, grade__isnull=False)
-                           .values_list("assignment__item_id", "grade")):
-        grades[item_id].append(grade)
-    tasks = set()
-    for pk, task_id, judge, adjudicated in (RatingItem.objects.filter(campaign__run=run)
-                                            .values_list("pk", "task_id", "judge_score", "adjudication__grade")):
-        consensus = human_consensus(grades.get(pk, []), adjudicated)
-        if consensus is not None and judge is not None and consensus != judge:
-            tasks.add(task_id)
-    return tasks
+    """Task ids of `run` where an item's human consensus differs from the judge (one query)."""
+    items = (RatingItem.objects.filter(campaign__run=run)
+             .annotate(total=Sum("assignments__rating__grade"), graded=Count("assignments__rating__grade"))
+             .values_list("task_id", "judge_score", "adjudication__grade", "total", "graded"))
+    return {task_id for task_id, judge, adjudicated, total, graded in items
+            if judge is not None and human_consensus(total, graded, adjudicated) not in (None, judge)}
 
 
 def register() -> None:
