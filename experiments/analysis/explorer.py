@@ -194,9 +194,16 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, str]:
     for key, value in ((query.a, query.ga), (query.b, query.gb)):
         if key and value is not None:
             sql.where.append((f"{score[key]} = %s", [value]))
-    needs_session = query.study or query.person or query.q or bare in ("person", "study")
-    if needs_session:
-        sql.joins.append((f"JOIN {_T} t ON t.id = ct.task_id JOIN {_S} s ON s.id = t.session_id", []))
+    # the task and its session joined only when a filter or the sort reads them
+    task_join, session_join = (f"JOIN {_T} t ON t.id = ct.task_id", []), (f"JOIN {_S} s ON s.id = t.session_id", [])
+    if query.study or query.person or query.q:
+        sql.joins.append(task_join)
+    elif bare in ("person", "study"):
+        sql.sort_joins.append(task_join)
+    if query.study or query.person:
+        sql.joins.append(session_join)
+    elif bare in ("person", "study"):
+        sql.sort_joins.append(session_join)
     if query.study:
         sql.where.append((f"s.study_id IN (SELECT id FROM {_STUDY} WHERE project_id = %s AND key = %s)",
                           [protocol.project_id, query.study]))
@@ -240,10 +247,10 @@ def _order(query: ExplorerQuery, score: dict[str, str]) -> str:
     direction = "DESC" if descending else "ASC"
     if bare == "task":
         return f"ct.position {direction}"
-    if bare == "person":
-        return f"pe.label {direction}, ct.position"
-    if bare == "study":
-        return f"st.key {direction}, ct.position"
+    if bare in ("person", "study"):
+        # in code point order, as SQLite and Python sort (and cheaper than a locale's collation)
+        collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
+        return f"{'pe.label' if bare == 'person' else 'st.key'}{collate} {direction}, ct.position"
     if bare == "diff":
         return f"({score[query.a]}) - ({score[query.b]}) {direction} NULLS LAST, ct.position"
     return f"{score[bare[6:]]} {direction} NULLS LAST, ct.position"
