@@ -166,8 +166,8 @@ class _Sql:
         return sql, [v for _, ps in joins for v in ps] + [v for _, ps in self.where for v in ps]
 
 
-def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, str]:
-    """The filtered tasks (see `_Sql`) and the ORDER BY clause of the sort.
+def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
+    """The filtered tasks (see `_Sql`) and each scored condition's grade column.
 
     A condition's grade is its final prediction's stored `score`: a filter on it is a join on the
     (run, condition, label, score, task) index; a condition only sorted by is a LEFT JOIN that
@@ -238,22 +238,43 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, str]:
         sql.sort_joins.append((f"JOIN {_PERSON} pe ON pe.id = s.person_id", []))
     if bare == "study":
         sql.sort_joins.append((f"JOIN {_STUDY} st ON st.id = s.study_id", []))
-    return sql, _order(query, score)
+    return sql, score
+
+
+# A numeric sort as one integer per task: rank × 2³² + cohort position (positions are smaller),
+# so ORDER BY, and the task page's previous/next, compare one number.
+_SPAN = 2 ** 32
+
+
+def _numeric_key(query: ExplorerQuery, score: dict[str, str]) -> str | None:
+    """The sort as one ascending integer expression, or None for a sort by text (person, study).
+    A missing grade ranks last in either direction; ties keep cohort order."""
+    descending = query.sort.startswith("-")
+    bare = query.sort.lstrip("-")
+    if bare == "task":
+        return "-ct.position" if descending else "ct.position"
+    if bare == "diff":
+        a, b = score[query.a], score[query.b]
+        rank = (f"CASE WHEN {a} IS NULL OR {b} IS NULL THEN 7 ELSE "
+                + (f"3 - ({a} - {b}) END" if descending else f"{a} - {b} + 3 END"))
+    elif bare.startswith("grade:"):
+        grade = score[bare[6:]]
+        rank = f"CASE WHEN {grade} IS NULL THEN 4 ELSE " + (f"3 - {grade} END" if descending else f"{grade} END")
+    else:
+        return None
+    return f"({rank}) * {_SPAN} + ct.position"
 
 
 def _order(query: ExplorerQuery, score: dict[str, str]) -> str:
-    descending = query.sort.startswith("-")
     bare = query.sort.lstrip("-")
-    direction = "DESC" if descending else "ASC"
-    if bare == "task":
-        return f"ct.position {direction}"
+    if bare == "task":  # the (cohort, position) index's order
+        return f"ct.position {'DESC' if query.sort.startswith('-') else 'ASC'}"
     if bare in ("person", "study"):
         # in code point order, as SQLite and Python sort (and cheaper than a locale's collation)
         collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
+        direction = "DESC" if query.sort.startswith("-") else "ASC"
         return f"{'pe.label' if bare == 'person' else 'st.key'}{collate} {direction}, ct.position"
-    if bare == "diff":
-        return f"({score[query.a]}) - ({score[query.b]}) {direction} NULLS LAST, ct.position"
-    return f"{score[bare[6:]]} {direction} NULLS LAST, ct.position"
+    return _numeric_key(query, score)
 
 
 @dataclass
@@ -281,7 +302,8 @@ def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> E
     total as an uncorrelated subquery (counted once, without the sort's joins), the tasks' facts,
     and the page's final answers (a page past the end counts again).
     """
-    sql, order = _statement(run, query)
+    sql, score = _statement(run, query)
+    order = _order(query, score)
     text, params = sql.text(for_sort=True)
     counted, count_params = sql.text(for_sort=False)
     with connection.cursor() as cursor:
@@ -315,19 +337,37 @@ def explorer_neighbours(run: Run, query: ExplorerQuery, task_id: int, position: 
     1-based place there and the list's length (place None: the task is not in the list).
 
     Unfiltered in cohort order (given the task's cohort `position`), the neighbours are read
-    from the (cohort, position) index; otherwise the list is numbered by a window function.
+    from the (cohort, position) index. A numeric sort is one integer per task (`_numeric_key`):
+    one pass counts the tasks before this one and finds the nearest key on either side, with
+    no sort of the list. A sort by text numbers the list with a window function.
     """
     if position is not None and not query.is_filtered() and query.sort in ("task", "-task"):
         return _neighbours_in_cohort_order(run, position, descending=query.sort == "-task")
-    sql, order = _statement(run, query)
+    sql, score = _statement(run, query)
     text, params = sql.text(for_sort=True)
+    key = _numeric_key(query, score)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT previous, following, place, total FROM (SELECT ct.task_id AS task_id, "
-            f"LAG(ct.task_id) OVER w AS previous, LEAD(ct.task_id) OVER w AS following, "
-            f"ROW_NUMBER() OVER w AS place, COUNT(*) OVER () AS total {text} WINDOW w AS (ORDER BY {order})) "
-            f"listed WHERE task_id = %s", [*params, task_id])
-        row = cursor.fetchone()
+        if key is None:
+            cursor.execute(
+                f"SELECT previous, following, place, total FROM (SELECT ct.task_id AS task_id, "
+                f"LAG(ct.task_id) OVER w AS previous, LEAD(ct.task_id) OVER w AS following, "
+                f"ROW_NUMBER() OVER w AS place, COUNT(*) OVER () AS total {text} "
+                f"WINDOW w AS (ORDER BY {_order(query, score)})) listed WHERE task_id = %s", [*params, task_id])
+            row = cursor.fetchone()
+        else:
+            # a key's position: key mod 2³² (or minus the key, for the descending cohort order)
+            place = "-{k}" if query.sort == "-task" else f"{{k}} %% {_SPAN}"
+            cursor.execute(
+                f"WITH listed AS (SELECT ct.task_id AS task_id, {key} AS k {text}), "
+                f"here AS (SELECT k FROM listed WHERE task_id = %s), "
+                f"around AS (SELECT COUNT(*) AS total, SUM(CASE WHEN l.k < h.k THEN 1 ELSE 0 END) AS before, "
+                f"MAX(CASE WHEN l.k < h.k THEN l.k END) AS previous, MIN(CASE WHEN l.k > h.k THEN l.k END) AS following "
+                f"FROM listed l CROSS JOIN here h) "
+                f"SELECT (SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position = {place.format(k='previous')}), "
+                f"(SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position = {place.format(k='following')}), "
+                f"before + 1, total FROM around WHERE total > 0",
+                [*params, task_id, run.protocol.cohort_id, run.protocol.cohort_id])
+            row = cursor.fetchone()
     if row is None:
         return {"previous": None, "next": None, "place": None, "total": None}
     return dict(zip(("previous", "next", "place", "total"), row))
