@@ -299,21 +299,17 @@ def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> E
     """One page of the filtered, sorted tasks, each with every condition's final grade.
 
     Three queries: the page of task ids (LIMIT/OFFSET over at most the cohort's tasks) with the
-    total, the tasks' facts, and the page's final answers (a page past the end counts again).
-    A filtered list must be read whole to be counted, so it is counted in the same pass (a
-    window count); the whole cohort is counted on its own, from the (cohort, position) index,
-    so that its page reads only the rows it shows.
+    total as an uncorrelated subquery (counted once, without the sort's joins), the tasks' facts,
+    and the page's final answers (a page past the end counts again).
     """
     sql, score = _statement(run, query)
     order = _order(query, score)
     text, params = sql.text(for_sort=True)
-    if sql.joins or len(sql.where) > 1:
-        total, count_params = "COUNT(*) OVER ()", []
-    else:
-        counted, count_params = sql.text(for_sort=False)
-        total = f"(SELECT COUNT(*) {counted})"
+    counted, count_params = sql.text(for_sort=False)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT ct.task_id, ct.position, {total} {text} ORDER BY {order} LIMIT %s OFFSET %s",
+        # the subquery's own aliases (ct, p0 …) shadow the outer ones: it is uncorrelated
+        cursor.execute(f"SELECT ct.task_id, ct.position, (SELECT COUNT(*) {counted}) {text} "
+                       f"ORDER BY {order} LIMIT %s OFFSET %s",
                        [*count_params, *params, size, (query.page - 1) * size])
         found = cursor.fetchall()
     total = found[0][2] if found else _count(sql)
