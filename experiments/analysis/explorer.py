@@ -27,7 +27,6 @@ from experiments.models.runs import Phase
 PAGE_SIZE = 50
 GRADES = (0, 1, 2, 3)
 SORT_FIELDS = ("task", "person", "study", "diff")  # plus "grade:<condition key>"
-SCORED = (Prediction.Status.OK, Prediction.Status.EMPTY)
 
 _CT, _T, _S = CohortTask._meta.db_table, Task._meta.db_table, Session._meta.db_table
 _P, _TURN = Prediction._meta.db_table, Turn._meta.db_table
@@ -326,10 +325,6 @@ def _count(sql: _Sql) -> int:
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) {text}", params)
         return cursor.fetchone()[0]
-
-
-def explorer_count(run: Run, query: ExplorerQuery) -> int:
-    return _count(_statement(run, query)[0])
 
 
 def explorer_neighbours(run: Run, query: ExplorerQuery, task_id: int, position: int | None = None) -> dict:
