@@ -264,15 +264,22 @@ def _numeric_key(query: ExplorerQuery, score: dict[str, str]) -> str | None:
     return f"({rank}) * {_SPAN} + ct.position"
 
 
+def _text_order(query: ExplorerQuery, column: str, position: str) -> str:
+    """A sort by person or study: `column` in code point order (as SQLite and Python sort, and
+    cheaper than a locale's collation), then cohort order."""
+    collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
+    return f"{column}{collate} {'DESC' if query.sort.startswith('-') else 'ASC'}, {position}"
+
+
+_TEXT_KEYS = {"person": "pe.label", "study": "st.key"}
+
+
 def _order(query: ExplorerQuery, score: dict[str, str]) -> str:
     bare = query.sort.lstrip("-")
     if bare == "task":  # the (cohort, position) index's order
         return f"ct.position {'DESC' if query.sort.startswith('-') else 'ASC'}"
-    if bare in ("person", "study"):
-        # in code point order, as SQLite and Python sort (and cheaper than a locale's collation)
-        collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
-        direction = "DESC" if query.sort.startswith("-") else "ASC"
-        return f"{'pe.label' if bare == 'person' else 'st.key'}{collate} {direction}, ct.position"
+    if bare in _TEXT_KEYS:
+        return _text_order(query, _TEXT_KEYS[bare], "ct.position")
     return _numeric_key(query, score)
 
 
@@ -298,18 +305,29 @@ def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> E
     """One page of the filtered, sorted tasks, each with every condition's final grade.
 
     Three queries: the page of task ids (LIMIT/OFFSET over at most the cohort's tasks) with the
-    total as an uncorrelated subquery (counted once, without the sort's joins), the tasks' facts,
-    and the page's final answers (a page past the end counts again).
+    total, the tasks' facts, and the page's final answers (a page past the end counts again).
+    The whole cohort is counted from the (cohort, position) index and its page read in that
+    index's order. A filtered list must be read whole to be counted, so it is read once into a
+    CTE (`listed`, used twice, so PostgreSQL computes it once) with each task's sort key, then
+    counted and cut from there.
     """
     sql, score = _statement(run, query)
-    order = _order(query, score)
     text, params = sql.text(for_sort=True)
-    counted, count_params = sql.text(for_sort=False)
+    offset = (query.page - 1) * size
     with connection.cursor() as cursor:
-        # the subquery's own aliases (ct, p0 …) shadow the outer ones: it is uncorrelated
-        cursor.execute(f"SELECT ct.task_id, ct.position, (SELECT COUNT(*) {counted}) {text} "
-                       f"ORDER BY {order} LIMIT %s OFFSET %s",
-                       [*count_params, *params, size, (query.page - 1) * size])
+        if sql.joins or len(sql.where) > 1:
+            key, order = _numeric_key(query, score), "k"
+            if key is None:  # person or study
+                key, order = _TEXT_KEYS[query.sort.lstrip("-")], _text_order(query, "k", "position")
+            cursor.execute(f"WITH listed AS (SELECT ct.task_id AS task_id, ct.position AS position, {key} AS k {text}) "
+                           f"SELECT task_id, position, (SELECT COUNT(*) FROM listed) FROM listed "
+                           f"ORDER BY {order} LIMIT %s OFFSET %s", [*params, size, offset])
+        else:
+            counted, count_params = sql.text(for_sort=False)
+            # the subquery's own aliases shadow the outer ones: it is uncorrelated
+            cursor.execute(f"SELECT ct.task_id, ct.position, (SELECT COUNT(*) {counted}) {text} "
+                           f"ORDER BY {_order(query, score)} LIMIT %s OFFSET %s",
+                           [*count_params, *params, size, offset])
         found = cursor.fetchall()
     total = found[0][2] if found else _count(sql)
     ids = [task_id for task_id, _, _ in found]
