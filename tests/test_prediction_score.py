@@ -5,10 +5,12 @@ invalid selections, a fusion that copies a candidate and one that writes anew, a
 re-grade of that run by another judge; and the explorer's grade filters list exactly the tasks
 `final_grades` gives each grade.
 """
+import importlib
 import json
 from urllib.parse import urlencode
 
 import pytest
+from django.db import connection
 from django.http import QueryDict
 
 from experiments.analysis.explorer import ExplorerQuery, explorer_page
@@ -118,3 +120,16 @@ def test_stored_scores_equal_the_computed_grades_in_a_run_and_its_regrade(projec
     regraded, _ = assert_stored_as_computed(regrade)
     assert regraded != table  # another judge: Alpha is 2 now, not 3
     assert_explorer_agrees(regrade, regraded)
+
+
+def test_the_migration_backfill_writes_what_the_engine_writes(source):
+    """Migration 0008's UPDATE (raw SQL, for existing rows) against `store_scores` (the ORM, for
+    new ones) on the same run: every score and copied label alike."""
+    backfill = importlib.import_module("experiments.migrations.0008_prediction_final_score").BACKFILL
+    fields = ("pk", "score", "copied_label")
+    stored = sorted(Prediction.objects.filter(run=source).values_list(*fields))
+    assert any(score is not None for _, score, _ in stored) and any(label for _, _, label in stored)
+    Prediction.objects.filter(run=source).update(score=None, copied_label="")
+    with connection.cursor() as cursor:
+        cursor.execute(backfill)
+    assert sorted(Prediction.objects.filter(run=source).values_list(*fields)) == stored
