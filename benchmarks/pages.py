@@ -174,7 +174,7 @@ def build():
          "evidence, evidence_chars, copied_label", predictions())
     copy("experiments_grade", "run_id, task_id, answer_sha256, status, score, rationale, parse_error", grades())
     started = time.perf_counter()
-    stored = store_scores(run.pk)  # what plan_judging does once per run
+    stored = store_scores(run.pk)  # the whole run at once, as a re-grade stores its copies
     print(f"  stored grades of {stored:,} predictions: {time.perf_counter() - started:.0f} s", flush=True)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")

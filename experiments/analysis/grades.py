@@ -32,9 +32,11 @@ def final_grades(run: Run) -> dict[str, dict[int, int | None]]:
     return table
 
 
-def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str | None = None) -> int:
+def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str | None = None,
+                 status: str | None = None) -> int:
     """Write `Prediction.score` (the rule of `final_grades`, for every label) and `copied_label`
-    for a run's predictions, or those of one task, or of one answer text in it; one UPDATE.
+    for a run's predictions, or those of one task, of one answer text in it, or of one status;
+    one UPDATE.
     Called wherever an answer or a grade is written (planning, re-grade copies); returns the
     number of rows written."""
     predictions = Prediction.objects.filter(run_id=run_id)
@@ -42,6 +44,8 @@ def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str 
         predictions = predictions.filter(task_id=task_id)
     if answer_sha256 is not None:
         predictions = predictions.filter(answer_sha256=answer_sha256)
+    if status is not None:
+        predictions = predictions.filter(status=status)
     grade = Grade.objects.filter(run_id=OuterRef("run_id"), task_id=OuterRef("task_id"),
                                  answer_sha256=OuterRef("answer_sha256")).values("score")[:1]
     candidate = (Prediction.objects.filter(run_id=OuterRef("run_id"), task_id=OuterRef("task_id"),

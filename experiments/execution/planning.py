@@ -199,8 +199,8 @@ def plan_judging(run: Run) -> None:
     with transaction.atomic():
         Slot.objects.bulk_create(slots, ignore_conflicts=True)
         Grade.objects.bulk_create(grades, ignore_conflicts=True)
-        # operational zeros are graded now; a re-grade's copies get their scores here too
-        store_scores(run.pk)
+        # empty answers are graded now (operational zeros); every other score comes with its grade
+        store_scores(run.pk, status=Prediction.Status.EMPTY)
 
 
 PLANNERS = {
