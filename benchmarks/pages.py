@@ -2,13 +2,20 @@
 
     .venv/bin/python benchmarks/pages.py                 # database bench_pages (dropped and rebuilt)
     SESSIONS=20000 RUN_SESSIONS=2000 .venv/bin/python benchmarks/pages.py   # smaller
+    REUSE=1 .venv/bin/python benchmarks/pages.py         # measure again what a previous run built
+    BUILD_ONLY=1 …                                       # build, measure nothing
 
-Do not point it at real data: the database is dropped first. It writes, with COPY (what is
-measured is the reading, not the engine): SESSIONS sessions of 10 question/answer pairs
+DATABASE_URL chooses the database (default bench_pages). Do not point it at real data: the
+database is dropped first (not with REUSE=1, which only migrates it). It writes, with COPY
+(what is measured is the reading, not the engine): SESSIONS sessions of 10 question/answer pairs
 (default 100,000 sessions, 2,000,000 turns) with 5 tasks each; a cohort of RUN_SESSIONS of them
 (default 14,286 sessions, 71,430 tasks); and a finished run with 14 conditions, whose final
-answers (14 × 71,430 = 1,000,020 predictions) each get a judge grade 0–3. Then it prints the
-server time (the Django test client, median and max of repeated requests) of:
+answers (14 × 71,430 = 1,000,020 predictions) each get a judge grade 0–3, about 1% missing;
+its fusion and selection conditions also have their candidates b0–b2 (+428,580 predictions;
+selection copies one, fusion copies b0 on every third task). The stored grades
+(`Prediction.score`) are then written as the engine writes them (`store_scores`, timed). Then
+it prints the server time (the Django test client; an explorer page's median of REPEAT requests,
+default 3, the task page's and the search's median and max of 5) of:
 - the run explorer, pages 1, 2, a middle one and the last, under every filter and sort;  ≤ 150 ms
 - the task page of a task with 14 conditions, and its number of queries;           ≤ 50 ms, ≤ 10
 - the project search over the 100,000 sessions (a rare, a middling, a common word).  ≤ 300 ms
@@ -33,9 +40,13 @@ SESSIONS = int(os.environ.get("SESSIONS", 100_000))
 RUN_SESSIONS = int(os.environ.get("RUN_SESSIONS", 14_286))
 PAIRS, TARGETS = 10, 5
 
+REUSE = os.environ.get("REUSE") == "1"  # measure the database a previous run built (migrated first)
+REPEAT = int(os.environ.get("REPEAT", 3))
+
 name = os.environ["DATABASE_URL"].rsplit("/", 1)[1]
-for command in ("dropdb", "createdb"):
-    subprocess.run([command, "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True)
+if not REUSE:
+    for command in ("dropdb", "createdb"):
+        subprocess.run([command, "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True)
 
 import django  # noqa: E402
 
@@ -49,8 +60,10 @@ from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
+from experiments.analysis.grades import store_scores  # noqa: E402
 from experiments.core.conditions import CONDITIONS as REGISTRY  # noqa: E402
-from experiments.models import (Cohort, Membership, Person, Project, Protocol, Role, Run, Study,  # noqa: E402
+from experiments.models.runs import Phase  # noqa: E402
+from experiments.models import (Cohort, CohortTask, Membership, Person, Project, Protocol, Role, Run, Study,  # noqa: E402
                                 TaskSet)
 
 CONDITIONS = [k for k in REGISTRY if "fusion" not in k and "selection" not in k][:12] + [
@@ -117,29 +130,56 @@ def build():
     protocol = Protocol.objects.create(project=project, name="bench", cohort=cohort, conditions=CONDITIONS,
                                        generator={"provider": "offline"}, judge={"provider": "offline"},
                                        bootstrap={"seed": 1, "draws": 1000})
-    run = Run.objects.create(protocol=protocol, status=Run.Status.FINISHED)
+    run = Run.objects.create(protocol=protocol, status=Run.Status.FINISHED, phase=Phase.DONE,
+                             planned_phase=Phase.JUDGING)
     tasks = [pk for pk, in connection.cursor().execute(
         "SELECT task_id FROM experiments_cohorttask WHERE cohort_id = %s ORDER BY position", [cohort.pk]).fetchall()]
     scores = rng.integers(0, 4, size=(len(tasks), len(CONDITIONS)))
     missing = rng.random(size=scores.shape) < 0.01
 
+    candidate_scores = rng.integers(0, 4, size=(len(tasks), len(CONDITIONS), 3))
+    pooled = [j for j, key in enumerate(CONDITIONS) if "fusion" in key or "selection" in key]
+
+    def candidate_sha(i, j, b):
+        return f"{i:032x}{j:030x}b{b}"
+
+    def final_sha(i, j):
+        """Selection copies candidate b(i % 3); fusion copies b0 on every third task."""
+        if "selection" in CONDITIONS[j] or ("fusion" in CONDITIONS[j] and i % 3 == 0):
+            return candidate_sha(i, j, i % 3 if "selection" in CONDITIONS[j] else 0)
+        return f"{i:032x}{j:032x}"
+
     def predictions():
         for i, task in enumerate(tasks):
             for j, condition in enumerate(CONDITIONS):
                 if missing[i, j]:
-                    yield run.pk, task, condition, "final", "missing", None, "", "", "", 0
+                    yield run.pk, task, condition, "final", "missing", None, "", "", "", 0, ""
                 else:
                     chosen = f"b{i % 3}" if "selection" in condition else ""
-                    yield run.pk, task, condition, "final", "ok", f"{sentence(rng, 12)}", f"{i:032x}{j:032x}", chosen, "", 0
+                    yield run.pk, task, condition, "final", "ok", f"{sentence(rng, 12)}", final_sha(i, j), chosen, "", 0, ""
+                if j in pooled:
+                    for b in range(3):
+                        yield run.pk, task, condition, f"b{b}", "ok", sentence(rng, 12), candidate_sha(i, j, b), "", "", 0, ""
+
+    def grades():
+        for i, task in enumerate(tasks):
+            for j in range(len(CONDITIONS)):
+                if not missing[i, j] and final_sha(i, j) == f"{i:032x}{j:032x}":
+                    yield run.pk, task, final_sha(i, j), "ok", int(scores[i, j]), "a short rationale", ""
+                if j in pooled:
+                    for b in range(3):
+                        yield run.pk, task, candidate_sha(i, j, b), "ok", int(candidate_scores[i, j, b]), "a rationale", ""
 
     copy("experiments_prediction", "run_id, task_id, condition, label, status, text, answer_sha256, chosen_label, "
-         "evidence, evidence_chars", predictions())
-    copy("experiments_grade", "run_id, task_id, answer_sha256, status, score, rationale, parse_error",
-         ((run.pk, task, f"{i:032x}{j:032x}", "ok", int(scores[i, j]), "a short rationale", "")
-          for i, task in enumerate(tasks) for j in range(len(CONDITIONS)) if not missing[i, j]))
+         "evidence, evidence_chars, copied_label", predictions())
+    copy("experiments_grade", "run_id, task_id, answer_sha256, status, score, rationale, parse_error", grades())
+    started = time.perf_counter()
+    stored = store_scores(run.pk)  # the whole run at once, as a re-grade stores its copies
+    print(f"  stored grades of {stored:,} predictions: {time.perf_counter() - started:.0f} s", flush=True)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
-    print(f"  {len(tasks):,} tasks in the run, {len(tasks) * len(CONDITIONS):,} predictions: "
+    print(f"  {len(tasks):,} tasks in the run, {len(tasks) * len(CONDITIONS):,} final predictions "
+          f"(+ {len(tasks) * len(pooled) * 3:,} fusion and selection candidates): "
           f"{time.perf_counter() - t0:.0f} s in all", flush=True)
     user = get_user_model().objects.create_user(username="bench-analyst", password="x")
     Membership.objects.create(project=project, user=user, role=Role.ANALYST)
@@ -157,8 +197,19 @@ def timed(client, url, params=None, repeat=5) -> tuple[float, float, int]:
     return statistics.median(times), max(times), response
 
 
+def existing():
+    call_command("migrate", verbosity=0)
+    run = Run.objects.get(protocol__project__slug="bench")
+    user = get_user_model().objects.get(username="bench-analyst")
+    tasks = list(CohortTask.objects.filter(cohort_id=run.protocol.cohort_id).order_by("position")
+                 .values_list("task_id", flat=True))
+    return run, user, tasks
+
+
 def main():
-    run, user, tasks = build()
+    run, user, tasks = existing() if REUSE else build()
+    if os.environ.get("BUILD_ONLY") == "1":
+        return
     client = Client()
     client.force_login(user)
     a, b = "ownwords(B=|memory|)", CONDITIONS[0]
@@ -182,7 +233,7 @@ def main():
         pages = max(1, -(-total // 50))
         figures = []
         for page in sorted({1, 2, pages // 2 or 1, pages}):
-            median, high, _ = timed(client, explorer, {**params, "page": page}, repeat=3)
+            median, high, _ = timed(client, explorer, {**params, "page": page}, repeat=REPEAT)
             figures.append(f"p{page} {median:.0f}")
             worst = max(worst, median)
         print(f"  {label:22s} {total:>7,} tasks  " + ", ".join(figures) + " ms")

@@ -2,6 +2,7 @@
 rewritten to a known text and grade, and fusion and selection pools added by hand."""
 from __future__ import annotations
 
+from experiments.analysis.grades import store_scores
 from experiments.core.conditions import FINAL
 from experiments.core.canonical import sha256_text
 from experiments.models import CohortTask, Grade, Prediction, Protocol
@@ -31,6 +32,7 @@ def set_answer(run, task_id, condition, label, text, score):
         Grade.objects.update_or_create(run=run, task_id=task_id, answer_sha256=sha,
                                        defaults={"status": Grade.Status.OK, "score": score,
                                                  "rationale": f"hand grade {score}"})
+    store_scores(run.pk, task_id=task_id)  # as the engine does after writing an answer or a grade
 
 
 def grade_by_hand(run) -> list[int]:

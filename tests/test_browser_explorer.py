@@ -22,6 +22,7 @@ PASSWORD = "a-long-test-password"
 def analyst_and_run(transactional_db):
     """Data committed before Playwright starts; two conditions graded differently on several tasks."""
     from experiments.analysis.dashboard import dashboard_refresh
+    from experiments.analysis.grades import store_scores
     from experiments.models import Grade
     from tests.annotations_helpers import MEMORY, OWNWORDS, finished_run
     project = Project.objects.create(slug="ex", name="Explorer")
@@ -34,6 +35,7 @@ def analyst_and_run(transactional_db):
         prediction.save(update_fields=["text", "answer_sha256"])
         Grade.objects.get_or_create(run=run, task=prediction.task, answer_sha256=prediction.answer_sha256,
                                     defaults={"status": Grade.Status.OK, "score": 3})
+    store_scores(run.pk)  # as the engine does after writing answers and grades
     dashboard_refresh(run)
     user = get_user_model().objects.create_user("ana", password=PASSWORD)
     Membership.objects.create(project=project, user=user, role=Role.ANALYST)

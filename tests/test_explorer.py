@@ -4,9 +4,11 @@ A finished offline run (4 people × 5 tasks, 3 conditions) whose final answers a
 hand (tests/explorer_helpers.py: memory i % 4, OwnWords 3 − i % 4, question-only 0 but missing
 at task 5), so every filter's answer can be counted on one's fingers.
 """
+import re
 from urllib.parse import urlencode
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.http import QueryDict
 from django.test.utils import CaptureQueriesContext
@@ -203,3 +205,79 @@ def test_role_matrix_of_every_new_page(client, rated_run, cast, page):
         assert response.status_code == 200 and b"keeps bees" not in response.content
     else:
         assert response.status_code == 404
+
+
+def test_judge_human_disagreement_filter_once_ratings_exist(client, hand_run, cast, django_assert_max_num_queries):
+    """Consensus: an owner's adjudicated grade, else the raters' mean rounded half up; a task is
+    listed when one of its rated items' consensus differs from the judge's grade."""
+    rated_run = hand_run  # judge grades 0–3 by hand
+    from annotations.adjudication import adjudicate
+    from annotations.campaigns import campaign_create
+    from annotations.models import Assignment, RatingItem
+    from annotations.rating import rating_record
+    from tests.annotations_helpers import CONDITIONS, RATERS
+    url = reverse("run_explorer", args=[rated_run.protocol.project.slug, rated_run.pk])
+    client.force_login(cast["analyst"])
+    assert 'name="filter" value="judge-human"' not in client.get(url).content.decode()  # no campaign yet
+    assert positions(rated_run, filter="judge-human") == []
+    campaign = campaign_create(run=rated_run, name="first", conditions=CONDITIONS, raters=RATERS[:2],
+                               user=cast["owner"], seed=11)
+    items = list(RatingItem.objects.filter(campaign=campaign).order_by("number"))
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=RATERS[:2])}
+
+    def rate(item, a, b):
+        for name, grade in zip(RATERS[:2], (a, b)):
+            assignment = Assignment.objects.get(item=item, rater=users[name])
+            rating_record(campaign=campaign, user=users[name], assignment_id=assignment.pk, grade=grade)
+
+    def pick(test):
+        item = next(i for i in items if test(i.judge_score) and i.task_id not in used)
+        used.add(item.task_id)
+        return item
+
+    used = set()
+    agree = pick(lambda j: True)
+    rate(agree, agree.judge_score, agree.judge_score)
+    both_other = pick(lambda j: True)
+    rate(both_other, (both_other.judge_score + 1) % 4, (both_other.judge_score + 1) % 4)
+    half_up = pick(lambda j: j <= 2)  # j and j + 1: mean j + ½ rounds up to j + 1, not the judge
+    rate(half_up, half_up.judge_score, half_up.judge_score + 1)
+    half_down = pick(lambda j: j >= 1)  # j − 1 and j: mean j − ½ rounds up to j, the judge
+    rate(half_down, half_down.judge_score - 1, half_down.judge_score)
+    decided = pick(lambda j: True)  # raters 2 apart, mean ≠ judge; the owner decides the judge's grade
+    low = 0 if decided.judge_score != 1 else 1
+    rate(decided, low, low + 2)
+    adjudicate(campaign=campaign, number=decided.number, grade=decided.judge_score, user=cast["owner"])
+
+    expected = {both_other.task_id, half_up.task_id}
+    ids = list(CohortTask.objects.filter(cohort=rated_run.protocol.cohort).order_by("position")
+               .values_list("task_id", flat=True))
+    assert positions(rated_run, filter="judge-human") == sorted(ids.index(t) for t in expected)
+    with django_assert_max_num_queries(10):
+        body = client.get(url, {"filter": "judge-human", "condition": OWNWORDS, "grade": ["1"], "sort": "-task"}
+                          ).content.decode()
+    with django_assert_max_num_queries(10):
+        body = client.get(url, {"filter": "judge-human"}).content.decode()
+    assert 'name="filter" value="judge-human" checked' in body
+    assert f"<strong>{len(expected)}</strong> tasks match" in body
+    assert sorted(int(t) for t in re.findall(r'<tr data-task="(\d+)"', body)) == sorted(expected)
+    assert "Ignored: unknown filter &#x27;nope&#x27;" in client.get(url, {"filter": "nope"}).content.decode()
+
+
+def test_explorer_and_task_page_queries_stay_at_most_ten_with_every_filter(
+        client, hand_run, cast, django_assert_max_num_queries):
+    ids = list(CohortTask.objects.filter(cohort=hand_run.protocol.cohort).order_by("position")
+               .values_list("task_id", flat=True))
+    add_pools(hand_run, ids)  # five conditions
+    client.force_login(cast["owner"])
+    slug = hand_run.protocol.project.slug
+    explorer = reverse("run_explorer", args=[slug, hand_run.pk])
+    every = {"condition": [OWNWORDS, MEMORY], "grade": ["3", "0"], "a": OWNWORDS, "ga": "3", "b": MEMORY, "gb": "0",
+             "study": "s0", "person": "person-0", "q": "part", "missing": "1", "copied": "1", "chosen": "b2",
+             "sort": "-diff", "page": "2"}
+    for params in ({}, every, {"sort": "person"}, {"sort": f"-grade:{FUSION}", "page": "9"}):
+        with django_assert_max_num_queries(10):
+            assert client.get(explorer, params).status_code == 200
+        with django_assert_max_num_queries(10):
+            detail = reverse("prediction_detail", args=[slug, hand_run.pk, ids[0]])
+            assert client.get(detail, params).status_code == 200

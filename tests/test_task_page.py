@@ -118,3 +118,23 @@ def test_neighbours_in_cohort_order_agree_with_the_numbered_list(rated_run):
         for position in (0, 7, 19):
             fast = explorer_neighbours(rated_run, query, ids[position], position)
             assert fast == explorer_neighbours(rated_run, query, ids[position]), (sort, position)
+
+
+def test_neighbours_of_a_numeric_sort_agree_with_the_numbered_list(rated_run):
+    """The one-pass path (grade, a − b, filtered cohort order) gives what numbering the whole
+    sorted list gives (the window path, which `explorer_page`'s ORDER BY also follows)."""
+    from experiments.analysis.explorer import ExplorerQuery, explorer_neighbours, explorer_page
+    ids = grade_by_hand(rated_run)
+    queries = [ExplorerQuery(sort=f"-grade:{MEMORY}"), ExplorerQuery(sort=f"grade:{QUESTION_ONLY}"),
+               ExplorerQuery(a=OWNWORDS, b=MEMORY, sort="-diff"), ExplorerQuery(a=OWNWORDS, b=MEMORY, sort="diff"),
+               ExplorerQuery(grades=((QUESTION_ONLY, 0),), sort="-task"), ExplorerQuery(missing=True)]
+    for query in queries:
+        listed = [row["task_id"] for row in explorer_page(rated_run, query, size=100).rows]
+        for task_id in ids:
+            expected = {"previous": None, "next": None, "place": None, "total": None}
+            if task_id in listed:
+                i = listed.index(task_id)
+                expected = {"previous": listed[i - 1] if i else None,
+                            "next": listed[i + 1] if i + 1 < len(listed) else None,
+                            "place": i + 1, "total": len(listed)}
+            assert explorer_neighbours(rated_run, query, task_id) == expected, (query.sort, task_id)

@@ -1,12 +1,13 @@
-"""Finding tasks in a run (issue 12): the explorer's filters, sort and pages as one SQL query.
+"""Finding tasks in a run (issue 12): the explorer's filters, sort and pages in SQL.
 
-A run's grade of a task under a condition is not stored in one place: it is the condition's
-`final` prediction joined to the judge's grade of that answer text (an invalid selection is an
-operational zero, as in `analysis.grades.final_grades`). The explorer therefore builds one SQL
-statement over the cohort's tasks that joins, for every condition a filter or the sort names,
-that prediction and its grade, and lets the database filter, sort, count and cut the page;
-nothing is scanned in Python. The SQL is standard (LEFT JOIN, CASE, window functions, NULLS
-LAST), so it runs on PostgreSQL and SQLite alike; migration 0006 adds the indexes it uses.
+A run's grade of a task under a condition is the condition's `final` prediction's stored
+`score` (`analysis.grades.store_scores` keeps it equal to what `final_grades` computes). The
+explorer builds one SQL statement over the cohort's tasks that joins, for every condition a
+filter or the sort names, that prediction on the (run, condition, label, score, task) index,
+and lets the database filter, count, sort and cut the page (a count, then LIMIT/OFFSET over at
+most the cohort's tasks); nothing is scanned in Python. The SQL is standard (JOIN, IN, window
+functions, NULLS LAST), so it runs on PostgreSQL and SQLite alike (indexes: migrations 0006, 0008).
+Filters other apps provide (the judge–human disagreement) come from `analysis.task_filters`.
 
 `ExplorerQuery.from_params` reads the URL's query string (see the `run_explorer` view for the
 parameter names); `explorer_page` returns a page of rows, `explorer_neighbours` the previous
@@ -18,17 +19,17 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
+from experiments.analysis.task_filters import TASK_FILTERS
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
-from experiments.models import (CohortTask, Grade, Person, Prediction, Run, Session, Study, Task,
-                                Turn)
+from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task, Turn
+from experiments.models.runs import Phase
 
 PAGE_SIZE = 50
 GRADES = (0, 1, 2, 3)
 SORT_FIELDS = ("task", "person", "study", "diff")  # plus "grade:<condition key>"
-SCORED = (Prediction.Status.OK, Prediction.Status.EMPTY)
 
 _CT, _T, _S = CohortTask._meta.db_table, Task._meta.db_table, Session._meta.db_table
-_P, _G, _TURN = Prediction._meta.db_table, Grade._meta.db_table, Turn._meta.db_table
+_P, _TURN = Prediction._meta.db_table, Turn._meta.db_table
 _PERSON, _STUDY = Person._meta.db_table, Study._meta.db_table
 
 
@@ -55,6 +56,7 @@ class ExplorerQuery:
     missing: bool = False
     copied: bool = False
     chosen: str = ""
+    extra: tuple[str, ...] = ()  # keys of filters other apps registered (`filter`)
     sort: str = "task"
     page: int = 1
     errors: tuple[str, ...] = field(default=(), compare=False)
@@ -92,6 +94,12 @@ class ExplorerQuery:
             page = max(1, int(get("page") or 1))
         except ValueError:
             page = 1
+        extra = []
+        for key in dict.fromkeys(get_list("filter")):
+            if key in TASK_FILTERS:
+                extra.append(key)
+            elif key:
+                errors.append(f"unknown filter {key!r}")
         a, b = condition(get("a") or ""), condition(get("b") or "")
         if sort.lstrip("-") == "diff" and not (a and b):
             errors.append("sorting by a − b needs two conditions a and b")
@@ -100,7 +108,7 @@ class ExplorerQuery:
             grades=tuple(pairs), a=a, ga=grade(get("ga")) if a else None, b=b, gb=grade(get("gb")) if b else None,
             study=(get("study") or "").strip(), person=(get("person") or "").strip(), q=(get("q") or "").strip(),
             missing=get("missing") == "1", copied=get("copied") == "1", chosen=(get("chosen") or "").strip(),
-            sort=sort, page=page, errors=tuple(errors),
+            extra=tuple(extra), sort=sort, page=page, errors=tuple(errors),
         )
 
     def params(self) -> list[tuple[str, str]]:
@@ -116,6 +124,7 @@ class ExplorerQuery:
             pairs.append(("missing", "1"))
         if self.copied:
             pairs.append(("copied", "1"))
+        pairs += [("filter", key) for key in self.extra]
         if self.sort != "task":
             pairs.append(("sort", self.sort))
         return pairs
@@ -131,91 +140,147 @@ class ExplorerQuery:
         return list(dict.fromkeys(k for k in keys if k))
 
 
-def score_sql(p: str, g: str) -> str:
-    """A final answer's grade: an invalid selection is 0, an answer its judge's grade, else none."""
-    return (f"CASE WHEN {p}.status = 'invalid_selection' THEN 0 "
-            f"WHEN {p}.status IN ('ok', 'empty') THEN {g}.score END")
-
-
 def _like(text: str) -> str:
     escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 
 
-def _statement(run: Run, query: ExplorerQuery) -> tuple[str, list, str]:
-    """FROM … WHERE … of the filtered tasks, its parameters, and the ORDER BY clause."""
+def all_finals_exist(run: Run) -> bool:
+    """Past the decisions every (task, condition) of the run has its final row (planning writes a
+    blocked one as missing; a re-grade copies its source's), so a missing grade is a null score."""
+    return run.planned_phase == Phase.JUDGING or run.phase in (Phase.ANALYSIS, Phase.DONE)
+
+
+@dataclass
+class _Sql:
+    """The filtered tasks' FROM … WHERE …: joins that filter, joins only the sort reads, the
+    conditions, each with its parameters in the order they appear."""
+    joins: list[tuple[str, list]] = field(default_factory=list)
+    sort_joins: list[tuple[str, list]] = field(default_factory=list)
+    where: list[tuple[str, list]] = field(default_factory=list)
+
+    def text(self, *, for_sort: bool) -> tuple[str, list]:
+        joins = self.joins + (self.sort_joins if for_sort else [])
+        sql = f"FROM {_CT} ct " + " ".join(j for j, _ in joins) + " WHERE " + " AND ".join(w for w, _ in self.where)
+        return sql, [v for _, ps in joins for v in ps] + [v for _, ps in self.where for v in ps]
+
+
+def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
+    """The filtered tasks (see `_Sql`) and each scored condition's grade column.
+
+    A condition's grade is its final prediction's stored `score`: a filter on it is a join on the
+    (run, condition, label, score, task) index; a condition only sorted by is a LEFT JOIN that
+    the count leaves out.
+    """
     protocol = run.protocol
-    joins, where, params = [], ["ct.cohort_id = %s"], []
-    alias = {}
+    sql = _Sql(where=[("ct.cohort_id = %s", [protocol.cohort_id])])
+    bare = query.sort.lstrip("-")
+    filtered = [key for key, _ in query.grades] + [k for k, g in ((query.a, query.ga), (query.b, query.gb))
+                                                   if k and (g is not None or (query.a and query.b))]
+    score = {}
     for i, key in enumerate(query.scored_conditions()):
-        alias[key] = f"sc{i}"
-        joins.append(
-            f"LEFT JOIN {_P} p{i} ON p{i}.run_id = %s AND p{i}.task_id = ct.task_id AND p{i}.condition = %s "
-            f"AND p{i}.label = '{FINAL}' "
-            f"LEFT JOIN {_G} g{i} ON g{i}.run_id = %s AND g{i}.task_id = ct.task_id "
-            f"AND g{i}.answer_sha256 = p{i}.answer_sha256")
-        params += [run.pk, key, run.pk]
-    params.append(protocol.cohort_id)
-    score = {key: score_sql(f"p{a[2:]}", f"g{a[2:]}") for key, a in alias.items()}
+        score[key] = f"p{i}.score"
+        join = (f"JOIN {_P} p{i} ON p{i}.run_id = %s AND p{i}.condition = %s AND p{i}.label = '{FINAL}' "
+                f"AND p{i}.task_id = ct.task_id")
+        if key in filtered:
+            sql.joins.append((join, [run.pk, key]))
+        else:
+            sql.sort_joins.append(("LEFT " + join, [run.pk, key]))
     for key, value in query.grades:
-        where.append(f"{score[key]} = %s")
-        params.append(value)
+        sql.where.append((f"{score[key]} = %s", [value]))
     if query.a and query.b and query.ga is None and query.gb is None:
-        where.append(f"{score[query.a]} <> {score[query.b]}")
+        sql.where.append((f"{score[query.a]} <> {score[query.b]}", []))
     for key, value in ((query.a, query.ga), (query.b, query.gb)):
         if key and value is not None:
-            where.append(f"{score[key]} = %s")
-            params.append(value)
+            sql.where.append((f"{score[key]} = %s", [value]))
+    # the task and its session joined only when a filter or the sort reads them
+    task_join, session_join = (f"JOIN {_T} t ON t.id = ct.task_id", []), (f"JOIN {_S} s ON s.id = t.session_id", [])
+    if query.study or query.person or query.q:
+        sql.joins.append(task_join)
+    elif bare in ("person", "study"):
+        sql.sort_joins.append(task_join)
+    if query.study or query.person:
+        sql.joins.append(session_join)
+    elif bare in ("person", "study"):
+        sql.sort_joins.append(session_join)
     if query.study:
-        where.append(f"s.study_id IN (SELECT id FROM {_STUDY} WHERE project_id = %s AND key = %s)")
-        params += [protocol.project_id, query.study]
+        sql.where.append((f"s.study_id IN (SELECT id FROM {_STUDY} WHERE project_id = %s AND key = %s)",
+                          [protocol.project_id, query.study]))
     if query.person:
-        where.append(f"s.person_id IN (SELECT id FROM {_PERSON} WHERE project_id = %s AND label = %s)")
-        params += [protocol.project_id, query.person]
+        sql.where.append((f"s.person_id IN (SELECT id FROM {_PERSON} WHERE project_id = %s AND label = %s)",
+                          [protocol.project_id, query.person]))
     if query.q:
-        joins.append(f"JOIN {_TURN} qt ON qt.id = t.question_turn_id")
-        where.append("LOWER(qt.text) LIKE %s ESCAPE '\\'")
-        params.append(_like(query.q))
+        sql.joins.append((f"JOIN {_TURN} qt ON qt.id = t.question_turn_id", []))
+        sql.where.append(("LOWER(qt.text) LIKE %s ESCAPE '\\'", [_like(query.q)]))
     if query.missing:
-        # Fewer graded final answers than conditions: one is missing (or not yet made).
-        where.append(
-            f"(SELECT COUNT(*) FROM {_P} pm LEFT JOIN {_G} gm ON gm.run_id = pm.run_id AND gm.task_id = pm.task_id "
-            f"AND gm.answer_sha256 = pm.answer_sha256 WHERE pm.run_id = %s AND pm.task_id = ct.task_id "
-            f"AND pm.label = '{FINAL}' AND ({score_sql('pm', 'gm')}) IS NOT NULL) < %s")
-        params += [run.pk, len(protocol.conditions)]
+        if all_finals_exist(run):
+            sql.where.append((f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND label = '{FINAL}' "
+                              f"AND score IS NULL)", [run.pk]))
+        else:  # some final rows may not exist yet: count the graded ones
+            sql.where.append((f"(SELECT COUNT(*) FROM {_P} pm WHERE pm.run_id = %s AND pm.task_id = ct.task_id "
+                              f"AND pm.label = '{FINAL}' AND pm.score IS NOT NULL) < %s",
+                              [run.pk, len(protocol.conditions)]))
     if query.copied:
         fusion = [k for k in protocol.conditions if get_condition(k).workflow == FUSION] or [""]
-        where.append(
-            f"EXISTS (SELECT 1 FROM {_P} pf JOIN {_P} pc ON pc.run_id = pf.run_id AND pc.task_id = pf.task_id "
-            f"AND pc.condition = pf.condition AND pc.label <> '{FINAL}' AND pc.answer_sha256 = pf.answer_sha256 "
-            f"WHERE pf.run_id = %s AND pf.task_id = ct.task_id AND pf.label = '{FINAL}' AND pf.answer_sha256 <> '' "
-            f"AND pf.condition IN ({', '.join(['%s'] * len(fusion))}))")
-        params += [run.pk, *fusion]
+        sql.where.append((
+            f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND label = '{FINAL}' AND copied_label <> '' "
+            f"AND condition IN ({', '.join(['%s'] * len(fusion))}))", [run.pk, *fusion]))
     if query.chosen:
         selection = [k for k in protocol.conditions if get_condition(k).workflow == SELECTION] or [""]
-        where.append(
-            f"EXISTS (SELECT 1 FROM {_P} px WHERE px.run_id = %s AND px.task_id = ct.task_id "
-            f"AND px.label = '{FINAL}' AND px.chosen_label = %s "
-            f"AND px.condition IN ({', '.join(['%s'] * len(selection))}))")
-        params += [run.pk, query.chosen, *selection]
-    sql = (f"FROM {_CT} ct JOIN {_T} t ON t.id = ct.task_id JOIN {_S} s ON s.id = t.session_id "
-           + " ".join(joins) + " WHERE " + " AND ".join(where))
-    return sql, params, _order(query, score)
+        sql.where.append((
+            f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND label = '{FINAL}' AND chosen_label = %s "
+            f"AND condition IN ({', '.join(['%s'] * len(selection))}))", [run.pk, query.chosen, *selection]))
+    for key in query.extra:
+        ids = sorted(set(TASK_FILTERS[key].task_ids(run)))
+        sql.where.append((f"ct.task_id IN ({', '.join(['%s'] * len(ids))})" if ids else "1 = 0", ids))
+    if bare == "person":
+        sql.sort_joins.append((f"JOIN {_PERSON} pe ON pe.id = s.person_id", []))
+    if bare == "study":
+        sql.sort_joins.append((f"JOIN {_STUDY} st ON st.id = s.study_id", []))
+    return sql, score
+
+
+# A numeric sort as one integer per task: rank × 2³² + cohort position (positions are smaller),
+# so ORDER BY, and the task page's previous/next, compare one number.
+_SPAN = 2 ** 32
+
+
+def _numeric_key(query: ExplorerQuery, score: dict[str, str]) -> str | None:
+    """The sort as one ascending integer expression, or None for a sort by text (person, study).
+    A missing grade ranks last in either direction; ties keep cohort order."""
+    descending = query.sort.startswith("-")
+    bare = query.sort.lstrip("-")
+    if bare == "task":
+        return "-ct.position" if descending else "ct.position"
+    if bare == "diff":
+        a, b = score[query.a], score[query.b]
+        rank = (f"CASE WHEN {a} IS NULL OR {b} IS NULL THEN 7 ELSE "
+                + (f"3 - ({a} - {b}) END" if descending else f"{a} - {b} + 3 END"))
+    elif bare.startswith("grade:"):
+        grade = score[bare[6:]]
+        rank = f"CASE WHEN {grade} IS NULL THEN 4 ELSE " + (f"3 - {grade} END" if descending else f"{grade} END")
+    else:
+        return None
+    return f"({rank}) * {_SPAN} + ct.position"
+
+
+def _text_order(query: ExplorerQuery, column: str, position: str) -> str:
+    """A sort by person or study: `column` in code point order (as SQLite and Python sort, and
+    cheaper than a locale's collation), then cohort order."""
+    collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
+    return f"{column}{collate} {'DESC' if query.sort.startswith('-') else 'ASC'}, {position}"
+
+
+_TEXT_KEYS = {"person": "pe.label", "study": "st.key"}
 
 
 def _order(query: ExplorerQuery, score: dict[str, str]) -> str:
-    descending = query.sort.startswith("-")
     bare = query.sort.lstrip("-")
-    direction = "DESC" if descending else "ASC"
-    if bare == "task":
-        return f"ct.position {direction}"
-    if bare == "person":
-        return f"(SELECT label FROM {_PERSON} WHERE id = s.person_id) {direction}, ct.position"
-    if bare == "study":
-        return f"(SELECT key FROM {_STUDY} WHERE id = s.study_id) {direction}, ct.position"
-    if bare == "diff":
-        return f"({score[query.a]}) - ({score[query.b]}) {direction} NULLS LAST, ct.position"
-    return f"{score[bare[6:]]} {direction} NULLS LAST, ct.position"
+    if bare == "task":  # the (cohort, position) index's order
+        return f"ct.position {'DESC' if query.sort.startswith('-') else 'ASC'}"
+    if bare in _TEXT_KEYS:
+        return _text_order(query, _TEXT_KEYS[bare], "ct.position")
+    return _numeric_key(query, score)
 
 
 @dataclass
@@ -239,18 +304,32 @@ class ExplorerPage:
 def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> ExplorerPage:
     """One page of the filtered, sorted tasks, each with every condition's final grade.
 
-    Three queries: the page of task ids with the total (a window count), the tasks' facts,
-    and the page's final answers with their grades.
+    Three queries: the page of task ids (LIMIT/OFFSET over at most the cohort's tasks) with the
+    total, the tasks' facts, and the page's final answers (a page past the end counts again).
+    The whole cohort is counted from the (cohort, position) index and its page read in that
+    index's order. A filtered list must be read whole to be counted, so it is read once into a
+    CTE (`listed`, used twice, so PostgreSQL computes it once) with each task's sort key, then
+    counted and cut from there.
     """
-    sql, params, order = _statement(run, query)
+    sql, score = _statement(run, query)
+    text, params = sql.text(for_sort=True)
     offset = (query.page - 1) * size
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT ct.task_id, ct.position, COUNT(*) OVER () {sql} ORDER BY {order} "
-                       f"LIMIT %s OFFSET %s", [*params, size, offset])
+        if sql.joins or len(sql.where) > 1:
+            key, order = _numeric_key(query, score), "k"
+            if key is None:  # person or study
+                key, order = _TEXT_KEYS[query.sort.lstrip("-")], _text_order(query, "k", "position")
+            cursor.execute(f"WITH listed AS (SELECT ct.task_id AS task_id, ct.position AS position, {key} AS k {text}) "
+                           f"SELECT task_id, position, (SELECT COUNT(*) FROM listed) FROM listed "
+                           f"ORDER BY {order} LIMIT %s OFFSET %s", [*params, size, offset])
+        else:
+            counted, count_params = sql.text(for_sort=False)
+            # the subquery's own aliases shadow the outer ones: it is uncorrelated
+            cursor.execute(f"SELECT ct.task_id, ct.position, (SELECT COUNT(*) {counted}) {text} "
+                           f"ORDER BY {_order(query, score)} LIMIT %s OFFSET %s",
+                           [*count_params, *params, size, offset])
         found = cursor.fetchall()
-    total = found[0][2] if found else 0
-    if not found and query.page > 1:
-        total = explorer_count(run, query)
+    total = found[0][2] if found else _count(sql)
     ids = [task_id for task_id, _, _ in found]
     facts = task_facts(ids)
     cells = final_cells(run, ids)
@@ -259,10 +338,10 @@ def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> E
     return ExplorerPage(rows=rows, total=total, number=query.page, size=size)
 
 
-def explorer_count(run: Run, query: ExplorerQuery) -> int:
-    sql, params, _ = _statement(run, query)
+def _count(sql: _Sql) -> int:
+    text, params = sql.text(for_sort=False)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) {sql}", params)
+        cursor.execute(f"SELECT COUNT(*) {text}", params)
         return cursor.fetchone()[0]
 
 
@@ -271,18 +350,37 @@ def explorer_neighbours(run: Run, query: ExplorerQuery, task_id: int, position: 
     1-based place there and the list's length (place None: the task is not in the list).
 
     Unfiltered in cohort order (given the task's cohort `position`), the neighbours are read
-    from the (cohort, position) index; otherwise the list is numbered by a window function.
+    from the (cohort, position) index. A numeric sort is one integer per task (`_numeric_key`):
+    one pass counts the tasks before this one and finds the nearest key on either side, with
+    no sort of the list. A sort by text numbers the list with a window function.
     """
     if position is not None and not query.is_filtered() and query.sort in ("task", "-task"):
         return _neighbours_in_cohort_order(run, position, descending=query.sort == "-task")
-    sql, params, order = _statement(run, query)
+    sql, score = _statement(run, query)
+    text, params = sql.text(for_sort=True)
+    key = _numeric_key(query, score)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT previous, following, place, total FROM (SELECT ct.task_id AS task_id, "
-            f"LAG(ct.task_id) OVER w AS previous, LEAD(ct.task_id) OVER w AS following, "
-            f"ROW_NUMBER() OVER w AS place, COUNT(*) OVER () AS total {sql} WINDOW w AS (ORDER BY {order})) "
-            f"listed WHERE task_id = %s", [*params, task_id])
-        row = cursor.fetchone()
+        if key is None:
+            cursor.execute(
+                f"SELECT previous, following, place, total FROM (SELECT ct.task_id AS task_id, "
+                f"LAG(ct.task_id) OVER w AS previous, LEAD(ct.task_id) OVER w AS following, "
+                f"ROW_NUMBER() OVER w AS place, COUNT(*) OVER () AS total {text} "
+                f"WINDOW w AS (ORDER BY {_order(query, score)})) listed WHERE task_id = %s", [*params, task_id])
+            row = cursor.fetchone()
+        else:
+            # a key's position: key mod 2³² (or minus the key, for the descending cohort order)
+            place = "-{k}" if query.sort == "-task" else f"{{k}} %% {_SPAN}"
+            cursor.execute(
+                f"WITH listed AS (SELECT ct.task_id AS task_id, {key} AS k {text}), "
+                f"here AS (SELECT k FROM listed WHERE task_id = %s), "
+                f"around AS (SELECT COUNT(*) AS total, SUM(CASE WHEN l.k < h.k THEN 1 ELSE 0 END) AS before, "
+                f"MAX(CASE WHEN l.k < h.k THEN l.k END) AS previous, MIN(CASE WHEN l.k > h.k THEN l.k END) AS following "
+                f"FROM listed l CROSS JOIN here h) "
+                f"SELECT (SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position = {place.format(k='previous')}), "
+                f"(SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position = {place.format(k='following')}), "
+                f"before + 1, total FROM around WHERE total > 0",
+                [*params, task_id, run.protocol.cohort_id, run.protocol.cohort_id])
+            row = cursor.fetchone()
     if row is None:
         return {"previous": None, "next": None, "place": None, "total": None}
     return dict(zip(("previous", "next", "place", "total"), row))
@@ -319,9 +417,8 @@ def final_cells(run: Run, task_ids: list[int]) -> dict[int, dict[str, dict]]:
     marks = ", ".join(["%s"] * len(task_ids))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT p.task_id, p.condition, p.status, p.chosen_label, {score_sql('p', 'g')} FROM {_P} p "
-            f"LEFT JOIN {_G} g ON g.run_id = p.run_id AND g.task_id = p.task_id AND g.answer_sha256 = p.answer_sha256 "
-            f"WHERE p.run_id = %s AND p.label = %s AND p.task_id IN ({marks})", [run.pk, FINAL, *task_ids])
+            f"SELECT task_id, condition, status, chosen_label, score FROM {_P} "
+            f"WHERE run_id = %s AND label = %s AND task_id IN ({marks})", [run.pk, FINAL, *task_ids])
         found = cursor.fetchall()
     cells: dict[int, dict[str, dict]] = {}
     for task_id, condition, status, chosen, score in found:

@@ -10,6 +10,8 @@ from typing import Iterable
 
 import numpy as np
 from django.db import connection
+from django.db.models import CharField, Case, OuterRef, PositiveSmallIntegerField, Q, Subquery, Value, When
+from django.db.models.functions import Coalesce
 
 from experiments.core.canonical import canonical_json
 from experiments.core.conditions import FINAL
@@ -114,3 +116,32 @@ def grade_matrix(run: Run, conditions: Iterable[str]) -> GradeMatrix:
             observed = marks != ord("-")
             row[where[observed]] = marks[observed] - ord("0")
     return GradeMatrix(conditions, tasks[:, 1], tasks[:, 2], tasks[:, 3], grades)
+
+
+def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str | None = None,
+                 status: str | None = None) -> int:
+    """Write `Prediction.score` (the rule of `final_grades`, for every label) and `copied_label`
+    for a run's predictions, or those of one task, of one answer text in it, or of one status;
+    one UPDATE.
+    Called wherever an answer or a grade is written (planning, re-grade copies); returns the
+    number of rows written."""
+    predictions = Prediction.objects.filter(run_id=run_id)
+    if task_id is not None:
+        predictions = predictions.filter(task_id=task_id)
+    if answer_sha256 is not None:
+        predictions = predictions.filter(answer_sha256=answer_sha256)
+    if status is not None:
+        predictions = predictions.filter(status=status)
+    grade = Grade.objects.filter(run_id=OuterRef("run_id"), task_id=OuterRef("task_id"),
+                                 answer_sha256=OuterRef("answer_sha256")).values("score")[:1]
+    candidate = (Prediction.objects.filter(run_id=OuterRef("run_id"), task_id=OuterRef("task_id"),
+                                           condition=OuterRef("condition"), answer_sha256=OuterRef("answer_sha256"))
+                 .exclude(label=FINAL).order_by("label").values("label")[:1])
+    return predictions.update(
+        score=Case(
+            When(status=Prediction.Status.INVALID_SELECTION, then=Value(0)),
+            When(status__in=(Prediction.Status.OK, Prediction.Status.EMPTY), then=Subquery(grade)),
+            default=None, output_field=PositiveSmallIntegerField()),
+        copied_label=Case(
+            When(Q(label=FINAL) & ~Q(answer_sha256=""), then=Coalesce(Subquery(candidate), Value(""))),
+            default=Value(""), output_field=CharField()))

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from experiments.core.llm import client as llm_client
 from experiments.core.llm.wire import Outcome, OutcomeKind, build_request
-from experiments.execution.planning import apply_result, result_statement
+from experiments.execution.planning import apply_result, result_statement, store_result_scores
 from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
 from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
@@ -87,6 +87,7 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         if result is not None:
             if _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now, result=result):
                 slot.status, slot.status_note, slot.retry_at = status, note, retry_at
+                store_result_scores(slot)
                 return True
             return _late(call_id, receipt, slot, outcome)
     with transaction.atomic():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 
+from experiments.analysis.grades import store_scores
 from experiments.core.canonical import sha256_text
 from experiments.core.assembly import TaskInput, assemble, assemble_judge, assemble_memory_request
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition, memory_key, prediction_labels
@@ -198,6 +199,8 @@ def plan_judging(run: Run) -> None:
     with transaction.atomic():
         Slot.objects.bulk_create(slots, ignore_conflicts=True)
         Grade.objects.bulk_create(grades, ignore_conflicts=True)
+        # empty answers are graded now (operational zeros); every other score comes with its grade
+        store_scores(run.pk, status=Prediction.Status.EMPTY)
 
 
 PLANNERS = {
@@ -221,6 +224,7 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
         )
     elif slot.phase == Phase.GENERATION:
         _set_slot_answer(slot.pk, text)
+        store_scores(slot.run_id, task_id=slot.task_id)
     elif slot.phase == Phase.DECISIONS:
         prediction = Prediction.objects.get(slot=slot)
         condition = get_condition(prediction.condition)
@@ -228,6 +232,7 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
             _set_answer(Prediction.objects.filter(pk=prediction.pk), text)
         else:
             _apply_selection(prediction, condition, text)
+        store_scores(slot.run_id, task_id=prediction.task_id)
     elif slot.phase == Phase.JUDGING:
         _, task_id, answer_sha = slot.key.split("|")
         grade = {**_grade_values(text), "slot_id": slot.pk}
@@ -237,6 +242,7 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
             [Grade(run_id=slot.run_id, task_id=int(task_id), answer_sha256=answer_sha, **grade)],
             update_conflicts=True, unique_fields=["run", "task", "answer_sha256"], update_fields=list(grade),
         )
+        store_scores(slot.run_id, task_id=int(task_id), answer_sha256=answer_sha)
 
 
 def result_statement(slot: Slot, outcome_text: str | None) -> tuple[str, list] | None:
@@ -260,6 +266,17 @@ def result_statement(slot: Slot, outcome_text: str | None) -> tuple[str, list] |
                 + ", ".join(f"{name} = EXCLUDED.{name}" for name in grade),
                 [slot.run_id, int(task_id), answer_sha, *grade.values()])
     return None
+
+
+def store_result_scores(slot: Slot) -> None:
+    """The stored grades (`Prediction.score`) after `result_statement` wrote a slot's result:
+    what `apply_result` does after its own writes. A separate statement, because one SQL
+    statement cannot update the same prediction row twice."""
+    if slot.phase == Phase.GENERATION:
+        store_scores(slot.run_id, task_id=slot.task_id)
+    elif slot.phase == Phase.JUDGING:
+        _, task_id, answer_sha = slot.key.split("|")
+        store_scores(slot.run_id, task_id=int(task_id), answer_sha256=answer_sha)
 
 
 def _answer_values(text: str | None) -> list:

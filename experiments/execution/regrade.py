@@ -15,6 +15,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from experiments.core.canonical import canonical_json, sha256_text
+from experiments.analysis.grades import store_scores
 from experiments.execution.planning import plan_judging
 from experiments.models import Prediction, Run
 from experiments.models.runs import Phase
@@ -57,6 +58,9 @@ def copy_predictions(run: Run) -> None:
     copies = [Prediction(run=run, **row)
               for row in Prediction.objects.filter(run_id=source_id).values(*COPIED_FIELDS).order_by("pk")]
     Prediction.objects.bulk_create(copies, ignore_conflicts=True)
+    # the copies' own stored fields: an invalid selection's 0 and the copied candidates now,
+    # the grades as this run's judge gives them
+    store_scores(run.pk)
 
 
 def plan_regrade(run: Run) -> None:

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('experiments', '0007_study_plural'),
+        ('experiments', '0008_prediction_final_score'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -263,6 +263,14 @@ class Prediction(models.Model):
     evidence = models.TextField(blank=True)
     evidence_chars = models.PositiveIntegerField(default=0)
     budget = models.PositiveIntegerField(null=True, blank=True)
+    # The grade this answer counts with (0–3; null: none yet or missing), copied from its judge
+    # grade by `analysis.grades.store_scores` wherever an answer or a grade is written, so the
+    # explorer filters, sorts and counts on an index instead of joining every grade. The rule
+    # is `analysis.grades.final_grades`'s: an invalid selection 0, an answer its grade.
+    score = models.PositiveSmallIntegerField(null=True, blank=True)
+    # A final answer that repeats one of its condition's candidates word for word: that
+    # candidate's label (fusion copied it; a selection always does). Kept with `score`.
+    copied_label = models.CharField(max_length=16, blank=True)
 
     class Meta:
         constraints = [
@@ -271,6 +279,14 @@ class Prediction(models.Model):
         indexes = [
             # analysis: the final answers of a run
             models.Index(fields=["run", "label", "condition"], name="prediction_final"),
+            # the explorer: a condition's tasks with a given grade, or in grade order
+            models.Index(fields=["run", "condition", "label", "score", "task"], name="prediction_score"),
+            # the explorer's "selection chose" and "fusion copied a candidate"
+            models.Index(fields=["run", "condition", "label", "chosen_label", "copied_label", "task"],
+                         name="prediction_choice"),
+            # the explorer's "a grade is missing"
+            models.Index(fields=["run", "label", "task"], condition=models.Q(score__isnull=True),
+                         name="prediction_unscored"),
         ]
 
 

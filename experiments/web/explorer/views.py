@@ -7,12 +7,13 @@ from urllib.parse import urlencode
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
-from django.utils.html import format_html
+from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from experiments.access import AGGREGATE_READERS, TEXT_READERS, membership_for, run_for
 from experiments.analysis.explorer import GRADES, ExplorerQuery, explorer_page
 from experiments.analysis.explorer_search import search_predictions, search_tasks
+from experiments.analysis.task_filters import offered_filters
 from experiments.analysis.run_comparison import ComparisonError, compare_runs
 from experiments.core.conditions import FUSION, SELECTION, get_condition, prediction_labels
 from experiments.execution.policy import offline_roles
@@ -33,11 +34,12 @@ def run_explorer(request, slug, pk):
     - `missing=1`: some condition's grade is missing;
     - `copied=1`: a fusion condition's answer is a verbatim copy of one of its candidates;
     - `chosen=<label>`: a selection condition chose candidate `label` (b0, b1, b2);
+    - `filter=<key>` (repeatable): a filter another app registered (`analysis.task_filters`),
+      e.g. `judge-human`: the human raters' consensus differs from the judge (offered only on
+      runs with a rating campaign; annotations registers it, experiments never imports it);
     - `sort`: `task` (cohort order, the default), `person`, `study`, `grade:<condition>`,
       `diff` (grade of `a` minus grade of `b`); a leading `-` sorts descending;
     - `page`: 1-based page number.
-    Judge–human disagreement is not a filter here: ratings live in `annotations`, which the
-    experiments app never imports.
     """
     membership, run = run_for(request, slug, pk, roles=TEXT_READERS)
     protocol = run.protocol
@@ -54,6 +56,7 @@ def run_explorer(request, slug, pk):
         "studies": Study.objects.filter(project=membership.project).values_list("key", flat=True),
         "has_fusion": any(get_condition(k).workflow == FUSION for k in protocol.conditions),
         "selection_labels": _selection_labels(protocol.conditions),
+        "task_filters": offered_filters(run),
         "sort_links": {name: _with(query, sort=_toggled(query.sort, value)) for name, value in sorts.items()},
         "grade_sort_links": [(key, _with(query, sort=_toggled(query.sort, f"grade:{key}"))) for key in protocol.conditions],
         "diff_sort_link": _with(query, sort=_toggled(query.sort, "diff")) if query.a and query.b else "",
@@ -64,18 +67,20 @@ def run_explorer(request, slug, pk):
 
 def grade_chips(cells: dict, conditions) -> str:
     """A row's grade cells as HTML, built here rather than in the template: 50 rows × 14
-    conditions of template tags and filters cost more than the query behind the page."""
+    conditions of template tags and filters cost more than the query behind the page. Plain
+    string formatting: a score is an int, a status a fixed word; the chosen label is escaped."""
     parts = []
     for key in conditions:
         cell = cells.get(key)
         if cell is None or cell["score"] is None:
-            title = cell["status"] if cell else "no answer"
-            parts.append(format_html('<td class="num"><span class="chip gnone" title="{}">—</span></td>', title))
+            title = escape(cell["status"]) if cell else "no answer"
+            parts.append(f'<td class="num"><span class="chip gnone" title="{title}">—</span></td>')
             continue
-        chosen = format_html(' <span class="muted" title="selection chose">{}</span>', cell["chosen"]) if cell["chosen"] else ""
-        parts.append(format_html('<td class="num"><span class="chip g{}" title="normalized {}">{}</span>{}</td>',
-                                 cell["score"], f"{cell['normalized']:.2f}", cell["score"], chosen))
-    return mark_safe("".join(parts))  # every part is escaped by format_html
+        score = int(cell["score"])
+        chosen = f' <span class="muted" title="selection chose">{escape(cell["chosen"])}</span>' if cell["chosen"] else ""
+        parts.append(f'<td class="num"><span class="chip g{score}" title="normalized {cell["normalized"]:.2f}">{score}</span>'
+                     f'{chosen}</td>')
+    return mark_safe("".join(parts))  # numbers, and words escaped above
 
 
 def _selection_labels(conditions) -> list[str]:
