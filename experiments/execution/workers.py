@@ -239,9 +239,10 @@ class MultiSlotWorker(ResilientSimpleWorker):
             raise
 
     def _run_slot_job(self, job, queue) -> None:
-        from experiments.execution.jobs import job_slot
         try:
-            job_slot(*job.args, db=self.database or database_step, **job.kwargs)
+            # `job.func` is `jobs.job_slot` (SLOT_JOB), found by name as rq does: workers sit
+            # below jobs, which names its slot jobs with this module's prefix.
+            job.func(*job.args, db=self.database or database_step, **job.kwargs)
         except Exception:
             logger.exception("slot job %s (%s) failed", job.id, job.args)
         finally:

@@ -32,9 +32,10 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
+from experiments.core.llm.replies import parse_anthropic, parse_gemini, parse_openai
 from experiments.core.llm.offline import OFFLINE_LABEL, OFFLINE_MODEL_VERSION, offline_reply
 from experiments.core.llm.wire import (
-    OPENAI_QUOTA_CODES, RETRYABLE_STATUSES, ModelConfig, Outcome, OutcomeKind, PreparedRequest, Usage,
+    OPENAI_QUOTA_CODES, RETRYABLE_STATUSES, ModelConfig, Outcome, OutcomeKind, PreparedRequest,
 )
 
 logger = logging.getLogger(__name__)
@@ -218,11 +219,11 @@ def _parse_content(config: ModelConfig, status: int, payload: dict, raw_body: st
     """The answer, usage and identity of a response body; UNUSABLE unless complete and expected."""
     try:
         if config.provider == "gemini":
-            fields, problems = _parse_gemini(payload)
+            fields, problems = parse_gemini(payload)
         elif config.provider == "anthropic":
-            fields, problems = _parse_anthropic(payload)
+            fields, problems = parse_anthropic(payload)
         else:
-            fields, problems = _parse_openai(payload)
+            fields, problems = parse_openai(payload)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         return Outcome(
             OutcomeKind.UNUSABLE,
@@ -236,104 +237,6 @@ def _parse_content(config: ModelConfig, status: int, payload: dict, raw_body: st
         problems.append(f"unexpected model version {returned!r} (expected {expected!r})")
     kind = OutcomeKind.UNUSABLE if problems else OutcomeKind.OK
     return Outcome(kind, http_status=status, error="; ".join(problems), raw_body=raw_body, **fields)
-
-
-def _parse_openai(payload: dict) -> tuple[dict, list[str]]:
-    problems = []
-    choices = payload.get("choices") or []
-    text = finish_reason = None
-    if len(choices) != 1:
-        problems.append(f"expected a single choice, got {len(choices)}")
-    else:
-        # Some servers put hidden reasoning in message.reasoning_content: never an answer.
-        text = (choices[0]["message"].get("content") or "").strip()
-        finish_reason = choices[0].get("finish_reason")
-        if finish_reason != "stop":
-            problems.append(f"finish reason {finish_reason!r}, not 'stop' (incomplete)")
-    usage = payload.get("usage") or {}
-    details = usage.get("completion_tokens_details") or {}
-    fields = {
-        "response_id": payload.get("id"),
-        "model_version": payload.get("model"),
-        "finish_reason": finish_reason,
-        "text": text,
-        "usage": Usage(
-            input_tokens=_count(usage.get("prompt_tokens")),
-            output_tokens=_count(usage.get("completion_tokens")),
-            reasoning_tokens=_count(details.get("reasoning_tokens")),
-            total_tokens=_count(usage.get("total_tokens")),
-        ),
-    }
-    return fields, problems
-
-
-def _parse_gemini(payload: dict) -> tuple[dict, list[str]]:
-    problems = []
-    candidates = payload.get("candidates") or []
-    text = finish_reason = None
-    if len(candidates) != 1:
-        blocked = (payload.get("promptFeedback") or {}).get("blockReason")
-        problems.append(
-            f"expected a single candidate, got {len(candidates)}"
-            + (f" (prompt blocked: {blocked})" if blocked else "")
-        )
-    else:
-        candidate = candidates[0]
-        parts = (candidate.get("content") or {}).get("parts") or []
-        text = "".join(
-            part["text"]
-            for part in parts
-            if isinstance(part.get("text"), str) and not part.get("thought")
-        ).strip()
-        finish_reason = candidate.get("finishReason")
-        if finish_reason != "STOP":
-            problems.append(f"finish reason {finish_reason!r}, not 'STOP' (incomplete)")
-    usage = payload.get("usageMetadata") or {}
-    fields = {
-        "response_id": payload.get("responseId"),
-        "model_version": payload.get("modelVersion"),
-        "finish_reason": finish_reason,
-        "text": text,
-        "usage": Usage(
-            input_tokens=_count(usage.get("promptTokenCount")),
-            output_tokens=_count(usage.get("candidatesTokenCount")),
-            reasoning_tokens=_count(usage.get("thoughtsTokenCount")),
-            total_tokens=_count(usage.get("totalTokenCount")),
-        ),
-    }
-    return fields, problems
-
-
-def _parse_anthropic(payload: dict) -> tuple[dict, list[str]]:
-    problems = []
-    blocks = payload["content"]
-    if not isinstance(blocks, list):
-        raise TypeError("content is not a list")
-    # Thinking (and redacted thinking) blocks are hidden reasoning, never an answer.
-    text = "".join(block["text"] for block in blocks
-                   if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
-                   ).strip()
-    finish_reason = payload.get("stop_reason")
-    if finish_reason != "end_turn":
-        problems.append(f"stop reason {finish_reason!r}, not 'end_turn' (incomplete)")
-    usage = payload.get("usage") or {}
-    fresh, output = _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
-    # Cached prompt tokens are counted apart from input_tokens; the input is all of them.
-    cached = [_count(usage.get(name)) for name in ("cache_creation_input_tokens", "cache_read_input_tokens")]
-    input_tokens = None if fresh is None else fresh + sum(n for n in cached if n is not None)
-    fields = {
-        "response_id": payload.get("id"),
-        "model_version": payload.get("model"),
-        "finish_reason": finish_reason,
-        "text": text,
-        "usage": Usage(
-            input_tokens=input_tokens,
-            output_tokens=output,
-            reasoning_tokens=None,  # included in output_tokens, not reported apart
-            total_tokens=None if input_tokens is None or output is None else input_tokens + output,
-        ),
-    }
-    return fields, problems
 
 
 def _send_offline(config: ModelConfig, prepared: PreparedRequest) -> Outcome:
@@ -385,10 +288,6 @@ def _number(value: str | None) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
-
-
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _describe(exc: Exception) -> str:
