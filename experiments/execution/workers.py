@@ -26,6 +26,7 @@ from django.db import DatabaseError, connection, connections
 from dataclasses import dataclass, field
 
 from rq.exceptions import NoSuchJobError
+from rq.utils import import_attribute
 from rq.worker import SimpleWorker, Worker
 
 from experiments.execution.concurrency import REDIS_DOWN, wait_for_redis
@@ -240,9 +241,9 @@ class MultiSlotWorker(ResilientSimpleWorker):
 
     def _run_slot_job(self, job, queue) -> None:
         try:
-            # `job.func` is `jobs.job_slot` (SLOT_JOB), found by name as rq does: workers sit
-            # below jobs, which names its slot jobs with this module's prefix.
-            job.func(*job.args, db=self.database or database_step, **job.kwargs)
+            # `jobs.job_slot` (SLOT_JOB), found by name as rq does: workers sit below jobs,
+            # which names its slot jobs with this module's prefix.
+            import_attribute(job.func_name)(*job.args, db=self.database or database_step, **job.kwargs)
         except Exception:
             logger.exception("slot job %s (%s) failed", job.id, job.args)
         finally:
