@@ -14,7 +14,9 @@ the stored turns would.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+import threading
 from itertools import islice
+from queue import Full, Queue
 
 from django.db import connection
 from django.utils import timezone
@@ -32,6 +34,69 @@ def batches(items: Iterable, size: int = BATCH_SESSIONS) -> Iterator[list]:
     iterator = iter(items)
     while batch := list(islice(iterator, size)):
         yield batch
+
+
+def read_ahead(items: Iterable, depth: int = 2) -> Iterator:
+    """`items` in order, produced by a thread of their own up to `depth` items ahead.
+
+    Reading a file (decoding, JSON, checks) is Python work, while storing a batch mostly waits
+    for the database (COPY, index upkeep, key checks); in a thread the reading goes on while
+    the writer waits on its socket. At most `depth` + 2 items exist at once. An error of the
+    reading is raised here, where the item would have come; when the consumer stops early the
+    thread stops at its next item.
+    """
+    queue: Queue = Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(entry) -> bool:
+        while not stop.is_set():
+            try:
+                queue.put(entry, timeout=0.1)
+                return True
+            except Full:
+                continue
+        return False
+
+    def produce():
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((_END, None))
+        except BaseException as exc:  # handed to the consumer, which raises it
+            put((None, exc))
+
+    thread = threading.Thread(target=produce, name="read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = queue.get()
+            if error is not None:
+                raise error
+            if item is _END:
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+_END = object()
+
+
+def lock_project_imports(project) -> bool:
+    """Imports into one project take turns (PostgreSQL: an advisory lock held until the transaction
+    ends), so an import sees every session and person the ones before it stored, and two files
+    never create the same person at once. False where there is no such lock (SQLite, whose
+    writers take turns for the whole database anyway, but only from their first write)."""
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_SPACE, project.pk % 2**31])
+    return True
+
+
+IMPORT_LOCK_SPACE = 110_001  # the first key of the imports' advisory locks (the second is the project)
 
 
 def task_rows(targets, session_id: int, task_set_id: int, turn_pk) -> list[tuple]:
@@ -98,18 +163,24 @@ def existing_keys(model, field: str, project_id: int, values: list[str]) -> dict
         if connection.vendor == "postgresql":  # one array parameter, not thousands
             cursor.execute(f"SELECT {column}, id FROM {table} WHERE project_id = %s AND {column} = ANY(%s)",
                            [project_id, values])
-        else:
+            return dict(cursor.fetchall())
+        found = {}
+        for start in range(0, len(values), 900):  # SQLite takes at most 999 parameters in older builds
+            chunk = values[start:start + 900]
             cursor.execute(f"SELECT {column}, id FROM {table} WHERE project_id = %s AND {column} IN "
-                           f"({', '.join(['%s'] * len(values))})", [project_id, *values])
-        return dict(cursor.fetchall())
+                           f"({', '.join(['%s'] * len(chunk))})", [project_id, *chunk])
+            found.update(cursor.fetchall())
+        return found
 
 
 class SessionWriter:
     """Writes the batches of one file into a project; remembers what it wrote and what it refused."""
 
     def __init__(self, *, project, task_set: TaskSet, rule: TaskRule, source_format: str, source_file: str,
-                 user=None):
+                 user=None, check_taken: bool = True):
         self.project, self.task_set, self.rule = project, task_set, rule
+        # False when no session of the project can carry an id of this file (see `sessions_import`).
+        self.check_taken = check_taken
         self.source_format, self.source_file = source_format, source_file
         self.user_id = getattr(user, "pk", None)
         self.imported_at = connection.ops.adapt_datetimefield_value(timezone.now())
@@ -121,10 +192,12 @@ class SessionWriter:
     def write(self, batch: list[ParsedSession]) -> None:
         """Store one batch; a session id taken in the project is a problem, and after a problem
         nothing more is written (the transaction will be rolled back) but ids are still checked."""
-        taken = existing_keys(Session, "external_id", self.project.pk, [p.session_id for p in batch])
-        self.problems.extend(
-            Problem(self.source_file, p.location, "session_id", f"session '{p.session_id}' exists already in this project")
-            for p in batch if p.session_id in taken)
+        if self.check_taken:
+            taken = existing_keys(Session, "external_id", self.project.pk, [p.session_id for p in batch])
+            self.problems.extend(
+                Problem(self.source_file, p.location, "session_id",
+                        f"session '{p.session_id}' exists already in this project")
+                for p in batch if p.session_id in taken)
         if self.problems:
             return
         self._add_keys(Study, "key", self.studies, {p.study_id for p in batch})
@@ -152,6 +225,13 @@ class SessionWriter:
         self.sessions += len(batch)
         self.turns += sum(map(len, turn_pks))
         self.tasks += len(rows)
+
+    def add_labels(self, people: Iterable[str], studies: Iterable[str]) -> None:
+        """Create the people and studies of a whole file at once, so they are numbered in label
+        order over the file, not batch by batch (`write` creates any it still lacks)."""
+        if not self.problems:
+            self._add_keys(Study, "key", self.studies, set(studies))
+            self._add_keys(Person, "label", self.people, set(people))
 
     def _add_keys(self, model, field: str, known: dict[str, int], keys: set[str]) -> None:
         """Fill `known` (key → pk) for `keys`, creating the studies or people the project lacks."""
