@@ -16,8 +16,7 @@ from experiments.core.cohorts import Candidate, draw_cohort
 from experiments.core.interviews.records import InterviewFileError, ParsedSession, printable, unstorable_text_problem
 from experiments.core.interviews.streams import FileLabels
 from experiments.import_store import (
-    BATCH_SESSIONS, TASK_COLUMNS, SessionWriter, batches, cycle_collector_paused, lock_project_imports, read_ahead,
-    task_rows,
+    BATCH_SESSIONS, TASK_COLUMNS, SessionWriter, batches, cycle_collector_paused, lock_project_imports, task_rows,
 )
 from experiments.models import (
     Cohort,
@@ -91,7 +90,7 @@ def sessions_import(
     writer = SessionWriter(project=project, task_set=task_set, rule=rule, source_format=source_format,
                            source_file=printable(source_file)[:255], user=user, check_taken=check_taken)
     with cycle_collector_paused():
-        for number, batch in enumerate(read_ahead(batches(parsed, batch_size))):
+        for number, batch in enumerate(batches(parsed, batch_size)):
             if number == 0 and (labels := _file_labels(parsed)) is not None:
                 writer.add_labels(labels.people, labels.studies)
             writer.write(batch)

@@ -15,17 +15,17 @@ Where the time goes (benchmarks/import.py, 100,000 sessions on PostgreSQL): the 
 work is mostly the foreign-key checks at commit (about 830,000 rows, ~3 s of server CPU) and
 the full-text index of turns (~2 s; building it afresh after the load costs as much, and
 would lock the table against every search meanwhile); the client's is reading the file
-(~2 s). So the file is read by a thread (`read_ahead`) while the writer waits on the
-database, and the cycle collector rests meanwhile (`cycle_collector_paused`).
+(~2 s), and Python's cycle collector, which rests during an import
+(`cycle_collector_paused`). Reading the file in a thread while the writer waits on the
+database was tried: on a machine whose cores are busy it was no faster (the writer then
+waits for the reader's turn at the interpreter lock after every round trip).
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 import gc
-import threading
 from contextlib import contextmanager
 from itertools import islice
-from queue import Full, Queue
 
 from django.db import connection
 from django.utils import timezone
@@ -43,54 +43,6 @@ def batches(items: Iterable, size: int = BATCH_SESSIONS) -> Iterator[list]:
     iterator = iter(items)
     while batch := list(islice(iterator, size)):
         yield batch
-
-
-def read_ahead(items: Iterable, depth: int = 2) -> Iterator:
-    """`items` in order, produced by a thread of their own up to `depth` items ahead.
-
-    Reading a file (decoding, JSON, checks) is Python work, while storing a batch mostly waits
-    for the database (COPY, index upkeep, key checks); in a thread the reading goes on while
-    the writer waits on its socket. At most `depth` + 2 items exist at once. An error of the
-    reading is raised here, where the item would have come; when the consumer stops early the
-    thread stops at its next item.
-    """
-    queue: Queue = Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(entry) -> bool:
-        while not stop.is_set():
-            try:
-                queue.put(entry, timeout=0.1)
-                return True
-            except Full:
-                continue
-        return False
-
-    def produce():
-        try:
-            for item in items:
-                if not put((item, None)):
-                    return
-            put((_END, None))
-        except BaseException as exc:  # handed to the consumer, which raises it
-            put((None, exc))
-
-    thread = threading.Thread(target=produce, name="read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item, error = queue.get()
-            if error is not None:
-                raise error
-            if item is _END:
-                return
-            yield item
-    finally:
-        stop.set()
-        thread.join()
-
-
-_END = object()
 
 
 @contextmanager
