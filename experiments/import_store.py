@@ -22,8 +22,8 @@ waits for the reader's turn at the interpreter lock after every round trip).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 import gc
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import islice
 
