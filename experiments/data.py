@@ -17,7 +17,10 @@ from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.cohorts import Candidate, draw_cohort
 from experiments.core.estimate import CohortShape
 from experiments.core.interviews.records import InterviewFileError, ParsedSession, printable, unstorable_text_problem
-from experiments.import_store import TASK_COLUMNS, SessionWriter, batches, task_rows
+from experiments.core.interviews.streams import FileLabels
+from experiments.import_store import (
+    BATCH_SESSIONS, TASK_COLUMNS, SessionWriter, batches, cycle_collector_paused, lock_project_imports, task_rows,
+)
 from experiments.models import (
     Cohort,
     CohortTask,
@@ -65,6 +68,7 @@ def sessions_import(
     user=None,
     task_rule: TaskRule | None = None,
     on_batch: Callable[[int], None] | None = None,
+    batch_size: int = BATCH_SESSIONS,
 ) -> ImportSummary:
     """Store one file's sessions and derive their tasks; all or nothing.
 
@@ -73,24 +77,42 @@ def sessions_import(
     whose problems are raised after its last session, rolling everything back. Here we
     check what needs the database (session ids already taken). `on_batch(sessions stored)`
     is called after each batch, for a progress page.
+
+    The file's people and studies are numbered in label order over the whole file, whether
+    it comes as a list or as a stream (which knows its labels from a first pass), so a file
+    gets the same numbering however it is read.
     """
+    locked = lock_project_imports(project)
+    # Within a file a session id appears once (the readers see to it); so when imports take
+    # turns and the project had no sessions as this one began, no id of the file is taken.
+    check_taken = not locked or Session.objects.filter(project=project).exists()
     rule = task_rule or project_task_rule(project)
     # Sessions stored earlier but not yet under this rule come first, as a derivation after
     # the import would number them (by session).
     task_set = _task_set_touch(project, rule)
     new_tasks = _derive_pending(project, task_set, rule)
     writer = SessionWriter(project=project, task_set=task_set, rule=rule, source_format=source_format,
-                           source_file=printable(source_file)[:255], user=user)
-    for batch in batches(parsed):
-        writer.write(batch)
-        if on_batch is not None:
-            on_batch(writer.sessions)
+                           source_file=printable(source_file)[:255], user=user, check_taken=check_taken)
+    with cycle_collector_paused():
+        for number, batch in enumerate(batches(parsed, batch_size)):
+            if number == 0 and (labels := _file_labels(parsed)) is not None:
+                writer.add_labels(labels.people, labels.studies)
+            writer.write(batch)
+            if on_batch is not None:
+                on_batch(writer.sessions)
     if hasattr(parsed, "raise_if_any"):
         parsed.raise_if_any()
     if writer.problems:
         raise InterviewFileError(writer.problems)
     return ImportSummary(sessions=writer.sessions, turns=writer.turns, new_tasks=new_tasks + writer.tasks,
                          task_rule=rule)
+
+
+def _file_labels(parsed) -> FileLabels | None:
+    """The labels of the whole file: a list names them, a stream read them in its first pass."""
+    if isinstance(parsed, (list, tuple)):
+        return FileLabels(frozenset(p.person_id for p in parsed), frozenset(p.study_id for p in parsed))
+    return getattr(parsed, "labels", None)
 
 
 @transaction.atomic

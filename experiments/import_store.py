@@ -10,10 +10,21 @@ later in the file still leaves nothing behind.
 Tasks are derived per batch from the turns in memory, with the rule and the numbering of
 `data.tasks_derive` (`task_rows`), so an import stores exactly the tasks a derivation over
 the stored turns would.
+
+Where the time goes (benchmarks/import.py, 100,000 sessions on PostgreSQL): the database's
+work is mostly the foreign-key checks at commit (about 830,000 rows, ~3 s of server CPU) and
+the full-text index of turns (~2 s; building it afresh after the load costs as much, and
+would lock the table against every search meanwhile); the client's is reading the file
+(~2 s), and Python's cycle collector, which rests during an import
+(`cycle_collector_paused`). Reading the file in a thread while the writer waits on the
+database was tried: on a machine whose cores are busy it was no faster (the writer then
+waits for the reader's turn at the interpreter lock after every round trip).
 """
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from itertools import islice
 
 from django.db import connection
@@ -32,6 +43,38 @@ def batches(items: Iterable, size: int = BATCH_SESSIONS) -> Iterator[list]:
     iterator = iter(items)
     while batch := list(islice(iterator, size)):
         yield batch
+
+
+@contextmanager
+def cycle_collector_paused():
+    """Python's cycle collector off for the block (and on again after, if it was on).
+
+    An import allocates millions of short-lived objects (parsed turns, rows), none of them in
+    reference cycles, so reference counting frees them all; the collector would only scan
+    them over and over, which measured a quarter of the import's own CPU time.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def lock_project_imports(project) -> bool:
+    """Imports into one project take turns (PostgreSQL: an advisory lock held until the transaction
+    ends), so an import sees every session and person the ones before it stored, and two files
+    never create the same person at once. False where there is no such lock (SQLite, whose
+    writers take turns for the whole database anyway, but only from their first write)."""
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_SPACE, project.pk % 2**31])
+    return True
+
+
+IMPORT_LOCK_SPACE = 110_001  # the first key of the imports' advisory locks (the second is the project)
 
 
 def task_rows(targets, session_id: int, task_set_id: int, turn_pk) -> list[tuple]:
@@ -74,8 +117,10 @@ def reserve_ids(model, count: int) -> list[int]:
     table = model._meta.db_table
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-                           [connection.ops.quote_name(table), count])
+            # The sequence is looked up once (OFFSET 0 keeps the planner from inlining the lookup
+            # into every row, which made this query six times slower).
+            cursor.execute("SELECT nextval(seq.id) FROM (SELECT pg_get_serial_sequence(%s, 'id')::regclass AS id "
+                           "OFFSET 0) seq, generate_series(1, %s)", [connection.ops.quote_name(table), count])
             return sorted(row[0] for row in cursor.fetchall())
         cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {connection.ops.quote_name(table)}")
         highest = cursor.fetchone()[0]
@@ -96,18 +141,24 @@ def existing_keys(model, field: str, project_id: int, values: list[str]) -> dict
         if connection.vendor == "postgresql":  # one array parameter, not thousands
             cursor.execute(f"SELECT {column}, id FROM {table} WHERE project_id = %s AND {column} = ANY(%s)",
                            [project_id, values])
-        else:
+            return dict(cursor.fetchall())
+        found = {}
+        for start in range(0, len(values), 900):  # SQLite takes at most 999 parameters in older builds
+            chunk = values[start:start + 900]
             cursor.execute(f"SELECT {column}, id FROM {table} WHERE project_id = %s AND {column} IN "
-                           f"({', '.join(['%s'] * len(values))})", [project_id, *values])
-        return dict(cursor.fetchall())
+                           f"({', '.join(['%s'] * len(chunk))})", [project_id, *chunk])
+            found.update(cursor.fetchall())
+        return found
 
 
 class SessionWriter:
     """Writes the batches of one file into a project; remembers what it wrote and what it refused."""
 
     def __init__(self, *, project, task_set: TaskSet, rule: TaskRule, source_format: str, source_file: str,
-                 user=None):
+                 user=None, check_taken: bool = True):
         self.project, self.task_set, self.rule = project, task_set, rule
+        # False when no session of the project can carry an id of this file (see `sessions_import`).
+        self.check_taken = check_taken
         self.source_format, self.source_file = source_format, source_file
         self.user_id = getattr(user, "pk", None)
         self.imported_at = connection.ops.adapt_datetimefield_value(timezone.now())
@@ -119,10 +170,12 @@ class SessionWriter:
     def write(self, batch: list[ParsedSession]) -> None:
         """Store one batch; a session id taken in the project is a problem, and after a problem
         nothing more is written (the transaction will be rolled back) but ids are still checked."""
-        taken = existing_keys(Session, "external_id", self.project.pk, [p.session_id for p in batch])
-        self.problems.extend(
-            Problem(self.source_file, p.location, "session_id", f"session '{p.session_id}' exists already in this project")
-            for p in batch if p.session_id in taken)
+        if self.check_taken:
+            taken = existing_keys(Session, "external_id", self.project.pk, [p.session_id for p in batch])
+            self.problems.extend(
+                Problem(self.source_file, p.location, "session_id",
+                        f"session '{p.session_id}' exists already in this project")
+                for p in batch if p.session_id in taken)
         if self.problems:
             return
         self._add_keys(Study, "key", self.studies, {p.study_id for p in batch})
@@ -151,9 +204,16 @@ class SessionWriter:
         self.turns += sum(map(len, turn_pks))
         self.tasks += len(rows)
 
+    def add_labels(self, people: Iterable[str], studies: Iterable[str]) -> None:
+        """Create the people and studies of a whole file at once, so they are numbered in label
+        order over the file, not batch by batch (`write` creates any it still lacks)."""
+        if not self.problems:
+            self._add_keys(Study, "key", self.studies, set(studies))
+            self._add_keys(Person, "label", self.people, set(people))
+
     def _add_keys(self, model, field: str, known: dict[str, int], keys: set[str]) -> None:
         """Fill `known` (key → pk) for `keys`, creating the studies or people the project lacks."""
-        wanted = sorted(keys - set(known))
+        wanted = sorted(keys - known.keys())
         if not wanted:
             return
         known.update(existing_keys(model, field, self.project.pk, wanted))

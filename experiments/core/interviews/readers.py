@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from pathlib import Path
 from typing import BinaryIO
@@ -20,7 +21,7 @@ from experiments.core.interviews.records import (
 )
 from experiments.core.interviews.genagents import GENAGENTS_FILES, parse_genagents  # noqa: F401 (re-exported)
 from experiments.core.interviews.streams import (
-    SessionStream, csv_lines, decoded_lines, numbered_jsonl_lines,
+    FileLabels, SessionStream, csv_lines, decoded_lines, numbered_jsonl_lines,
 )
 
 FORMATS = ("jsonl", "anthropic-csv", "genagents")
@@ -45,6 +46,24 @@ def parse_jsonl(text: str, filename: str) -> list[ParsedSession]:
 
 def _jsonl_from_binary(binary: BinaryIO, stream: SessionStream):
     return _jsonl_sessions(numbered_jsonl_lines(decoded_lines(binary, stream)), stream)
+
+
+def _jsonl_labels(binary: BinaryIO) -> FileLabels:
+    """The labels of every line that is a JSON object naming them. A line the reading will refuse
+    is passed over here: the file is then refused whole, whatever its labels."""
+    people, studies = set(), set()
+    for raw in binary:
+        for line in (raw.splitlines() if b"\r" in raw else (raw,)):  # a lone CR ends a line too
+            try:
+                record = json.loads(line)  # bytes: the decoder takes UTF-8 and drops a BOM
+            except (ValueError, RecursionError):
+                continue
+            if type(record) is dict:
+                if type(person := record.get("person_id")) is str:
+                    people.add(person)
+                if type(study := record.get("study_id")) is str:
+                    studies.add(study)
+    return FileLabels(frozenset(people), frozenset(studies))
 
 
 def _jsonl_sessions(lines, stream: SessionStream):
@@ -199,12 +218,34 @@ def _anthropic_from_binary(binary: BinaryIO, stream: SessionStream):
     return _anthropic_sessions(csv_lines(decoded_lines(binary, stream)), stream)
 
 
+def _anthropic_labels(binary: BinaryIO) -> FileLabels:
+    """Each transcript is a person, its id's prefix a study (as `_session_from_anthropic_row`)."""
+    people, studies = set(), set()
+    lines = (raw.decode("utf-8", "replace") for raw in binary)  # bad UTF-8: the reading says so
+    reader = _csv_reader(csv_lines(line.removeprefix("\ufeff") if i == 0 else line for i, line in enumerate(lines)))
+    try:
+        header = next(reader, None)
+        if header is not None and sorted(header) == ["text", "transcript_id"]:
+            column = header.index("transcript_id")
+            for row in reader:
+                if len(row) == 2 and any(cell.strip() for cell in row):  # blank rows are skipped
+                    people.add(row[column])
+                    studies.add(row[column].rpartition("_")[0])
+    except csv.Error:
+        pass
+    return FileLabels(frozenset(people), frozenset(studies))
+
+
+def _csv_reader(lines):
+    # The csv module's default cell limit (128 KiB) is below a long interview.
+    csv.field_size_limit(max(csv.field_size_limit(), TRANSCRIPT_MAX_CHARS))
+    return csv.reader(lines, strict=True)
+
+
 def _anthropic_sessions(lines, stream: SessionStream):
     filename, out = stream.filename, stream.problems
     stream.empty_message = "contains no transcripts"
-    # The csv module's default cell limit (128 KiB) is below a long interview.
-    csv.field_size_limit(max(csv.field_size_limit(), TRANSCRIPT_MAX_CHARS))
-    reader = csv.reader(lines, strict=True)
+    reader = _csv_reader(lines)
     try:
         header = next(reader, None)
     except csv.Error as exc:
@@ -314,13 +355,21 @@ def stream_interview_path(path: Path, fmt: str | None = None):
 
 
 def stream_binary(open_binary, filename: str, fmt: str, bytes_total: int | None = None) -> SessionStream:
-    """A `SessionStream` (JSONL, CSV) over the file `open_binary("rb")` opens, closed when read to the end."""
-    sessions_of = {"jsonl": _jsonl_from_binary, "anthropic-csv": _anthropic_from_binary}.get(fmt)
-    if sessions_of is None:
+    """A `SessionStream` (JSONL, CSV) over the file `open_binary("rb")` opens, closed when read to the end.
+
+    A file that can seek is read twice: a quick pass for its labels (`SessionStream.labels`),
+    then the reading proper, sessions one by one.
+    """
+    readers = {"jsonl": (_jsonl_labels, _jsonl_from_binary), "anthropic-csv": (_anthropic_labels, _anthropic_from_binary)}
+    if fmt not in readers:
         raise InterviewFileError([Problem(filename, "", "", f"unknown format {fmt!r}")])
+    labels_of, sessions_of = readers[fmt]
 
     def read(stream):
         with open_binary("rb") as binary:
+            if binary.seekable():
+                stream.labels = labels_of(binary)
+                binary.seek(0)
             yield from sessions_of(binary, stream)
     return SessionStream(filename, read, bytes_total)
 

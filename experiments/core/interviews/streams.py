@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from experiments.core.interviews.records import InterviewFileError, ParsedSession, Problem, _Collector
@@ -22,11 +23,22 @@ _CR_SPLIT = re.compile(r"\r(?!\n)")
 _CSV_PIECES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 
 
+@dataclass(frozen=True)
+class FileLabels:
+    """The person and study labels a file names."""
+    people: frozenset[str]
+    studies: frozenset[str]
+
+
 class SessionStream:
     """The sessions of one file in file order, read as they are iterated (once).
 
     `bytes_read` / `bytes_total` tell how far the reading is (for a progress page);
-    `raise_if_any()` after the last session raises every problem found.
+    `raise_if_any()` after the last session raises every problem found. `labels`, once the
+    first session was read, holds every person and study label the file names (a quick
+    first pass over the file, see `stream_binary`), so that the people and studies of a
+    file can be numbered in label order before any session is stored; None when the file
+    could not be read twice.
     """
 
     def __init__(self, filename: str, read: Callable[["SessionStream"], Iterator[ParsedSession]],
@@ -36,6 +48,7 @@ class SessionStream:
         self.bytes_read = 0
         self.bytes_total = bytes_total
         self.sessions_read = 0
+        self.labels: FileLabels | None = None
         self._read = read
         self._first_seen: dict[str, str] = {}
 
