@@ -142,8 +142,12 @@ def lighthouse(url: str, cookie: str, name: str) -> dict:
                "--extra-headers", json.dumps({"Cookie": f"sessionid={cookie}"})]
     if PRESET:
         command.append(f"--preset={PRESET}")
-    subprocess.run(command, check=True, env={**os.environ, "CHROME_PATH": CHROME},
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for attempt in range(2):  # Chromium now and then fails to start on a busy machine: once more
+        done = subprocess.run(command, env={**os.environ, "CHROME_PATH": CHROME}, capture_output=True, text=True)
+        if done.returncode == 0:
+            break
+    else:
+        sys.exit(f"{name}: lighthouse failed twice: {done.stderr.strip().splitlines()[-1:]}")
     report = json.loads(out.read_text())
     audits = report["audits"]
     return {
