@@ -6,19 +6,13 @@ rater label to what the page may show (usernames for owners, the label otherwise
 """
 from __future__ import annotations
 
-import json
-
 import plotly.graph_objects as go
 
 from annotations.core.tables import comparisons
-from experiments.analysis.figures import GRADE_TICKS, LAYOUT
+from experiments.analysis.figures import GRADE_TICKS, LAYOUT, _json
 
 STAT_NAMES = {"exact": "exact agreement", "within_one": "within one grade", "kappa": "quadratic κ"}
 SOURCE_COLOURS = {"judge": "#6b7280", "raters_mean": "#2f5d9b", "adjudicated": "#4d8a4d"}
-
-
-def _json(fig: go.Figure) -> dict:
-    return json.loads(fig.to_json())
 
 
 def shown_name(name: str, display: dict) -> str:

@@ -9,8 +9,6 @@ import warnings
 from datetime import timedelta
 from pathlib import Path
 
-import plotly
-
 from ownwords_site.env import (
     ConfigError,
     database_from_url,
@@ -53,6 +51,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: runserver leaves static files to whitenoise, as in production.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_rq",
     "axes",
@@ -62,6 +62,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files, compressed and with a long cache lifetime, before any other work on the request.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -144,13 +146,17 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-# plotly.js is served from the installed plotly package, never from a CDN: the data is
-# private and the network may be closed.
-STATICFILES_DIRS = [
-    BASE_DIR / "static",
-    ("plotly", str(Path(plotly.__file__).resolve().parent / "package_data")),
-]
-STATIC_ROOT = BASE_DIR / "var" / "static"
+# plotly.js is vendored under static/vendor/plotly (never a CDN: the data is private and the
+# network may be closed).
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "var" / "static")))
+# `manage.py collectstatic` names every file by its content hash and writes gzip copies; whitenoise
+# serves them compressed, hashed names with a ten-year immutable cache lifetime (a new file gets a
+# new name). With DEBUG on, whitenoise serves the files as they are in static/.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "project_list"

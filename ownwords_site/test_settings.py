@@ -23,3 +23,9 @@ LLM_ENDPOINTS = [  # noqa: F405
     {"name": "test-example-openai", "provider": "openai", "url_prefix": "https://api.example.test/"},
     {"name": "test-example-gemini", "provider": "gemini", "url_prefix": "https://gemini.example.test/"},
 ]
+
+# Tests never run collectstatic: static files come from the finders under their own names (the
+# production storage, hashed and compressed, is checked in tests/test_static_files.py).
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True  # looks files up per request: no STATIC_ROOT needed

@@ -1,0 +1,71 @@
+"""In Chromium: the vendored partial plotly bundle (static/vendor/plotly) draws every figure of the
+run dashboard and of a campaign's results, every trace type the app uses (scatter, bar, heatmap,
+box), with no error or warning in the console."""
+import threading
+
+import plotly.offline
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connections
+
+from experiments.models import Membership, Project, Role
+from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
+
+pytestmark = pytest.mark.slow
+PASSWORD = "a-long-test-password"
+# The layer plotly draws each trace type into.
+TRACE_LAYERS = {"scatter": ".scatterlayer .trace", "bar": ".barlayer .trace", "heatmap": ".heatmaplayer .hm",
+                "box": ".boxlayer .trace"}
+
+
+@pytest.fixture
+def figure_pages(transactional_db):
+    """A finished run with its dashboard and a fully rated campaign with its results; committed
+    before Playwright starts."""
+    from annotations.agreement import campaign_results
+    from annotations.campaigns import campaign_create
+    from annotations.models import Assignment, RatingItem
+    from annotations.rating import rating_record
+    from experiments.analysis.dashboard import dashboard_refresh
+    from tests.annotations_helpers import CONDITIONS, add_raters, finished_run
+    project = Project.objects.create(slug="figs", name="Figures")
+    run = finished_run(project, people=4)
+    dashboard_refresh(run)
+    add_raters(project, ["rater-a", "rater-b"])
+    campaign = campaign_create(run=run, name="figs", conditions=CONDITIONS, raters=["rater-a", "rater-b"], seed=5)
+    for item in RatingItem.objects.filter(campaign=campaign):  # the offline judge says 0 everywhere
+        item.judge_score = (item.number * 3) % 4
+        item.save(update_fields=["judge_score"])
+    for a in Assignment.objects.filter(campaign=campaign).select_related("item", "rater"):
+        grade = (a.item.number * 5 + (a.rater.username == "rater-b") * (a.item.number % 3 == 0)) % 4
+        rating_record(campaign=campaign, user=a.rater, assignment_id=a.pk, grade=grade, flagged=False,
+                      flag_reason="", note="", seconds=10.0)
+    campaign_results(campaign, use_cache=False)
+    owner = get_user_model().objects.create_user("fiona", password=PASSWORD)
+    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    return [f"/p/figs/runs/{run.pk}/analysis/", f"/p/figs/ratings/{campaign.pk}/results/"]
+
+
+def test_the_partial_bundle_draws_every_figure_and_trace_type_without_a_console_message(
+        figure_pages, live_server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.on("console", lambda m: m.type in ("error", "warning") and problems.append(f"{m.type}: {m.text}"))
+    page.goto(live_server.url + "/accounts/login/")
+    page.fill("#id_username", "fiona")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    drawn = {}
+    for path in figure_pages:
+        assert page.goto(live_server.url + path).status == 200
+        plots = page.locator(".plot").count()
+        assert plots >= 3, path
+        page.wait_for_function(f"document.querySelectorAll('.plot .main-svg').length >= {plots}")
+        assert page.evaluate("Plotly.version") == plotly.offline.get_plotlyjs_version()
+        for trace, selector in TRACE_LAYERS.items():
+            drawn[trace] = drawn.get(trace, 0) + page.locator(f".plot {selector}").count()
+    page.close()
+    threading.Thread(target=connections.close_all).start()
+    assert all(drawn.values()), drawn
+    assert not problems, problems
