@@ -224,3 +224,25 @@ def test_a_role_that_does_not_exist_changes_nothing(client, project, cast):
     assert any(m.startswith("The role was not changed: role: Select a valid choice") for m in messages_of(response))
     viewer.refresh_from_db()
     assert viewer.role == Role.VIEWER
+
+
+def test_the_explorer_search_and_a_raters_item_are_logged(client, rated_run, cast, campaign):
+    from django.contrib.auth import get_user_model
+    project = rated_run.protocol.project
+    client.force_login(cast["analyst"])
+    assert client.get(reverse("run_explorer", args=[project.slug, rated_run.pk]) + "?page=1").status_code == 200
+    assert client.get(reverse("project_search", args=[project.slug]) + "?q=work").status_code == 200
+    assert client.get(reverse("project_search", args=[project.slug])).status_code == 200  # no words: nothing shown
+    client.force_login(cast["viewer"])  # refused: nothing shown, nothing logged
+    assert client.get(reverse("run_explorer", args=[project.slug, rated_run.pk])).status_code == 403
+    rater = get_user_model().objects.get(username="rater-a")
+    client.force_login(rater)
+    page = client.get(reverse("rate_page", args=[project.slug, campaign.pk]))
+    assert page.status_code == 200
+    shown = page.context["view"]["item"]["assignment"]
+    entries = list(AuditEntry.objects.order_by("pk").values_list("username", "kind", "target"))
+    assert entries == [
+        ("analyst-user", "task", f"explorer of run {rated_run.pk}, page 1"),
+        ("analyst-user", "task", "search for 'work'"),
+        ("rater-a", "task", f"rating item (assignment {shown}) of campaign {campaign.pk}"),
+    ]

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from annotations import rubric
 from annotations.access import rater_campaign_for
 from annotations.rating import RatingError, rater_item, rating_record, rating_undo
+from experiments.audit import Kind, audit_record
 
 
 def _wants_json(request) -> bool:
@@ -24,7 +25,7 @@ def _wants_json(request) -> bool:
 def rate_page(request, slug, pk):
     """Template annotations/rating/rate.html."""
     membership, campaign = rater_campaign_for(request, slug, pk)
-    view, refusal = _current(campaign, request.user)
+    view, refusal = _current(request, campaign)
     return render(request, "annotations/rating/rate.html", {
         "membership": membership, "project": membership.project, "campaign": campaign,
         "view": view, "refusal": refusal,
@@ -33,24 +34,29 @@ def rate_page(request, slug, pk):
     })
 
 
-def _current(campaign, user) -> tuple[dict | None, str | None]:
-    """(the rater's view, None), or (None, why they may not rate)."""
+def _current(request, campaign) -> tuple[dict | None, str | None]:
+    """(the rater's view, None), or (None, why they may not rate). An item shown is a task's
+    texts opened: it goes in the audit log like any other."""
     try:
-        return rater_item(campaign, user), None
+        view = rater_item(campaign, request.user)
     except RatingError as e:
         return None, str(e)
+    if view["item"] is not None:
+        audit_record(request, campaign.project, Kind.TASK,
+                     f"rating item (assignment {view['item']['assignment']}) of campaign {campaign.pk}")
+    return view, None
 
 
 @login_required
 def rate_item_json(request, slug, pk):
     _, campaign = rater_campaign_for(request, slug, pk)
-    view, refusal = _current(campaign, request.user)
+    view, refusal = _current(request, campaign)
     return JsonResponse(view if view is not None else {"error": refusal}, status=200 if view else 403)
 
 
 def _answer(request, campaign, slug, pk, *, error: str | None = None, done: str | None = None):
     if _wants_json(request):
-        view, refusal = _current(campaign, request.user)
+        view, refusal = _current(request, campaign)
         body = {**(view or {}), "error": error or refusal} if (error or refusal) else {**view, "ok": done}
         return JsonResponse(body, status=400 if error else 200)
     if error:

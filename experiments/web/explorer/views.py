@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
+from experiments.audit import Kind, audit_record
 from experiments.access import AGGREGATE_READERS, TEXT_READERS, membership_for, run_for
 from experiments.analysis.explorer import GRADES, ExplorerQuery, explorer_page
 from experiments.analysis.explorer_search import search_predictions, search_tasks
@@ -45,6 +46,7 @@ def run_explorer(request, slug, pk):
     protocol = run.protocol
     query = ExplorerQuery.from_params(request.GET, protocol.conditions)
     page = explorer_page(run, query)
+    audit_record(request, membership.project, Kind.TASK, f"explorer of run {run.pk}, page {page.number}")
     filters = urlencode(query.params())
     sorts = {"task": "task", "person": "person", "study": "study"}
     return render(request, "experiments/predictions/run_explorer.html", {
@@ -115,6 +117,8 @@ def project_search(request, slug):
     text = (request.GET.get("q") or "").strip()[:200]
     tasks = search_tasks(project, text) if text else []
     predictions = search_predictions(project, text) if text else []
+    if text:
+        audit_record(request, project, Kind.TASK, f"search for {text!r}")
     return render(request, "experiments/predictions/project_search.html", {
         "membership": membership, "project": project, "q": text, "tasks": tasks, "predictions": predictions,
     })
