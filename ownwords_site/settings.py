@@ -101,7 +101,8 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # PostgreSQL compiles queries whose cost estimate is high (the explorer's, over a million
     # predictions) before running them: 300 ms and more that a page's query never earns back.
-    DATABASES["default"]["OPTIONS"] = {"options": "-c jit=off"}
+    options = DATABASES["default"].setdefault("OPTIONS", {})
+    options["options"] = (options.get("options", "") + " -c jit=off").strip()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
