@@ -169,7 +169,7 @@ def _record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now
 
 _SLOT_SQL = """
 SELECT s.run_id, s.phase, s.key, s.role, s.system, s.user, r.protocol_id, p.sealed_at,
-       s.status, s.retry_at, s.status_note
+       s.status, s.retry_at, s.status_note, s.task_id
 FROM {slot} s JOIN {run} r ON r.id = s.run_id JOIN {protocol} p ON p.id = r.protocol_id
 WHERE s.id = %s
 """
@@ -189,7 +189,7 @@ def _slot_for_execution(slot_id: int) -> Slot:
         row = cursor.fetchone()
     if row is None:
         raise Slot.DoesNotExist(f"no slot {slot_id}")
-    run_id, phase, key, role, system, user, protocol_id, sealed_at, status, retry_at, note = row
+    run_id, phase, key, role, system, user, protocol_id, sealed_at, status, retry_at, note, task_id = row
     cache_key = (protocol_id, str(sealed_at))
     protocol = _PROTOCOLS.get(cache_key) if sealed_at is not None else None
     if protocol is None:
@@ -204,8 +204,9 @@ def _slot_for_execution(slot_id: int) -> Slot:
     convert = getattr(connection.ops, "convert_datetimefield_value", None)
     if convert is not None:
         retry_at = convert(retry_at, None, connection)
+    # task_id too: the stored grades of a generation answer are refreshed for its task only.
     slot = Slot(pk=slot_id, run_id=run_id, phase=phase, key=key, role=role, system=system, user=user,
-                status=status, retry_at=retry_at, status_note=note)
+                status=status, retry_at=retry_at, status_note=note, task_id=task_id)
     slot.run = run
     return slot
 
