@@ -9,6 +9,27 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
 # A Redis database of its own, so tests never touch a developer's queues.
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 
+
+def _redis_db_per_xdist_worker(url: str, worker: str | None) -> str:
+    """Under pytest-xdist each test process gets a Redis database of its own (gw0 the given one,
+    gw1 the one below, …): the tests' rq workers listen on fixed queue names and would otherwise
+    take each other's jobs for slots of another test database."""
+    if not worker or not worker.startswith("gw"):
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+    parts = urlsplit(url)
+    db = int(parts.path.lstrip("/") or 0) - int(worker[2:])
+    if db < 0:
+        raise RuntimeError(f"REDIS_URL {url}: too few Redis databases below it for xdist worker {worker}")
+    return urlunsplit(parts._replace(path=f"/{db}"))
+
+
+# Once per test process: the rq workers a test starts inherit both the moved REDIS_URL and
+# PYTEST_XDIST_WORKER, and must not move it again.
+if os.environ.get("OWNWORDS_TEST_REDIS_FOR") != os.environ.get("PYTEST_XDIST_WORKER", ""):
+    os.environ["REDIS_URL"] = _redis_db_per_xdist_worker(os.environ["REDIS_URL"], os.environ.get("PYTEST_XDIST_WORKER"))
+    os.environ["OWNWORDS_TEST_REDIS_FOR"] = os.environ.get("PYTEST_XDIST_WORKER", "")
+
 from ownwords_site.settings import *  # noqa: E402,F401,F403
 
 # Hashing passwords properly is slow and tests create many users.

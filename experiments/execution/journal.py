@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from experiments.core.llm import client as llm_client
 from experiments.core.llm.wire import Outcome, OutcomeKind, build_request
-from experiments.execution.planning import apply_result, result_statement, store_result_scores
+from experiments.execution.planning import apply_result, result_statements
 from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
 from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
@@ -82,12 +82,11 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
     settles = kind == OutcomeKind.OK or status in (Slot.Status.UNUSABLE, Slot.Status.FAILED)
     if settles and connection.vendor == "postgresql":
         # Receipt, slot and result in one statement (its own transaction), when the phase's
-        # result has one (`planning.result_statement`): the path of nearly every answer.
-        result = result_statement(slot, outcome.text if kind == OutcomeKind.OK else None)
+        # result has its statements (`planning.result_statements`): the path of nearly every answer.
+        result = result_statements(slot, outcome.text if kind == OutcomeKind.OK else None)
         if result is not None:
             if _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now, result=result):
                 slot.status, slot.status_note, slot.retry_at = status, note, retry_at
-                store_result_scores(slot)
                 return True
             return _late(call_id, receipt, slot, outcome)
     with transaction.atomic():
@@ -148,16 +147,16 @@ _RECEIPT_FIELDS = ("finished_at", "outcome", "http_status", "response_id", "mode
 
 def _record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now, result=None) -> bool:
     """The attempt's receipt, if the attempt is still open, and the slot's new state, if it is
-    still in flight: True when both happened (one statement on PostgreSQL). `result`: a
-    statement (sql, params) storing the slot's result, run in the same statement only if the
-    slot moved (its SQL may read the `moved` CTE)."""
+    still in flight: True when both happened (one statement on PostgreSQL). `result`:
+    statements (sql, params) storing the slot's result, run in the same statement only if the
+    slot moved (their SQL may read the `moved` CTE)."""
     if connection.vendor == "postgresql":
         sql = _RECORD_SQL.format(call=ModelCall._meta.db_table, slot=Slot._meta.db_table,
                                  receipt=", ".join(f"{name} = %s" for name in _RECEIPT_FIELDS),
-                                 result=f", result AS ({result[0]})" if result else "")
+                                 result="".join(f", result{i} AS ({sql})" for i, (sql, _) in enumerate(result or ())))
         params = [receipt[name] for name in _RECEIPT_FIELDS]
         params += [call_id, status, note, retry_at, now, slot_id, Slot.Status.IN_FLIGHT]
-        params += result[1] if result else []
+        params += [value for _, values in (result or ()) for value in values]
         with hot_cursor() as cursor:
             cursor.execute(sql, params, prepare=True)
             recorded, moved = cursor.fetchone()

@@ -245,14 +245,29 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
         store_scores(slot.run_id, task_id=int(task_id), answer_sha256=answer_sha)
 
 
-def result_statement(slot: Slot, outcome_text: str | None) -> tuple[str, list] | None:
-    """`apply_result` of a generation or judging slot as one SQL statement (sql, params) that
-    runs only when the `moved` CTE of the journal's record has a row (the slot did move), or
-    None for the phases whose result needs more than one statement (PostgreSQL only)."""
+def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, list]] | None:
+    """`apply_result` of a generation or judging slot as SQL statements (sql, params) that the
+    journal runs inside its record's one statement, each only when the `moved` CTE has a row
+    (the slot did move); None for the phases whose result needs more (PostgreSQL only).
+
+    They keep `Prediction.score` and `copied_label` as `analysis.grades.store_scores` would:
+    one statement cannot update a row twice, so the rule is written into the same UPDATE (a
+    generation answer) or into a second one over other rows (a grade, onto the predictions
+    that gave its answer)."""
+    P, G = Prediction._meta.db_table, Grade._meta.db_table
     if slot.phase == Phase.GENERATION:
-        values = _answer_values(outcome_text)
-        return (f"UPDATE {Prediction._meta.db_table} SET status = %s, text = %s, answer_sha256 = %s "
-                "WHERE slot_id = %s AND EXISTS (SELECT 1 FROM moved)", [*values, slot.pk])
+        status, text, answer_sha = _answer_values(outcome_text)
+        graded = status in (Prediction.Status.OK, Prediction.Status.EMPTY)
+        # A final answer written here is a one-shot's: the first candidate of its own condition
+        # with the same text is what it copied (none exists for one-shot conditions today).
+        return [(f"UPDATE {P} p SET status = %s, text = %s, answer_sha256 = %s, "
+                 f"score = (SELECT g.score FROM {G} g WHERE %s AND g.run_id = p.run_id "
+                 "AND g.task_id = p.task_id AND g.answer_sha256 = %s LIMIT 1), "
+                 f"copied_label = CASE WHEN p.label = %s AND %s <> '' THEN COALESCE((SELECT c.label FROM {P} c "
+                 "WHERE c.run_id = p.run_id AND c.task_id = p.task_id AND c.condition = p.condition "
+                 "AND c.answer_sha256 = %s AND c.label <> %s ORDER BY c.label LIMIT 1), '') ELSE '' END "
+                 "WHERE p.slot_id = %s AND EXISTS (SELECT 1 FROM moved)",
+                 [status, text, answer_sha, graded, answer_sha, FINAL, answer_sha, answer_sha, FINAL, slot.pk])]
     if slot.phase == Phase.JUDGING:
         _, task_id, answer_sha = slot.key.split("|")
         grade = {**_grade_values(outcome_text), "slot_id": slot.pk}
@@ -260,23 +275,17 @@ def result_statement(slot: Slot, outcome_text: str | None) -> tuple[str, list] |
         # Typed: with parameters bound on the server a bare NULL in a SELECT list would be text.
         typed = [f"CAST(%s AS {Grade._meta.get_field(name.removesuffix('_id')).db_type(connection)})"
                  for name in columns]
-        return (f"INSERT INTO {Grade._meta.db_table} ({', '.join(columns)}) "
-                f"SELECT {', '.join(typed)} WHERE EXISTS (SELECT 1 FROM moved) "
-                "ON CONFLICT (run_id, task_id, answer_sha256) DO UPDATE SET "
-                + ", ".join(f"{name} = EXCLUDED.{name}" for name in grade),
-                [slot.run_id, int(task_id), answer_sha, *grade.values()])
+        store = (f"INSERT INTO {G} ({', '.join(columns)}) "
+                 f"SELECT {', '.join(typed)} WHERE EXISTS (SELECT 1 FROM moved) "
+                 "ON CONFLICT (run_id, task_id, answer_sha256) DO UPDATE SET "
+                 + ", ".join(f"{name} = EXCLUDED.{name}" for name in grade),
+                 [slot.run_id, int(task_id), answer_sha, *grade.values()])
+        scored = (f"UPDATE {P} SET score = CAST(%s AS smallint) WHERE run_id = %s AND task_id = %s "
+                  "AND answer_sha256 = %s AND status IN (%s, %s) AND EXISTS (SELECT 1 FROM moved)",
+                  [grade["score"], slot.run_id, int(task_id), answer_sha,
+                   Prediction.Status.OK, Prediction.Status.EMPTY])
+        return [store, scored]
     return None
-
-
-def store_result_scores(slot: Slot) -> None:
-    """The stored grades (`Prediction.score`) after `result_statement` wrote a slot's result:
-    what `apply_result` does after its own writes. A separate statement, because one SQL
-    statement cannot update the same prediction row twice."""
-    if slot.phase == Phase.GENERATION:
-        store_scores(slot.run_id, task_id=slot.task_id)
-    elif slot.phase == Phase.JUDGING:
-        _, task_id, answer_sha = slot.key.split("|")
-        store_scores(slot.run_id, task_id=int(task_id), answer_sha256=answer_sha)
 
 
 def _answer_values(text: str | None) -> list:
