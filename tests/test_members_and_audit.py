@@ -246,3 +246,12 @@ def test_the_explorer_search_and_a_raters_item_are_logged(client, rated_run, cas
         ("analyst-user", "task", "search for 'work'"),
         ("rater-a", "task", f"rating item (assignment {shown}) of campaign {campaign.pk}"),
     ]
+
+
+def test_a_new_project_says_it_has_no_sessions_yet_not_that_the_owner_sees_counts_only(client, cast):
+    client.force_login(cast["owner"])
+    response = client.post(reverse("project_create"), {"name": "Fresh", "slug": "fresh"})
+    assert response.status_code == 302
+    body = client.get(reverse("project_detail", args=["fresh"])).content.decode()
+    assert 'id="no-sessions"' in body and "import sessions" in body
+    assert "counts only" not in body
