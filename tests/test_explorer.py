@@ -281,3 +281,20 @@ def test_explorer_and_task_page_queries_stay_at_most_ten_with_every_filter(
         with django_assert_max_num_queries(10):
             detail = reverse("prediction_detail", args=[slug, hand_run.pk, ids[0]])
             assert client.get(detail, params).status_code == 200
+
+
+def test_a_page_past_the_end_shows_the_last_page_and_a_equal_to_b_is_refused(client, rated_run, cast):
+    project = rated_run.protocol.project
+    conditions = rated_run.protocol.conditions
+    client.force_login(cast["owner"])
+    url = reverse("run_explorer", args=[project.slug, rated_run.pk])
+    past = client.get(url + "?page=999")
+    page = past.context["page"]
+    assert not page.rows and page.total > 0
+    body = past.content.decode()
+    assert "past the end of the list" in body and "No task matches" not in body
+    assert f'href="?page={page.pages}"' in body or (page.pages == 1 and 'href="?"' in body)
+    response = client.get(url, {"a": conditions[0], "b": conditions[0]})
+    query = response.context["query"]
+    assert query.b == "" and any("same condition" in error for error in query.errors)
+    assert response.context["page"].total == client.get(url).context["page"].total  # no filter applied

@@ -81,6 +81,9 @@ class ExplorerQuery:
             elif key:
                 errors.append(f"unknown filter {key!r}")
         a, b = condition(get("a") or ""), condition(get("b") or "")
+        if a and a == b:  # a condition always agrees with itself: the filter would match nothing
+            errors.append(f"a and b are the same condition ({a}); choose two different ones")
+            b = ""
         if sort.lstrip("-") == "diff" and not (a and b):
             errors.append("sorting by a − b needs two conditions a and b")
             sort = "task"

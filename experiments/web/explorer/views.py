@@ -63,6 +63,7 @@ def run_explorer(request, slug, pk):
         "grade_sort_links": [(key, _with(query, sort=_toggled(query.sort, f"grade:{key}"))) for key in protocol.conditions],
         "diff_sort_link": _with(query, sort=_toggled(query.sort, "diff")) if query.a and query.b else "",
         "previous_link": _with(query, page=page.number - 1), "next_link": _with(query, page=page.number + 1),
+        "last_link": _with(query, page=page.pages),
         "offline": offline_roles(protocol),
     })
 
