@@ -158,3 +158,15 @@ def test_slow_calls_widen_the_window(run):
     pace = progress.phase_pace(run, progress.run_progress(run)["phases"][1], now=now)
     assert pace["completions"] == 15 and pace["window_s"] == pytest.approx(900)
     assert pace["eta_s"] == pytest.approx(20 * 60, rel=0.01)
+
+
+def test_a_phase_not_planned_yet_is_planning_and_one_the_run_went_past_empty_is_not_needed(run):
+    # The run is in base generation with no slot yet: planning, not "all ended".
+    report = progress.run_progress(run)
+    generation = report["phases"][1]
+    assert generation["total"] == 0 and not generation["not_needed"]
+    assert progress.pace_text(progress.phase_pace(run, generation)) == "planning this phase…"
+    # Memories (before generation) had no slot: the run went past it, so it was not needed.
+    memories = report["phases"][0]
+    assert memories["phase"] == Phase.MEMORIES and memories["not_needed"]
+    assert not report["phases"][2]["not_needed"]  # decisions are still ahead

@@ -46,6 +46,9 @@ def run_progress(run: Run) -> dict:
             "phase": phase,
             "label": Phase(phase).label,
             "total": total,
+            # A phase the run went past without a slot had nothing to do (no memories, no
+            # fusion or selection): "not needed", not "not planned yet".
+            "not_needed": total == 0 and PHASE_ORDER.index(run.phase) > PHASE_ORDER.index(phase),
             "done": done,
             "ok": c.get(Slot.Status.OK, 0),
             "pending": c.get(Slot.Status.PENDING, 0),
@@ -117,7 +120,8 @@ def phase_pace(run: Run, phase: dict | None, *, now=None) -> dict:
     now = now or timezone.now()
     state = _pace_state(run)
     result = {"state": state, "eta_s": None, "rate": None, "completions": 0, "window_s": 0.0,
-              "remaining": (phase["total"] - phase["done"]) if phase else 0}
+              "remaining": (phase["total"] - phase["done"]) if phase else 0,
+              "planned": bool(phase and phase["total"])}
     if phase is None or run.started_at is None or state in ("finished", "not started") or not result["remaining"]:
         return result
     restarts = Amendment.objects.filter(run=run, kind__in=_RESTARTS).aggregate(latest=Max("created_at"))["latest"]
@@ -166,6 +170,8 @@ def pace_text(pace: dict) -> str:
     """The time-left line of the run page and run_report."""
     if pace["state"] in ("finished", "not started"):
         return "—"
+    if not pace.get("planned", True):
+        return "planning this phase…"
     if not pace["remaining"]:
         return "this phase's slots have all ended"
     if pace["eta_s"] is None:
