@@ -174,3 +174,26 @@ def test_token_counts_the_service_did_not_report_are_unknown_not_zero(finished_r
     client.force_login(cast["viewer"])
     body = client.get(reverse("run_detail", args=["alpha", finished_run.pk])).content.decode()
     assert "input not reported" in body
+
+
+def test_a_contrast_s_point_and_threshold_bars_open_the_tasks_where_its_two_conditions_differ(client, cast, finished_run):
+    from urllib.parse import parse_qs, urlsplit
+    client.force_login(cast["analyst"])
+    page = client.get(reverse("run_dashboard", args=[finished_run.protocol.project.slug, finished_run.pk]))
+    estimate = next(trace for trace in page.context["forest"]["data"] if trace["name"] == "estimate, 95% interval")
+    links = dict(zip(estimate["y"], estimate["customdata"]))
+    for bar in page.context["thresholds"]["data"]:
+        assert dict(zip(bar["x"], bar["customdata"])) == links
+    grades = final_grades(finished_run)  # (the explorer's a/b filter itself: tests/test_explorer.py)
+    for name, (a, b) in {"OwnWords minus memory": (OWNWORDS, MEMORY), "Whole minus memory": (WHOLE, MEMORY)}.items():
+        assert parse_qs(urlsplit(links[name]).query) == {"a": [a], "b": [b], "sort": ["-diff"]}
+        # The link lands on exactly the tasks whose two grades differ, the larger a − b first.
+        listed = client.get(links[name]).context["page"]
+        differ = [t for t, g in grades[a].items() if g is not None and grades[b].get(t) is not None and g != grades[b][t]]
+        assert listed.total == len(differ)
+        diffs = [grades[a][row["task_id"]] - grades[b][row["task_id"]] for row in listed.rows]
+        assert diffs == sorted(diffs, reverse=True) and all(diffs)
+    client.force_login(cast["viewer"])  # no explorer for viewers: no links in their figures
+    viewer = client.get(reverse("run_dashboard", args=[finished_run.protocol.project.slug, finished_run.pk]))
+    assert not any(next(t for t in viewer.context["forest"]["data"]
+                        if t["name"] == "estimate, 95% interval")["customdata"])

@@ -26,7 +26,16 @@ def _json(fig: go.Figure) -> dict:
     return figure
 
 
-def forest(contrasts: list[dict]) -> dict | None:
+def contrast_link(explore: str | None, contrast: dict) -> str | None:
+    """The explorer on the tasks behind a two-condition contrast: those whose two grades differ,
+    largest difference first (a weighted contrast of more conditions has no such list)."""
+    axes = contrast.get("transition_axes")
+    if not axes:
+        return None
+    return explore_link(explore, a=axes["columns"], b=axes["rows"], sort="-diff")
+
+
+def forest(contrasts: list[dict], explore: str | None = None) -> dict | None:
     rows = [c for c in contrasts if c.get("estimate") is not None]
     if not rows:
         return None
@@ -43,6 +52,7 @@ def forest(contrasts: list[dict]) -> dict | None:
         ))
     fig.add_trace(go.Scatter(
         x=[c["estimate"] for c in rows], y=names, mode="markers", name="estimate, 95% interval",
+        customdata=[contrast_link(explore, c) for c in rows],
         marker=dict(size=9, color="#2f5d9b"),
         error_x=dict(type="data", symmetric=False, color="#2f5d9b", thickness=2,
                      array=[c["hi"] - c["estimate"] for c in rows],
@@ -94,7 +104,7 @@ def sweep(data: dict) -> dict | None:
     return _json(fig)
 
 
-def thresholds(contrasts: list[dict]) -> dict | None:
+def thresholds(contrasts: list[dict], explore: str | None = None) -> dict | None:
     rows = [c for c in contrasts if c.get("delta_at_least")]
     if not rows:
         return None
@@ -103,6 +113,7 @@ def thresholds(contrasts: list[dict]) -> dict | None:
         # The value printed on each bar keeps a zero difference visible (a bar of height 0 is not).
         fig.add_trace(go.Bar(name=f"ΔP(grade ≥ {k + 1})", x=[c["name"] for c in rows],
                              y=[c["delta_at_least"][k] for c in rows], texttemplate="%{y:.3f}",
+                             customdata=[contrast_link(explore, c) for c in rows],
                              textposition="outside", cliponaxis=False))
     fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="difference in share of tasks")
     return _json(fig)

@@ -29,10 +29,10 @@ def run_dashboard(request, slug, pk):
         context.update(
             data=data,
             explore=explore,
-            forest=figures.forest(data["contrasts"]),
+            forest=figures.forest(data["contrasts"], explore),
             means=figures.means(data["means"], explore),
             sweep=figures.sweep(data["sweep"]),
-            thresholds=figures.thresholds(data["contrasts"]),
+            thresholds=figures.thresholds(data["contrasts"], explore),
             transitions=[(c["name"], figures.transitions(c, explore)) for c in data["contrasts"]
                          if c.get("transitions")],
             lengths=figures.lengths(data["lengths"]),
