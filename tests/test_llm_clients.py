@@ -375,7 +375,9 @@ def test_gemini_per_minute_resource_exhausted_is_transient_with_its_retry_delay(
 
 
 def test_a_slot_stops_after_two_recoveries_three_attempts_in_all(fake_llm, client):
-    config = openai_config(fake_llm)
+    # A roomy timeout: nothing here is slow, and on a loaded machine 0.3 s once cut a 429's body,
+    # which is then (rightly) received content, never retried.
+    config = openai_config(fake_llm, timeout_s=5.0)
     prepared = build_request(config, "SYS", "USER")
     fake_llm.script(*[Reply(429, openai_rate_limited()) for _ in range(5)])
     attempts, recoveries, decision = 0, 0, None
