@@ -20,7 +20,6 @@ default 3, the task page's and the search's median and max of 5) of:
 - the task page of a task with 14 conditions, and its number of queries;           ≤ 50 ms, ≤ 10
 - the project search over the 100,000 sessions (a rare, a middling, a common word).  ≤ 300 ms
 """
-import io
 import os
 import statistics
 import subprocess

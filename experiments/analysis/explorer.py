@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
-from experiments.analysis.explorer_query import GRADES, ExplorerQuery  # noqa: F401 (the explorer's API)
+from experiments.analysis.explorer_query import ExplorerQuery
 from experiments.analysis.task_filters import TASK_FILTERS
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
 from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task, Turn

@@ -12,7 +12,8 @@ from django.utils.safestring import mark_safe
 
 from experiments.audit import Kind, audit_record
 from experiments.access import AGGREGATE_READERS, TEXT_READERS, membership_for, run_for
-from experiments.analysis.explorer import GRADES, ExplorerQuery, explorer_page
+from experiments.analysis.explorer import explorer_page
+from experiments.analysis.explorer_query import GRADES, ExplorerQuery
 from experiments.analysis.explorer_search import search_predictions, search_tasks
 from experiments.analysis.task_filters import offered_filters
 from experiments.analysis.run_comparison import ComparisonError, compare_runs
