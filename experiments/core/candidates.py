@@ -66,6 +66,12 @@ def pool_sources(pool: str, conditions) -> list[str]:
     return sorted(present, key=lambda key: get_condition(key).workflow != FUSION)
 
 
+def display_key(task_id: int, pool: str) -> str:
+    """The key of a pool's display order (`parsers.candidate_display_order`): fusion and
+    selection of the same memory show their pool in the same order (App. B.2)."""
+    return f"task {task_id}|{pool}"
+
+
 def derived_problem(key: str, conditions) -> str | None:
     """Why ``key`` cannot be a derived column of a protocol with ``conditions``; None when it can."""
     parsed = parse_derived(key)
