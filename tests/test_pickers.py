@@ -8,7 +8,7 @@ from experiments.core import pickers
 from experiments.core.candidates import derive_column, derived_problem, parse_derived
 from experiments.core.contrasts import contrast_problems
 from experiments.core.rankers import (
-    ENTRY_POINT_GROUP, PairRMRanker, QuestionOverlapRanker, RankerError, load_ranker, ranked_pick,
+    ENTRY_POINT_GROUP, PairRMRanker, RankerError, load_ranker, ranked_pick,
 )
 
 
