@@ -146,6 +146,21 @@ def test_picker_rows_are_paired_contrasts_on_jointly_graded_tasks():
     (contrast,) = row["contrasts"]
     assert contrast["n_tasks"] == 5 and contrast["estimate"] == pytest.approx(diff.mean())
     direct = stats.paired_bootstrap([1, 1, 2, 2, 3], diff, seed=9, draws=250)
-    assert (contrast["lo"], contrast["hi"]) == (direct.lo, direct.hi)
+    # ninths ride the shared draws as 3 × the difference: equal up to the last bits
+    assert (contrast["lo"], contrast["hi"]) == pytest.approx((direct.lo, direct.hi), abs=1e-12)
+    assert contrast["lo"] < contrast["hi"]
     assert (contrast["wins"], contrast["ties"], contrast["losses"]) == (2, 2, 1)   # 3 > 4/3, 2 > 4/3; 1 = 1, 0 = 0; 2 < 7/3
     assert row["mean_estimate"] == pytest.approx(8 / 15)
+
+
+def test_ninths_on_the_shared_draws_equal_paired_bootstrap_at_the_paper_s_size():
+    rng = np.random.default_rng(3)
+    person = rng.integers(0, 188, 1768)
+    diff = (3 * rng.integers(0, 4, 1768) - rng.integers(0, 10, 1768)) / 9
+    draws = Draws(seed=20260918, draws=20_000)
+    row = {}
+    draws.interval(row, "", person, diff)
+    draws.compute()
+    direct = stats.paired_bootstrap(person, diff, seed=20260918, draws=20_000)
+    assert (row["lo"], row["hi"]) == pytest.approx((direct.lo, direct.hi), abs=1e-12)
+    assert row["estimate"] == direct.estimate and row["people"] == direct.n_people

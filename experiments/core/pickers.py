@@ -43,21 +43,29 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+def _token_masks(b: Sequence[str]) -> dict[str, int]:
+    """For each token of ``b``, the bit set of its positions."""
+    masks: dict[str, int] = {}
+    for j, token in enumerate(b):
+        masks[token] = masks.get(token, 0) | (1 << j)
+    return masks
+
+
+def _lcs_masked(a: Sequence[str], masks: dict[str, int], length_b: int) -> int:
+    full = (1 << length_b) - 1
+    v = full
+    for m in [masks[token] for token in a if token in masks]:   # a token absent from b changes nothing
+        v = ((v + (v & m)) | (v & ~m)) & full
+    return length_b - bin(v).count("1")
+
+
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     """Length of the longest common subsequence, bit-parallel (Hyyrö 2004): one big-integer
     step per token of ``a``, so a pair of 150-word answers costs microseconds, not a
     150 × 150 table in Python. Tests check it against the textbook dynamic programme."""
     if not a or not b:
         return 0
-    masks: dict[str, int] = {}
-    for j, token in enumerate(b):
-        masks[token] = masks.get(token, 0) | (1 << j)
-    full = (1 << len(b)) - 1
-    v = full
-    for token in a:
-        m = masks.get(token, 0)
-        v = ((v + (v & m)) | (v & ~m)) & full
-    return len(b) - bin(v).count("1")
+    return _lcs_masked(a, _token_masks(b), len(b))
 
 
 def _f1_matrix(overlap: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -121,10 +129,11 @@ def _token_f1_matrix(texts: Sequence[str]) -> np.ndarray:
 def _rouge_l_matrix(texts: Sequence[str]) -> np.ndarray:
     words = [tokens(text) for text in texts]
     overlap = np.zeros((len(texts), len(texts)), dtype=np.int64)
+    masks = [_token_masks(w) for w in words]
     for i in range(len(texts)):
         overlap[i, i] = len(words[i])
         for j in range(i + 1, len(texts)):
-            overlap[i, j] = overlap[j, i] = lcs_length(words[i], words[j])
+            overlap[i, j] = overlap[j, i] = _lcs_masked(words[i], masks[j], len(words[j])) if words[j] else 0
     return _f1_matrix(overlap, np.array([len(w) for w in words], dtype=np.int64))
 
 
