@@ -132,9 +132,19 @@ def test_a_ranker_that_cannot_load_says_why(spec, message):
         load_ranker(spec)
 
 
+class _Failing:
+    name, version = "failing", "2"
+
+    def rank(self, question, candidates, context):
+        raise RuntimeError(f"could not rank {candidates[0]}")
+
+
 def test_a_ranking_that_is_not_a_permutation_is_refused():
     with pytest.raises(RankerError, match="not an ordering"):
         ranked_pick(load_ranker("tests.test_pickers:_Broken"), "q", ["a", "b", "c"])
+    # a plug-in that fails is named, without its message (which may quote a candidate)
+    with pytest.raises(RankerError, match=r"failing 2 failed \(RuntimeError\)$"):
+        ranked_pick(load_ranker("tests.test_pickers:_Failing"), "q", ["secret text", "b", "c"])
 
 
 def test_pairrm_without_a_checkpoint_says_what_it_needs(monkeypatch, tmp_path):

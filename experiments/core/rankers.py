@@ -75,7 +75,10 @@ def load_ranker(spec: str):
 
 def ranked_pick(ranker, question: str, candidates: Sequence[str], context: Mapping[str, str] | None = None) -> int:
     """The index of the ranker's top candidate; RankerError unless it returned a permutation."""
-    ranking = [int(i) for i in ranker.rank(question, list(candidates), dict(context or {}))]
+    try:
+        ranking = [int(i) for i in ranker.rank(question, list(candidates), dict(context or {}))]
+    except Exception as error:    # a plug-in's own failure, named without its message (it may quote text)
+        raise RankerError(f"ranker {ranker.name} {ranker.version} failed ({type(error).__name__})") from error
     if sorted(ranking) != list(range(len(candidates))):
         raise RankerError(f"ranker {ranker.name} {ranker.version} returned {ranking}, not an ordering of "
                           f"the {len(candidates)} candidates' indices")
