@@ -184,3 +184,21 @@ def test_a_broken_reranker_setting_is_reported_and_nothing_is_stored(client, cas
     client.force_login(cast["owner"])
     body = client.get(reverse("run_pools", args=[pool_run.protocol.project.slug, pool_run.pk])).content.decode()
     assert "cannot import" in body and not hasattr(Run.objects.get(pk=pool_run.pk), "pool_analysis_result")
+
+
+def test_the_protocol_form_offers_a_pool_s_candidates_and_checks_the_pool(client, cast, imported):
+    from tests.test_pages_runs import protocol_form_data
+    cohort = cohort_draw(project=imported, name="c1", size=2, seed=1)
+    client.force_login(cast["owner"])
+    url = reverse("protocol_create", args=[imported.slug])
+    assert f'value="{C}+oracle"' in client.get(url).content.decode()
+    data = protocol_form_data(cohort, conditions=[f"{C}+one-shot", f"{C}+fusion(3)"], contrasts=[
+        {"name": "fusion vs random pick", "first": f"{C}+fusion(3)", "second": f"{C}+candidate-mean"}])
+    assert client.post(url, data).status_code == 302
+    assert Protocol.objects.get(name="p-new").contrasts[0]["terms"] == {f"{C}+fusion(3)": 1, f"{C}+candidate-mean": -1}
+    Protocol.objects.filter(name="p-new").delete()
+    data = protocol_form_data(cohort, conditions=[f"{C}+one-shot"], contrasts=[
+        {"first": f"{C}+b1", "second": f"{C}+one-shot"}])
+    response = client.post(url, data)
+    assert response.status_code == 200 and "neither its fusion nor its selection" in response.content.decode()
+    assert not Protocol.objects.filter(name="p-new").exists()

@@ -72,6 +72,12 @@ def display_key(task_id: int, pool: str) -> str:
     return f"task {task_id}|{pool}"
 
 
+def registry_derived_keys() -> list[str]:
+    """Every derived key of the registry's fusion and selection pools, for a page's lists."""
+    pools = dict.fromkeys(pool for pool in map(pool_of, CONDITIONS) if pool is not None)
+    return [derived_key(pool, rule) for pool in pools for rule in DERIVED_RULES]
+
+
 def derived_problem(key: str, conditions) -> str | None:
     """Why ``key`` cannot be a derived column of a protocol with ``conditions``; None when it can."""
     parsed = parse_derived(key)
