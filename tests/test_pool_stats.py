@@ -164,3 +164,13 @@ def test_ninths_on_the_shared_draws_equal_paired_bootstrap_at_the_paper_s_size()
     direct = stats.paired_bootstrap(person, diff, seed=20260918, draws=20_000)
     assert (row["lo"], row["hi"]) == pytest.approx((direct.lo, direct.hi), abs=1e-12)
     assert row["estimate"] == direct.estimate and row["people"] == direct.n_people
+
+
+def test_a_pool_without_a_valid_selection_has_no_chi_square_and_no_nan():
+    pool = small_pool()
+    pool = Pool(**{**pool.__dict__, "selection_pick": np.full(6, -1)})
+    draws = Draws(seed=5, draws=100)
+    shown = display_positions(pool, draws)
+    draws.compute()
+    assert shown["chosen"] == [0, 0, 0] and shown["chi2"] is None and shown["p"] is None
+    assert shown["b0_picked"]["n"] == 0 and shown["b0_picked"]["rate"] is None

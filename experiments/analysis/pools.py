@@ -15,6 +15,7 @@ the paper) without touching the seal.
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 from django.conf import settings
@@ -171,8 +172,19 @@ def pools_compute(run: Run, rows: list[tuple], rankers=()) -> dict:
         picker_tables.append({"pool": name, "comparators": list(comparators),
                               "rows": picker_rows(person, picked[name], comparators, draws)})
     draws.compute()
-    return {"seed": seed, "draws": n_draws, "tasks": T, "pools": names, "diagnostics": diagnostics,
-            "pickers": picker_tables, "rankers": [describe(r) for r in rankers], "version": POOLS_VERSION}
+    return _finite({"seed": seed, "draws": n_draws, "tasks": T, "pools": names, "diagnostics": diagnostics,
+            "pickers": picker_tables, "rankers": [describe(r) for r in rankers], "version": POOLS_VERSION})
+
+
+def _finite(value):
+    """The payload with every NaN or infinity as None: PostgreSQL's JSON has no NaN."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _picks(run, names, built, texts, fused_texts, task_ids, rankers) -> dict[str, dict[str, np.ndarray]]:

@@ -132,7 +132,7 @@ def display_positions(pool: Pool, draws: Draws) -> dict | None:
     valid = pick >= 0
     shown = np.take_along_axis(pool.display, np.where(valid, pick, 0)[None, :], axis=0)[0]
     chosen = [_count(valid & (shown == p)) for p in range(POSITIONS)]
-    chi2, p_chi2 = chi2_uniform(chosen)
+    chi2, p_chi2 = chi2_uniform(chosen) if sum(chosen) else (None, None)   # JSON has no NaN
     b0_shown = [_count(valid & (pool.display[0] == p)) for p in range(POSITIONS)]
     n = _count(valid)
     b0 = (pick[valid] == 0).astype(float)
