@@ -101,6 +101,11 @@ def test_display_positions_by_hand():
     assert shown["b0_shown"] == [2, 1, 1]
     assert (shown["b0_picked"]["k"], shown["b0_picked"]["n"]) == (1, 4)
     assert shown["b0_picked"]["p"] == pytest.approx(scipy_stats.binomtest(1, 4, 1 / 3).pvalue)
+    # selection − b0 by b0's display position: shown first in tasks 0 and 3, second in 1 and 4, third in 2
+    first, second, third = shown["selection_minus_b0"]
+    assert (first["n_tasks"], second["n_tasks"], third["n_tasks"]) == (2, 2, 1)
+    assert first["estimate"] == pytest.approx(((3 - 3) + (2 - 2)) / 2 / 3)
+    assert second["estimate"] == pytest.approx(((1 - 1) + (0 - 0)) / 2 / 3) and third["estimate"] == 0
     # three distinct lengths among valid picks: t0 (10, 20, 30; picked b0, not the longest), t3 (9, 9, 1: no)
     assert (shown["longest"]["n"], shown["longest"]["k"]) == (1, 0)
 

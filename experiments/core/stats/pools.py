@@ -145,8 +145,16 @@ def display_positions(pool: Pool, draws: Draws) -> dict | None:
     longest = np.nanargmax(np.nan_to_num(words, nan=-1), axis=0)
     k_longest = _count(distinct & (pick == longest))
     n_distinct = _count(distinct)
+    # Selection − one-shot by where b0 was shown (App. I.3): did the display order favour it?
+    by_b0_position = []
+    graded = ~np.isnan(pool.selection_grade) & ~np.isnan(pool.candidates[0])
+    for position in range(POSITIONS):
+        mask = graded & (pool.display[0] == position)
+        row = {"b0_shown": position + 1, "n_tasks": _count(mask)}
+        draws.interval(row, "", pool.person[mask], (pool.selection_grade[mask] - pool.candidates[0][mask]) / MAX_GRADE)
+        by_b0_position.append(row)
     return {"chosen": chosen, "n": n, "chi2": chi2, "p": p_chi2, "df": POSITIONS - 1, "b0_shown": b0_shown,
-            "b0_picked": picked_b0,
+            "b0_picked": picked_b0, "selection_minus_b0": by_b0_position,
             "longest": {"n": n_distinct, "k": k_longest, "rate": k_longest / n_distinct if n_distinct else None,
                         "expected": 1 / POSITIONS}}
 
