@@ -14,10 +14,14 @@
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from experiments.core.stats.paired import BootstrapResult
+from experiments.core.stats.shared import BootstrapRequest, shared_bootstraps
 from experiments.core.survey.targets import TargetItem
 
 SURVEY_SEED = 20260923  # App. B: the seed of the Twin-2K-500 intervals
@@ -77,32 +81,119 @@ class CriterionResult:
     sentence: str  # e.g. "met: -0.0081 [-0.0105, -0.0056] is below zero"
 
 
+def _score(pid: str, item: TargetItem, option: int | None) -> ItemScore:
+    if option is None:
+        return ItemScore(pid, item.key, item.ordinal, None, None)
+    if isinstance(option, bool) or not isinstance(option, int) or not 1 <= option <= len(item.options):
+        raise ValueError(f"respondent {pid} item {item.number} ({item.key}): option {option!r} is not one of "
+                         f"1..{len(item.options)}")
+    deviation = abs(option - item.wave4) / (len(item.options) - 1) if item.ordinal else None
+    return ItemScore(pid, item.key, item.ordinal, 1.0 if option == item.wave4 else 0.0, deviation)
+
+
 def score_items(pid: str, items: Sequence[TargetItem], chosen: Sequence[int | None]) -> list[ItemScore]:
     """Score chosen options (one per item, None when unusable) against the recorded wave-4 answers."""
-    raise NotImplementedError
+    if len(chosen) != len(items):
+        raise ValueError(f"respondent {pid}: {len(chosen)} answers for {len(items)} items")
+    return [_score(pid, item, option) for item, option in zip(items, chosen)]
 
 
 def human_retest_scores(pid: str, items: Sequence[TargetItem]) -> list[ItemScore]:
     """The respondent's own waves 1-3 answers scored against their wave-4 answers."""
-    raise NotImplementedError
+    return [_score(pid, item, item.earlier or None) for item in items]
 
 
-def respondent_means(scores: Sequence[ItemScore]) -> dict[str, tuple[float | None, float | None]]:
-    """pid -> (mean accuracy, mean normalized deviation) over that respondent's scored items."""
-    raise NotImplementedError
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def respondent_means(scores: Sequence[ItemScore]) -> dict[str, tuple[float, float]]:
+    """pid -> (mean accuracy, mean normalized deviation) over that respondent's scored items
+    (NaN where they have none)."""
+    accuracy: dict[str, list[float]] = {}
+    deviation: dict[str, list[float]] = {}
+    for score in scores:
+        accuracy.setdefault(score.pid, [])
+        deviation.setdefault(score.pid, [])
+        if score.accuracy is not None:
+            accuracy[score.pid].append(score.accuracy)
+        if score.deviation is not None:
+            deviation[score.pid].append(score.deviation)
+    return {pid: (_mean(accuracy[pid]), _mean(deviation[pid])) for pid in accuracy}
 
 
 def summarize(condition: str, scores: Sequence[ItemScore]) -> ConditionSummary:
-    raise NotImplementedError
+    means = respondent_means(scores)
+    accuracy = [a for a, _ in means.values() if not math.isnan(a)]
+    deviation = [d for _, d in means.values() if not math.isnan(d)]
+    scored = [s.accuracy for s in scores if s.accuracy is not None]
+    deviations = [s.deviation for s in scores if s.deviation is not None]
+    return ConditionSummary(condition, len(means), len(scored), len(scores) - len(scored),
+                            _mean(accuracy), _mean(deviation), _mean(scored), _mean(deviations))
+
+
+def paired_differences(first: Sequence[ItemScore], second: Sequence[ItemScore],
+                       metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """(respondent labels, first minus second) for every item scored in both, in `first`'s order."""
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    other = {(s.pid, s.key): getattr(s, metric) for s in second}
+    people, diffs = [], []
+    for score in first:
+        a, b = getattr(score, metric), other.get((score.pid, score.key))
+        if a is not None and b is not None:
+            people.append(score.pid)
+            diffs.append(a - b)
+    return np.array(people, dtype=object), np.array(diffs, dtype=float)
 
 
 def survey_contrasts(scores: Mapping[str, Sequence[ItemScore]], pairs: Sequence[tuple[str, str]], *,
                      seed: int = SURVEY_SEED, draws: int = 100_000,
                      metrics: Sequence[str] = METRICS) -> list[SurveyContrast]:
-    """Paired contrasts (first minus second) with 95% whole-person bootstrap intervals, per metric."""
-    raise NotImplementedError
+    """Paired contrasts (first minus second) with 95% whole-person bootstrap intervals, per metric.
+
+    Every contrast uses the same seed, so contrasts over the same respondents resample the same
+    respondents in every draw (App. B.3); `shared_bootstraps` gives `paired_bootstrap`'s figures.
+    """
+    requests, labels = [], []
+    for first, second in pairs:
+        for name in (first, second):
+            if name not in scores:
+                raise ValueError(f"no scores for condition {name!r}")
+        for metric in metrics:
+            people, diffs = paired_differences(scores[first], scores[second], metric)
+            if diffs.size == 0:
+                raise ValueError(f"{first} minus {second}: no item is scored in both for {metric}")
+            # Sorted labels as text: np.unique orders people the same way in every contrast.
+            requests.append(BootstrapRequest(people.astype(str), diffs))
+            labels.append((first, second, metric))
+    results = shared_bootstraps(requests, seed=seed, draws=draws)
+    return [SurveyContrast(first, second, metric, result[0])
+            for (first, second, metric), result in zip(labels, results)]
+
+
+RULES = ("below-zero", "above-zero", "lower-bound-above")
 
 
 def evaluate_criteria(criteria: Sequence[Criterion], contrasts: Sequence[SurveyContrast]) -> list[CriterionResult]:
     """Each criterion against its contrast; a criterion whose contrast is missing is an error."""
-    raise NotImplementedError
+    by_key = {(c.first, c.second, c.metric): c for c in contrasts}
+    out = []
+    for criterion in criteria:
+        if criterion.rule not in RULES:
+            raise ValueError(f"unknown rule {criterion.rule!r}; known: {', '.join(RULES)}")
+        contrast = by_key.get((criterion.first, criterion.second, criterion.metric))
+        if contrast is None:
+            raise ValueError(f"no contrast {criterion.first} minus {criterion.second} in {criterion.metric}")
+        r = contrast.result
+        figure = f"{r.estimate:+.4f} [{r.lo:+.4f}, {r.hi:+.4f}]"
+        if criterion.rule == "below-zero":
+            met, test = r.hi < 0, "interval below zero"
+        elif criterion.rule == "above-zero":
+            met, test = r.lo > 0, "interval above zero"
+        else:
+            met, test = r.lo > criterion.threshold, f"lower bound above {criterion.threshold:+.4f}"
+        sentence = (f"{criterion.label + ': ' if criterion.label else ''}{criterion.first} minus {criterion.second}, "
+                    f"{criterion.metric} {figure}: {'met' if met else 'not met'} ({test})")
+        out.append(CriterionResult(criterion, met, contrast, sentence))
+    return out
