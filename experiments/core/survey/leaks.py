@@ -3,8 +3,8 @@
 A respondent is usable only if
 - the persona contains none of the target questions: no persona QuestionID among the wave-4
   QuestionIDs, and no persona question whose text is a target question's text;
-- none of the earlier answers to them: the released persona text quotes no target question
-  (its answers would follow the question there);
+- none of the earlier answers to them: no line of the released persona text is a target
+  question's text (the rendering gives each question text a line, its answer the lines after);
 - no question from the targets' survey blocks: no persona block name among the wave-4 ones
   (names compared stripped, as the real names end in spaces);
 - the two wave-4 columns differ only in their answers (blocks, order, QuestionIDs, texts,
@@ -59,9 +59,10 @@ def leak_violations(respondent: Respondent) -> list[LeakViolation]:
                 block, qid = target_texts[clean_text(q.text)]
                 found.append(LeakViolation(pid, "target-text", f"{where} question {q.index + 1} ({q.qid}) has the "
                                                                f"text of target question {qid} of block {block!r}"))
-    persona_text = clean_text(respondent.persona_text)
+    persona_lines = {clean_text(line) for line in respondent.persona_text.split("\n")
+                     if len(line) >= MIN_QUOTED_CHARS}
     for text, (block, qid) in target_texts.items():
-        if text in persona_text:
+        if text in persona_lines:
             found.append(LeakViolation(pid, "target-text", f"the persona text quotes target question {qid} "
                                                            f"of block {block!r}"))
     found.extend(_instrument_differences(respondent))
@@ -82,7 +83,7 @@ def _instrument_differences(respondent: Respondent) -> list[LeakViolation]:
                                                                   "columns (name or number of questions)"))
             continue
         for qa, qb in zip(a.questions, b.questions):
-            if qa.without_answers() != qb.without_answers():
+            if qa.shape() != qb.shape():
                 found.append(LeakViolation(pid, "instrument-differs", f"{where} question {qb.index + 1} {qb.qid} "
                                                                       "differs between the two wave-4 columns "
                                                                       "in more than its answers"))

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 from experiments.core.survey.records import Block, Question
 
 _TAG = re.compile(r"<[^>]*>")
-_SPACE = re.compile(r"\s+")
 PRICE_LIST_SELECTOR = "Bipolar"
 
 
@@ -30,12 +30,13 @@ class AnswerLine:
     text: str
 
 
+@lru_cache(maxsize=65_536)
 def clean_text(text: str) -> str:
     """Text without HTML tags and &nbsp;, whitespace collapsed to single spaces (other entities
-    are kept, as the dataset authors' renderer keeps them)."""
+    are kept, as the dataset authors' renderer keeps them). Cached: texts recur in every persona."""
     if "<" in text:
         text = _TAG.sub(" ", text)
-    return _SPACE.sub(" ", text.replace("&nbsp;", " ")).strip()
+    return " ".join(text.replace("&nbsp;", " ").split())
 
 
 def _line(question: Question, prefix: str, answer: str) -> AnswerLine:

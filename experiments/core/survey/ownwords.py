@@ -93,7 +93,10 @@ def bm25_matrix(lines: Sequence[str], queries: Sequence[str]) -> list[np.ndarray
     query_ids = [[_VOCABULARY[t] for t in tok(query) if t in _VOCABULARY] for query in queries]
     wanted = sorted({i for ids in query_ids for i in ids if document_frequency[i] > 0})
     column = {token: c for c, token in enumerate(wanted)}
-    terms = np.zeros((n, len(wanted) + 1))  # the last column stays 0.0: the score of an empty query
+    # One row per query token, one column per line: a query's rows are gathered in query order and
+    # added row after row (a reduction over the first axis of a C-ordered array adds sequentially,
+    # as Python's sum does). The last row stays 0.0: the score of an empty query.
+    terms = np.zeros((len(wanted) + 1, n))
     if wanted:
         idf = np.array([math.log(1 + (n - int(document_frequency[v]) + 0.5) / (int(document_frequency[v]) + 0.5))
                         for v in wanted])
@@ -101,11 +104,11 @@ def bm25_matrix(lines: Sequence[str], queries: Sequence[str]) -> list[np.ndarray
         column_of[wanted] = np.arange(len(wanted))
         keep = column_of[pair_token] >= 0
         rows, cols, counts = pair_line[keep], column_of[pair_token[keep]], tf[keep].astype(float)
-        terms[rows, cols] = idf[cols] * counts * (BM25_K1 + 1) / (counts + length_norm[rows])
+        terms[cols, rows] = idf[cols] * counts * (BM25_K1 + 1) / (counts + length_norm[rows])
     out = []
     for ids in query_ids:
-        cols = [column[i] for i in ids if i in column] or [len(wanted)]
-        out.append(np.cumsum(terms[:, cols], axis=1)[:, -1])
+        picked = [column[i] for i in ids if i in column] or [len(wanted)]
+        out.append(np.add.reduce(terms[picked], axis=0))
     return out
 
 
@@ -113,25 +116,27 @@ def round_robin_fill(lines: Sequence[str], rankings: Sequence[Sequence[int]], bu
     """The kept line indices (sorted) of the round-robin fill to `budget` characters."""
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise ValueError(f"budget must be a non-negative integer of characters, got {budget!r}")
+    lengths = [len(line) for line in lines]
+    separator = len(LINE_SEPARATOR)
     kept: set[int] = set()
-    joined_length = 0
+    left = budget + separator  # a line i fits while lengths[i] + separator <= left
     positions = [0] * len(rankings)
     active = list(range(len(rankings)))
     while active:
         still_active = []
         for b in active:
-            ranking = rankings[b]
-            while positions[b] < len(ranking):
-                i = ranking[positions[b]]
-                positions[b] += 1
-                length_with_i = joined_length + (len(LINE_SEPARATOR) if kept else 0) + len(lines[i])
-                # A line kept by another block, or one that no longer fits (the budget left only
+            ranking, position = rankings[b], positions[b]
+            while position < len(ranking):
+                i = ranking[position]
+                position += 1
+                # A line kept by another block, or one that no longer fits (what is left only
                 # shrinks), is passed over for good.
-                if i not in kept and length_with_i <= budget:
+                if lengths[i] + separator <= left and i not in kept:
                     kept.add(i)
-                    joined_length = length_with_i
+                    left -= lengths[i] + separator
                     still_active.append(b)
                     break
+            positions[b] = position
         active = still_active
     return sorted(kept)
 

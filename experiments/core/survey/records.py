@@ -18,8 +18,8 @@ source, respondent, column and question) and raises `SurveyImportError` with all
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
+from typing import NamedTuple
 
 PERSONA_COLUMN = "wave1_3_persona_json"
 PERSONA_TEXT_COLUMN = "wave1_3_persona_text"
@@ -35,9 +35,11 @@ QUESTION_TYPES = ("MC", "Matrix", "TE", "DB", "Slider")
 MAX_REPORTED_PROBLEMS = 50
 
 
-@dataclass(frozen=True)
-class Question:
-    """One question object of a block, with its answers (see the module docstring)."""
+class Question(NamedTuple):
+    """One question object of a block, with its answers (see the module docstring).
+
+    A named tuple rather than a dataclass: an import builds hundreds of thousands of them, and a
+    tuple is built several times faster; it is as immutable, and fields read the same way."""
 
     block_index: int  # position of its block in the column, 0-based
     block: str  # BlockName with surrounding spaces stripped (real names end in a space)
@@ -60,9 +62,9 @@ class Question:
     def multi(self) -> bool:
         return self.qtype == "MC" and self.selector in MULTI_SELECTORS
 
-    def without_answers(self) -> "Question":
-        """The question as the instrument shows it: every answer field emptied."""
-        return dataclasses.replace(self, positions=(), text_answer=None, form_answers=(), values=())
+    def shape(self) -> tuple:
+        """Every field but the answers, for comparing instruments."""
+        return self[:12]
 
 
 @dataclass(frozen=True)
