@@ -138,3 +138,23 @@ def test_a_respondent_without_scored_items_has_nan_means():
     scores = score_items("c", ITEMS_B, [None, None])
     assert all(math.isnan(x) for x in respondent_means(scores)["c"])
     assert np.isnan(summarize("x", scores).accuracy)
+
+
+def test_shared_draw_bootstraps_are_paired_bootstrap_to_the_last_bit():
+    from experiments.core.survey.intervals import shared_draw_bootstraps
+    rng = np.random.default_rng(3)
+    people = np.repeat([f"p{i:03d}" for i in range(90)], 29)
+    requests = []
+    for k in (4, 5, 6, 9):
+        diffs = (rng.integers(0, k, people.size) - rng.integers(0, k, people.size)) / k
+        requests.append((people, diffs))
+    keep = rng.random(people.size) > 0.1  # some pairs missing: other counts, same people
+    requests.append((people[keep], requests[0][1][keep]))
+    requests.append((people[:600], requests[1][1][:600]))  # other people: drawn on its own
+    got = shared_draw_bootstraps(requests, seed=11, draws=4500, block=1000)
+    for (cluster, diff), result in zip(requests, got):
+        expected = paired_bootstrap(cluster, diff, seed=11, draws=4500, block=1000)
+        assert result == expected
+        assert (result.lo, result.hi) == (expected.lo, expected.hi)
+    with pytest.raises(ValueError, match="finite"):
+        shared_draw_bootstraps([(people[:2], [0.5, float("nan")])], seed=1)

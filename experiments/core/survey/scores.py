@@ -7,7 +7,8 @@
   respondents (each counts once) and over items.
 - Paired contrasts between two conditions: per item present in both, the difference of scores;
   the estimate is the item-weighted mean and the 95% interval the project's whole-person bootstrap
-  (`stats.paired_bootstrap`, via `stats.shared_bootstraps`: all of a respondent's items travel
+  (`stats.paired_bootstrap`'s figures to the last bit, via `stats.shared_bootstraps` for accuracy
+  and `intervals.shared_draw_bootstraps` for deviation: all of a respondent's items travel
   together), with the seed of the paper's Twin-2K-500 intervals unless told otherwise.
 - The respondents' own waves 1-3 answers scored like a condition: the human test-retest row.
 - Prespecified criteria (e.g. "normalized deviation interval below zero") evaluated by code.
@@ -16,12 +17,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from experiments.core.stats.paired import BootstrapResult
 from experiments.core.stats.shared import BootstrapRequest, shared_bootstraps
+from experiments.core.survey.intervals import shared_draw_bootstraps
 from experiments.core.survey.targets import TargetItem
 
 SURVEY_SEED = 20260923  # App. B: the seed of the Twin-2K-500 intervals
@@ -31,8 +33,7 @@ METRICS = (ACCURACY, DEVIATION)
 HUMAN_RETEST = "human test-retest"
 
 
-@dataclass(frozen=True)
-class ItemScore:
+class ItemScore(NamedTuple):  # a named tuple: a run scores tens of thousands at once
     pid: str
     key: str  # TargetItem.key
     ordinal: bool
@@ -155,7 +156,7 @@ def survey_contrasts(scores: Mapping[str, Sequence[ItemScore]], pairs: Sequence[
     Every contrast uses the same seed, so contrasts over the same respondents resample the same
     respondents in every draw (App. B.3); `shared_bootstraps` gives `paired_bootstrap`'s figures.
     """
-    requests, labels = [], []
+    labels, whole, fractional = [], [], []
     for first, second in pairs:
         for name in (first, second):
             if name not in scores:
@@ -164,12 +165,18 @@ def survey_contrasts(scores: Mapping[str, Sequence[ItemScore]], pairs: Sequence[
             people, diffs = paired_differences(scores[first], scores[second], metric)
             if diffs.size == 0:
                 raise ValueError(f"{first} minus {second}: no item is scored in both for {metric}")
-            # Sorted labels as text: np.unique orders people the same way in every contrast.
-            requests.append(BootstrapRequest(people.astype(str), diffs))
+            # Labels as text: np.unique orders people the same way in every contrast.
+            (whole if metric == ACCURACY else fractional).append((len(labels), people.astype(str), diffs))
             labels.append((first, second, metric))
-    results = shared_bootstraps(requests, seed=seed, draws=draws)
-    return [SurveyContrast(first, second, metric, result[0])
-            for (first, second, metric), result in zip(labels, results)]
+    results: list[BootstrapResult | None] = [None] * len(labels)
+    # Accuracy differences are -1, 0 or 1: shared_bootstraps computes them by exact integer products.
+    for (i, _people, _diffs), result in zip(whole, shared_bootstraps(
+            [BootstrapRequest(people, diffs) for _i, people, diffs in whole], seed=seed, draws=draws)):
+        results[i] = result[0]
+    for (i, _people, _diffs), result in zip(fractional, shared_draw_bootstraps(
+            [(people, diffs) for _i, people, diffs in fractional], seed=seed, draws=draws)):
+        results[i] = result
+    return [SurveyContrast(first, second, metric, result) for (first, second, metric), result in zip(labels, results)]
 
 
 RULES = ("below-zero", "above-zero", "lower-bound-above")
