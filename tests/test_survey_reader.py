@@ -188,7 +188,8 @@ def _allais_wrong_text(row):
     (lambda row: row.update(pid=True), "a pid must be an integer or a non-empty string"),
     (lambda row: row.update(pid=900001), "the pid appears twice (first at line 1)"),
     (lambda row: row.update(wave1_3_persona_text="a\x00b"), "NUL character"),
-    (lambda row: row.update(wave4_Q_wave4_A={"not": "a list"}), "wave4_Q_wave4_A: must hold a JSON array of blocks, got dict"),
+    (lambda row: row.update(wave4_Q_wave4_A={"not": "a list"}),
+     "wave4_Q_wave4_A: must hold a JSON array of blocks, got dict"),
 ])
 def test_bad_input_is_refused_whole_with_a_message_naming_respondent_and_question(change, expected):
     text = _mutate(change)
