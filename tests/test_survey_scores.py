@@ -158,3 +158,17 @@ def test_shared_draw_bootstraps_are_paired_bootstrap_to_the_last_bit():
         assert (result.lo, result.hi) == (expected.lo, expected.hi)
     with pytest.raises(ValueError, match="finite"):
         shared_draw_bootstraps([(people[:2], [0.5, float("nan")])], seed=1)
+
+
+def test_the_papers_reported_sample_criteria_are_deviation_intervals_below_zero_against_the_memory():
+    from experiments.core.survey.prompt import MEMORY, MEMORY_PLUS_OWNWORDS, OWNWORDS
+    from experiments.core.survey.scores import REPORTED_SAMPLE_CRITERIA
+    assert [(c.first, c.second, c.metric, c.rule, c.label) for c in REPORTED_SAMPLE_CRITERIA] == [
+        (OWNWORDS, MEMORY, "deviation", "below-zero", "primary"),
+        (MEMORY_PLUS_OWNWORDS, MEMORY, "deviation", "below-zero", "secondary")]
+    # The paper's figures: the primary met, the secondary not.
+    contrasts = [SurveyContrast(OWNWORDS, MEMORY, "deviation",
+                                BootstrapResult(-0.0081, -0.0105, -0.0056, 1, 1, SURVEY_SEED, 1, (0.025, 0.975))),
+                 SurveyContrast(MEMORY_PLUS_OWNWORDS, MEMORY, "deviation",
+                                BootstrapResult(-0.0016, -0.0039, 0.0007, 1, 1, SURVEY_SEED, 1, (0.025, 0.975)))]
+    assert [r.met for r in evaluate_criteria(REPORTED_SAMPLE_CRITERIA, contrasts)] == [True, False]
