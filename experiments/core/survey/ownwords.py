@@ -69,7 +69,8 @@ def evidence_lines(respondent: Respondent) -> list[str]:
 
 def rankings(lines: Sequence[str], queries: Sequence[str]) -> list[list[int]]:
     """For each query, the line indices by descending BM25 score, ties by earlier line."""
-    return [np.lexsort((np.arange(len(lines)), -scores)).tolist() for scores in bm25_matrix(lines, queries)]
+    # A stable sort of the negated scores keeps equal scores in line order.
+    return [np.argsort(-scores, kind="stable").tolist() for scores in bm25_matrix(lines, queries)]
 
 
 def bm25_matrix(lines: Sequence[str], queries: Sequence[str]) -> list[np.ndarray]:
@@ -83,14 +84,14 @@ def bm25_matrix(lines: Sequence[str], queries: Sequence[str]) -> list[np.ndarray
     # length_norm exactly as evidence.bm25_scores computes it, one line at a time.
     length_norm = np.array([BM25_K1 * (1 - BM25_B + BM25_B * (int(length) / average if average > 0 else 0.0))
                             for length in lengths])
-    width = len(_VOCABULARY) + 1
+    query_ids = [_token_ids(query).tolist() for query in queries]  # block texts recur too: cached
+    width = len(_VOCABULARY) + 1  # after every id of this call was given
     all_ids = np.concatenate(per_line) if lengths.sum() else np.zeros(0, dtype=np.int64)
     line_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
     pairs, tf = np.unique(line_of * width + all_ids, return_counts=True)
     pair_line, pair_token = pairs // width, pairs % width
     document_frequency = np.bincount(pair_token, minlength=width)
 
-    query_ids = [[_VOCABULARY[t] for t in tok(query) if t in _VOCABULARY] for query in queries]
     wanted = sorted({i for ids in query_ids for i in ids if document_frequency[i] > 0})
     column = {token: c for c, token in enumerate(wanted)}
     # One row per query token, one column per line: a query's rows are gathered in query order and
@@ -116,27 +117,30 @@ def round_robin_fill(lines: Sequence[str], rankings: Sequence[Sequence[int]], bu
     """The kept line indices (sorted) of the round-robin fill to `budget` characters."""
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise ValueError(f"budget must be a non-negative integer of characters, got {budget!r}")
-    lengths = [len(line) for line in lines]
     separator = len(LINE_SEPARATOR)
+    # What keeping a line costs: its length and one separator (the first kept line needs none,
+    # hence the separator added to the budget).
+    costs = np.array([len(line) + separator for line in lines], dtype=np.int64)
+    ranked = [np.asarray(ranking, dtype=np.int64) for ranking in rankings]
+    ranked_costs = [costs[ranking] for ranking in ranked]
     kept: set[int] = set()
-    left = budget + separator  # a line i fits while lengths[i] + separator <= left
+    left = budget + separator
     positions = [0] * len(rankings)
     active = list(range(len(rankings)))
     while active:
         still_active = []
         for b in active:
-            ranking, position = rankings[b], positions[b]
-            while position < len(ranking):
-                i = ranking[position]
-                position += 1
-                # A line kept by another block, or one that no longer fits (what is left only
-                # shrinks), is passed over for good.
-                if lengths[i] + separator <= left and i not in kept:
+            # The block's next line that still fits and is not kept yet; a line passed over no
+            # longer fits (what is left only shrinks) or was kept by another block, for good.
+            start = positions[b]
+            for offset in np.flatnonzero(ranked_costs[b][start:] <= left).tolist():
+                i = int(ranked[b][start + offset])
+                if i not in kept:
                     kept.add(i)
-                    left -= lengths[i] + separator
+                    left -= int(costs[i])
+                    positions[b] = start + offset + 1
                     still_active.append(b)
                     break
-            positions[b] = position
         active = still_active
     return sorted(kept)
 
