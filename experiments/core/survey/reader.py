@@ -86,11 +86,10 @@ def _parquet_rows(paths: list[Path]) -> Iterator[tuple[str, Mapping]]:
             yield f"{path.name} row {number}", dict(zip(names, values))
 
 
-class _Unreadable(dict):
-    """A stand-in row for a file that could not be read: carries the reason."""
+class _Unreadable:
+    """Stands in for a row (or file) that could not be read: carries the reason."""
 
     def __init__(self, reason: str):
-        super().__init__()
         self.reason = reason
 
 
