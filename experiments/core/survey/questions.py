@@ -86,9 +86,15 @@ def _str(question: dict, key: str) -> str:
 
 # Question texts, options and rows recur in every respondent of a release: one shared copy of each
 # keeps an import of 2,058 personas in memory once rather than 2,058 times. Equal values are
-# interchangeable, so a dictionary shared by concurrent imports is harmless; it is emptied when big.
+# interchangeable, so a dictionary shared by concurrent imports is harmless; it is emptied when big
+# and after each import.
 _SHARED: dict = {}
 _SHARED_MAX = 500_000
+
+
+def forget_shared() -> None:
+    """Drop the shared copies (after an import: its respondents keep the ones they use)."""
+    _SHARED.clear()
 
 
 def shared(value):

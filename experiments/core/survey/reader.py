@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from experiments.core.interviews.records import unstorable_text_problem
-from experiments.core.survey.questions import parse_blocks
+from experiments.core.survey.questions import forget_shared, parse_blocks
 from experiments.core.survey.records import (
     COLUMNS, EARLIER_COLUMN, PERSONA_COLUMN, PERSONA_TEXT_COLUMN, WAVE4_COLUMN, Respondent,
     SurveyImportError, SurveyProblem,
@@ -128,6 +128,13 @@ def parse_rows(rows: Iterable[tuple[str, Mapping]], source: str) -> list[Respond
 
     The building block of every reader; raises SurveyImportError with all problems.
     """
+    try:
+        return _parse_rows(rows, source)
+    finally:
+        forget_shared()  # the shared copies live as long as the respondents that use them
+
+
+def _parse_rows(rows: Iterable[tuple[str, Mapping]], source: str) -> list[Respondent]:
     problems: list[SurveyProblem] = []
     respondents: list[Respondent] = []
     seen: dict[str, str] = {}
