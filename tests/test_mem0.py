@@ -99,7 +99,7 @@ def test_one_add_is_one_journaled_call_and_mem0s_ranking_fills_the_budget(projec
         assert prediction.budget == len(MEMORY_TEXT) == 60
         assert prediction.evidence == "- " + ON_TOPIC
         assert "[EARLIER IN THE INTERVIEW, verbatim]\n- " + ON_TOPIC in prediction.slot.user
-    assert not mem0_dir.exists() or not any(mem0_dir.rglob("*.sqlite"))  # the store is rebuilt, never kept
+    assert list((mem0_dir / f"run-{run.pk}").iterdir()) == []  # the store is rebuilt from the journal, never kept
 
 
 @needs_mem0
@@ -175,3 +175,23 @@ print(rows["ownwords(B=|memory|)"]["runnable"])
     assert "requirements-mem0.txt" in reason
     assert row == f"False CANNOT RUN HERE: {reason}"
     assert other == "True"
+
+
+def test_the_estimate_counts_one_extraction_call_per_session_besides_the_memory_it_takes_its_budget_from():
+    from experiments.core.conditions import get_condition
+    from experiments.core.estimate import MEM0_EXTRACTION_CHARS, CohortShape, estimate_run
+    shape = CohortShape(sessions=5, tasks=15, record_chars=2000.0, question_chars=50.0, reference_chars=80.0)
+    with_mem0 = estimate_run([get_condition(MEM0)], shape, generator_cap=100, judge_cap=50).phases[0]
+    memory_only = estimate_run([get_condition("memory(concrete,100w)+one-shot")], shape, generator_cap=100,
+                               judge_cap=50).phases[0]
+    assert (with_mem0.calls, memory_only.calls) == (10, 5)
+    assert with_mem0.input_chars - memory_only.input_chars == 5 * (MEM0_EXTRACTION_CHARS + 2000)
+    assert with_mem0.output_cap_tokens == 1000
+
+
+@needs_mem0
+def test_the_estimates_prompt_length_is_mem0s_own():
+    from experiments.core.estimate import MEM0_EXTRACTION_CHARS
+    from experiments.memory_systems.mem0_store import extraction_request
+    system, user = extraction_request("")
+    assert len(system) + len(user) == MEM0_EXTRACTION_CHARS

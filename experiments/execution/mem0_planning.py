@@ -19,8 +19,6 @@ import os
 import socket
 from pathlib import Path
 
-from django.conf import settings
-
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import MEM0, get_condition
 from experiments.core.evidence import RankedMemories
@@ -63,8 +61,7 @@ def extraction_slots(run: Run, records: dict[int, str]) -> list[Slot]:
 
 def store_folder(run: Run) -> Path:
     """This run's and this process's own store: an embedded Qdrant folder opens in one process only."""
-    root = Path(os.environ.get("OWNWORDS_MEM0_DIR") or Path(settings.BASE_DIR) / "var" / "mem0")
-    return root / f"run-{run.pk}" / f"{socket.gethostname()}-{os.getpid()}"
+    return mem0_store.store_root() / f"run-{run.pk}" / f"{socket.gethostname()}-{os.getpid()}"
 
 
 def _answers(run: Run) -> dict[int, tuple[Slot, str | None]]:

@@ -72,12 +72,24 @@ class Mem0Unavailable(RuntimeError):
     """Mem0 or one of its local parts could not be loaded; the message says what to install."""
 
 
-def _load(mem0_dir: Path):
-    """Import Mem0 with telemetry off and the hub offline; both are read at import time."""
+def store_root() -> Path:
+    """Where Mem0's stores (one folder per run and process) and its own config file live:
+    OWNWORDS_MEM0_DIR, else var/mem0 of the checkout."""
+    return Path(os.environ.get("OWNWORDS_MEM0_DIR") or Path(__file__).resolve().parents[2] / "var" / "mem0")
+
+
+def _quiet_environment() -> None:
+    """Before Mem0 is imported (it reads these then): no telemetry, the hub offline, and its
+    config file under the store root instead of ~/.mem0."""
     os.environ["MEM0_TELEMETRY"] = "False"
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ.setdefault("MEM0_DIR", str(mem0_dir))  # its config file, instead of ~/.mem0
+    os.environ.setdefault("MEM0_DIR", str(store_root()))
+
+
+def _load():
+    """Import Mem0 and what it runs on, or say what to install."""
+    _quiet_environment()
     reason = unavailable_reason()
     if reason:
         raise Mem0Unavailable(reason)
@@ -113,7 +125,7 @@ def extraction_prompt_ref() -> tuple[str, str]:
 
 
 def _prompt_functions():
-    os.environ["MEM0_TELEMETRY"] = "False"
+    _quiet_environment()
     reason = unavailable_reason()
     if reason:
         raise Mem0Unavailable(reason)
@@ -190,7 +202,7 @@ class Mem0Store:
     journal), the bundled MiniLM embedder and the journal's answers. Use as a context manager."""
 
     def __init__(self, folder: Path, *, model: str = "journal"):
-        Memory, OpenAI, model_path = _load(folder.parent)
+        Memory, OpenAI, model_path = _load()
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         self.folder = folder
