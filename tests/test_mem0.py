@@ -72,6 +72,7 @@ def mem0_run(project, server, http):
     return run_inline(run.pk, client=http)
 
 
+@pytest.mark.slow
 @needs_mem0
 @pytest.mark.django_db(transaction=True)
 def test_one_add_is_one_journaled_call_and_mem0s_ranking_fills_the_budget(project, server, http, mem0_dir):
@@ -102,6 +103,7 @@ def test_one_add_is_one_journaled_call_and_mem0s_ranking_fills_the_budget(projec
     assert list((mem0_dir / f"run-{run.pk}").iterdir()) == []  # the store is rebuilt from the journal, never kept
 
 
+@pytest.mark.slow
 @needs_mem0
 @pytest.mark.django_db(transaction=True)
 def test_a_non_json_extraction_gives_no_memories_and_is_counted_on_the_run_page(project, server, http, mem0_dir,
@@ -148,6 +150,7 @@ sys.meta_path.insert(0, NoMem0())
 """
 
 
+@pytest.mark.slow
 def test_without_mem0_the_condition_says_why_and_cannot_be_chosen(tmp_path):
     code = BLOCK_MEM0 + """
 import django

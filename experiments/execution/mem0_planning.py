@@ -40,7 +40,7 @@ def is_extraction(slot: Slot) -> bool:
 
 def planning_problem(run: Run) -> str | None:
     """Why this process cannot plan the run's current phase for Mem0, or None (checked before planning)."""
-    if run.phase not in (Phase.MEMORIES, Phase.GENERATION) or not uses_mem0(run):
+    if run.phase not in (Phase.MEMORIES, Phase.GENERATION) or run.protocol.is_regrade() or not uses_mem0(run):
         return None
     return mem0_store.unavailable_reason()
 
