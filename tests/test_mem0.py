@@ -198,3 +198,37 @@ def test_the_estimates_prompt_length_is_mem0s_own():
     from experiments.memory_systems.mem0_store import extraction_request
     system, user = extraction_request("")
     assert len(system) + len(user) == MEM0_EXTRACTION_CHARS
+
+
+@pytest.mark.slow
+def test_a_worker_without_mem0_stops_the_run_before_planning_and_says_why(tmp_path):
+    # Sealed where Mem0 was installed, driven by a worker where it is not: a stop with the reason,
+    # nothing planned, no exception.
+    code = BLOCK_MEM0 + """
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from django.utils import timezone
+from experiments.execution.driver import run_drive
+from experiments.models import Project, Protocol, Run, Slot
+from tests.engine_helpers import build_cohort, make_protocol
+project = Project.objects.create(slug="x", name="x")
+cohort = build_cohort(project, sessions=1, targets=1, name="m")
+offline = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+protocol = make_protocol(project, cohort, conditions=["mem0(B=|memory|)"], generator=offline)
+Protocol.objects.filter(pk=protocol.pk).update(sealed_at=timezone.now())
+run = Run.objects.create(protocol=protocol, status=Run.Status.RUNNING)
+step = run_drive(run.pk)
+run.refresh_from_db()
+print(step.slot_ids, run.status, Slot.objects.filter(run=run).count())
+print(run.status_reason)
+"""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.settings", "DEBUG": "1",
+           "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    outcome, reason = done.stdout.strip().splitlines()[-2:]
+    assert outcome == "() stopped 0"
+    assert reason.startswith("Stopped before planning memories: Mem0 is not installed on this machine (missing: mem0")
