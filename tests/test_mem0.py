@@ -174,7 +174,8 @@ print(rows["ownwords(B=|memory|)"]["runnable"])
                           timeout=120)
     assert done.returncode == 0, done.stderr
     reason, row, other = done.stdout.strip().splitlines()
-    assert reason.startswith("Mem0 is not installed on this machine (missing: mem0")
+    assert reason.startswith("Mem0 is not installed on this machine (missing: ")
+    assert "mem0" in reason.split("(missing: ")[1].split(")")[0].split(", ")
     assert "requirements-mem0.txt" in reason
     assert row == f"False CANNOT RUN HERE: {reason}"
     assert other == "True"
@@ -231,4 +232,5 @@ print(run.status_reason)
     assert done.returncode == 0, done.stderr
     outcome, reason = done.stdout.strip().splitlines()[-2:]
     assert outcome == "() stopped 0"
-    assert reason.startswith("Stopped before planning memories: Mem0 is not installed on this machine (missing: mem0")
+    assert reason.startswith("Stopped before planning memories: Mem0 is not installed on this machine (missing: ")
+    assert "mem0" in reason.split("(missing: ")[1].split(")")[0].split(", ")
