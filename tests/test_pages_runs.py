@@ -267,7 +267,7 @@ def test_the_edit_form_shows_what_is_stored_and_saving_it_unchanged_changes_noth
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"conditions": ["mem0(B=|memory|)"]}, "mem0(B=|memory|) is not runnable yet"),
+    ({"conditions": ["memgpt-style(B=|memory|)"]}, "memgpt-style(B=|memory|) is not runnable yet"),
     ({"conditions": []}, "choose at least one condition"),
     ({"contrasts": [{"first": "whole-record", "second": MEMORY}]},
      "uses whole-record, which is not among the protocol&#x27;s conditions"),
@@ -297,8 +297,8 @@ def test_the_editor_refuses_bad_input_with_a_clear_message(client, world, overri
 def test_non_runnable_conditions_are_shown_disabled_with_their_note(client, world):
     client.force_login(world["users"]["owner"])
     body = client.get(reverse("protocol_create", args=["alpha"])).content.decode()
-    assert 'value="mem0(B=|memory|)" disabled' in body
-    assert "NOT YET RUNNABLE: needs the Mem0 store" in body
+    assert 'value="memgpt-style(B=|memory|)" disabled' in body
+    assert "NOT YET RUNNABLE: needs the archive-query call" in body
     assert f'value="{OWNWORDS}">' in body
 
 
@@ -368,12 +368,12 @@ def test_sealing_from_the_page_shows_the_seal(client, world):
 
 
 def test_an_unsealable_protocol_lists_its_problems_and_seal_refuses(client, world):
-    bad = make_protocol(world["project"], world["cohort"], "bad", conditions=["mem0(B=|memory|)"], contrasts=[])
+    bad = make_protocol(world["project"], world["cohort"], "bad", conditions=["memgpt-style(B=|memory|)"], contrasts=[])
     client.force_login(world["users"]["owner"])
     body = client.get(reverse("protocol_detail", args=["alpha", bad.pk])).content.decode()
-    assert "mem0(B=|memory|) is not runnable yet" in body
+    assert "memgpt-style(B=|memory|) is not runnable yet" in body
     body = client.post(reverse("protocol_seal", args=["alpha", bad.pk]), follow=True).content.decode()
-    assert "Not sealed: mem0(B=|memory|) is not runnable yet" in body
+    assert "Not sealed: memgpt-style(B=|memory|) is not runnable yet" in body
     bad.refresh_from_db()
     assert not bad.is_sealed()
 

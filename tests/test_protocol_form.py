@@ -42,7 +42,7 @@ def test_the_form_groups_conditions_and_offers_contrasts_as_lists(client, world)
     assert 'name="contrasts"' not in body and "<textarea" not in body.split('id="contrast-rows"')[1].split("</table>")[0]
     rows = body.split('id="contrast-rows"')[1].split("</table>")[0]
     assert rows.count('name="contrast-0-first"') == 1 and '<optgroup label="A written memory">' in rows
-    assert 'mem0(B=|memory|)' not in rows  # not runnable: not offered
+    assert 'memgpt-style(B=|memory|)' not in rows  # not runnable: not offered
     assert 'aria-label="Second condition of contrast 3"' in rows
     assert 'id="estimate-missing"' in body  # nothing chosen yet
 

@@ -74,7 +74,7 @@ def test_protocol_create_reads_a_json_file_and_says_what_to_do_next(tmp_path, co
     (spec(model="x"), "unknown keys model (allowed: name, cohort, conditions"),
     ({k: v for k, v in spec().items() if k != "judge"}, "missing judge"),
     (spec(cohort="nope"), "no cohort named 'nope' in project 'alpha'"),
-    (spec(conditions=["mem0(B=|memory|)"], contrasts=[]), "mem0(B=|memory|) is not runnable yet"),
+    (spec(conditions=["memgpt-style(B=|memory|)"], contrasts=[]), "memgpt-style(B=|memory|) is not runnable yet"),
     (spec(conditions=["nonsense"], contrasts=[]), "unknown condition 'nonsense'"),
     (spec(generator={**OFFLINE, "api_key_env": "sk-live-abcdef"}), "looks like an API key itself"),
     (spec(judge={**OFFLINE, "colour": "red"}), "judge: unknown model settings: colour"),

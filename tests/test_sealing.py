@@ -84,7 +84,7 @@ def test_an_unsealed_protocol_does_not_run(project, cohort):
 @pytest.mark.parametrize("changes, problem", [
     ({"conditions": []}, "choose at least one condition"),
     ({"conditions": ["no-such-condition"]}, "unknown condition 'no-such-condition'"),
-    ({"conditions": ["mem0(B=|memory|)"]}, "mem0(B=|memory|) is not runnable yet"),
+    ({"conditions": ["memgpt-style(B=|memory|)"]}, "memgpt-style(B=|memory|) is not runnable yet"),
     ({"conditions": [QUESTION_ONLY, QUESTION_ONLY]}, "a condition is listed twice"),
     ({"generator": {**OFFLINE, "temperatur": 0.2}}, "generator: unknown model settings: temperatur"),
     ({"judge": {"provider": "azure", "base_url": "", "model": "m"}}, "judge: model settings: provider must be"),

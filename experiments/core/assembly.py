@@ -8,7 +8,7 @@ for the memory writer (App. E.1-E.4) and the blind judge (App. E.10-E.11, §3.2)
 Example (a notebook):
 
     from experiments.core.assembly import TaskInput, assemble
-    from experiments.core.evidence import TurnText
+    from experiments.core.evidence import RankedMemories, TurnText
     task = TaskInput(question="How do you use AI when composing?", turns=turns, cut=14,
                      record_cut=10, screener=(("Occupation?", "Composer"),))
     sent = assemble("ownwords(B=|memory|)", task, memory=memory_text)
@@ -21,10 +21,10 @@ from typing import Sequence
 
 from experiments.core import evidence as ev
 from experiments.core.conditions import (
-    CURRENT_DIALOGUE, Condition, JUDGE_PROMPTS, MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
+    CURRENT_DIALOGUE, Condition, JUDGE_PROMPTS, MEM0, MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
     MEMORY_PROMPTS, NO_EVIDENCE, ONE_SHOT, OWNWORDS, QUESTION_FREE, RECENCY, WHOLE_RECORD, get_condition,
 )
-from experiments.core.evidence import TurnText
+from experiments.core.evidence import RankedMemories, TurnText
 from experiments.core.parsers import selection_payload
 from experiments.core.prompts import PromptRef, render_prompt
 
@@ -77,9 +77,14 @@ class Assembled:
     budget: int | None = None
 
 
-def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, budget: int | None) -> dict[str, str]:
+def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, budget: int | None,
+                     ranked: RankedMemories | None = None) -> dict[str, str]:
     """The user prompt's evidence fields for the condition, in prompt order."""
     kind = condition.evidence
+    if kind == MEM0:
+        if ranked is None:
+            raise ValueError(f"{condition.key} needs Mem0's ranked memories of the session")
+        return {"evidence": ev.ranked_memories_excerpt(ranked, budget)}
     if kind == MEMORY:
         return {"memory": memory}
     if kind == OWNWORDS:
@@ -107,6 +112,7 @@ def assemble(
     *,
     memory: str | None = None,
     candidates: Sequence[str] | None = None,
+    ranked_memories: RankedMemories | None = None,
 ) -> Assembled:
     """The messages of one answering call of `condition` on `task`.
 
@@ -116,6 +122,7 @@ def assemble(
     fusion and selection). With `candidates` — the three answers in display order, see
     `parsers.candidate_display_order` — the decision call: the base user prompt followed by
     [DECISION TASK], the instruction and [ANONYMOUS CANDIDATES] (App. E, after E.11).
+    `ranked_memories`: Mem0's memories of the session ranked for this question (Mem0 only).
     """
     if isinstance(condition, str):
         condition = get_condition(condition)
@@ -127,7 +134,7 @@ def assemble(
         raise ValueError(f"{condition.key} is a one-shot condition: it takes no candidates")
 
     budget = condition.resolve_budget(memory)
-    evidence_fields = _evidence_fields(condition, task, memory, budget)
+    evidence_fields = _evidence_fields(condition, task, memory, budget, ranked_memories)
     fields = dict(evidence_fields, question=task.question)
     if condition.with_screener:
         fields["screener"] = ev.screener_block(task.screener)

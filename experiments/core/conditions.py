@@ -234,6 +234,26 @@ def _not_yet_runnable(evidence: str, user_prompt: str, note: str, auxiliary_prom
     )
 
 
+MEM0_NOTE = (
+    "Mem0 as deployed (mem0ai, App. H), fully local: the permitted record is added as the "
+    "participant's message (one extraction call per session, to the generator, through the journal); "
+    "Mem0's search ranks its memories against the question, semantic only (its BM25 and entity "
+    "scoring need models it downloads at run time); the ranked memories fill B greedily; sessions "
+    "whose extraction gave no memories are counted on the run page. Needs requirements-mem0.txt"
+)
+
+
+def mem0_condition() -> Condition:
+    """Mem0 as deployed at B = |memory| (App. H), answered with the raw-evidence prompt (E.7);
+    run by `experiments.memory_systems.mem0_store` and `experiments.execution.mem0_planning`."""
+    return Condition(
+        key=f"{MEM0}({_budget_key(MEMORY_LENGTH, CONCRETE, DEFAULT_MEMORY_WORDS)})",
+        evidence=MEM0, workflow=ONE_SHOT, candidates=1, budget=MEMORY_LENGTH,
+        memory_kind=CONCRETE, memory_words=DEFAULT_MEMORY_WORDS, with_screener=True,
+        system_prompt=GENERATION_SYSTEM, user_prompt="answer_raw_user", note=MEM0_NOTE,
+    )
+
+
 def _budget_sweep(words: int) -> tuple[Condition, ...]:
     """App. G.1 at one memory length w: the memory, OwnWords and recency at B_w = |m_w|."""
     return (
@@ -258,10 +278,7 @@ def _registry() -> dict[str, Condition]:
         memory_plus_whole_record_condition(),
         _unbudgeted("screener-only", NO_EVIDENCE, "answer_screener_only_user"),
         _unbudgeted("question-only", NO_EVIDENCE, "answer_question_only_user", with_screener=False),
-        _not_yet_runnable(
-            MEM0, "answer_raw_user",
-            "NOT YET RUNNABLE: needs the Mem0 store (mem0ai, local vector store and embeddings, App. H)",
-        ),
+        mem0_condition(),
         _not_yet_runnable(
             MEMGPT_STYLE, "answer_memory_excerpts_user",
             "NOT YET RUNNABLE: needs the archive-query call and its parser (App. H)",
@@ -302,7 +319,7 @@ FAMILIES = (
     ("baselines", "No personal evidence", "the screener and the question, or the question alone"),
     ("sweep", "Budget sweep at other memory lengths (App. G.1)", "memory, OwnWords and recency at B = |memory| "
      "for memories of 50, 200 and 400 words"),
-    ("systems", "Memory systems", "not runnable yet"),
+    ("systems", "Memory systems", "memory systems as deployed (App. H); those not runnable yet are greyed"),
 )
 
 

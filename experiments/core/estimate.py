@@ -4,7 +4,7 @@ Calls follow the phases exactly as planning makes them (paper App. B.2), counted
 cohort:
 
 - memories: one call per session and distinct memory (kind, length) a condition shows or
-  takes its budget from;
+  takes its budget from, and one Mem0 extraction call per session when a condition is Mem0;
 - base generation: one call per identical-prompt candidate; conditions whose messages are
   identical (a memory's one-shot, fusion and selection) share their calls, so a group of them
   costs its largest number of candidates (1 or 3);
@@ -26,7 +26,7 @@ from typing import Callable, Iterable
 
 from experiments.core import evidence as ev
 from experiments.core.conditions import (
-    CURRENT_DIALOGUE, DECISION_CANDIDATES, DECISION_INSTRUCTIONS, DECISION_LAYOUT, JUDGE_PROMPTS, MEMORY,
+    CURRENT_DIALOGUE, DECISION_CANDIDATES, DECISION_INSTRUCTIONS, DECISION_LAYOUT, JUDGE_PROMPTS, MEM0, MEMORY,
     MEMORY_LENGTH, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, NO_EVIDENCE, OWNWORDS,
     QUESTION_FREE, RECENCY, SELECTION, WHOLE_RECORD, Condition,
 )
@@ -36,6 +36,9 @@ CHARS_PER_TOKEN = 4.0  # a common rule of thumb for English text with these toke
 CHARS_PER_WORD = 6.0  # an English word and its space, for a memory of w words
 
 PHASES = ("memories", "generation", "decisions", "judging")
+# Mem0's extraction messages around the record (mem0ai 2.2.1: its system prompt and the user
+# prompt's headings, measured); the record appears in them once, as the participant's message.
+MEM0_EXTRACTION_CHARS = 33_841
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,11 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
         memory.calls += shape.sessions
         memory.input_chars += shape.sessions * (chars(system) + chars(user) + record)
         memory.output_cap_tokens += shape.sessions * generator_cap
+    if any(c.evidence == MEM0 for c in conditions):
+        memory.calls += shape.sessions
+        memory.input_chars += shape.sessions * (MEM0_EXTRACTION_CHARS + record)
+        memory.output_cap_tokens += shape.sessions * generator_cap
+        memory.notes.append("includes one Mem0 extraction call per session (its prompt is about 34,000 characters)")
 
     generation = PhaseEstimate("generation")
     groups: dict[tuple, list[Condition]] = {}

@@ -25,6 +25,7 @@ from experiments.analysis.pools import pools_refresh, run_pools
 from experiments.core.rankers import RankerError
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
+from experiments.execution import mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.execution.planning import PLANNERS
 from experiments.execution.policy import LEASE_GRACE_S, retry_settings, role_config
@@ -153,6 +154,12 @@ def _continue_allowances(run: Run) -> float | None:
 def _seal_holds(run: Run) -> bool:
     """Before a phase's requests are built: prompts, tasks and settings are still the sealed
     ones (App. B.2: a hash failure stops the phase). Otherwise the run stops, saying why."""
+    missing = mem0_planning.planning_problem(run)
+    if missing is not None:  # before the seal, which binds Mem0's prompt: say what is missing
+        run.status = Run.Status.STOPPED
+        run.status_reason = f"Stopped before planning {Phase(run.phase).label.lower()}: {missing}"
+        run.save(update_fields=["status", "status_reason"])
+        return False
     problems = seal_mismatches(run.protocol, code=False)
     if not problems:
         return True

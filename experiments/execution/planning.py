@@ -14,13 +14,14 @@ from django.db import connection, transaction
 from experiments.analysis.grades import store_scores
 from experiments.core.canonical import sha256_text
 from experiments.core.assembly import TaskInput, assemble, assemble_judge, assemble_memory_request
-from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition, memory_key, prediction_labels
+from experiments.core.conditions import FINAL, FUSION, MEM0, SELECTION, get_condition, memory_key, prediction_labels
 from experiments.core.evidence import TurnText
 from experiments.models import Grade, Memory, Prediction, Run, ScreenerItem, Slot, Task, Turn
 from experiments.models.runs import Phase
 from experiments.core.candidates import display_key
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
 from experiments.data import cohort_tasks
+from experiments.execution import mem0_planning
 
 # --- task inputs ------------------------------------------------------------------------------
 
@@ -85,6 +86,9 @@ def plan_memories(run: Run) -> None:
             assembled = assemble_memory_request(kind, words, inputs[task.pk])
             slots.append(_new_slot(run, Phase.MEMORIES, f"memory|{session_id}|{kind}|{words}",
                                    Slot.Role.GENERATOR, assembled, session_id=session_id))
+    if mem0_planning.uses_mem0(run):
+        slots += mem0_planning.extraction_slots(
+            run, {session_id: inputs[task.pk].record() for session_id, task in first_task_of_session.items()})
     Slot.objects.bulk_create(slots, ignore_conflicts=True)
 
 
@@ -95,6 +99,7 @@ def plan_generation(run: Run) -> None:
     memories = {
         (m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)
     }
+    mem0_ranked = mem0_planning.rankings(run, tasks, inputs) if mem0_planning.uses_mem0(run) else {}
     slots: dict[str, Slot] = {}
     predictions = []
     for task in tasks:
@@ -102,14 +107,14 @@ def plan_generation(run: Run) -> None:
             memory = None
             if condition.needs_memory:
                 memory = memories.get((task.session_id, condition.memory_kind, condition.memory_words))
-                if memory is None:
+                if memory is None or (condition.evidence == MEM0 and task.pk not in mem0_ranked):
                     predictions += [
                         Prediction(run=run, task=task, condition=condition.key, label=label,
                                    status=Prediction.Status.MISSING)
                         for label in prediction_labels(condition)
                     ]
                     continue
-            assembled = assemble(condition, inputs[task.pk], memory=memory)
+            assembled = assemble(condition, inputs[task.pk], memory=memory, ranked_memories=mem0_ranked.get(task.pk))
             messages_sha = sha256_text(assembled.system + "\x00" + assembled.user)
             for index, label in enumerate(prediction_labels(condition)):
                 key = f"gen|{task.pk}|{messages_sha[:32]}|{index}"
@@ -217,6 +222,8 @@ PLANNERS = {
 def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
     """Turn a slot's terminal outcome into memories, predictions or grades."""
     text = outcome_text if usable else None
+    if mem0_planning.is_extraction(slot):
+        return  # its answer stays in the journal, where Mem0's add reads it (`mem0_planning.rankings`)
     if slot.phase == Phase.MEMORIES:
         _, session_id, kind, words = slot.key.split("|")
         Memory.objects.update_or_create(

@@ -16,9 +16,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.core.candidates import derived_problem, is_derived
-from experiments.core.conditions import JUDGE_PROMPTS, get_condition
+from experiments.core.conditions import CONDITIONS, JUDGE_PROMPTS, MEM0, get_condition
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.execution.endpoints import endpoint_problem
+from experiments.memory_systems.availability import condition_unavailable
+from experiments.memory_systems.mem0_store import extraction_prompt_ref
 from experiments.execution.policy import DEFAULT_RETRY, RunError, is_number, model_config, retry_policy_problems
 from experiments.execution.regrade import answers_digest
 from experiments.models import Protocol, Run
@@ -77,6 +79,11 @@ def protocol_settings(protocol: Protocol) -> dict:
     return settings
 
 
+def _uses_mem0(protocol: Protocol) -> str | None:
+    """The protocol's Mem0 condition key, if it has one."""
+    return next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == MEM0), None)
+
+
 def protocol_hashes(protocol: Protocol) -> dict:
     tasks = cohort_tasks(protocol.cohort)
     prompts = {}
@@ -85,6 +92,10 @@ def protocol_hashes(protocol: Protocol) -> dict:
             prompts[name] = prompt_sha256(name)
         except PromptError:
             prompts[name] = "missing"
+    mem0_key = _uses_mem0(protocol)
+    if mem0_key and condition_unavailable(CONDITIONS[mem0_key]) is None:
+        name, digest = extraction_prompt_ref()
+        prompts[name] = digest
     hashes = {
         "prompts": prompts,
         "task_list_sha256": sha256_text(canonical_task_list(tasks)),
@@ -158,6 +169,8 @@ def protocol_problems(protocol: Protocol) -> list[str]:
             continue
         if not condition.runnable:
             problems.append(f"{key} is not runnable yet: {condition.note}")
+        elif (reason := condition_unavailable(condition)):
+            problems.append(f"{key} cannot run here: {reason}")
     if len(set(protocol.conditions)) != len(protocol.conditions):
         problems.append("a condition is listed twice")
     for role in ("generator", "judge"):

@@ -27,3 +27,4 @@ from experiments.models.runs import (  # noqa: F401
 )
 from experiments.models.analysis import AnalysisResult, PoolAnalysisResult  # noqa: F401,E402
 from experiments.models.audit import AuditEntry  # noqa: F401,E402
+from experiments.models.memory_systems import Mem0Extraction  # noqa: F401,E402

@@ -20,6 +20,7 @@ from experiments.core.llm import wire
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.execution import endpoints
+from experiments.memory_systems.availability import condition_unavailable
 from experiments.execution.policy import DEFAULT_CONCURRENCY, DEFAULT_RETRY, RunError
 from experiments.models import Protocol
 from experiments.execution.sealing import protocol_problems
@@ -198,6 +199,10 @@ class ProtocolForm(StorableTextMixin, forms.Form):
             raise ValidationError(
                 [f"{key} is not runnable yet: {CONDITIONS[key].note}" for key in not_runnable], code="not_runnable"
             )
+        unavailable = [(key, condition_unavailable(CONDITIONS[key])) for key in keys]
+        if any(reason for _, reason in unavailable):
+            raise ValidationError([f"{key} cannot run here: {reason}" for key, reason in unavailable if reason],
+                                  code="unavailable")
         # Registry order, so the same choice always gives the same protocol (and seal).
         return [key for key in CONDITIONS if key in keys]
 
@@ -296,9 +301,12 @@ class ProtocolEditor:
     def condition_groups(self) -> list[dict]:
         """Every registry condition for the checkboxes, grouped by family; those not runnable disabled."""
         chosen = set(self.main["conditions"].value() or ())
+        unavailable = {c.key: condition_unavailable(c) for c in CONDITIONS.values()}
         return [
             {"key": key, "title": title, "about": about,
-             "rows": [{"key": c.key, "runnable": c.runnable, "note": c.note, "checked": c.key in chosen}
+             "rows": [{"key": c.key, "runnable": c.runnable and not unavailable[c.key],
+                       "note": f"CANNOT RUN HERE: {unavailable[c.key]}" if unavailable[c.key] else c.note,
+                       "checked": c.key in chosen}
                       for c in members]}
             for (key, title, about), members in conditions_by_family()
         ]

@@ -35,7 +35,7 @@ from experiments.core.estimate import estimate_run
 from experiments.core.llm import wire
 from experiments.data import cohort_shape
 from experiments.core.llm.offline import OFFLINE_LABEL
-from experiments.execution import control, jobs, policy, progress
+from experiments.execution import control, jobs, mem0_planning, policy, progress
 from experiments.execution.sealing import protocol_problems, protocol_seal
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
@@ -222,6 +222,7 @@ def run_detail(request, slug, pk):
         "amendments": [(a, progress.amendment_text(a)) for a in run.amendments.select_related("created_by")],
         "offline": policy.offline_roles(protocol),
         "analysis": run.analysis if run.status == Run.Status.FINISHED else None,
+        "mem0": mem0_planning.extraction_counts(run),
         **_protocol_facts(protocol),
         **regrade_context(membership, run),
     }
