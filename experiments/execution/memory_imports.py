@@ -22,7 +22,7 @@ from experiments.core.assembly import assemble_memory_request
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import get_condition
 from experiments.execution.policy import RunError, model_config
-from experiments.models import Memory, Run
+from experiments.models import Memory, Prediction, Run
 from experiments.models.runs import PHASE_ORDER, Phase
 
 
@@ -138,3 +138,17 @@ def imported_memories(run: Run) -> list[Memory]:
 
 def imported_count(run: Run) -> int:
     return Memory.objects.filter(run=run, imported_from__isnull=False).count()
+
+
+def memory_facts(run: Run) -> dict:
+    """What the run page says about its memories (counts only, so viewers may see it): how many
+    were imported and from which runs, how many it wrote, and MemGPT-style answers lost to an
+    unparseable archive-query reply."""
+    memories = Memory.objects.filter(run=run)
+    imported = memories.filter(imported_from__isnull=False)
+    return {
+        "imported": imported.count(),
+        "written": memories.filter(imported_from__isnull=True).count(),
+        "runs": list((run.protocol.seal or {}).get("memory_imports", {}).get("runs", [])) if imported.exists() else [],
+        "unparsed_queries": Prediction.objects.filter(run=run, status=Prediction.Status.UNPARSED_QUERIES).count(),
+    }

@@ -36,6 +36,7 @@ from experiments.core.llm import wire
 from experiments.data import cohort_shape
 from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import control, jobs, policy, progress
+from experiments.execution.memory_imports import memory_facts
 from experiments.execution.sealing import protocol_problems, protocol_seal
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
@@ -224,6 +225,7 @@ def run_detail(request, slug, pk):
         "analysis": run.analysis if run.status == Run.Status.FINISHED else None,
         **_protocol_facts(protocol),
         **regrade_context(membership, run),
+        "memory_facts": memory_facts(run),
     }
     context["can_spend"] = may_spend(membership, protocol) and run.status != Run.Status.FINISHED
     if context["can_spend"]:
