@@ -18,6 +18,7 @@ from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membersh
 from experiments.execution.imports import (
     QueueUnavailable, background_threshold_bytes, import_enqueue, import_progress, upload_limit_bytes,
 )
+from experiments.core.paper_protocols import PAPER_PROTOCOLS
 from experiments.web.projects.next_step import next_step
 from experiments.web.projects.forms import CohortForm, ImportForm, TaskRuleForm, upload_too_large_message
 from experiments.core.interviews.readers import GENAGENTS_FILES, parse_genagents, stream_binary
@@ -82,6 +83,7 @@ def project_detail(request, slug):
     if membership.role in AGGREGATE_READERS:
         # Raters are blinded to conditions and grades, so protocols and runs are not listed for them.
         context["protocols"] = project.protocols.select_related("cohort").prefetch_related("runs")
+        context["paper_protocols"] = [(p.key, f"{p.title} ({p.section})") for p in PAPER_PROTOCOLS.values()]
     step = next_step(membership, sessions=context["session_count"], tasks=context["task_count"],
                      cohorts=len(context["cohorts"]))
     if step is not None:
