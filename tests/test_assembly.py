@@ -2,7 +2,8 @@
 
 import pytest
 
-from experiments.core.assembly import Assembled, TaskInput, assemble, assemble_judge, assemble_memory_request
+from experiments.core.assembly import (Assembled, TaskInput, assemble, assemble_archive_queries, assemble_judge,
+                                       assemble_memory_request)
 from experiments.core.conditions import CONDITIONS, ownwords_condition
 from experiments.core.evidence import INTERVIEWER, PARTICIPANT, TurnText, question_free, recency
 from experiments.core.parsers import selection_payload
@@ -161,7 +162,9 @@ def test_no_condition_sees_the_reference_answer_or_anything_after_the_question()
     for key, condition in CONDITIONS.items():
         if not condition.runnable:
             continue
-        calls = [assemble(condition, TASK, memory=MEMORY)]
+        calls = [assemble(condition, TASK, memory=MEMORY, **_extra(condition))]
+        if condition.evidence == "memgpt-style":
+            calls.append(assemble_archive_queries(condition, TASK, memory=MEMORY))
         if condition.candidates > 1:
             calls.append(assemble(condition, TASK, memory=MEMORY, candidates=CANDIDATES))
         for sent in calls:
@@ -169,6 +172,11 @@ def test_no_condition_sees_the_reference_answer_or_anything_after_the_question()
             assert "REFERENCE-SENTINEL" not in text, key
             assert "LATER-SENTINEL" not in text, key
             assert "Anything else you would like" not in text, key
+
+
+def _extra(condition) -> dict:
+    """What a condition's answering call needs besides the memory: MemGPT-style's parsed queries."""
+    return {"archive_queries": ("how they spend the day",)} if condition.evidence == "memgpt-style" else {}
 
 
 def test_participant_text_with_braces_is_sent_verbatim():
@@ -183,7 +191,7 @@ def test_participant_text_with_braces_is_sent_verbatim():
 def test_every_runnable_condition_assembles_and_names_existing_prompts():
     for key, condition in CONDITIONS.items():
         if condition.runnable:
-            sent = assemble(key, TASK, memory=MEMORY)
+            sent = assemble(key, TASK, memory=MEMORY, **_extra(condition))
             assert sent.evidence_chars == len(sent.evidence)
             assert all(r.sha256 == prompt_sha256(r.name) for r in sent.prompt_refs)
 
@@ -201,7 +209,7 @@ def test_a_memory_condition_without_memory_fails():
         assemble("memory(concrete,100w)+one-shot", TASK)
 
 
-@pytest.mark.parametrize("key", ["mem0(B=|memory|)", "memgpt-style(B=|memory|)"])
+@pytest.mark.parametrize("key", ["mem0(B=|memory|)"])
 def test_conditions_not_yet_runnable_refuse(key):
     with pytest.raises(NotImplementedError, match="not runnable"):
         assemble(key, TASK, memory=MEMORY)
