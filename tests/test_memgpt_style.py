@@ -1,6 +1,5 @@
 """The MemGPT-style condition (paper App. H): archive-query parsing, the exact evidence, and a
 whole run through the request journal against the tests' local OpenAI-compatible server."""
-import json
 
 import httpx
 import pytest

@@ -116,7 +116,7 @@ def test_a_run_of_the_confirmation_plans_the_calls_its_estimate_announced(demo_c
 
 
 def test_the_command_creates_a_template_and_prints_its_estimate(project):
-    cohort = build_cohort(project, sessions=2, targets=2, name="small")
+    build_cohort(project, sessions=2, targets=2, name="small")
     out = call_command("protocol_template", "memory-systems", project=project.slug, cohort="small", stdout=StringIO())
     assert "memgpt-style(B=|memory|)" in out and "expected in all:" in out
     assert "expected decisions: 4 calls" in out
