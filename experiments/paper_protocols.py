@@ -9,11 +9,12 @@ the models, the contrasts — and seals it on the protocol's page; nothing is se
 from __future__ import annotations
 
 from experiments.core.contrasts import contrast_problems
-from experiments.core.estimate import RunEstimate, estimate_run
+from experiments.core.estimate import RunEstimate, estimate_run, with_imported_memories
 from experiments.core.conditions import get_condition
 from experiments.core.interviews.records import unstorable_text_problem
 from experiments.core.paper_protocols import Instantiated, paper_protocol
 from experiments.data import cohort_shape
+from experiments.execution.sealing import protocol_memory_imports
 from experiments.models import Cohort, Protocol
 
 OFFLINE_MODEL = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
@@ -60,5 +61,7 @@ def protocol_from_template(*, template: str, cohort: Cohort, name: str | None = 
 def protocol_estimate(protocol: Protocol) -> RunEstimate:
     """Expected calls and tokens of one run of the protocol (as the protocol page shows them)."""
     caps = [(settings or {}).get("max_output_tokens") or 1600 for settings in (protocol.generator, protocol.judge)]
-    return estimate_run([get_condition(key) for key in protocol.conditions], cohort_shape(protocol.cohort),
-                        generator_cap=caps[0], judge_cap=caps[1])
+    estimate = estimate_run([get_condition(key) for key in protocol.conditions], cohort_shape(protocol.cohort),
+                            generator_cap=caps[0], judge_cap=caps[1])
+    imports = protocol_memory_imports(protocol) if protocol.memory_import_runs else None
+    return with_imported_memories(estimate, imports["imported"]) if imports else estimate

@@ -127,3 +127,37 @@ def test_a_changed_source_memory_breaks_the_seal(project, server, first_run):
     assert seal_mismatches(protocol, code=False) == []
     Memory.objects.filter(run=first_run).update(text="rewritten afterwards")
     assert any("imported memories changed" in p for p in seal_mismatches(protocol, code=False))
+
+
+def test_the_estimate_before_sealing_leaves_out_the_imported_memories(project, server, first_run, cast):
+    protocol = make_protocol(project, first_run.protocol.cohort, conditions=[ONE_SHOT, TRAIT_ONE_SHOT],
+                             generator=openai_model(server), name="estimated")
+    protocol.memory_import_runs = [first_run.pk]
+    protocol.save()
+    browser = Client()
+    browser.force_login(cast["owner"])
+    response = browser.get(f"/p/{project.slug}/protocols/{protocol.pk}/")
+    memories = response.context["estimate"].phases[0]
+    assert memories.calls == 3 and "3 imported from earlier runs: no call" in memories.notes
+    assert "3 imported from earlier runs" in response.content.decode()
+
+
+def test_a_run_that_imported_passes_its_memories_on_naming_the_run_that_wrote_them(project, server, client,
+                                                                                   first_run):
+    second = make_protocol(project, first_run.protocol.cohort, conditions=[ONE_SHOT], generator=openai_model(server),
+                           name="relay")
+    second.memory_import_runs = [first_run.pk]
+    second.save()
+    second = protocol_seal(protocol=second, user=None)
+    relay = Run.objects.create(protocol=second)
+    run_start(run=relay)
+    relay = run_inline(relay.pk, client=client, sleep=Sleeps())
+    third = make_protocol(project, first_run.protocol.cohort, conditions=[ONE_SHOT], generator=openai_model(server),
+                          name="third")
+    third.memory_import_runs = [relay.pk]
+    third.save()
+    digest = protocol_seal(protocol=third, user=None).seal["memory_imports"]
+    assert digest["imported"] == 3
+    assert {(e["source_run"], e["written_by_run"]) for e in digest["memories"]} == {(relay.pk, first_run.pk)}
+    originals = set(Memory.objects.filter(run=first_run).values_list("pk", flat=True))
+    assert {e["source_memory"] for e in digest["memories"]} == originals

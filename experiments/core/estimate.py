@@ -174,3 +174,17 @@ def _evidence_chars(c: Condition, shape: CohortShape, record: float) -> float:
     if c.evidence == NO_EVIDENCE:
         return 0.0
     return memory  # a condition not runnable yet: its budget is |memory|
+
+
+def with_imported_memories(estimate: RunEstimate, imported: int) -> RunEstimate:
+    """The estimate when `imported` of its memory calls are replaced by sealed memories of
+    earlier runs (no call): the memories phase loses that many calls at its mean cost."""
+    memory = next((p for p in estimate.phases if p.phase == "memories"), None)
+    if memory is None or imported <= 0 or memory.calls == 0:
+        return estimate
+    imported = min(imported, memory.calls)
+    kept = memory.calls - imported
+    reduced = PhaseEstimate("memories", kept, memory.input_chars * kept / memory.calls,
+                            memory.output_cap_tokens * kept // memory.calls,
+                            [*memory.notes, f"{imported} imported from earlier runs: no call"])
+    return RunEstimate([reduced if p is memory else p for p in estimate.phases])

@@ -94,28 +94,32 @@ def memory_import_digest(protocol, session_inputs: dict, external_ids: dict[int,
     ours = generator_identity(protocol.generator)
     identity_of_run = {}
     candidates = (
-        Memory.objects.filter(run_id__in=runs, session_id__in=session_inputs, text__isnull=False,
-                              slot__isnull=False)
-        .select_related("slot", "run__protocol").order_by("pk")
+        Memory.objects.filter(run_id__in=runs, session_id__in=session_inputs, text__isnull=False)
+        .select_related("slot", "imported_from__slot", "imported_from__run__protocol", "run__protocol")
+        .order_by("pk")
     )
-    found: dict[tuple[int, str, int], Memory] = {}
+    found: dict[tuple[int, str, int], tuple[Memory, Memory]] = {}
     for memory in candidates:
+        # A memory the named run imported itself is taken from the run that wrote it (its root).
+        root = memory.imported_from or memory
+        if root.slot is None:
+            continue
         spec = (memory.session_id, memory.kind, memory.words)
-        if needed.get(spec) != memory.slot.request_sha256:
+        if needed.get(spec) != root.slot.request_sha256:
             continue  # another prompt, source or length: not the memory this protocol would write
-        if memory.run_id not in identity_of_run:
-            identity_of_run[memory.run_id] = generator_identity(memory.run.protocol.generator)
-        if identity_of_run[memory.run_id] != ours:
+        if root.run_id not in identity_of_run:
+            identity_of_run[root.run_id] = generator_identity(root.run.protocol.generator)
+        if identity_of_run[root.run_id] != ours:
             continue
         held = found.get(spec)
-        if held is None or runs.index(memory.run_id) < runs.index(held.run_id):
-            found[spec] = memory
+        if held is None or runs.index(memory.run_id) < runs.index(held[0].run_id):
+            found[spec] = (memory, root)
     entries = [
         {"session": external_ids[session_id], "session_pk": session_id, "kind": kind, "words": words,
-         "source_run": memory.run_id, "source_memory": memory.pk, "request_sha256": needed[(session_id, kind, words)],
-         "text_sha256": sha256_text(memory.text)}
-        for (session_id, kind, words), memory in sorted(found.items(), key=lambda item: (external_ids[item[0][0]],
-                                                                                            item[0][1], item[0][2]))
+         "source_run": memory.run_id, "written_by_run": root.run_id, "source_memory": root.pk,
+         "request_sha256": needed[(session_id, kind, words)], "text_sha256": sha256_text(root.text)}
+        for (session_id, kind, words), (memory, root) in sorted(
+            found.items(), key=lambda item: (external_ids[item[0][0]], item[0][1], item[0][2]))
     ]
     return {"runs": list(runs), "needed": len(needed), "imported": len(entries), "memories": entries,
             "sha256": sha256_text(canonical_json({"runs": list(runs), "memories": entries}))}

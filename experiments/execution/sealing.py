@@ -101,6 +101,15 @@ def protocol_hashes(protocol: Protocol) -> dict:
     return hashes
 
 
+def protocol_memory_imports(protocol: Protocol) -> dict | None:
+    """What the protocol imports (its seal's record once sealed; what sealing now would record before)."""
+    if protocol.is_sealed():
+        return protocol.seal.get("memory_imports")
+    if not protocol.memory_import_runs or protocol.is_regrade() or protocol.cohort_id is None:
+        return None
+    return _memory_imports(protocol, cohort_tasks(protocol.cohort))
+
+
 def _memory_imports(protocol: Protocol, tasks) -> dict | None:
     first_task = {}
     for task in tasks:
