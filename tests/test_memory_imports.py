@@ -3,6 +3,7 @@ earlier run instead of paying for them again; the seal names the source run and 
 memories not covered are written as usual; the run page counts the imported ones."""
 import httpx
 import pytest
+from django.core.management import CommandError, call_command
 from django.test import Client
 
 from experiments.core.canonical import sha256_text
@@ -161,3 +162,17 @@ def test_a_run_that_imported_passes_its_memories_on_naming_the_run_that_wrote_th
     assert {(e["source_run"], e["written_by_run"]) for e in digest["memories"]} == {(relay.pk, first_run.pk)}
     originals = set(Memory.objects.filter(run=first_run).values_list("pk", flat=True))
     assert {e["source_memory"] for e in digest["memories"]} == originals
+
+
+@pytest.mark.parametrize("value, message", [
+    ('"5"', "list of run ids"), ("null", "list of run ids"), ("[true]", "list of run ids"),
+    ("[1.5]", "list of run ids"), ('{"run": 1}', "list of run ids"), ("[987654]", "not a run of this project"),
+])
+def test_protocol_create_refuses_bad_memory_imports(project, server, first_run, tmp_path, value, message):
+    spec = tmp_path / "p.json"
+    spec.write_text('{"name": "cli", "cohort": "imports", "conditions": ["%s"], "generator": {"provider": "offline", '
+                    '"base_url": "", "model": "m"}, "judge": {"provider": "offline", "base_url": "", "model": "m"}, '
+                    '"memory_import_runs": %s}' % (ONE_SHOT, value))
+    with pytest.raises(CommandError, match=message):
+        call_command("protocol_create", str(spec), project=project.slug)
+    assert not Protocol.objects.filter(name="cli").exists()

@@ -63,7 +63,7 @@ def memory_requests(protocol, session_inputs: dict) -> dict[tuple[int, str, int]
 def import_run_problems(protocol) -> list[str]:
     """What is wrong with the protocol's `memory_import_runs`; [] when nothing (or none named)."""
     runs = protocol.memory_import_runs
-    if runs in (None, []):
+    if isinstance(runs, list) and not runs:
         return []
     if not isinstance(runs, list) or not all(isinstance(r, int) and not isinstance(r, bool) for r in runs):
         return ["memory imports must be a list of run ids"]
