@@ -3,6 +3,7 @@ whole run through the request journal against the tests' local OpenAI-compatible
 
 import httpx
 import pytest
+from django.test import Client
 
 from experiments.core import evidence as ev
 from experiments.core.assembly import TaskInput, assemble, assemble_archive_queries
@@ -153,3 +154,19 @@ def test_a_run_journals_every_call_and_records_unparsed_queries_without_redrawin
     assert roles.kinds["memory"] == 2
     assert sum(1 for r in server.requests if "[CORE MEMORY]" in user_text(r)) == 4
     assert Slot.objects.filter(run=run, phase=Phase.DECISIONS).count() == 2
+
+
+def test_the_task_page_shows_the_archive_queries_to_text_readers_only(project, server, client, cast):
+    cohort = build_cohort(project, sessions=1, targets=1, name="memgpt-page")
+    Roles(server, answer=lambda request: ('{"queries": ["gardening talk"]}' if "[CORE MEMORY]" in user_text(request)
+                                          else "Alpha answer."))
+    run = make_run(project, cohort, conditions=[MEMGPT], generator=openai_model(server))
+    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    task = Prediction.objects.get(run=run, condition=MEMGPT).task
+    browser = Client()
+    browser.force_login(cast["analyst"])
+    page = browser.get(f"/p/{project.slug}/runs/{run.pk}/predictions/{task.pk}/").content.decode()
+    assert "archive queries (the MemGPT-style query call)" in page
+    assert "{&quot;queries&quot;: [&quot;gardening talk&quot;]}" in page
+    browser.force_login(cast["viewer"])
+    assert browser.get(f"/p/{project.slug}/runs/{run.pk}/predictions/{task.pk}/").status_code == 403
