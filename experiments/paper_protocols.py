@@ -35,7 +35,11 @@ def protocol_from_template(*, template: str, cohort: Cohort, name: str | None = 
         made = paper_protocol(template)
     except KeyError as exc:
         raise TemplateError(exc.args[0]) from None
-    name = name or default_name(template, cohort)
+    if name is None:  # a second click makes "… (2)", never an error
+        base, number, name = default_name(template, cohort), 1, default_name(template, cohort)
+        while Protocol.objects.filter(project_id=cohort.project_id, name=name).exists():
+            number += 1
+            name = f"{base[:92]} ({number})"
     if problem := unstorable_text_problem(name):
         raise TemplateError(f"the name {problem}")
     if not name.strip() or len(name) > 100:

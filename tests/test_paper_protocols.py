@@ -97,7 +97,9 @@ def test_each_template_on_the_demo_cohort(demo_cohort):
     assert sweep.bootstrap["seed"] == 20260924
 
     with pytest.raises(TemplateError, match="exists already"):
-        protocol_from_template(template="common", cohort=demo_cohort)
+        protocol_from_template(template="common", cohort=demo_cohort, name="common · demo")
+    again, _ = protocol_from_template(template="common", cohort=demo_cohort)  # a second click
+    assert again.name == "common · demo (2)" and again.conditions == common.conditions
     with pytest.raises(TemplateError, match="no ready-made protocol"):
         protocol_from_template(template="nonsense", cohort=demo_cohort, name="x")
 
