@@ -3,12 +3,15 @@ applied to cohort draws, and people with several sessions kept together (in coho
 every person-clustered interval)."""
 import numpy as np
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from experiments.core.cohorts import Candidate, draw_cohort
 from experiments.core.interviews.records import ParsedTurn
 from experiments.core.fixed_inputs import FixedInputError, parse_person_list, parse_task_list
 from experiments.core.stats import paired_bootstrap
+from experiments.core.tasks import TaskRule
 from experiments.data import cohort_draw, sessions_import
 from experiments.fixed_inputs import cohort_draw_excluding, cohort_from_task_list
 from experiments.models import Cohort, Task, TaskSet
@@ -25,7 +28,6 @@ def sessions(project):
         parsed_session("s-c", qa_turns(8) + (ParsedTurn("interviewer", "Anything else before we stop?"),),
                        person="p-c", study="s2"),
     ]
-    from experiments.core.tasks import TaskRule
     sessions_import(project=project, parsed=parsed, source_format="jsonl", source_file="fixed.jsonl",
                     task_rule=TaskRule(min_pairs=8, min_targets=2, max_targets=2))
     return project
@@ -160,3 +162,44 @@ def test_the_analysis_labels_a_persons_sessions_as_one_person(sessions):
     labels = {t.session.external_id: t.session.person_id for t in cohort.tasks.select_related("session")}
     # grade_matrix reads task__session__person_id: both of p-a's sessions give the same cluster label
     assert labels["s-a1"] == labels["s-a2"] != labels["s-b"]
+
+
+# --- the project page -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("who, status", [("owner", 302), ("analyst", 403), ("viewer", 403)])
+def test_the_project_page_imports_a_fixed_task_list_for_owners(client, sessions, cast, who, status):
+    client.force_login(cast[who])
+    page = client.get(reverse("project_detail", args=[sessions.slug])).content.decode()
+    assert ('id="task-list-import"' in page) == (who == "owner")
+    upload = SimpleUploadedFile("benchmark.csv", LIST.encode(), content_type="text/csv")
+    response = client.post(reverse("cohort_task_list", args=[sessions.slug]), {"name": "web", "task_list": upload})
+    assert response.status_code == status
+    assert Cohort.objects.filter(name="web").exists() == (status == 302)
+    if status == 302:
+        cohort = Cohort.objects.get(name="web")
+        assert response.url == reverse("cohort_detail", args=[sessions.slug, cohort.pk])
+        assert cohort.cohort_tasks.count() == 4
+
+
+def test_a_bad_task_list_upload_says_why_and_stores_nothing(client, sessions, cast):
+    client.force_login(cast["owner"])
+    upload = SimpleUploadedFile("bad.csv", b"session_id,question_turn\ns-zz,2\n")
+    response = client.post(reverse("cohort_task_list", args=[sessions.slug]), {"name": "web", "task_list": upload},
+                           follow=True)
+    assert "no session &#x27;s-zz&#x27;" in response.content.decode()
+    assert not Cohort.objects.filter(name="web").exists()
+
+
+def test_the_draw_form_takes_an_exclusion_list(client, sessions, cast):
+    client.force_login(cast["analyst"])
+    upload = SimpleUploadedFile("dev.txt", b"p-a\np-b\n")
+    response = client.post(reverse("cohort_draw", args=[sessions.slug]),
+                           {"name": "web-draw", "size": 5, "seed": 2, "exclusion_list": upload})
+    assert response.status_code == 302
+    cohort = Cohort.objects.get(name="web-draw")
+    assert set(cohort.tasks.values_list("session__person__label", flat=True)) == {"p-c"}
+    assert cohort.rule["excluded_people_list"]["file"] == "dev.txt"
+    bad = SimpleUploadedFile("dev.txt", b"p-a\x00\n")
+    client.post(reverse("cohort_draw", args=[sessions.slug]),
+                {"name": "web-bad", "size": 5, "seed": 2, "exclusion_list": bad})
+    assert not Cohort.objects.filter(name="web-bad").exists()
