@@ -93,23 +93,25 @@ def memory_import_digest(protocol, session_inputs: dict, external_ids: dict[int,
     needed = memory_requests(protocol, session_inputs)
     ours = generator_identity(protocol.generator)
     identity_of_run = {}
-    candidates = (
-        Memory.objects.filter(run_id__in=runs, session_id__in=session_inputs, text__isnull=False)
-        .select_related("slot", "imported_from__slot", "imported_from__run__protocol", "run__protocol")
-        .order_by("pk")
-    )
+    # Only the columns needed: a slot's messages hold the whole record and would be read for nothing.
+    fields = ("pk", "run_id", "session_id", "kind", "words", "text", "imported_from_id", "slot__request_sha256")
+    candidates = list(Memory.objects.filter(run_id__in=runs, session_id__in=session_inputs, text__isnull=False)
+                      .select_related("slot").only(*fields).order_by("pk"))
+    roots = Memory.objects.select_related("slot").only(*fields).in_bulk(
+        {m.imported_from_id for m in candidates if m.imported_from_id})
+    root_runs = {m.run_id for m in candidates} | {m.run_id for m in roots.values()}
+    for run in Run.objects.filter(pk__in=root_runs).select_related("protocol").only("pk", "protocol__generator"):
+        identity_of_run[run.pk] = generator_identity(run.protocol.generator)
     found: dict[tuple[int, str, int], tuple[Memory, Memory]] = {}
     for memory in candidates:
         # A memory the named run imported itself is taken from the run that wrote it (its root).
-        root = memory.imported_from or memory
-        if root.slot is None:
+        root = roots.get(memory.imported_from_id) if memory.imported_from_id else memory
+        if root is None or root.slot is None:
             continue
         spec = (memory.session_id, memory.kind, memory.words)
         if needed.get(spec) != root.slot.request_sha256:
             continue  # another prompt, source or length: not the memory this protocol would write
-        if root.run_id not in identity_of_run:
-            identity_of_run[root.run_id] = generator_identity(root.run.protocol.generator)
-        if identity_of_run[root.run_id] != ours:
+        if identity_of_run.get(root.run_id) != ours:
             continue
         held = found.get(spec)
         if held is None or runs.index(memory.run_id) < runs.index(held[0].run_id):
