@@ -14,6 +14,7 @@ from experiments.core.conditions import get_condition
 from experiments.core.interviews.records import unstorable_text_problem
 from experiments.core.paper_protocols import Instantiated, paper_protocol
 from experiments.data import cohort_shape
+from experiments.execution.memory_imports import import_run_problems
 from experiments.execution.sealing import protocol_memory_imports
 from experiments.models import Cohort, Protocol
 
@@ -51,6 +52,9 @@ def protocol_from_template(*, template: str, cohort: Cohort, name: str | None = 
     problems = contrast_problems(made.contrasts, made.conditions)
     if problems:  # the templates are fixed: this is a defect here, never the user's
         raise TemplateError("; ".join(problems))
+    imports = import_run_problems(Protocol(project_id=cohort.project_id, memory_import_runs=list(memory_import_runs)))
+    if imports:
+        raise TemplateError("; ".join(imports))
     generator, judge = generator or dict(OFFLINE_MODEL), judge or dict(OFFLINE_MODEL)
     providers = {generator.get("provider"), judge.get("provider")}
     protocol = Protocol.objects.create(

@@ -127,6 +127,9 @@ def test_the_command_creates_a_template_and_prints_its_estimate(project):
     assert Protocol.objects.get(name="memory-systems · small").conditions == paper_protocol("memory-systems").conditions
     with pytest.raises(CommandError, match="no cohort named"):
         call_command("protocol_template", "common", project=project.slug, cohort="nope")
+    with pytest.raises(CommandError, match="run 424242 is not a run of this project"):
+        call_command("protocol_template", "common", project=project.slug, cohort="small", import_memories=[424242])
+    assert not Protocol.objects.filter(name__startswith="common").exists()
 
 
 @pytest.mark.parametrize("who, created", [("owner", True), ("analyst", True), ("viewer", False)])
