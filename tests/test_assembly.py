@@ -1,9 +1,12 @@
 """Message assembly: the exact messages per condition, and what each may and may not see."""
 
+import dataclasses
+
 import pytest
 
-from experiments.core.assembly import Assembled, TaskInput, assemble, assemble_judge, assemble_memory_request
-from experiments.core.conditions import CONDITIONS, ownwords_condition
+from experiments.core.assembly import (Assembled, TaskInput, assemble, assemble_archive_queries, assemble_judge,
+                                       assemble_memory_request)
+from experiments.core.conditions import CONDITIONS, get_condition, ownwords_condition
 from experiments.core.evidence import INTERVIEWER, PARTICIPANT, RankedMemories, TurnText, question_free, recency
 from experiments.core.parsers import selection_payload
 from experiments.core.prompts import PromptRef, load_prompt, prompt_sha256
@@ -163,7 +166,9 @@ def test_no_condition_sees_the_reference_answer_or_anything_after_the_question()
     for key, condition in CONDITIONS.items():
         if not condition.runnable:
             continue
-        calls = [assemble(condition, TASK, memory=MEMORY, ranked_memories=RANKED)]
+        calls = [assemble(condition, TASK, memory=MEMORY, **_extra(condition))]
+        if condition.evidence == "memgpt-style":
+            calls.append(assemble_archive_queries(condition, TASK, memory=MEMORY))
         if condition.candidates > 1:
             calls.append(assemble(condition, TASK, memory=MEMORY, candidates=CANDIDATES))
         for sent in calls:
@@ -171,6 +176,16 @@ def test_no_condition_sees_the_reference_answer_or_anything_after_the_question()
             assert "REFERENCE-SENTINEL" not in text, key
             assert "LATER-SENTINEL" not in text, key
             assert "Anything else you would like" not in text, key
+
+
+def _extra(condition) -> dict:
+    """What a condition's answering call needs besides the memory: MemGPT-style's parsed queries,
+    Mem0's ranked memories."""
+    if condition.evidence == "memgpt-style":
+        return {"archive_queries": ("how they spend the day",)}
+    if condition.evidence == "mem0":
+        return {"ranked_memories": RANKED}
+    return {}
 
 
 def test_participant_text_with_braces_is_sent_verbatim():
@@ -185,7 +200,7 @@ def test_participant_text_with_braces_is_sent_verbatim():
 def test_every_runnable_condition_assembles_and_names_existing_prompts():
     for key, condition in CONDITIONS.items():
         if condition.runnable:
-            sent = assemble(key, TASK, memory=MEMORY, ranked_memories=RANKED)
+            sent = assemble(key, TASK, memory=MEMORY, **_extra(condition))
             assert sent.evidence_chars == len(sent.evidence)
             assert all(r.sha256 == prompt_sha256(r.name) for r in sent.prompt_refs)
 
@@ -203,10 +218,12 @@ def test_a_memory_condition_without_memory_fails():
         assemble("memory(concrete,100w)+one-shot", TASK)
 
 
-@pytest.mark.parametrize("key", ["memgpt-style(B=|memory|)"])
-def test_conditions_not_yet_runnable_refuse(key):
+@pytest.mark.parametrize("key", ["mem0(B=|memory|)", "memgpt-style(B=|memory|)"])
+def test_a_condition_marked_not_runnable_refuses_to_assemble(key):
+    # Every registered condition runs today; the guard stays for stubs a team registers first.
+    stub = dataclasses.replace(get_condition(key), runnable=False, note="NOT YET RUNNABLE: a stub")
     with pytest.raises(NotImplementedError, match="not runnable"):
-        assemble(key, TASK, memory=MEMORY)
+        assemble(stub, TASK, memory=MEMORY, **_extra(stub))
 
 
 def test_candidates_for_a_one_shot_fail():

@@ -1,5 +1,7 @@
 """Protocol, run and prediction pages (issue 4, DESIGN §2): the access matrix of every page and
 action, the editor's validation, what each role sees, and that keys and text never leak."""
+import html
+
 import pytest
 from django.urls import reverse
 
@@ -12,6 +14,7 @@ from experiments.models import Amendment, Protocol, Run, Slot
 from experiments.execution.sealing import protocol_seal
 from experiments.data import cohort_draw
 from tests.test_browser_session import browser  # noqa: F401 (the Chromium fixture)
+from tests.conftest import UNRUNNABLE
 
 PARTICIPANT_TEXT = "I would say it depends on the day really"
 QUESTION_TEXT = "Could you tell me more"
@@ -267,7 +270,7 @@ def test_the_edit_form_shows_what_is_stored_and_saving_it_unchanged_changes_noth
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"conditions": ["memgpt-style(B=|memory|)"]}, "memgpt-style(B=|memory|) is not runnable yet"),
+    ({"conditions": [UNRUNNABLE]}, f"{UNRUNNABLE} is not runnable yet"),
     ({"conditions": []}, "choose at least one condition"),
     ({"contrasts": [{"first": "whole-record", "second": MEMORY}]},
      "uses whole-record, which is not among the protocol&#x27;s conditions"),
@@ -285,7 +288,7 @@ def test_the_edit_form_shows_what_is_stored_and_saving_it_unchanged_changes_noth
     ({"generator-quota_pattern": "(unclosed"}, "not a regular expression"),
     ({"name": "sealed"}, "another protocol of this project has this name"),
 ])
-def test_the_editor_refuses_bad_input_with_a_clear_message(client, world, overrides, message):
+def test_the_editor_refuses_bad_input_with_a_clear_message(client, world, overrides, message, unrunnable_condition):
     client.force_login(world["users"]["owner"])
     before = Protocol.objects.count()
     response = client.post(reverse("protocol_create", args=["alpha"]), protocol_form_data(world["cohort"], **overrides))
@@ -294,11 +297,12 @@ def test_the_editor_refuses_bad_input_with_a_clear_message(client, world, overri
     assert Protocol.objects.count() == before
 
 
-def test_non_runnable_conditions_are_shown_disabled_with_their_note(client, world):
+def test_non_runnable_conditions_are_shown_disabled_with_their_note(client, world, unrunnable_condition):
     client.force_login(world["users"]["owner"])
     body = client.get(reverse("protocol_create", args=["alpha"])).content.decode()
-    assert 'value="memgpt-style(B=|memory|)" disabled' in body
-    assert "NOT YET RUNNABLE: needs the archive-query call" in body
+    assert f'value="{html.escape(unrunnable_condition)}" disabled' in body
+    assert "NOT YET RUNNABLE: a stub registered by the tests" in body
+    assert 'value="memgpt-style(B=|memory|)" disabled' not in body
     assert f'value="{OWNWORDS}">' in body
 
 
@@ -367,13 +371,13 @@ def test_sealing_from_the_page_shows_the_seal(client, world):
     assert 'action="/p/alpha/protocols/%d/seal/"' % draft.pk not in body  # sealed: no seal button
 
 
-def test_an_unsealable_protocol_lists_its_problems_and_seal_refuses(client, world):
-    bad = make_protocol(world["project"], world["cohort"], "bad", conditions=["memgpt-style(B=|memory|)"], contrasts=[])
+def test_an_unsealable_protocol_lists_its_problems_and_seal_refuses(client, world, unrunnable_condition):
+    bad = make_protocol(world["project"], world["cohort"], "bad", conditions=[unrunnable_condition], contrasts=[])
     client.force_login(world["users"]["owner"])
     body = client.get(reverse("protocol_detail", args=["alpha", bad.pk])).content.decode()
-    assert "memgpt-style(B=|memory|) is not runnable yet" in body
+    assert f"{html.escape(unrunnable_condition)} is not runnable yet" in body
     body = client.post(reverse("protocol_seal", args=["alpha", bad.pk]), follow=True).content.decode()
-    assert "Not sealed: memgpt-style(B=|memory|) is not runnable yet" in body
+    assert f"Not sealed: {html.escape(unrunnable_condition)} is not runnable yet" in body
     bad.refresh_from_db()
     assert not bad.is_sealed()
 

@@ -21,8 +21,9 @@ from typing import Sequence
 
 from experiments.core import evidence as ev
 from experiments.core.conditions import (
-    CURRENT_DIALOGUE, Condition, JUDGE_PROMPTS, MEM0, MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
-    MEMORY_PROMPTS, NO_EVIDENCE, ONE_SHOT, OWNWORDS, QUESTION_FREE, RECENCY, WHOLE_RECORD, get_condition,
+    CURRENT_DIALOGUE, Condition, JUDGE_PROMPTS, MEM0, MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY,
+    MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, NO_EVIDENCE, ONE_SHOT, OWNWORDS, QUESTION_FREE,
+    RECENCY, WHOLE_RECORD, get_condition,
 )
 from experiments.core.evidence import RankedMemories, TurnText
 from experiments.core.parsers import selection_payload
@@ -78,7 +79,7 @@ class Assembled:
 
 
 def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, budget: int | None,
-                     ranked: RankedMemories | None = None) -> dict[str, str]:
+                     ranked: RankedMemories | None = None, archive_query: str | None = None) -> dict[str, str]:
     """The user prompt's evidence fields for the condition, in prompt order."""
     kind = condition.evidence
     if kind == MEM0:
@@ -101,6 +102,8 @@ def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, 
         return ev.memory_plus_ownwords(memory, task.record(), task.question)
     if kind == MEMORY_PLUS_WHOLE_RECORD:
         return ev.memory_plus_whole_record(memory, task.record())
+    if kind == MEMGPT_STYLE:
+        return ev.memgpt_style(memory, task.record(), archive_query)
     if kind == NO_EVIDENCE:
         return {}
     raise NotImplementedError(f"{condition.key}: no builder for evidence {kind!r}")
@@ -113,6 +116,7 @@ def assemble(
     memory: str | None = None,
     candidates: Sequence[str] | None = None,
     ranked_memories: RankedMemories | None = None,
+    archive_queries: Sequence[str] | None = None,
 ) -> Assembled:
     """The messages of one answering call of `condition` on `task`.
 
@@ -123,6 +127,8 @@ def assemble(
     `parsers.candidate_display_order` — the decision call: the base user prompt followed by
     [DECISION TASK], the instruction and [ANONYMOUS CANDIDATES] (App. E, after E.11).
     `ranked_memories`: Mem0's memories of the session ranked for this question (Mem0 only).
+    A MemGPT-style condition's answering call needs its parsed `archive_queries` (the query
+    call itself is `assemble_archive_queries`).
     """
     if isinstance(condition, str):
         condition = get_condition(condition)
@@ -133,8 +139,13 @@ def assemble(
     if candidates is not None and condition.workflow == ONE_SHOT:
         raise ValueError(f"{condition.key} is a one-shot condition: it takes no candidates")
 
+    archive_query = None
+    if condition.evidence == MEMGPT_STYLE:
+        if not archive_queries:
+            raise ValueError(f"{condition.key} answers only with its archive queries")
+        archive_query = " ".join(archive_queries)
     budget = condition.resolve_budget(memory)
-    evidence_fields = _evidence_fields(condition, task, memory, budget, ranked_memories)
+    evidence_fields = _evidence_fields(condition, task, memory, budget, ranked_memories, archive_query)
     fields = dict(evidence_fields, question=task.question)
     if condition.with_screener:
         fields["screener"] = ev.screener_block(task.screener)
@@ -168,6 +179,22 @@ def assemble_memory_request(kind: str, words: int, task: TaskInput) -> Assembled
     return Assembled(system, user, record, len(record), (system_ref, user_ref))
 
 
+def assemble_archive_queries(condition: Condition | str, task: TaskInput, *, memory: str) -> Assembled:
+    """The MemGPT-style query call (E.12, App. H): the screener, the core memory and the question
+    in, up to three archive queries (JSON) out. Its evidence is the core memory."""
+    if isinstance(condition, str):
+        condition = get_condition(condition)
+    if condition.evidence != MEMGPT_STYLE:
+        raise ValueError(f"{condition.key} writes no archive queries")
+    if memory is None:
+        raise ValueError(f"{condition.key} needs the session's {condition.memory_kind} memory")
+    system_name, user_name = MEMGPT_QUERY_PROMPTS
+    system, system_ref = render_prompt(system_name)
+    user, user_ref = render_prompt(user_name, screener=ev.screener_block(task.screener), memory=memory,
+                                   question=task.question)
+    return Assembled(system, user, memory, len(memory), (system_ref, user_ref))
+
+
 def assemble_judge(question: str, reference: str, prediction: str) -> Assembled:
     """The blind content judge's call (App. E.10-E.11): question, reference and prediction
     only — no condition, no memory, no evidence (§3.2)."""
@@ -177,5 +204,5 @@ def assemble_judge(question: str, reference: str, prediction: str) -> Assembled:
     return Assembled(system, user, "", 0, (system_ref, user_ref))
 
 
-__all__ = ["Assembled", "TaskInput", "TurnText", "assemble", "assemble_memory_request",
+__all__ = ["Assembled", "TaskInput", "TurnText", "assemble", "assemble_archive_queries", "assemble_memory_request",
            "assemble_judge"]

@@ -8,7 +8,8 @@ cohort:
 - base generation: one call per identical-prompt candidate; conditions whose messages are
   identical (a memory's one-shot, fusion and selection) share their calls, so a group of them
   costs its largest number of candidates (1 or 3);
-- decisions: one call per task and fusion or selection condition;
+- decisions: one call per task and fusion or selection condition, and the MemGPT-style answer
+  (its base call writes the archive queries, App. H);
 - judging: at most one call per distinct answer of a task: every base and fusion answer
   (selection copies a candidate, so it adds none). Identical answers share a grade, so this
   is an upper bound.
@@ -26,8 +27,9 @@ from typing import Callable, Iterable
 
 from experiments.core import evidence as ev
 from experiments.core.conditions import (
-    CURRENT_DIALOGUE, DECISION_CANDIDATES, DECISION_INSTRUCTIONS, DECISION_LAYOUT, JUDGE_PROMPTS, MEM0, MEMORY,
-    MEMORY_LENGTH, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, NO_EVIDENCE, OWNWORDS,
+    CURRENT_DIALOGUE, DECISION_CANDIDATES, DECISION_INSTRUCTIONS, DECISION_LAYOUT, JUDGE_PROMPTS, MEM0,
+    MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY, MEMORY_LENGTH, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
+    MEMORY_PROMPTS, NO_EVIDENCE, OWNWORDS,
     QUESTION_FREE, RECENCY, SELECTION, WHOLE_RECORD, Condition,
 )
 from experiments.core.prompts import load_prompt
@@ -125,6 +127,9 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
         candidates = max(m.candidates for m in members)
         per_call = (chars(c.system_prompt) + chars(c.user_prompt) + _evidence_chars(c, shape, record)
                     + shape.question_chars + (screener if c.with_screener else 0))
+        if c.evidence == MEMGPT_STYLE:  # the base call is the archive-query call: screener, memory, question
+            per_call = (sum(chars(name) for name in MEMGPT_QUERY_PROMPTS) + (c.memory_words or 0) * CHARS_PER_WORD
+                        + shape.question_chars + screener)
         for m in members:
             base_chars[m.key] = per_call
         generation.calls += shape.tasks * candidates
@@ -134,6 +139,13 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
     decisions = PhaseEstimate("decisions")
     judged_per_task = generation.calls / shape.tasks if shape.tasks else 0
     for c in conditions:
+        if c.evidence == MEMGPT_STYLE:
+            decisions.calls += shape.tasks
+            decisions.input_chars += shape.tasks * (chars(c.system_prompt) + chars(c.user_prompt)
+                                                    + _evidence_chars(c, shape, record) + shape.question_chars
+                                                    + screener)
+            decisions.output_cap_tokens += shape.tasks * generator_cap
+            continue  # judged once per task: generation.calls counted its (never judged) query call in its place
         if c.workflow not in DECISION_INSTRUCTIONS:
             continue
         decisions.calls += shape.tasks
@@ -164,10 +176,24 @@ def _evidence_chars(c: Condition, shape: CohortShape, record: float) -> float:
         return record
     if c.evidence == CURRENT_DIALOGUE:
         return min(shape.dialogue_chars, ev.DIALOGUE_CAP)
-    if c.evidence == MEMORY_PLUS_OWNWORDS:
+    if c.evidence in (MEMORY_PLUS_OWNWORDS, MEMGPT_STYLE):
         return memory + min(memory, record)
     if c.evidence == MEMORY_PLUS_WHOLE_RECORD:
         return memory + record
     if c.evidence == NO_EVIDENCE:
         return 0.0
     return memory  # a condition not runnable yet: its budget is |memory|
+
+
+def with_imported_memories(estimate: RunEstimate, imported: int) -> RunEstimate:
+    """The estimate when `imported` of its memory calls are replaced by sealed memories of
+    earlier runs (no call): the memories phase loses that many calls at its mean cost."""
+    memory = next((p for p in estimate.phases if p.phase == "memories"), None)
+    if memory is None or imported <= 0 or memory.calls == 0:
+        return estimate
+    imported = min(imported, memory.calls)
+    kept = memory.calls - imported
+    reduced = PhaseEstimate("memories", kept, memory.input_chars * kept / memory.calls,
+                            memory.output_cap_tokens * kept // memory.calls,
+                            [*memory.notes, f"{imported} imported from earlier runs: no call"])
+    return RunEstimate([reduced if p is memory else p for p in estimate.phases])

@@ -303,3 +303,11 @@ def memory_plus_ownwords(memory: str, record: str, question: str) -> dict[str, s
 def memory_plus_whole_record(memory: str, record: str) -> dict[str, str]:
     """The written memory and the whole record, no budget (App. H)."""
     return {"memory": memory, "record": record}
+
+
+def memgpt_style(memory: str, record: str, archive_query: str) -> dict[str, str]:
+    """The MemGPT-style evidence (App. H): the written memory as core memory, and OwnWords's
+    builder run with the model-written archive query (the queries joined by single spaces) in
+    place of the question, at B = |memory|. It differs from `memory_plus_ownwords` only in who
+    writes the query. Keys are the answering prompt's fields."""
+    return {"memory": memory, "excerpts": ownwords(record, archive_query, len(memory))}

@@ -31,12 +31,13 @@ from django.views.decorators.http import require_POST
 from experiments.access import TEXT_READERS, may_spend, membership_for, protocol_for, require_spending, run_for
 from experiments.core.conditions import CONDITIONS
 from experiments.core.contrasts import format_terms
-from experiments.core.estimate import estimate_run
+from experiments.core.estimate import estimate_run, with_imported_memories
 from experiments.core.llm import wire
 from experiments.data import cohort_shape
 from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import control, jobs, mem0_planning, policy, progress
-from experiments.execution.sealing import protocol_problems, protocol_seal
+from experiments.execution.memory_imports import memory_facts
+from experiments.execution.sealing import protocol_memory_imports, protocol_problems, protocol_seal
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
 from experiments.web.runs.amend import NO_QUEUE, providers
@@ -103,6 +104,9 @@ def protocol_detail(request, slug, pk):
                                                                  protocol.generator, protocol.judge),
         **_protocol_facts(protocol),
     }
+    imports = protocol_memory_imports(protocol) if protocol.memory_import_runs else None
+    if imports and context["estimate"] is not None:
+        context["estimate"] = with_imported_memories(context["estimate"], imports["imported"])
     if not protocol.is_sealed():
         context["problems"] = protocol_problems(protocol)
     elif may_spend(membership, protocol):
@@ -225,6 +229,7 @@ def run_detail(request, slug, pk):
         "mem0": mem0_planning.extraction_counts(run),
         **_protocol_facts(protocol),
         **regrade_context(membership, run),
+        "memory_facts": memory_facts(run),
     }
     context["can_spend"] = may_spend(membership, protocol) and run.status != Run.Status.FINISHED
     if context["can_spend"]:
