@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from experiments.core.contrasts import contrast_problems
 from experiments.core.estimate import RunEstimate, estimate_run, with_imported_memories
-from experiments.core.conditions import get_condition
+from experiments.core.conditions import CONDITIONS, get_condition
 from experiments.core.interviews.records import unstorable_text_problem
 from experiments.core.paper_protocols import Instantiated, paper_protocol
 from experiments.data import cohort_shape
 from experiments.execution.memory_imports import import_run_problems
 from experiments.execution.sealing import protocol_memory_imports
+from experiments.memory_systems.availability import condition_unavailable
 from experiments.models import Cohort, Protocol
 
 OFFLINE_MODEL = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
@@ -23,6 +24,11 @@ OFFLINE_MODEL = {"provider": "offline", "base_url": "", "model": "offline-stand-
 
 class TemplateError(ValueError):
     """The ready-made protocol cannot be created; the message says why. Nothing was stored."""
+
+
+def runs_here(key: str) -> bool:
+    """Registered, runnable, and its optional dependencies installed on this machine (Mem0's)."""
+    return key in CONDITIONS and get_condition(key).runnable and condition_unavailable(get_condition(key)) is None
 
 
 def default_name(template: str, cohort: Cohort) -> str:
@@ -33,7 +39,7 @@ def protocol_from_template(*, template: str, cohort: Cohort, name: str | None = 
                            judge: dict | None = None, concurrency: dict | None = None,
                            memory_import_runs=(), user=None) -> tuple[Protocol, Instantiated]:
     try:
-        made = paper_protocol(template)
+        made = paper_protocol(template, runs_here)
     except KeyError as exc:
         raise TemplateError(exc.args[0]) from None
     if name is None:  # a second click makes "… (2)", never an error

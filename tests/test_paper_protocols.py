@@ -14,6 +14,7 @@ from experiments.data import cohort_draw, sessions_import
 from experiments.execution.control import run_start
 from experiments.execution.driver import run_inline
 from experiments.execution.sealing import protocol_seal
+from experiments.memory_systems.availability import condition_unavailable
 from experiments.management.commands.demo_setup import DEMO_COHORT, DEMO_RULE, SAMPLE_SOURCES
 from experiments.models import ModelCall, Protocol, Run
 from experiments.paper_protocols import TemplateError, protocol_estimate, protocol_from_template
@@ -21,6 +22,8 @@ from tests.engine_helpers import build_cohort
 
 MEMORY = "memory(concrete,100w)+one-shot"
 OWNWORDS = "ownwords(B=|memory|)"
+# Mem0 runs only where requirements-mem0.txt is installed (CI installs it); templates say so otherwise.
+MEM0_HERE = condition_unavailable(get_condition("mem0(B=|memory|)")) is None
 
 
 @pytest.fixture
@@ -38,6 +41,10 @@ def expected_calls(template: str, sessions: int, tasks: int) -> dict:
         return {"memories": 2 * sessions, "generation": 8 * tasks, "decisions": 4 * tasks, "judging": 10 * tasks}
     if template == "confirmation":
         return {"memories": sessions, "generation": 3 * tasks, "decisions": 0, "judging": 3 * tasks}
+    if template == "memory-systems" and MEM0_HERE:
+        # memory and Mem0's extraction per session; memory, OwnWords, Mem0, the query call,
+        # memory+OwnWords and the record per task
+        return {"memories": 2 * sessions, "generation": 6 * tasks, "decisions": tasks, "judging": 6 * tasks}
     if template == "memory-systems":  # without Mem0: memory, OwnWords, query call, memory+OwnWords, record
         return {"memories": sessions, "generation": 5 * tasks, "decisions": tasks, "judging": 5 * tasks}
     return {"memories": 4 * sessions, "generation": 13 * tasks, "decisions": 0, "judging": 13 * tasks}
@@ -80,7 +87,7 @@ def test_each_template_on_the_demo_cohort(demo_cohort):
     template = PAPER_PROTOCOLS["memory-systems"]
     assert len(template.contrasts) == 6 and "mem0(B=|memory|)" in template.conditions
     assert not any(c["criterion"] or c["family"] for c in template.contrasts)  # declared descriptive
-    if get_condition("mem0(B=|memory|)").runnable:
+    if MEM0_HERE:
         assert len(systems.contrasts) == 6
     else:  # said, not hidden: Mem0 and its two contrasts left out
         assert "mem0(B=|memory|)" not in systems.conditions and len(systems.contrasts) == 4
@@ -122,7 +129,7 @@ def test_the_command_creates_a_template_and_prints_its_estimate(project):
     out = call_command("protocol_template", "memory-systems", project=project.slug, cohort="small", stdout=StringIO())
     assert "memgpt-style(B=|memory|)" in out and "expected in all:" in out
     assert "expected decisions: 4 calls" in out
-    if not get_condition("mem0(B=|memory|)").runnable:
+    if not MEM0_HERE:
         assert "unavailable: mem0(B=|memory|)" in out
     assert Protocol.objects.get(name="memory-systems · small").conditions == paper_protocol("memory-systems").conditions
     with pytest.raises(CommandError, match="no cohort named"):

@@ -8,23 +8,20 @@ task. `apply_result` turns a slot's terminal outcome into memories, answers and 
 """
 from __future__ import annotations
 
-
 from django.db import connection, transaction
 
 from experiments.analysis.grades import store_scores
-from experiments.core.canonical import sha256_text
-from experiments.core.assembly import (TaskInput, assemble, assemble_archive_queries, assemble_judge,
-                                       assemble_memory_request)
-from experiments.core.conditions import (FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition, memory_key,
-                                         prediction_labels)
-from experiments.core.evidence import TurnText
-from experiments.models import Grade, Memory, ModelCall, Prediction, Run, ScreenerItem, Slot, Task, Turn
-from experiments.models.runs import Phase
+from experiments.core.assembly import TaskInput, assemble, assemble_archive_queries, assemble_judge, assemble_memory_request
 from experiments.core.candidates import display_key
+from experiments.core.canonical import sha256_text
+from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition, memory_key, prediction_labels
+from experiments.core.evidence import TurnText
 from experiments.core.parsers import candidate_display_order, parse_archive_queries, parse_judge, parse_selection
-from experiments.execution.memory_imports import imported_memories
 from experiments.data import cohort_tasks
 from experiments.execution import mem0_planning
+from experiments.execution.memory_imports import imported_memories
+from experiments.models import Grade, Memory, ModelCall, Prediction, Run, ScreenerItem, Slot, Task, Turn
+from experiments.models.runs import Phase
 
 # --- task inputs ------------------------------------------------------------------------------
 

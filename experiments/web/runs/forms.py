@@ -166,7 +166,8 @@ class ProtocolForm(StorableTextMixin, forms.Form):
     name = forms.CharField(max_length=100)
     cohort = forms.ModelChoiceField(queryset=None, empty_label=None)
     conditions = forms.MultipleChoiceField(
-        choices=[(key, key) for key in CONDITIONS], widget=forms.CheckboxSelectMultiple,
+        # Callable: read when a form is made, so a condition registered later is a valid choice.
+        choices=lambda: [(key, key) for key in CONDITIONS], widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "choose at least one condition"},
     )
     max_recoveries_per_slot = forms.IntegerField(min_value=0, max_value=10, label="Max recoveries per slot")
