@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from experiments.analysis.dashboard import dashboard_refresh, run_summary
 from experiments.analysis.judges import judge_comparison
+from experiments.analysis.tables import tables_refresh
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
@@ -185,6 +186,7 @@ def run_analyze(run_id: int) -> None:
     if run.phase != Phase.ANALYSIS:
         return  # done already (a second analysis job)
     summary = run_summary(dashboard_refresh(run).payload)
+    tables_refresh(run)     # the robustness tables (issue 14), cached beside the dashboard
     if run.protocol.is_regrade():
         # Computed once here, like the contrasts: both runs' grades are final by now.
         summary["judges"] = judge_comparison(run)

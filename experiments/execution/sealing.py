@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
+from experiments.core.criteria import criteria_problems
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.execution.endpoints import endpoint_problem
 from experiments.execution.policy import DEFAULT_RETRY, RunError, is_number, model_config, retry_policy_problems
@@ -73,6 +74,9 @@ def protocol_settings(protocol: Protocol) -> dict:
     }
     if protocol.is_regrade():
         settings["regrade_of"] = protocol.regrade_of_id
+    if protocol.criteria:
+        # Only a protocol that states criteria seals them, so every other seal is computed as before.
+        settings["criteria"] = protocol.criteria
     return settings
 
 
@@ -116,6 +120,8 @@ def _settings_problems(protocol: Protocol) -> list[str]:
             elif not is_number(value, integer=True) or value < (1 if key == "draws" else 0):
                 problems.append(f"bootstrap {key} must be a {'positive' if key == 'draws' else 'non-negative'} "
                                 f"integer, not {value!r}")
+    problems += [f"criteria: {p}" for p in criteria_problems(protocol.criteria, protocol.contrasts)
+                 if isinstance(protocol.contrasts, list)]
     known = set(protocol.conditions)
     if not isinstance(protocol.contrasts, list):
         return problems + ["the contrasts must be a list"]

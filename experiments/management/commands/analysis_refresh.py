@@ -1,11 +1,13 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.analysis.dashboard import dashboard_refresh
+from experiments.analysis.tables import tables_refresh
 from experiments.models import Run
 
 
 class Command(BaseCommand):
-    help = "Recompute a run's dashboard numbers from its grades (cached with their inputs' hash)."
+    help = ("Recompute a run's dashboard numbers and its robustness tables from its grades "
+            "(cached with their inputs' hash).")
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int)
@@ -17,4 +19,5 @@ class Command(BaseCommand):
             raise CommandError(f"no run {run_id}") from None
         result = dashboard_refresh(run)
         contrasts = result.payload["contrasts"]
+        tables_refresh(run)
         return f"run {run.pk}: {len(contrasts)} contrasts computed, inputs sha256 {result.inputs_sha256}"
