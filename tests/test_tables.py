@@ -1,9 +1,11 @@
 """Robustness tables and prespecified criteria of a run: figures against the statistics, pages by role, downloads."""
 import csv
 import io
+import json
 
 import numpy as np
 import pytest
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from experiments.analysis.dashboard import dashboard_refresh
@@ -202,3 +204,53 @@ def test_criteria_are_sealed_and_bad_criteria_refused(tables_run):
         protocol_seal(protocol=bad, user=None)
     bad.criteria = []
     assert "criteria" not in protocol_settings(bad)     # a protocol without criteria seals as before
+
+
+def test_the_export_through_contrast_gives_the_dashboard_figures(client, cast, tables_run, tmp_path):
+    """Round trip (issue 14): the numeric package, read by `manage.py contrast`, gives the dashboard's numbers."""
+    prediction = Prediction.objects.filter(run=tables_run, condition=MEMORY, label="final").first()
+    Grade.objects.filter(run=tables_run, task=prediction.task, answer_sha256=prediction.answer_sha256).update(
+        status=Grade.Status.MISSING, score=None)         # one task lost to a missing grade
+    dashboard = dashboard_refresh(tables_run).payload
+    client.force_login(cast["viewer"])
+    package = client.get(reverse("run_scores_csv", args=[tables_run.protocol.project.slug, tables_run.pk]))
+    path = tmp_path / "scores.csv"
+    path.write_bytes(package.content)
+    out = io.StringIO()
+    call_command("contrast", "--csv", str(path), "--a", WHOLE, "--b", MEMORY, "--seed", "7", "--draws", "600",
+                 "--family-size", "2", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    planned = next(c for c in dashboard["contrasts"] if c["name"] == "Whole minus memory")
+    assert (report["estimate"], report["lo"], report["hi"]) == (planned["estimate"], planned["lo"], planned["hi"])
+    assert (report["family_lo"], report["family_hi"]) == (planned["family_lo"], planned["family_hi"])
+    assert (report["tasks"], report["people"], report["lost_to_missing"]) == (
+        planned["n_tasks"], planned["people"], planned["lost"]) and planned["lost"] == 1
+    assert report["person_weighted"] == pytest.approx(planned["person_weighted"])
+    assert (report["wins"], report["ties"], report["losses"]) == (planned["wins"], planned["ties"], planned["losses"])
+    # Leaving a person out (App. I.5) is the bootstrap of the others' tasks.
+    rows = [r for r in csv.DictReader(io.StringIO(package.content.decode())) if r["condition"] in (WHOLE, MEMORY)]
+    out = io.StringIO()
+    call_command("contrast", "--csv", str(path), "--a", WHOLE, "--b", MEMORY, "--seed", "7", "--draws", "600",
+                 "--exclude-person", "1", "--json", stdout=out)
+    without = json.loads(out.getvalue())
+    kept = {}
+    for r in rows:
+        if r["person"] != "1":
+            kept.setdefault(r["task"], {"person": int(r["person"])})[r["condition"]] = r["grade"]
+    paired = [t for t in kept.values() if t[WHOLE] != "" and t[MEMORY] != ""]
+    diff = (np.array([float(t[WHOLE]) for t in paired]) - np.array([float(t[MEMORY]) for t in paired])) / 3
+    direct = stats.paired_bootstrap([t["person"] for t in paired], diff, seed=7, draws=600)
+    assert (without["lo"], without["hi"], without["people"]) == (direct.lo, direct.hi, direct.n_people)
+
+
+def test_contrast_says_what_is_wrong_with_a_long_file(tmp_path):
+    path = tmp_path / "long.csv"
+    path.write_text("task,person,condition,grade\n1,1,a,3\n1,2,b,1\n")
+    with pytest.raises(CommandError, match="two people"):
+        call_command("contrast", "--csv", str(path), "--a", "a", "--b", "b", "--seed", "1")
+    path.write_text("task,person,condition,grade\n1,1,a,3\n1,1,b,1\n")
+    with pytest.raises(CommandError, match="no condition c"):
+        call_command("contrast", "--csv", str(path), "--a", "a", "--b", "c", "--seed", "1")
+    path.write_text("task,person,condition\n1,1,a\n")
+    with pytest.raises(CommandError, match="needs the columns grade"):
+        call_command("contrast", "--csv", str(path), "--a", "a", "--b", "b", "--seed", "1")
