@@ -73,6 +73,8 @@ def _answer_measures(run: Run, conditions, task_ids: np.ndarray) -> dict[str, tu
     """condition → (answer words, evidence characters) per task in matrix order; NaN where no answer."""
     where = {int(t): i for i, t in enumerate(task_ids)}
     out = {c: (np.full(task_ids.size, np.nan), np.full(task_ids.size, np.nan)) for c in conditions}
+    if not conditions:
+        return out          # no planned contrast: nothing to measure
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(
