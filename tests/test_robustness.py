@@ -27,11 +27,24 @@ def drawn_indices(n, seed, draws):
     return np.vstack([rng.integers(0, n, size=(min(2000, draws - s), n)) for s in range(0, draws, 2000)])
 
 
-def test_draw_counts_are_the_paired_bootstrap_stream():
+@pytest.mark.parametrize("chunk", [2 ** 21, 7 * 300, 7])     # 2,000 rows, 300 rows, one row at a time
+def test_draw_counts_are_the_paired_bootstrap_stream_whatever_the_chunk(monkeypatch, chunk):
+    monkeypatch.setattr(rb, "CHUNK_INDICES", chunk)
     idx = drawn_indices(7, 3, 4500)
     counts = np.vstack([c for _, c in rb.person_draw_counts(7, seed=3, draws=4500)])
     assert counts.shape == (4500, 7)
     assert np.array_equal(counts, np.stack([np.bincount(row, minlength=7) for row in idx]))
+
+
+@pytest.mark.parametrize("chunk", [2 ** 21, 40 * 128])
+def test_person_weighted_intervals_are_paired_bootstraps_to_the_bit(contrast, monkeypatch, chunk):
+    monkeypatch.setattr(rb, "CHUNK_INDICES", chunk)
+    person, a, b = contrast
+    diff = (a - b) / 3
+    got = rb.person_weighted_bootstrap(person, diff, seed=SEED, draws=DRAWS)
+    expected = stats.paired_bootstrap(person, diff, seed=SEED, draws=DRAWS, weighting="person")
+    assert (got.estimate, got.lo, got.hi, got.n_people) == (expected.estimate, expected.lo, expected.hi,
+                                                             expected.n_people)
 
 
 def test_threshold_intervals_are_paired_bootstraps_of_each_threshold(contrast):

@@ -22,7 +22,7 @@ from typing import Hashable, Iterator, Sequence
 import numpy as np
 
 from experiments.core.stats.paired import (
-    BootstrapResult, MAX_GRADE, _check_draws, _check_paired, _tails, paired_bootstrap,
+    BootstrapResult, MAX_GRADE, _check_draws, _check_paired, _tails,
 )
 from experiments.core.stats.shared import BootstrapRequest, shared_bootstraps
 
@@ -41,19 +41,53 @@ class Interval:
     undefined_draws: int = 0   # draws in which the statistic had no value (an empty group)
 
 
+# Draws are generated this many indices at a time (rows × people): memory stays bounded for any
+# number of people. PCG64 integers continue seamlessly across calls, so the draws are those of
+# paired_bootstrap's blocks of 2,000 whatever the chunk (tests check it).
+CHUNK_INDICES = 2 ** 21
+
+
+def _index_chunks(n_people: int, *, seed: int, draws: int, block: int = BLOCK) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first draw, idx)``: the people drawn, ``idx[r]`` for draw ``first + r``, in paired_bootstrap's stream."""
+    _check_draws(draws, block)
+    rows = max(1, min(block, CHUNK_INDICES // max(n_people, 1)))
+    rng = np.random.Generator(np.random.PCG64(seed))
+    for start in range(0, draws, rows):
+        m = min(rows, draws - start)
+        yield start, rng.integers(0, n_people, size=(m, n_people))
+
+
 def person_draw_counts(n_people: int, *, seed: int, draws: int, block: int = BLOCK) -> Iterator[tuple[int, np.ndarray]]:
-    """``(first draw, counts)`` per block: how often each person was drawn, in ``paired_bootstrap``'s stream.
+    """``(first draw, counts)`` per chunk: how often each person was drawn, in ``paired_bootstrap``'s stream.
 
     ``counts[r, i]`` is the number of times person ``i`` (``np.unique`` order) appears in draw
-    ``first + r``; the indices are ``rng.integers(0, n, size=(m, n))`` of ``PCG64(seed)``, block by block.
+    ``first + r``; the indices are ``rng.integers(0, n, size=(m, n))`` of ``PCG64(seed)``.
     """
-    _check_draws(draws, block)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    for start in range(0, draws, block):
-        m = min(block, draws - start)
-        idx = rng.integers(0, n_people, size=(m, n_people))
+    for start, idx in _index_chunks(n_people, seed=seed, draws=draws, block=block):
+        m = idx.shape[0]
         flat = (idx + (np.arange(m) * n_people)[:, None]).ravel()
         yield start, np.bincount(flat, minlength=m * n_people).reshape(m, n_people).astype(float)
+
+
+def person_weighted_bootstrap(person, diff, *, seed: int, draws: int,
+                              tails: tuple[float, float] | None = None) -> BootstrapResult:
+    """``paired_bootstrap(..., weighting="person")`` to the last bit, in bounded memory (I.8).
+
+    Each replicate is computed as paired_bootstrap computes it, per-person means summed over the
+    drawn people in draw order, chunk by chunk instead of 2,000 draws at once.
+    """
+    person, diff = _check_paired(person, diff)
+    tails = _tails(0.95, tails)
+    _, inverse = np.unique(person, return_inverse=True)
+    n = int(inverse.max()) + 1
+    S = np.bincount(inverse, weights=diff, minlength=n)
+    N = np.bincount(inverse, minlength=n).astype(float)
+    S, N = S / N, np.ones(n)
+    replicates = np.empty(draws)
+    for start, idx in _index_chunks(n, seed=seed, draws=draws):
+        replicates[start:start + idx.shape[0]] = S[idx].sum(1) / N[idx].sum(1)
+    lo, hi = np.percentile(replicates, [100 * tails[0], 100 * tails[1]], method="linear")
+    return BootstrapResult(float(S.mean()), float(lo), float(hi), int(diff.size), n, seed, draws, tails, "person")
 
 
 def _percentile_interval(replicates: np.ndarray, tails: tuple[float, float]) -> tuple[float | None, float | None, int]:
@@ -275,8 +309,7 @@ def weightings(person, diff, *, seed: int, draws: int,
     """The task-weighted and the person-weighted estimate, each with its interval on the same draws (I.8)."""
     tails = _tails(0.95, tails)
     task = shared_bootstraps([BootstrapRequest(person, diff, (tails,))], seed=seed, draws=draws)[0][0]
-    by_person = paired_bootstrap(person, diff, seed=seed, draws=draws, tails=tails, weighting="person")
-    return task, by_person
+    return task, person_weighted_bootstrap(person, diff, seed=seed, draws=draws, tails=tails)
 
 
 def without_people(person, diff, excluded, *, seed: int, draws: int,
