@@ -212,14 +212,30 @@ def test_the_export_through_contrast_gives_the_dashboard_figures(client, cast, t
     Grade.objects.filter(run=tables_run, task=prediction.task, answer_sha256=prediction.answer_sha256).update(
         status=Grade.Status.MISSING, score=None)         # one task lost to a missing grade
     dashboard = dashboard_refresh(tables_run).payload
+    tables = tables_refresh(tables_run).payload
     client.force_login(cast["viewer"])
     package = client.get(reverse("run_scores_csv", args=[tables_run.protocol.project.slug, tables_run.pk]))
     path = tmp_path / "scores.csv"
     path.write_bytes(package.content)
     out = io.StringIO()
     call_command("contrast", "--csv", str(path), "--a", WHOLE, "--b", MEMORY, "--seed", "7", "--draws", "600",
-                 "--family-size", "2", "--json", stdout=out)
+                 "--family-size", "2", "--json", "--robustness", stdout=out)
     report = json.loads(out.getvalue())
+    # The robustness figures of the tables page, from the package alone, to the last digit.
+    row = next(c for c in tables["contrasts"] if c["name"] == "Whole minus memory")
+    figures = report["robustness"]
+    assert figures["person_weighted"] == row["person_weighted"]
+    assert [{k: d[k] for k in ("k", "estimate", "lo", "hi")} for d in figures["thresholds"]] == [
+        {k: d[k] for k in ("k", "estimate", "lo", "hi")} for d in row["thresholds"]["delta"]]
+    assert figures["top_step_share"] == row["thresholds"]["top_step_share"]
+    split = row["subgroups"]["target position"]
+    assert figures["target position"]["groups"] == {g.pop("label"): g for g in split["groups"]}
+    assert {k: figures["target position"]["difference"][k] for k in ("estimate", "lo", "hi")} == {
+        k: split["difference"][k] for k in ("estimate", "lo", "hi")}
+    fit = row["regressions"]["log answer length gap"]
+    for part in ("slope", "intercept"):
+        assert {k: figures["log answer length gap"][part][k] for k in ("estimate", "lo", "hi", "n_tasks")} == {
+            k: fit[part][k] for k in ("estimate", "lo", "hi", "n_tasks")}
     planned = next(c for c in dashboard["contrasts"] if c["name"] == "Whole minus memory")
     assert (report["estimate"], report["lo"], report["hi"]) == (planned["estimate"], planned["lo"], planned["hi"])
     assert (report["family_lo"], report["family_hi"]) == (planned["family_lo"], planned["family_hi"])

@@ -18,6 +18,8 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.core import stats
+from experiments.core.stats import robustness
+from experiments.core.task_attributes import FIRST_TARGET, LATER_TARGETS, log_length_gap
 
 LONG_COLUMNS = ("task", "condition", "grade")
 
@@ -39,12 +41,15 @@ class Command(BaseCommand):
         parser.add_argument("--family-size", type=int, default=1, help="m of a Bonferroni family (tails α/2m)")
         parser.add_argument("--exclude-person", action="append", default=[], metavar="LABEL",
                             help="leave this person out (App. I.5); repeat for several")
+        parser.add_argument("--robustness", action="store_true",
+                            help="also the run tables' robustness figures (JSON): person-weighted interval, ΔP≥k "
+                                 "intervals, first against later targets, log answer-length regression")
         parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     def handle(self, path, a, b, person, seed, draws, family_size, exclude_person, **options):
         if draws < 1 or family_size < 1:
             raise CommandError("--draws and --family-size must be positive")
-        people, a_grades, b_grades, skipped = _read(path, a, b, person)
+        people, a_grades, b_grades, skipped, extras = _read(path, a, b, person)
         if exclude_person:
             unknown = sorted(set(exclude_person) - set(people))
             if unknown:
@@ -53,6 +58,7 @@ class Command(BaseCommand):
             people = [p for p, k in zip(people, keep) if k]
             a_grades = [g for g, k in zip(a_grades, keep) if k]
             b_grades = [g for g, k in zip(b_grades, keep) if k]
+            extras = [e for e, k in zip(extras, keep) if k]
             if not people:
                 raise CommandError(f"{path}: no task is left after the exclusions")
         clusters = _cluster_labels(people)
@@ -70,7 +76,9 @@ class Command(BaseCommand):
             family = stats.paired_bootstrap(clusters, diff, seed=seed, draws=draws,
                                             tails=stats.family_tails(family_size))
             report.update(family_lo=family.lo, family_hi=family.hi, family_size=family_size)
-        if options["json"]:
+        if options["robustness"]:
+            report["robustness"] = robustness_report(clusters, a_grades, b_grades, diff, extras, seed, draws)
+        if options["json"] or options["robustness"]:
             return json.dumps(report, indent=2)
         text = (f"{a} minus {b}: {result.estimate:+.4f} [{result.lo:+.4f}, {result.hi:+.4f}] "
                 f"(95%, whole-person bootstrap, PCG64 seed {seed}, {draws} draws); "
@@ -83,6 +91,33 @@ class Command(BaseCommand):
         return text
 
 
+def robustness_report(clusters, a_grades, b_grades, diff, extras, seed, draws) -> dict:
+    """The figures of the run's tables page (`analysis.tables`) for this contrast, from the package's columns."""
+    def interval(r):
+        return {"estimate": r.estimate, "lo": r.lo, "hi": r.hi, "n_tasks": r.n_tasks, "n_people": r.n_people}
+
+    by_person = robustness.person_weighted_bootstrap(clusters, diff, seed=seed, draws=draws)
+    per_task = stats.threshold_decomposition(a_grades, b_grades).per_task
+    thresholds = robustness.threshold_robustness(clusters, per_task, seed=seed, draws=draws)
+    out = {"person_weighted": interval(by_person),
+           "thresholds": [{"k": k + 1, **interval(d)} for k, d in enumerate(thresholds.delta)],
+           "top_step_share": thresholds.top_step_share}
+    if all(e.get("target") not in (None, "") for e in extras):
+        labels = np.array([FIRST_TARGET if int(e["target"]) == 1 else LATER_TARGETS for e in extras], dtype=object)
+        split = robustness.subgroups(labels, clusters, diff, seed=seed, draws=draws,
+                                     order=[FIRST_TARGET, LATER_TARGETS], compare=(LATER_TARGETS, FIRST_TARGET))
+        out["target position"] = {"groups": {g: interval(r) for g, r in split.groups.items()},
+                                  "difference": interval(split.difference) if split.difference else None}
+    known = np.array([e.get("words_a") not in (None, "") and e.get("words_b") not in (None, "") for e in extras],
+                     dtype=bool)
+    if known.sum() >= 3:
+        gap = np.array([log_length_gap(int(e["words_a"]), int(e["words_b"])) for e in np.asarray(extras)[known]])
+        if np.ptp(gap) > 0:
+            fit = robustness.covariate_regression(clusters[known], gap, diff[known], seed=seed, draws=draws)
+            out["log answer length gap"] = {"slope": interval(fit.slope), "intercept": interval(fit.intercept)}
+    return out
+
+
 def _cluster_labels(people: list[str]):
     """Labels that are all whole numbers as numbers (the package's order), others as text."""
     if all(p.strip().lstrip("-").isdigit() for p in people):
@@ -91,7 +126,7 @@ def _cluster_labels(people: list[str]):
 
 
 def _read(path, a, b, person):
-    """(people, a grades, b grades, tasks lost to a missing grade) from a long or a wide CSV."""
+    """(people, a grades, b grades, tasks lost to a missing grade, per-task target and answer words) from a CSV."""
     try:
         with open(path, newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
@@ -120,7 +155,7 @@ def _read_wide(reader, path, a, b, person):
         b_grades.append(gb)
     if not people:
         raise CommandError(f"{path}: no task has both grades")
-    return people, a_grades, b_grades, skipped
+    return people, a_grades, b_grades, skipped, [{} for _ in people]
 
 
 def _read_long(reader, path, a, b, person):
@@ -135,17 +170,18 @@ def _read_long(reader, path, a, b, person):
         seen.add(condition)
         if condition not in (a, b):
             continue
-        task = tasks.setdefault(row["task"], {"person": row[person]})
+        task = tasks.setdefault(row["task"], {"person": row[person], "target": row.get("target")})
         if task["person"] != row[person]:
             raise CommandError(f"{path}, line {line}: task {row['task']!r} has two people "
                                f"({task['person']!r} and {row[person]!r})")
         if condition in task:
             raise CommandError(f"{path}, line {line}: task {row['task']!r} has {condition!r} twice")
         task[condition] = _grade(row["grade"], path, line, "grade")
+        task["words_a" if condition == a else "words_b"] = row.get("answer_words")
     absent = [c for c in (a, b) if c not in seen]
     if absent:
         raise CommandError(f"{path}: no condition {', '.join(absent)} (conditions: {', '.join(sorted(seen))})")
-    people, a_grades, b_grades, skipped = [], [], [], 0
+    people, a_grades, b_grades, skipped, extras = [], [], [], 0, []
     for task in tasks.values():
         ga, gb = task.get(a), task.get(b)
         if ga is None or gb is None:
@@ -154,9 +190,10 @@ def _read_long(reader, path, a, b, person):
         people.append(task["person"])
         a_grades.append(ga)
         b_grades.append(gb)
+        extras.append({k: task.get(k) for k in ("target", "words_a", "words_b")})
     if not people:
         raise CommandError(f"{path}: no task has both grades")
-    return people, a_grades, b_grades, skipped
+    return people, a_grades, b_grades, skipped, extras
 
 
 def _grade(raw: str, path: str, line: int, column: str):
