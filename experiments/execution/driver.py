@@ -22,6 +22,7 @@ from django.utils import timezone
 from experiments.analysis.dashboard import dashboard_refresh, run_summary
 from experiments.analysis.judges import judge_comparison
 from experiments.analysis.pools import pools_refresh, run_pools
+from experiments.analysis.tables import tables_refresh
 from experiments.core.rankers import RankerError
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
@@ -213,6 +214,17 @@ def run_analyze(run_id: int) -> None:
         run.analysis = summary
         run.save(update_fields=["analysis"])
         _advance(run)
+    _tables_after(run)
+
+
+def _tables_after(run: Run) -> None:
+    """The robustness tables (issue 14), once the run is done: they take longer than the dashboard
+    (many more intervals), so they never hold the run back; the tables page says when they are
+    missing, and `analysis_refresh` computes them again."""
+    try:
+        tables_refresh(run)
+    except Exception:           # noqa: BLE001 - logged with its traceback; the run's own result stands
+        logger.exception("run %s: the robustness tables could not be computed", run.pk)
 
 
 def _advance(run: Run) -> None:

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from experiments.core.candidates import derived_problem, is_derived
 from experiments.core.conditions import CONDITIONS, JUDGE_PROMPTS, MEM0, get_condition
+from experiments.core.criteria import criteria_problems
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.execution.endpoints import endpoint_problem
 from experiments.memory_systems.availability import condition_unavailable
@@ -80,6 +81,9 @@ def protocol_settings(protocol: Protocol) -> dict:
         settings["regrade_of"] = protocol.regrade_of_id
     if protocol.memory_import_runs:  # only then, so seals made before imports existed keep their hash
         settings["memory_import_runs"] = protocol.memory_import_runs
+    if protocol.criteria:
+        # Only a protocol that states criteria seals them, so every other seal is computed as before.
+        settings["criteria"] = protocol.criteria
     return settings
 
 
@@ -152,6 +156,8 @@ def _settings_problems(protocol: Protocol) -> list[str]:
             elif not is_number(value, integer=True) or value < (1 if key == "draws" else 0):
                 problems.append(f"bootstrap {key} must be a {'positive' if key == 'draws' else 'non-negative'} "
                                 f"integer, not {value!r}")
+    problems += [f"criteria: {p}" for p in criteria_problems(protocol.criteria, protocol.contrasts)
+                 if isinstance(protocol.contrasts, list)]
     known = set(protocol.conditions)
     if not isinstance(protocol.contrasts, list):
         return problems + ["the contrasts must be a list"]

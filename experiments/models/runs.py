@@ -35,6 +35,8 @@ class Protocol(models.Model):
     retry_policy = models.JSONField(default=dict)
     contrasts = models.JSONField(default=list, help_text="planned contrasts, family membership, criteria")
     bootstrap = models.JSONField(default=dict, help_text="seed and draws of the analysis")
+    criteria = models.JSONField(default=list, blank=True,
+                                help_text="prespecified decision criteria (experiments.core.criteria)")
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -14,6 +14,7 @@ from experiments.audit import Kind, audit_record
 from experiments.analysis.dashboard import dashboard_cached
 from experiments.analysis.exports import csv_text, scores_package_rows
 from experiments.execution.policy import offline_roles
+from experiments.web.analysis.tables_views import criteria_verdicts
 
 
 @login_required
@@ -39,6 +40,7 @@ def run_dashboard(request, slug, pk):
             cost=figures.cost(data["cost"]["per_phase"]),
             offline=offline_roles(run.protocol)["any"],
         )
+        context["verdicts"], context["criteria_problem"] = criteria_verdicts(run.protocol, data)
     return render(request, "experiments/analysis/run_dashboard.html", context)
 
 

@@ -7,6 +7,7 @@ the problems that would stop the seal.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from django import forms
@@ -16,6 +17,7 @@ from django.db import transaction
 
 from experiments.core.conditions import CONDITIONS, conditions_by_family
 from experiments.core.contrasts import contrast_problems
+from experiments.core.criteria import criteria_problems
 from experiments.core.llm import wire
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
@@ -175,6 +177,12 @@ class ProtocolForm(StorableTextMixin, forms.Form):
     phase_allowance = forms.IntegerField(min_value=0, max_value=1_000_000, label="Recovery allowance per phase")
     bootstrap_seed = forms.IntegerField(min_value=0, max_value=2**63 - 1, label="Bootstrap seed")
     bootstrap_draws = forms.IntegerField(min_value=100, max_value=10_000_000, label="Bootstrap draws")
+    criteria = forms.CharField(
+        required=False, max_length=20_000, label="Prespecified criteria (JSON)",
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text='Optional, sealed with the protocol; the dashboard says met or not met. Example: '
+                  '[{"name": "fusion beats the one-shot", "contrast": "fusion minus one-shot", '
+                  '"interval": "family", "above": 0}]; combine tests with {"all": [...]} or {"any": [...]}.')
 
     def __init__(self, *args, project, protocol=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -210,6 +218,16 @@ class ProtocolForm(StorableTextMixin, forms.Form):
     def clean_kept_contrasts(self):
         return self.fields["kept_contrasts"].contrasts(self.cleaned_data["kept_contrasts"])
 
+    def clean_criteria(self):
+        text = self.cleaned_data["criteria"].strip()
+        if not text:
+            return []
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                                  code="bad_criteria") from None
+
 
 def protocol_initial(protocol: Protocol | None, project) -> dict:
     if protocol is None:
@@ -227,6 +245,7 @@ def protocol_initial(protocol: Protocol | None, project) -> dict:
         **retry,
         "bootstrap_seed": protocol.bootstrap.get("seed", DEFAULT_SEED),
         "bootstrap_draws": protocol.bootstrap.get("draws", DEFAULT_DRAWS),
+        "criteria": json.dumps(protocol.criteria, indent=1, ensure_ascii=False) if protocol.criteria else "",
     }
 
 
@@ -256,6 +275,10 @@ class ProtocolEditor:
             for problem in contrast_problems(self.contrasts, chosen["conditions"]):
                 self.main.add_error(None, ValidationError(f"planned contrasts: {problem}", code="bad_contrast"))
                 valid.append(False)
+            if "criteria" in chosen:
+                for problem in criteria_problems(chosen["criteria"], self.contrasts):
+                    self.main.add_error("criteria", ValidationError(problem, code="bad_criteria"))
+                    valid.append(False)
         if not all(valid):
             return False
         generator, judge = self.generator.cleaned_data, self.judge.cleaned_data
@@ -284,6 +307,7 @@ class ProtocolEditor:
             "retry_policy": {key: data[key] for key in DEFAULT_RETRY},
             "contrasts": self.contrasts,
             "bootstrap": {"seed": data["bootstrap_seed"], "draws": data["bootstrap_draws"]},
+            "criteria": data.get("criteria", []),
         }
 
     def save(self, *, user) -> Protocol:
