@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 
 from experiments.models import Membership, Project, Role
+from tests.figure_helpers import draw_every_figure
 from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
 
 pytestmark = pytest.mark.slow
@@ -94,6 +95,7 @@ def test_an_analyst_finds_a_disagreement_steps_through_it_and_clicks_through_the
     # A dashboard cell opens the explorer on the tasks behind it.
     page.goto(f"{live_server.url}/p/ex/runs/{run.pk}/analysis/")
     page.wait_for_selector(".plot .main-svg")
+    draw_every_figure(page)  # they draw lazily, when scrolled near
     heatmap = page.locator(".plot").filter(has=page.locator(".heatmaplayer")).first
     heatmap.scroll_into_view_if_needed()
     shoot(page, "dashboard", tmp_path)
