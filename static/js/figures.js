@@ -1,8 +1,8 @@
 // Draws each .plot of a page from the JSON that follows it (json_script), with plotly's
 // cloud and share buttons off — research data never leaves the server — and a toolbar of one
 // button (download as PNG), so keyboard users reach the tables and CSV links quickly.
-// A point whose customdata is a site path ("/p/...") opens it: a figure links to the tasks
-// behind a number.
+// A point whose customdata (or its trace's meta) is a site path ("/p/...") opens it: a figure
+// links to the tasks behind a number.
 //
 // Figures are drawn lazily: those in the first screenful at once, the others when they are
 // scrolled near (an IntersectionObserver with a margin below the window), one figure per task.
@@ -26,7 +26,9 @@
     return Plotly.newPlot(el, figure.data, figure.layout, CONFIG).then(function () {
       el.dataset.drawn = "yes";
       el.on("plotly_click", function (event) {
-        const target = event.points && event.points[0] && event.points[0].customdata;
+        const point = event.points && event.points[0];
+        // A point's own link, or its trace's (`meta`: a box stands for all its answers).
+        const target = point && (point.customdata !== undefined ? point.customdata : point.data && point.data.meta);
         const path = Array.isArray(target) ? target[target.length - 1] : target;
         if (typeof path === "string" && path.startsWith("/")) window.location.assign(path);
       });

@@ -31,12 +31,12 @@ def run_dashboard(request, slug, pk):
             explore=explore,
             forest=figures.forest(data["contrasts"], explore),
             means=figures.means(data["means"], explore),
-            sweep=figures.sweep(data["sweep"]),
+            sweep=figures.sweep(data["sweep"], explore),
             thresholds=figures.thresholds(data["contrasts"], explore),
             transitions=[(c["name"], figures.transitions(c, explore)) for c in data["contrasts"]
                          if c.get("transitions")],
-            lengths=figures.lengths(data["lengths"]),
-            cost=figures.cost(data["cost"]["per_phase"]),
+            lengths=figures.lengths(data["lengths"], explore),
+            cost=figures.cost(data["cost"]["per_phase"], explore),
             offline=offline_roles(run.protocol)["any"],
         )
     return render(request, "experiments/analysis/run_dashboard.html", context)
