@@ -5,7 +5,8 @@
 // links to the tasks behind a number.
 //
 // Figures are drawn lazily: those in the first screenful at once, the others when they are
-// scrolled near (an IntersectionObserver with a margin below the window), one figure per task.
+// scrolled near (an IntersectionObserver with a margin below the window; those already that near
+// on load, at the first scroll), one figure per task.
 // Drawing every figure of a dashboard on load cost about half a second of script on the main
 // thread, most of it for figures nobody had scrolled to yet. A drawn figure gets
 // data-drawn="yes" (browser tests wait for it).
@@ -58,15 +59,20 @@
       plots.forEach(enqueue);
       return;
     }
+    // Near the window on load but not in it: drawn at the first scroll, not while the page loads.
+    const nearOnLoad = [];
+    let loading = true;
     const observer = new IntersectionObserver(function (entries) {
       entries.forEach(function (entry) {
-        if (entry.isIntersecting) {
-          observer.unobserve(entry.target);
-          enqueue(entry.target);
-        }
+        if (!entry.isIntersecting) return;
+        observer.unobserve(entry.target);
+        if (loading && entry.boundingClientRect.top >= window.innerHeight) nearOnLoad.push(entry.target);
+        else enqueue(entry.target);
       });
+      loading = false;
     }, { rootMargin: NEAR });
     plots.forEach(function (el) { observer.observe(el); });
+    window.addEventListener("scroll", function () { nearOnLoad.splice(0).forEach(enqueue); }, { passive: true });
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
