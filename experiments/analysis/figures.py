@@ -6,6 +6,7 @@ table beside the figure and in its CSV download.
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import urlencode
 
 import plotly.graph_objects as go
@@ -139,8 +140,29 @@ def transitions(contrast: dict, explore: str | None = None) -> dict | None:
     fig = go.Figure(go.Heatmap(z=table, x=[0, 1, 2, 3], y=[0, 1, 2, 3], colorscale="Blues",
                                text=table, texttemplate="%{text}", customdata=links))
     fig.update_layout(LAYOUT).update_layout(height=300, xaxis_title=f"grade under {axes['columns']}",
-                      yaxis_title=f"grade under {axes['rows']}", xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
+                      yaxis_title=grade_axis_title(axes["rows"]), xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
     return _json(fig)
+
+
+AXIS_LINE_CHARS = 24  # about 170 px of 12 px text: fits the 230 px height of a 300 px heatmap's plot
+
+
+def grade_axis_title(condition: str) -> str:
+    """A vertical axis title that fits a 300 px figure: "grade under", then the condition's key in
+    lines of at most AXIS_LINE_CHARS, broken after a "+", "(", "," or "|" (in one line, a long key
+    was cut off)."""
+    parts: list[str] = []
+    for part in re.findall(r"[^+(,|]+[+(,|]?|[+(,|]", condition):
+        if parts and not part.strip(")"):
+            parts[-1] += part  # a closing bracket never starts a line
+        else:
+            parts.append(part)
+    lines = [""]
+    for part in parts:
+        if lines[-1] and len(lines[-1]) + len(part) > AXIS_LINE_CHARS:
+            lines.append("")
+        lines[-1] += part
+    return "<br>".join(["grade under", *lines])
 
 
 def lengths(rows: list[dict], explore: str | None = None) -> dict | None:

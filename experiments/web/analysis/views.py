@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from experiments.analysis import figures
+from experiments.core.conditions import SELECTION, get_condition
 from experiments.access import run_for
 from experiments.audit import Kind, audit_record
 from experiments.analysis.dashboard import dashboard_cached
@@ -38,6 +39,10 @@ def run_dashboard(request, slug, pk):
             lengths=figures.lengths(data["lengths"], explore),
             cost=figures.cost(data["cost"]["per_phase"], explore),
             offline=offline_roles(run.protocol)["any"],
+            # The stand-in answers byte-identical requests identically: a selection's three candidates
+            # are one text, so it picks its one-shot's answer whatever it chooses.
+            offline_selections=offline_roles(run.protocol)["generator"] and [
+                key for key in run.protocol.conditions if get_condition(key).workflow == SELECTION],
         )
     return render(request, "experiments/analysis/run_dashboard.html", context)
 
