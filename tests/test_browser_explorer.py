@@ -28,8 +28,10 @@ def analyst_and_run(transactional_db):
     from tests.annotations_helpers import MEMORY, OWNWORDS, finished_run
     project = Project.objects.create(slug="ex", name="Explorer")
     run = finished_run(project, people=3, conditions=[MEMORY, OWNWORDS])
-    # The offline stand-in answers both alike; give OwnWords its own answers, graded 3, so the two
-    # conditions disagree on every task (OwnWords 3, memory 0).
+    # The offline stand-in answers both alike; give OwnWords its own answers, graded 3, and memory's
+    # answers the grade 0, so the two conditions disagree on every task (OwnWords 3, memory 0).
+    for prediction in run.predictions.filter(condition=MEMORY, label="final"):
+        Grade.objects.filter(run=run, task=prediction.task, answer_sha256=prediction.answer_sha256).update(score=0)
     for prediction in run.predictions.filter(condition=OWNWORDS, label="final"):
         prediction.text = f"{prediction.text} (OwnWords)"
         prediction.answer_sha256 = hashlib.sha256(prediction.text.encode()).hexdigest()
