@@ -154,7 +154,7 @@ ACTIONS = {
     # name: (url name, object, POST data, roles allowed, setup)
     "protocol_create": ("protocol_create", None, lambda w: protocol_form_data(w["cohort"], name="fresh"), EDITORS, None),
     "protocol_edit": ("protocol_edit", "draft", lambda w: protocol_form_data(w["cohort"], name="renamed"), EDITORS, None),
-    "protocol_seal": ("protocol_seal", "draft", lambda w: {}, EDITORS, None),
+    "protocol_seal": ("protocol_seal", "draft", lambda w: {"confirm": "yes"}, EDITORS, None),
     "run_create": ("run_create", "sealed", lambda w: {}, EDITORS, None),
     # The world's protocols are offline (free): whoever may start them may pause, resume and re-issue
     # (access.may_spend; the paid matrix is in tests/test_spend_permissions.py).
@@ -360,7 +360,7 @@ def test_a_sealed_protocols_edit_post_is_refused_and_changes_nothing(client, wor
 def test_sealing_from_the_page_shows_the_seal(client, world):
     client.force_login(world["users"]["analyst"])
     draft = world["draft"]
-    response = client.post(reverse("protocol_seal", args=["alpha", draft.pk]), follow=True)
+    response = client.post(reverse("protocol_seal", args=["alpha", draft.pk]), {"confirm": "yes"}, follow=True)
     draft.refresh_from_db()
     body = response.content.decode()
     assert draft.is_sealed() and draft.sealed_by == world["users"]["analyst"]
@@ -371,12 +371,25 @@ def test_sealing_from_the_page_shows_the_seal(client, world):
     assert 'action="/p/alpha/protocols/%d/seal/"' % draft.pk not in body  # sealed: no seal button
 
 
+def test_sealing_asks_for_a_ticked_confirmation_and_without_it_changes_nothing(client, world):
+    client.force_login(world["users"]["owner"])
+    draft = world["draft"]
+    page = client.get(reverse("protocol_detail", args=["alpha", draft.pk])).content.decode()
+    assert 'id="seal-confirm"' in page and 'name="confirm" value="yes"' in page
+    for data in ({}, {"confirm": "on"}, {"confirm": ""}):
+        response = client.post(reverse("protocol_seal", args=["alpha", draft.pk]), data, follow=True)
+        draft.refresh_from_db()
+        assert not draft.is_sealed()
+        assert "Not sealed: tick the box" in response.content.decode()
+
+
 def test_an_unsealable_protocol_lists_its_problems_and_seal_refuses(client, world, unrunnable_condition):
     bad = make_protocol(world["project"], world["cohort"], "bad", conditions=[unrunnable_condition], contrasts=[])
     client.force_login(world["users"]["owner"])
     body = client.get(reverse("protocol_detail", args=["alpha", bad.pk])).content.decode()
     assert f"{html.escape(unrunnable_condition)} is not runnable yet" in body
-    body = client.post(reverse("protocol_seal", args=["alpha", bad.pk]), follow=True).content.decode()
+    body = client.post(reverse("protocol_seal", args=["alpha", bad.pk]), {"confirm": "yes"},
+                       follow=True).content.decode()
     assert f"Not sealed: {html.escape(unrunnable_condition)} is not runnable yet" in body
     bad.refresh_from_db()
     assert not bad.is_sealed()

@@ -117,9 +117,13 @@ def protocol_detail(request, slug, pk):
 @login_required
 @require_POST
 def protocol_seal_view(request, slug, pk):
-    """Seal the protocol (whoever may spend on it); redirects to its page, which shows the seal."""
+    """Seal the protocol (whoever may spend on it); redirects to its page, which shows the seal.
+    Sealing cannot be undone: only a POST whose confirm box is ticked (confirm=yes) seals."""
     membership, protocol = protocol_for(request, slug, pk, roles=TEXT_READERS)
     require_spending(membership, protocol)
+    if request.POST.get("confirm") != "yes":
+        messages.error(request, "Not sealed: tick the box that confirms you checked the settings, then Seal.")
+        return redirect("protocol_detail", slug=slug, pk=pk)
     try:
         protocol_seal(protocol=protocol, user=request.user)
     except policy.RunError as exc:
