@@ -8,8 +8,10 @@ task. `apply_result` turns a slot's terminal outcome into memories, answers and 
 """
 from __future__ import annotations
 
+import json
 
 from django.db import connection, transaction
+from django.utils import timezone
 
 from experiments.analysis.grades import store_scores
 from experiments.core.canonical import sha256_text
@@ -20,6 +22,7 @@ from experiments.models import Grade, Memory, Prediction, Run, ScreenerItem, Slo
 from experiments.models.runs import Phase
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
 from experiments.data import cohort_tasks
+from experiments.execution.hot_sql import hot_cursor
 
 # --- task inputs ------------------------------------------------------------------------------
 
@@ -52,19 +55,50 @@ def task_inputs(tasks: list[Task]) -> dict[int, TaskInput]:
 
 # --- planning ---------------------------------------------------------------------------------
 
-def _new_slot(run, phase, key, role, assembled, *, task=None, session_id=None) -> Slot:
+def _new_slot(run, phase, key, role, assembled, *, task=None, task_id=None, session_id=None) -> Slot:
     return Slot(
         run=run,
         phase=phase,
         key=key,
         role=role,
-        task=task,
+        task_id=task.pk if task is not None else task_id,
         session_id=session_id,
         system=assembled.system,
         user=assembled.user,
         request_sha256=sha256_text(assembled.system + "\x00" + assembled.user),
         prompt_refs=[[ref.name, ref.sha256] for ref in assembled.prompt_refs],
     )
+
+
+_INSERT_SLOTS_SQL = """
+INSERT INTO {slot} (run_id, phase, role, key, task_id, session_id, system, "user", request_sha256, prompt_refs,
+                    status, status_note, amended_attempts, updated_at)
+SELECT %s, %s, %s, x.key, x.task_id, x.session_id, x.system, x.user_text, x.sha, CAST(x.refs AS jsonb),
+       %s, '', 0, %s
+FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])
+     AS x(key, task_id, session_id, system, user_text, sha, refs)
+ON CONFLICT (run_id, key) DO NOTHING
+"""
+
+
+def insert_slots(slots: list[Slot]) -> None:
+    """`Slot.objects.bulk_create(slots, ignore_conflicts=True)` for slots of one run, phase and
+    role (as each planner makes them). On PostgreSQL one statement with its columns bound as
+    arrays on the server: the ORM's per-field preparation and client-side quoting of thousands
+    of prompts cost most of a phase's planning, between the last answer of one phase and the
+    first request of the next."""
+    groups = {(slot.run_id, slot.phase, slot.role) for slot in slots}
+    if connection.vendor != "postgresql" or len(groups) != 1:
+        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        return
+    (run_id, phase, role), = groups
+    sql = _INSERT_SLOTS_SQL.format(slot=Slot._meta.db_table)
+    params = [run_id, phase, role, Slot.Status.PENDING, timezone.now(),
+              [slot.key for slot in slots], [slot.task_id for slot in slots], [slot.session_id for slot in slots],
+              [slot.system for slot in slots], [slot.user for slot in slots],
+              [slot.request_sha256 for slot in slots], [json.dumps(slot.prompt_refs) for slot in slots]]
+    with hot_cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def _conditions(run: Run):
@@ -84,7 +118,7 @@ def plan_memories(run: Run) -> None:
             assembled = assemble_memory_request(kind, words, inputs[task.pk])
             slots.append(_new_slot(run, Phase.MEMORIES, f"memory|{session_id}|{kind}|{words}",
                                    Slot.Role.GENERATOR, assembled, session_id=session_id))
-    Slot.objects.bulk_create(slots, ignore_conflicts=True)
+    insert_slots(slots)
 
 
 def plan_generation(run: Run) -> None:
@@ -120,7 +154,7 @@ def plan_generation(run: Run) -> None:
                                budget=assembled.budget)
                 )
     with transaction.atomic():
-        Slot.objects.bulk_create(list(slots.values()), ignore_conflicts=True)
+        insert_slots(list(slots.values()))
         by_key = dict(Slot.objects.filter(run=run, phase=Phase.GENERATION).values_list("key", "pk"))
         for prediction in predictions:
             if prediction.slot is not None:
@@ -166,7 +200,7 @@ def plan_decisions(run: Run) -> None:
                                           evidence=assembled.evidence, evidence_chars=assembled.evidence_chars,
                                           budget=assembled.budget))
     with transaction.atomic():
-        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        insert_slots(slots)
         by_key = dict(Slot.objects.filter(run=run, phase=Phase.DECISIONS).values_list("key", "pk"))
         for prediction in predictions:
             if prediction.slot is not None:
@@ -176,28 +210,31 @@ def plan_decisions(run: Run) -> None:
 
 def plan_judging(run: Run) -> None:
     """One judge call per distinct answer text within a task (B.2); selection inherits its
-    candidate's grade and an empty answer is an operational zero, so neither adds a call."""
+    candidate's grade and an empty answer is an operational zero, so neither adds a call.
+
+    Planned from one plain query (no model instances): it runs between the last answer of
+    generation and the first judge call, where every idle in-flight place waits for it."""
     answers = (
         Prediction.objects.filter(run=run, status__in=[Prediction.Status.OK, Prediction.Status.EMPTY])
-        .select_related("task__question_turn", "task__answer_turn")
         .order_by("task_id", "pk")
+        .values_list("task_id", "answer_sha256", "status", "text", "task__question_turn__text",
+                     "task__answer_turn__text")
     )
     slots, grades, seen = [], [], set()
-    for prediction in answers:
-        key = (prediction.task_id, prediction.answer_sha256)
+    for task_id, answer_sha, status, text, question, reference in answers.iterator(chunk_size=2000):
+        key = (task_id, answer_sha)
         if key in seen:
             continue
         seen.add(key)
-        if prediction.status == Prediction.Status.EMPTY:
-            grades.append(Grade(run=run, task=prediction.task, answer_sha256=prediction.answer_sha256,
+        if status == Prediction.Status.EMPTY:
+            grades.append(Grade(run=run, task_id=task_id, answer_sha256=answer_sha,
                                 status=Grade.Status.OPERATIONAL_ZERO, score=0))
             continue
-        assembled = assemble_judge(prediction.task.question_turn.text, prediction.task.answer_turn.text,
-                                   prediction.text)
-        slots.append(_new_slot(run, Phase.JUDGING, f"judge|{prediction.task_id}|{prediction.answer_sha256}",
-                               Slot.Role.JUDGE, assembled, task=prediction.task))
+        assembled = assemble_judge(question, reference, text)
+        slots.append(_new_slot(run, Phase.JUDGING, f"judge|{task_id}|{answer_sha}", Slot.Role.JUDGE, assembled,
+                               task_id=task_id))
     with transaction.atomic():
-        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        insert_slots(slots)
         Grade.objects.bulk_create(grades, ignore_conflicts=True)
         # empty answers are graded now (operational zeros); every other score comes with its grade
         store_scores(run.pk, status=Prediction.Status.EMPTY)

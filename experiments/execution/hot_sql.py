@@ -1,0 +1,40 @@
+"""Plain statements on the engine's hot paths, bound and prepared on the PostgreSQL server.
+
+Django's psycopg cursor binds parameters on the client (it quotes every value into the SQL
+text): cheap for a statement now and then, costly for the statements on the path of every
+request and for the thousands of rows a phase's planning inserts between two phases.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import psycopg
+from django.db import connection
+
+
+@contextlib.contextmanager
+def hot_cursor():
+    """A cursor for the statements on the path of every request. On PostgreSQL it binds
+    parameters on the server and `execute(..., prepare=True)` keeps each statement's plan on the
+    connection: parsing and planning these CTEs cost the server more than running them. Errors
+    come out as Django's (IntegrityError, …), as from `connection.cursor()`."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            yield _Unprepared(cursor)
+        return
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        yield cursor
+
+
+class _Unprepared:
+    """`hot_cursor` elsewhere than PostgreSQL: the same calls, nothing prepared."""
+
+    def __init__(self, cursor):
+        self.cursor = cursor
+
+    def execute(self, sql, params=None, prepare=None):
+        return self.cursor.execute(sql, params)
+
+    def fetchone(self):
+        return self.cursor.fetchone()
