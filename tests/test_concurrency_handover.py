@@ -5,13 +5,24 @@ each holder's own cap and the leases stay Redis's:
 - many threads of two "processes" (two limiters on one Redis) never hold more than the cap, and
   places do go from thread to thread;
 - a place is not handed to a waiter whose own cap the count exceeds: it is given back instead;
-- a handed-over place's lease is the new holder's (renewed), not what was left of the old one.
+- a handed-over place's lease is the new holder's (renewed), not what was left of the old one;
+- the journal hands a place on before the receipt is stored only for an answer: a quota answer
+  keeps its place until the circuit is open in the database.
 """
 import threading
 import time
 import uuid
 
+import httpx
+import pytest
+
 from experiments.execution.concurrency import HandoverLimiter, InflightLimiter
+from experiments.execution.driver import run_drive
+from experiments.execution.journal import slot_execute
+from experiments.execution.policy import limiter_name, model_config
+from experiments.models import ModelCall, Run, Slot
+from tests.engine_helpers import QUESTION_ONLY, Sleeps, build_cohort, make_run, openai_model
+from tests.llm_fake_server import Reply, answer, openai_insufficient_quota
 from tests.test_engine_queue import redis_connection  # noqa: F401
 
 
@@ -121,3 +132,68 @@ def test_a_handed_over_place_carries_the_new_holders_lease(redis_connection):
     for place in (got["asking"], blocker):
         InflightLimiter(redis_connection).release(place)
     assert here.in_flight(name) == 0
+
+
+# --- the journal's side: who may take a place before the receipt is stored ----------------------
+
+
+class Watching(HandoverLimiter):
+    """Notes each hand-over and release with how many receipts of the run were stored then."""
+
+    def __init__(self, limiter, run):
+        super().__init__(limiter)
+        self.run, self.events = run, []
+
+    def _stored(self) -> int:
+        return ModelCall.objects.filter(slot__run=self.run).exclude(outcome="").count()
+
+    def pass_on(self, place):
+        handed = super().pass_on(place)
+        if threading.current_thread() is threading.main_thread():
+            self.events.append(("handed" if handed else "kept", self._stored()))
+        return handed
+
+    def release(self, place):
+        if threading.current_thread() is threading.main_thread():
+            self.events.append(("released", self._stored()))
+        super().release(place)
+
+
+@pytest.mark.parametrize("quota", [False, True], ids=["answer", "quota answer"])
+def test_an_answer_hands_its_place_on_before_its_receipt_a_quota_answer_only_after(
+        project, server, redis_connection, quota):
+    run = make_run(project, build_cohort(project, sessions=1, name="handover"), conditions=[QUESTION_ONLY],
+                   generator=openai_model(server), concurrency={"openai": 1})
+    [slot_id] = run_drive(run.pk).slot_ids
+    limiter = Watching(InflightLimiter(redis_connection), run)
+    name = limiter_name(model_config(run.protocol.generator))
+    got = []
+    waiters = [threading.Thread(target=lambda: got.append(limiter.acquire(name, 1, lease_s=10))) for _ in range(2)]
+
+    def reply(request):
+        # Two threads of this "process" wait for the one place: one asks Redis, one waits here.
+        for waiter in waiters:
+            waiter.start()
+            wait_until(lambda: waiter.is_alive() and (name in limiter._asking))
+        wait_until(lambda: len(limiter._waiting.get(name, ())) == 1)
+        return openai_insufficient_quota() if quota else answer(request, "Handed on.")
+
+    server.script(Reply(status=429, body=reply) if quota else Reply(body=reply))
+    with httpx.Client(trust_env=False) as client:
+        slot_execute(slot_id, limiter=limiter, client=client, worker="test", sleep=Sleeps())
+    if quota:
+        # The circuit must be open before anyone else may send: the place waits for the receipt
+        # (and is then handed to the waiting thread by the release itself).
+        assert limiter.events == [("released", 1), ("handed", 1)]
+        assert Run.objects.get(pk=run.pk).circuit_open
+    else:
+        assert limiter.events == [("handed", 0)]  # taken over before the receipt was stored
+        assert Slot.objects.get(pk=slot_id).status == Slot.Status.OK
+    wait_until(lambda: len(got) == 1)
+    assert limiter.in_flight(name) == 1  # one place, now the waiting thread's
+    limiter.release(got[0])
+    wait_until(lambda: len(got) == 2)
+    limiter.release(got[1])
+    for waiter in waiters:
+        waiter.join(timeout=10)
+    assert limiter.in_flight(name) == 0

@@ -270,14 +270,20 @@ class HandoverLimiter:
 
     def release(self, place: Place) -> None:
         """Hand the place to a thread of this process waiting under its name, else give it back."""
+        if not self.pass_on(place):
+            self.limiter.release(place)
+
+    def pass_on(self, place: Place) -> bool:
+        """Hand the place to a thread of this process waiting under its name, if one waits;
+        False (the place still the caller's) otherwise. Touches nothing but this process."""
         with self._lock:
             queue = self._waiting.get(place.name)
-            if queue:
-                waiter = queue.popleft()
-                waiter.place = place
-                waiter.event.set()
-                return
-        self.limiter.release(place)
+            if not queue:
+                return False
+            waiter = queue.popleft()
+            waiter.place = place
+            waiter.event.set()
+            return True
 
     def in_flight(self, name: str) -> int:
         return self.limiter.in_flight(name)

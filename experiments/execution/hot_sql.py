@@ -7,9 +7,14 @@ request and for the thousands of rows a phase's planning inserts between two pha
 from __future__ import annotations
 
 import contextlib
+import weakref
 
 import psycopg
 from django.db import connection
+
+# One cursor per database connection, kept: a new psycopg cursor copies the connection's
+# adapters, a cost on every statement of every request.
+_CURSORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @contextlib.contextmanager
@@ -23,7 +28,11 @@ def hot_cursor():
             yield _Unprepared(cursor)
         return
     connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    raw = connection.connection
+    cursor = _CURSORS.get(raw)
+    if cursor is None or cursor.closed:
+        cursor = _CURSORS[raw] = psycopg.Cursor(raw)
+    with connection.wrap_database_errors:
         yield cursor
 
 
