@@ -24,7 +24,7 @@ import httpx
 from rq import Queue
 
 from experiments.execution.concurrency import REDIS_DOWN, HandoverLimiter, InflightLimiter, wait_for_redis
-from experiments.execution.driver import Step, run_analyze, run_drive
+from experiments.execution.driver import Step, run_analyze, run_drive, run_plan_part
 from experiments.execution.journal import in_this_thread, phase_open, slot_execute
 from experiments.execution.workers import SLOT_JOB_PREFIX
 
@@ -66,6 +66,16 @@ def limiter() -> HandoverLimiter:
     return _limiter
 
 
+def _redis():
+    """The process's Redis client (the limiter's pool): a new connection per look at a queue
+    would cost a connect and a handshake, several round trips, at every phase boundary."""
+    return limiter().client
+
+
+def _queue(name: str) -> Queue:
+    return django_rq.get_queue(name, connection=_redis())
+
+
 def worker_name() -> str:
     """Host, process and (in a multi-slot worker) slot thread: who reserved an attempt."""
     thread = threading.current_thread()
@@ -76,10 +86,10 @@ def worker_name() -> str:
 def dispatch(run_id: int, step: Step) -> None:
     """Put the driver's next step on the queues."""
     if step.analyze:
-        django_rq.get_queue("analysis").enqueue(job_analyze, run_id)
+        _queue("analysis").enqueue(job_analyze, run_id)
     if step.slot_ids:
-        queue = django_rq.get_queue(step.phase)
-        connection = django_rq.get_connection("default")
+        queue = _queue(step.phase)
+        connection = _redis()
         key = QUEUED_KEY.format(run_id=run_id, phase=step.phase)
         connection.incrby(key, len(step.slot_ids))
         connection.expire(key, 7 * 24 * 3600)
@@ -106,7 +116,7 @@ def schedule_recheck(run_id: int, delay_s: float) -> bool:
     driver call. A look whose time passed long ago without running (no scheduler then)
     does not count. Returns whether a look was scheduled.
     """
-    connection = django_rq.get_connection("default")
+    connection = _redis()
     key = RECHECK_KEY.format(run_id=run_id)
     now = time.time()
     due = now + delay_s
@@ -114,7 +124,7 @@ def schedule_recheck(run_id: int, delay_s: float) -> bool:
     if pending is not None and now - 30 <= float(pending) <= due + 0.5:
         return False
     connection.set(key, repr(due), ex=int(delay_s) + 300)
-    django_rq.get_queue("default").enqueue_in(
+    _queue("default").enqueue_in(
         timedelta(seconds=delay_s), job_recheck, run_id, repr(due),
         job_id=f"ownwords-recheck-{run_id}-{uuid.uuid4().hex[:12]}",
     )
@@ -122,16 +132,24 @@ def schedule_recheck(run_id: int, delay_s: float) -> bool:
 
 
 def _slot_queues_idle() -> bool:
-    return all(django_rq.get_queue(name).count == 0 for name in SLOT_QUEUES)
+    with _redis().pipeline(transaction=False) as pipeline:  # one round trip
+        for name in SLOT_QUEUES:
+            pipeline.llen(Queue.redis_queue_namespace_prefix + name)
+        return not any(pipeline.execute())
 
 
 def job_drive(run_id: int) -> None:
     redispatch = REDISPATCH_AFTER_S if _slot_queues_idle() else None
-    dispatch(run_id, run_drive(run_id, redispatch_after_s=redispatch))
+    step = run_drive(run_id, redispatch_after_s=redispatch)
+    dispatch(run_id, step)
+    while step.plan_rest:
+        # The phase's first calls are on their way: plan the next part and hand it out, until done.
+        step = run_plan_part(run_id)
+        dispatch(run_id, step)
 
 
 def job_recheck(run_id: int, due: str) -> None:
-    connection = django_rq.get_connection("default")
+    connection = _redis()
     key = RECHECK_KEY.format(run_id=run_id)
     if (connection.get(key) or b"").decode() == due:
         connection.delete(key)  # this look is running: the next one may be scheduled

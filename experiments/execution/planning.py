@@ -208,36 +208,47 @@ def plan_decisions(run: Run) -> None:
         Prediction.objects.bulk_create(predictions, ignore_conflicts=True)
 
 
-def plan_judging(run: Run) -> None:
+def plan_judging(run: Run, *, first: int | None = None) -> bool:
     """One judge call per distinct answer text within a task (B.2); selection inherits its
     candidate's grade and an empty answer is an operational zero, so neither adds a call.
 
     Planned from one plain query (no model instances): it runs between the last answer of
-    generation and the first judge call, where every idle in-flight place waits for it."""
+    generation and the first judge call, where every idle in-flight place waits for it.
+    `first`: plan only the next so many calls (in task order; slots planned before are kept)
+    and return False if more are due."""
     answers = (
         Prediction.objects.filter(run=run, status__in=[Prediction.Status.OK, Prediction.Status.EMPTY])
         .order_by("task_id", "pk")
         .values_list("task_id", "answer_sha256", "status", "text", "task__question_turn__text",
                      "task__answer_turn__text")
     )
+    planned = set(Slot.objects.filter(run=run, phase=Phase.JUDGING).values_list("key", flat=True))
     slots, grades, seen = [], [], set()
     for task_id, answer_sha, status, text, question, reference in answers.iterator(chunk_size=2000):
         key = (task_id, answer_sha)
         if key in seen:
             continue
         seen.add(key)
+        if f"judge|{task_id}|{answer_sha}" in planned:
+            continue  # planned by an earlier part
         if status == Prediction.Status.EMPTY:
             grades.append(Grade(run=run, task_id=task_id, answer_sha256=answer_sha,
                                 status=Grade.Status.OPERATIONAL_ZERO, score=0))
             continue
+        if first is not None and len(slots) == first:
+            complete = False
+            break
         assembled = assemble_judge(question, reference, text)
         slots.append(_new_slot(run, Phase.JUDGING, f"judge|{task_id}|{answer_sha}", Slot.Role.JUDGE, assembled,
                                task_id=task_id))
+    else:
+        complete = True
     with transaction.atomic():
         insert_slots(slots)
         Grade.objects.bulk_create(grades, ignore_conflicts=True)
         # empty answers are graded now (operational zeros); every other score comes with its grade
         store_scores(run.pk, status=Prediction.Status.EMPTY)
+    return complete
 
 
 PLANNERS = {
