@@ -367,9 +367,12 @@ def levels_main(args):
                 ideal = cap / delay_s
                 # Enough calls per phase for rounds * K: the phase's ramp-up and tail cost little.
                 tasks = cap * args.rounds
-                cohorts = [build_cohort(project, sessions=2, targets=5, name=f"bench-warm-{cap}-{index}"),
-                           build_cohort(project, sessions=tasks // 5, targets=5, name=f"bench-{cap}-{index}")]
                 slots = math.ceil(cap / args.processes) + args.spare
+                # The warm-up run has a call for every slot thread of every worker, so each has
+                # started and opened its database connection before the measured run.
+                warm_sessions = max(2, math.ceil(args.processes * slots / 5))
+                cohorts = [build_cohort(project, sessions=warm_sessions, targets=5, name=f"bench-warm-{cap}-{index}"),
+                           build_cohort(project, sessions=tasks // 5, targets=5, name=f"bench-{cap}-{index}")]
                 for _ in range(args.repeat):
                     index += 1
                     m = one_level(server, project, cohorts, cap, delay_s, args.processes, slots, log_dir, index,

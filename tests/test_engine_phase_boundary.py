@@ -61,9 +61,9 @@ def test_the_first_part_is_handed_out_before_the_rest_is_planned_and_every_slot_
     assert run.planned_phase != Phase.JUDGING  # not marked planned: any drive would plan again
     assert Slot.objects.filter(run=run, phase=Phase.JUDGING).count() == FIRST
 
-    second = run_plan_part(run.pk)
+    second = run_plan_part(run.pk)  # as large as all before it: FIRST again
     assert (second.plan_rest, len(second.slot_ids)) == (True, FIRST)
-    last = run_plan_part(run.pk)
+    last = run_plan_part(run.pk)  # up to 2 * FIRST: the 2 left
     assert (last.plan_rest, len(last.slot_ids)) == (False, TASKS - 2 * FIRST)
     run.refresh_from_db()
     assert run.planned_phase == Phase.JUDGING

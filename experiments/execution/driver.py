@@ -113,28 +113,31 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
 
 # The first part of a large judging phase: enough calls to keep every place busy for a few
 # rounds while the rest is planned.
-FIRST_PART_ROUNDS, FIRST_PART_MIN = 8, 64
+FIRST_PART_ROUNDS, FIRST_PART_MIN = 4, 64
 
 
 def _first_part(run: Run) -> int:
     return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * effective_concurrency(run, role_config(run, Slot.Role.JUDGE).provider))
 
 
-def run_plan_part(run_id: int) -> Step:
+def run_plan_part(run_id: int, *, check_seal: bool = True) -> Step:
     """The next part of a judging phase whose first part `run_drive` planned and handed out;
     the phase is marked planned with its last part. Returns the part's slots to hand out.
 
     Without the run's lock, so the earlier parts' reservations go on meanwhile: planning again
     is harmless (a slot's key is unique in its run, a grade per answer), and `run_drive` plans
     the whole phase under its lock if this never ran. The seal is checked as before any
-    planning; a mismatch is left to `run_drive`, which stops the run saying why. A part is
+    planning (`check_seal`: unless the caller's drive just did); a mismatch is left to
+    `run_drive`, which stops the run saying why. Each part is as large as all before it
+    together (its planning, slowed by the calls under way, must end before they do). A part is
     handed out only while the run may send (a reservation checks again anyway)."""
     run = Run.objects.select_related("protocol").get(pk=run_id)
     if run.phase != Phase.JUDGING or run.planned_phase == run.phase or run.protocol.is_regrade():
         return Step()
-    if seal_mismatches(run.protocol, code=False):
+    if check_seal and seal_mismatches(run.protocol, code=False):
         return Step()
-    complete = plan_judging(run, first=_first_part(run))
+    planned = Slot.objects.filter(run=run, phase=Phase.JUDGING).count()
+    complete = plan_judging(run, first=max(_first_part(run), planned))
     if complete:
         Run.objects.filter(pk=run_id, phase=Phase.JUDGING).exclude(planned_phase=Phase.JUDGING).update(
             planned_phase=Phase.JUDGING)
