@@ -117,7 +117,8 @@ FIRST_PART_ROUNDS, FIRST_PART_MIN = 4, 64
 
 
 def _first_part(run: Run) -> int:
-    return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * effective_concurrency(run, role_config(run, Slot.Role.JUDGE).provider))
+    cap = effective_concurrency(run, role_config(run, Slot.Role.JUDGE).provider)
+    return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * cap)
 
 
 def run_plan_part(run_id: int, *, check_seal: bool = True) -> Step:
