@@ -13,8 +13,11 @@ import threading
 import time
 import uuid
 
+import django_rq
 import httpx
 import pytest
+import redis
+from django.conf import settings
 
 from experiments.execution.concurrency import HandoverLimiter, InflightLimiter
 from experiments.execution.driver import run_drive
@@ -23,7 +26,16 @@ from experiments.execution.policy import limiter_name, model_config
 from experiments.models import ModelCall, Run, Slot
 from tests.engine_helpers import QUESTION_ONLY, Sleeps, build_cohort, make_run, openai_model
 from tests.llm_fake_server import Reply, answer, openai_insufficient_quota
-from tests.test_engine_queue import redis_connection  # noqa: F401
+
+
+@pytest.fixture
+def redis_connection():
+    conn = django_rq.get_connection("default")
+    try:
+        conn.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.skip(f"Redis is not reachable at {settings.REDIS_URL}")
+    return conn
 
 
 class CountingHandover(HandoverLimiter):
