@@ -33,6 +33,12 @@ the benchmark database's PostgreSQL backends + Redis):
     K=32,  L=0.2 s, 4 × 10 slots:  44.2 / 41.5 %, CPU 11.7 / 11.4 ms      51.3 / 52.5 % (phase 61.5 %), CPU 8.6 / 8.5 ms
     K=128, L=1 s,   4 × 34 slots:  68.2 %, CPU 12.1 ms, 8.6 s between     78.7 % (phase 86.9 %), CPU 9.6 ms, 1.8 s between
                                    the phases                             the phases
+The same day at 19:12-19:19 UTC, load average 7-12 (whole run / best phase, CPU per call):
+    after:   K=8 84.1, 85.3, 84.9 % (phase up to 92.0 %), CPU 9.0, 8.4, 9.8 ms
+             K=32 70.6, 70.7, 79.2 % (phase up to 84.7 %), CPU 7.7, 9.0, 7.3 ms
+             K=128 91.1 % (phase 93.1 %), CPU 8.9 ms, 0.9 s between the phases
+    before, between them: K=8 80.5 % (13.7 ms), K=32 72.7 % (9.1 ms), K=128 84.0 % (10.4 ms,
+             3.7 s between the phases)
 PostgreSQL's share fell from 3.6-3.8 to 2.1-2.8 ms per call (its statements are now really
 prepared), Redis's from 0.4-0.7 to 0.3-0.5 ms (a freed place goes to a waiting slot thread of
 the same process, one script instead of a release, a wake-up and an acquire). At such a load the
