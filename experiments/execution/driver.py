@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import httpx
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -28,8 +28,8 @@ from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
 from experiments.execution import mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
-from experiments.execution.planning import PLANNERS
-from experiments.execution.policy import LEASE_GRACE_S, retry_settings, role_config
+from experiments.execution.planning import PLANNERS, plan_judging
+from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, retry_settings, role_config
 from experiments.execution.regrade import plan_regrade
 from experiments.execution.sealing import seal_mismatches
 from experiments.models import ModelCall, Run, Slot
@@ -51,6 +51,7 @@ class Step:
     recheck_in_s: float | None = None
     phase: str = ""
     analyze: bool = False  # the analysis phase is due: run `run_analyze`
+    plan_rest: bool = False  # the phase is planned in part: `run_plan_part` plans and hands out the next
 
 
 def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
@@ -68,6 +69,7 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
         run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
         seal_checked = False
         while run.may_send():
+            complete = True
             if run.phase == Phase.DONE:
                 run.status = Run.Status.FINISHED
                 run.finished_at = timezone.now()
@@ -80,9 +82,17 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                 if not seal_checked and not _seal_holds(run):
                     return Step()
                 seal_checked = True  # once per look: nothing is read from disk twice in one transaction
-                (plan_regrade if run.protocol.is_regrade() else PLANNERS[run.phase])(run)
-                run.planned_phase = run.phase
-                run.save(update_fields=["planned_phase"])
+                planner = plan_regrade if run.protocol.is_regrade() else PLANNERS[run.phase]
+                if planner is plan_judging and not Slot.objects.filter(run=run, phase=run.phase).exists():
+                    # Every in-flight place is empty until the phase's first calls are handed out:
+                    # a large phase hands out its first part now and the rest is planned without
+                    # the run's lock while these are sent (`run_plan_part`).
+                    complete = plan_judging(run, first=_first_part(run))
+                else:
+                    planner(run)
+                if complete:
+                    run.planned_phase = run.phase
+                    run.save(update_fields=["planned_phase"])
             expire_leases(run)
             cooling_s = _continue_allowances(run)
             slots = Slot.objects.filter(run=run, phase=run.phase)
@@ -93,11 +103,12 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                            .order_by("pk").values_list("pk", flat=True))
             if to_send:
                 Slot.objects.filter(pk__in=to_send).update(dispatched_at=timezone.now())
-            if cooling_s is not None or to_send or slots.filter(status__in=OPEN_STATUSES).exists():
+            if not complete or cooling_s is not None or to_send or slots.filter(status__in=OPEN_STATUSES).exists():
                 recheck_in_s = _next_deadline_s(run)
                 if cooling_s is not None:
                     recheck_in_s = min(recheck_in_s, cooling_s + 0.1)
-                return Step(slot_ids=tuple(to_send), recheck_in_s=recheck_in_s, phase=run.phase)
+                return Step(slot_ids=tuple(to_send), recheck_in_s=recheck_in_s, phase=run.phase,
+                            plan_rest=not complete)
             if slots_awaiting_decision(run).exists():
                 # Unknown slots (and slots an amendment's allowance left without an answer) are the
                 # owner's decision, never a silent loss: the phase waits for it (App. B.2).
@@ -107,11 +118,53 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
         return _expire_while_stopped(run)
 
 
+# The first part of a large judging phase: enough calls to keep every place busy for a few
+# rounds while the rest is planned.
+FIRST_PART_ROUNDS, FIRST_PART_MIN = 4, 64
+
+
+def _first_part(run: Run) -> int:
+    cap = effective_concurrency(run, role_config(run, Slot.Role.JUDGE).provider)
+    return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * cap)
+
+
+def run_plan_part(run_id: int, *, check_seal: bool = True) -> Step:
+    """The next part of a judging phase whose first part `run_drive` planned and handed out;
+    the phase is marked planned with its last part. Returns the part's slots to hand out.
+
+    Without the run's lock, so the earlier parts' reservations go on meanwhile: planning again
+    is harmless (a slot's key is unique in its run, a grade per answer), and `run_drive` plans
+    the whole phase under its lock if this never ran. The seal is checked as before any
+    planning (`check_seal`: unless the caller's drive just did); a mismatch is left to
+    `run_drive`, which stops the run saying why. Each part is as large as all before it
+    together (its planning, slowed by the calls under way, must end before they do). A part is
+    handed out only while the run may send (a reservation checks again anyway)."""
+    run = Run.objects.select_related("protocol").get(pk=run_id)
+    if run.phase != Phase.JUDGING or run.planned_phase == run.phase or run.protocol.is_regrade():
+        return Step()
+    if check_seal and seal_mismatches(run.protocol, code=False):
+        return Step()
+    planned = Slot.objects.filter(run=run, phase=Phase.JUDGING).count()
+    complete = plan_judging(run, first=max(_first_part(run), planned))
+    if complete:
+        Run.objects.filter(pk=run_id, phase=Phase.JUDGING).exclude(planned_phase=Phase.JUDGING).update(
+            planned_phase=Phase.JUDGING)
+    slot_ids: tuple[int, ...] = ()
+    if run.may_send():
+        # One statement: a slot another look hands out at the same moment is not taken twice.
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {Slot._meta.db_table} SET dispatched_at = %s WHERE run_id = %s AND phase = %s "
+                           "AND status = %s AND dispatched_at IS NULL RETURNING id",
+                           [timezone.now(), run_id, Phase.JUDGING, Slot.Status.PENDING])
+            slot_ids = tuple(sorted(row[0] for row in cursor.fetchall()))
+    return Step(slot_ids=slot_ids, phase=Phase.JUDGING, plan_rest=not complete)
+
+
 def _expire_while_stopped(run: Run) -> Step:
     """A run that may not send (paused, stopped, circuit open) still has its dead workers'
     reservations settled: unknown after their lease, held after an abandoned cooldown. While
     some slot of the phase is in flight, somebody must look again after its deadline."""
-    if run.phase not in PLANNERS or run.planned_phase != run.phase:
+    if run.phase not in PLANNERS:  # (a phase planned in part may have slots in flight)
         return Step()
     in_flight = Slot.objects.filter(run=run, phase=run.phase, status=Slot.Status.IN_FLIGHT)
     if not in_flight.exists():

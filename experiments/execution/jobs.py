@@ -23,8 +23,8 @@ import django_rq
 import httpx
 from rq import Queue
 
-from experiments.execution.concurrency import REDIS_DOWN, InflightLimiter, wait_for_redis
-from experiments.execution.driver import Step, run_analyze, run_drive
+from experiments.execution.concurrency import REDIS_DOWN, HandoverLimiter, InflightLimiter, wait_for_redis
+from experiments.execution.driver import Step, run_analyze, run_drive, run_plan_part
 from experiments.execution.journal import in_this_thread, phase_open, slot_execute
 from experiments.execution.workers import SLOT_JOB_PREFIX
 
@@ -37,9 +37,10 @@ REDISPATCH_AFTER_S = 60.0
 RECHECK_KEY = "ownwords:recheck:{run_id}"
 SLOT_RESULT_TTL_S = 60
 QUEUED_KEY = "ownwords:queued:{run_id}:{phase}"  # slot jobs of the run and phase not yet finished
+DISPATCH_CHUNK = 64
 
 _http_client: httpx.Client | None = None
-_limiter: InflightLimiter | None = None
+_limiter: HandoverLimiter | None = None
 _lock = threading.Lock()  # a multi-slot worker's first slots ask for both at once
 
 
@@ -54,14 +55,25 @@ def http_client() -> httpx.Client:
     return _http_client
 
 
-def limiter() -> InflightLimiter:
-    """The process's limiter; its Redis client (one connection pool) serves the slot jobs' other
-    Redis steps too (django_rq.get_connection opens a new pool, and so a new connection, per call)."""
+def limiter() -> HandoverLimiter:
+    """The process's limiter (a place freed by one slot thread goes straight to another that
+    waits); its Redis client (one connection pool) serves the slot jobs' other Redis steps too
+    (django_rq.get_connection opens a new pool, and so a new connection, per call)."""
     global _limiter
     with _lock:
         if _limiter is None:
-            _limiter = InflightLimiter(django_rq.get_connection("default"))
+            _limiter = HandoverLimiter(InflightLimiter(django_rq.get_connection("default")))
     return _limiter
+
+
+def _redis():
+    """The process's Redis client (the limiter's pool): a new connection per look at a queue
+    would cost a connect and a handshake, several round trips, at every phase boundary."""
+    return limiter().client
+
+
+def _queue(name: str) -> Queue:
+    return django_rq.get_queue(name, connection=_redis())
 
 
 def worker_name() -> str:
@@ -74,18 +86,20 @@ def worker_name() -> str:
 def dispatch(run_id: int, step: Step) -> None:
     """Put the driver's next step on the queues."""
     if step.analyze:
-        django_rq.get_queue("analysis").enqueue(job_analyze, run_id)
+        _queue("analysis").enqueue(job_analyze, run_id)
     if step.slot_ids:
-        queue = django_rq.get_queue(step.phase)
-        connection = django_rq.get_connection("default")
+        queue = _queue(step.phase)
+        connection = _redis()
         key = QUEUED_KEY.format(run_id=run_id, phase=step.phase)
         connection.incrby(key, len(step.slot_ids))
         connection.expire(key, 7 * 24 * 3600)
         # The journal is the record; rq keeps a finished job a minute (deleting it at once,
-        # result_ttl=0, costs the worker more than letting it expire).
-        queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=SLOT_RESULT_TTL_S,
-                                               job_id=slot_job_id(slot_id))
-                            for slot_id in step.slot_ids])
+        # result_ttl=0, costs the worker more than letting it expire). In chunks, each its own
+        # pipeline: the first requests of a phase start while the rest are still being queued.
+        for start in range(0, len(step.slot_ids), DISPATCH_CHUNK):
+            queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=SLOT_RESULT_TTL_S,
+                                                   job_id=slot_job_id(slot_id))
+                                for slot_id in step.slot_ids[start:start + DISPATCH_CHUNK]])
     if step.recheck_in_s is not None:
         schedule_recheck(run_id, step.recheck_in_s)
 
@@ -102,7 +116,7 @@ def schedule_recheck(run_id: int, delay_s: float) -> bool:
     driver call. A look whose time passed long ago without running (no scheduler then)
     does not count. Returns whether a look was scheduled.
     """
-    connection = django_rq.get_connection("default")
+    connection = _redis()
     key = RECHECK_KEY.format(run_id=run_id)
     now = time.time()
     due = now + delay_s
@@ -110,7 +124,7 @@ def schedule_recheck(run_id: int, delay_s: float) -> bool:
     if pending is not None and now - 30 <= float(pending) <= due + 0.5:
         return False
     connection.set(key, repr(due), ex=int(delay_s) + 300)
-    django_rq.get_queue("default").enqueue_in(
+    _queue("default").enqueue_in(
         timedelta(seconds=delay_s), job_recheck, run_id, repr(due),
         job_id=f"ownwords-recheck-{run_id}-{uuid.uuid4().hex[:12]}",
     )
@@ -118,40 +132,54 @@ def schedule_recheck(run_id: int, delay_s: float) -> bool:
 
 
 def _slot_queues_idle() -> bool:
-    return all(django_rq.get_queue(name).count == 0 for name in SLOT_QUEUES)
+    with _redis().pipeline(transaction=False) as pipeline:  # one round trip
+        for name in SLOT_QUEUES:
+            pipeline.llen(Queue.redis_queue_namespace_prefix + name)
+        return not any(pipeline.execute())
 
 
 def job_drive(run_id: int) -> None:
     redispatch = REDISPATCH_AFTER_S if _slot_queues_idle() else None
-    dispatch(run_id, run_drive(run_id, redispatch_after_s=redispatch))
+    step = run_drive(run_id, redispatch_after_s=redispatch)
+    dispatch(run_id, step)
+    while step.plan_rest:
+        # The phase's first calls are on their way: plan the next part and hand it out, until done.
+        step = run_plan_part(run_id, check_seal=False)  # run_drive checked it before the first part
+        dispatch(run_id, step)
 
 
 def job_recheck(run_id: int, due: str) -> None:
-    connection = django_rq.get_connection("default")
+    connection = _redis()
     key = RECHECK_KEY.format(run_id=run_id)
     if (connection.get(key) or b"").decode() == due:
         connection.delete(key)  # this look is running: the next one may be scheduled
     job_drive(run_id)
 
 
-def job_slot(slot_id: int, db=in_this_thread) -> None:
-    """One slot's attempts; `db` runs its database steps (a multi-slot worker's database threads)."""
+def job_slot(slot_id: int, db=in_this_thread, done_key: str | None = None) -> None:
+    """One slot's attempts; `db` runs its database steps (a multi-slot worker's database threads).
+    `done_key`: rq's record of this job, deleted with the bookkeeping below (a multi-slot
+    worker keeps no other record of a slot job)."""
     slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name(), db=db)
     # The slot's outcome is recorded. What follows tells the driver, through Redis: if Redis is
     # away, wait for it (this worker can take no job without it anyway) and tell it then. A
     # count decremented twice only makes a later job look once more.
     while True:
         try:
-            return db(_after_slot, slot)
+            return db(_after_slot, slot, done_key)
         except REDIS_DOWN as exc:
             wait_for_redis(limiter().client, what=f"the bookkeeping after slot {slot_id}", error=exc)
 
 
-def _after_slot(slot) -> None:
+def _after_slot(slot, done_key: str | None = None) -> None:
     # Only the phase's last jobs look whether it is settled: while others of this run and phase
     # are still queued or running, one of them will. (A lost job keeps the count above zero;
     # the delayed look drives then. An expired count reads below zero: every job looks.)
-    left = limiter().client.decr(QUEUED_KEY.format(run_id=slot.run_id, phase=slot.phase))
+    with limiter().client.pipeline(transaction=False) as pipeline:  # one round trip
+        pipeline.decr(QUEUED_KEY.format(run_id=slot.run_id, phase=slot.phase))
+        if done_key is not None:
+            pipeline.delete(done_key)
+        left = pipeline.execute()[0]
     if left <= 0 and not phase_open(slot.run_id, slot.phase):  # the next phase may start
         job_drive(slot.run_id)
 

@@ -8,7 +8,9 @@
 - quota exhaustion opens the run's circuit and holds the slot; a non-transient error stops
   the run; both wait for an owner's amendment;
 - the answer's receipt is committed before the in-flight place is given back: a Redis blip
-  at that moment (issue 11) costs a logged, retried release, never the answer;
+  at that moment (issue 11) costs a logged, retried release, never the answer (an answer or an
+  unusable response, which changes no one's right to send, may hand its place first to a
+  thread of the same process waiting for one: in-process, nothing there can fail);
 - a reservation whose lease ran out without an outcome is *unknown* (`expire_leases`) and never
   re-sent automatically; a slot whose worker died while it waited for its recovery sent
   nothing unanswered, and goes back to pending with its recovery still due.
@@ -28,7 +30,7 @@ from django.utils import timezone
 
 from experiments.core.llm import client as llm_client
 from experiments.core.llm.wire import Outcome, OutcomeKind, build_request
-from experiments.execution.planning import apply_result, result_statements
+from experiments.execution.outcomes import apply_result, result_statements
 from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
 from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
@@ -82,7 +84,7 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
     settles = kind == OutcomeKind.OK or status in (Slot.Status.UNUSABLE, Slot.Status.FAILED)
     if settles and connection.vendor == "postgresql":
         # Receipt, slot and result in one statement (its own transaction), when the phase's
-        # result has its statements (`planning.result_statements`): the path of nearly every answer.
+        # result has its statements (`outcomes.result_statements`): the path of nearly every answer.
         result = result_statements(slot, outcome.text if kind == OutcomeKind.OK else None)
         if result is not None:
             if _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now, result=result):
@@ -241,7 +243,8 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
         sleep(max((slot.retry_at - timezone.now()).total_seconds(), 0.0))
         basis, justification = ModelCall.Basis.RECOVERY, slot.status_note
     while True:
-        # The place is given back only after the outcome is committed (`release` never raises).
+        # The place is given back only after the outcome is committed (`release` never raises),
+        # or handed to a waiting thread of this process once a usable answer is in (`_pass_on`).
         place = limiter.acquire(name, cap, lease_s=lease_s)
         try:
             reservation = db(reserve, slot_id, basis=basis, justification=justification, worker=worker,
@@ -255,13 +258,26 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
                 # An unexpected model version is recorded as it is, never a reason to redraw (B.2).
                 outcome = _as_unusable(outcome, f"returned model {outcome.model_version!r}, expected "
                                                   f"{config.expected_model_version!r}")
+            if outcome.kind in (OutcomeKind.OK, OutcomeKind.UNUSABLE) and _pass_on(limiter, place):
+                # Nothing is in flight any more and this answer changes no one's right to send
+                # (a quota or fatal answer, or a retry, keeps its place until recorded): a thread
+                # of this process waiting for a place takes it now, while the receipt is stored.
+                place = None
             decision, recorded = db(_decide_and_record, retry_policy, policy, run, slot, reservation, outcome)
         finally:
-            limiter.release(place)
+            if place is not None:
+                limiter.release(place)
         if not recorded or not decision.retry:
             return slot
         sleep(decision.wait_s)
         basis, justification, after_call = ModelCall.Basis.RECOVERY, decision.justification, reservation.call_id
+
+
+def _pass_on(limiter, place) -> bool:
+    """Hand the place to a waiting thread of this process (`HandoverLimiter.pass_on`): never
+    through Redis, so nothing can fail here before the receipt is stored (issue 11)."""
+    pass_on = getattr(limiter, "pass_on", None)
+    return place is not None and pass_on is not None and pass_on(place)
 
 
 def _prepare(slot_id: int):

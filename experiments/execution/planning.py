@@ -4,11 +4,14 @@ Planning turns a phase into Slots — one logical request each, with a stable ke
 the Predictions they feed: memories per session, base generation per task and condition
 (byte-identical messages within a task share one slot), decisions over a complete pool
 of candidates in their hash display order, and one judge call per distinct answer of a
-task. `apply_result` turns a slot's terminal outcome into memories, answers and grades.
+task. What their answers become is `outcomes`.
 """
 from __future__ import annotations
 
+import json
+
 from django.db import connection, transaction
+from django.utils import timezone
 
 from experiments.analysis.grades import store_scores
 from experiments.core.assembly import TaskInput, assemble, assemble_archive_queries, assemble_judge, assemble_memory_request
@@ -16,9 +19,10 @@ from experiments.core.candidates import display_key
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition, memory_key, prediction_labels
 from experiments.core.evidence import TurnText
-from experiments.core.parsers import candidate_display_order, parse_archive_queries, parse_judge, parse_selection
+from experiments.core.parsers import candidate_display_order, parse_archive_queries
 from experiments.data import cohort_tasks
 from experiments.execution import mem0_planning
+from experiments.execution.hot_sql import hot_cursor
 from experiments.execution.memory_imports import imported_memories
 from experiments.models import Grade, Memory, ModelCall, Prediction, Run, ScreenerItem, Slot, Task, Turn
 from experiments.models.runs import Phase
@@ -54,19 +58,50 @@ def task_inputs(tasks: list[Task]) -> dict[int, TaskInput]:
 
 # --- planning ---------------------------------------------------------------------------------
 
-def _new_slot(run, phase, key, role, assembled, *, task=None, session_id=None) -> Slot:
+def _new_slot(run, phase, key, role, assembled, *, task=None, task_id=None, session_id=None) -> Slot:
     return Slot(
         run=run,
         phase=phase,
         key=key,
         role=role,
-        task=task,
+        task_id=task.pk if task is not None else task_id,
         session_id=session_id,
         system=assembled.system,
         user=assembled.user,
         request_sha256=sha256_text(assembled.system + "\x00" + assembled.user),
         prompt_refs=[[ref.name, ref.sha256] for ref in assembled.prompt_refs],
     )
+
+
+_INSERT_SLOTS_SQL = """
+INSERT INTO {slot} (run_id, phase, role, key, task_id, session_id, system, "user", request_sha256, prompt_refs,
+                    status, status_note, amended_attempts, updated_at)
+SELECT %s, %s, %s, x.key, x.task_id, x.session_id, x.system, x.user_text, x.sha, CAST(x.refs AS jsonb),
+       %s, '', 0, %s
+FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])
+     AS x(key, task_id, session_id, system, user_text, sha, refs)
+ON CONFLICT (run_id, key) DO NOTHING
+"""
+
+
+def insert_slots(slots: list[Slot]) -> None:
+    """`Slot.objects.bulk_create(slots, ignore_conflicts=True)` for slots of one run, phase and
+    role (as each planner makes them). On PostgreSQL one statement with its columns bound as
+    arrays on the server: the ORM's per-field preparation and client-side quoting of thousands
+    of prompts cost most of a phase's planning, between the last answer of one phase and the
+    first request of the next."""
+    groups = {(slot.run_id, slot.phase, slot.role) for slot in slots}
+    if connection.vendor != "postgresql" or len(groups) != 1:
+        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        return
+    (run_id, phase, role), = groups
+    sql = _INSERT_SLOTS_SQL.format(slot=Slot._meta.db_table)
+    params = [run_id, phase, role, Slot.Status.PENDING, timezone.now(),
+              [slot.key for slot in slots], [slot.task_id for slot in slots], [slot.session_id for slot in slots],
+              [slot.system for slot in slots], [slot.user for slot in slots],
+              [slot.request_sha256 for slot in slots], [json.dumps(slot.prompt_refs) for slot in slots]]
+    with hot_cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def _conditions(run: Run):
@@ -95,7 +130,7 @@ def plan_memories(run: Run) -> None:
             run, {session_id: inputs[task.pk].record() for session_id, task in first_task_of_session.items()})
     with transaction.atomic():
         Memory.objects.bulk_create(imported, ignore_conflicts=True)
-        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        insert_slots(slots)
 
 
 def plan_generation(run: Run) -> None:
@@ -138,7 +173,7 @@ def plan_generation(run: Run) -> None:
                                budget=assembled.budget)
                 )
     with transaction.atomic():
-        Slot.objects.bulk_create(list(slots.values()), ignore_conflicts=True)
+        insert_slots(list(slots.values()))
         by_key = dict(Slot.objects.filter(run=run, phase=Phase.GENERATION).values_list("key", "pk"))
         for prediction in predictions:
             if prediction.slot is not None:
@@ -211,7 +246,7 @@ def plan_decisions(run: Run) -> None:
                                           evidence=assembled.evidence, evidence_chars=assembled.evidence_chars,
                                           budget=assembled.budget))
     with transaction.atomic():
-        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        insert_slots(slots)
         by_key = dict(Slot.objects.filter(run=run, phase=Phase.DECISIONS).values_list("key", "pk"))
         for prediction in predictions:
             if prediction.slot is not None:
@@ -226,33 +261,47 @@ def _archive_replies(run: Run) -> dict[str, str]:
                 .values_list("slot__key", "text"))
 
 
-def plan_judging(run: Run) -> None:
+def plan_judging(run: Run, *, first: int | None = None) -> bool:
     """One judge call per distinct answer text within a task (B.2); selection inherits its
-    candidate's grade and an empty answer is an operational zero, so neither adds a call."""
+    candidate's grade and an empty answer is an operational zero, so neither adds a call.
+
+    Planned from one plain query (no model instances): it runs between the last answer of
+    generation and the first judge call, where every idle in-flight place waits for it.
+    `first`: plan only the next so many calls (in task order; slots planned before are kept)
+    and return False if more are due."""
     answers = (
         Prediction.objects.filter(run=run, status__in=[Prediction.Status.OK, Prediction.Status.EMPTY])
-        .select_related("task__question_turn", "task__answer_turn")
         .order_by("task_id", "pk")
+        .values_list("task_id", "answer_sha256", "status", "text", "task__question_turn__text",
+                     "task__answer_turn__text")
     )
+    planned = set(Slot.objects.filter(run=run, phase=Phase.JUDGING).values_list("key", flat=True))
     slots, grades, seen = [], [], set()
-    for prediction in answers:
-        key = (prediction.task_id, prediction.answer_sha256)
+    for task_id, answer_sha, status, text, question, reference in answers.iterator(chunk_size=2000):
+        key = (task_id, answer_sha)
         if key in seen:
             continue
         seen.add(key)
-        if prediction.status == Prediction.Status.EMPTY:
-            grades.append(Grade(run=run, task=prediction.task, answer_sha256=prediction.answer_sha256,
+        if f"judge|{task_id}|{answer_sha}" in planned:
+            continue  # planned by an earlier part
+        if status == Prediction.Status.EMPTY:
+            grades.append(Grade(run=run, task_id=task_id, answer_sha256=answer_sha,
                                 status=Grade.Status.OPERATIONAL_ZERO, score=0))
             continue
-        assembled = assemble_judge(prediction.task.question_turn.text, prediction.task.answer_turn.text,
-                                   prediction.text)
-        slots.append(_new_slot(run, Phase.JUDGING, f"judge|{prediction.task_id}|{prediction.answer_sha256}",
-                               Slot.Role.JUDGE, assembled, task=prediction.task))
+        if first is not None and len(slots) == first:
+            complete = False
+            break
+        assembled = assemble_judge(question, reference, text)
+        slots.append(_new_slot(run, Phase.JUDGING, f"judge|{task_id}|{answer_sha}", Slot.Role.JUDGE, assembled,
+                               task_id=task_id))
+    else:
+        complete = True
     with transaction.atomic():
-        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        insert_slots(slots)
         Grade.objects.bulk_create(grades, ignore_conflicts=True)
         # empty answers are graded now (operational zeros); every other score comes with its grade
         store_scores(run.pk, status=Prediction.Status.EMPTY)
+    return complete
 
 
 PLANNERS = {
@@ -261,140 +310,3 @@ PLANNERS = {
     Phase.DECISIONS: plan_decisions,
     Phase.JUDGING: plan_judging,
 }
-
-
-# --- outcomes into results --------------------------------------------------------------------
-
-def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
-    """Turn a slot's terminal outcome into memories, predictions or grades."""
-    text = outcome_text if usable else None
-    if mem0_planning.is_extraction(slot):
-        return  # its answer stays in the journal, where Mem0's add reads it (`mem0_planning.rankings`)
-    if slot.phase == Phase.MEMORIES:
-        _, session_id, kind, words = slot.key.split("|")
-        Memory.objects.update_or_create(
-            run_id=slot.run_id, session_id=int(session_id), kind=kind, words=int(words),
-            defaults={"text": text or None, "slot": slot},
-        )
-    elif slot.phase == Phase.GENERATION:
-        _set_slot_answer(slot.pk, text)
-        store_scores(slot.run_id, task_id=slot.task_id)
-    elif slot.phase == Phase.DECISIONS:
-        prediction = Prediction.objects.get(slot=slot)
-        condition = get_condition(prediction.condition)
-        if condition.workflow != SELECTION or text is None:  # fusion and the MemGPT-style answer
-            _set_answer(Prediction.objects.filter(pk=prediction.pk), text)
-        else:
-            _apply_selection(prediction, condition, text)
-        store_scores(slot.run_id, task_id=prediction.task_id)
-    elif slot.phase == Phase.JUDGING:
-        _, task_id, answer_sha = slot.key.split("|")
-        grade = {**_grade_values(text), "slot_id": slot.pk}
-        # One statement (INSERT … ON CONFLICT DO UPDATE) on the path of every judge answer, where
-        # update_or_create takes four (a locking read, a savepoint, the write, its release).
-        Grade.objects.bulk_create(
-            [Grade(run_id=slot.run_id, task_id=int(task_id), answer_sha256=answer_sha, **grade)],
-            update_conflicts=True, unique_fields=["run", "task", "answer_sha256"], update_fields=list(grade),
-        )
-        store_scores(slot.run_id, task_id=int(task_id), answer_sha256=answer_sha)
-
-
-def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, list]] | None:
-    """`apply_result` of a generation or judging slot as SQL statements (sql, params) that the
-    journal runs inside its record's one statement, each only when the `moved` CTE has a row
-    (the slot did move); None for the phases whose result needs more (PostgreSQL only).
-
-    They keep `Prediction.score` and `copied_label` as `analysis.grades.store_scores` would:
-    one statement cannot update a row twice, so the rule is written into the same UPDATE (a
-    generation answer) or into a second one over other rows (a grade, onto the predictions
-    that gave its answer)."""
-    P, G = Prediction._meta.db_table, Grade._meta.db_table
-    if slot.phase == Phase.GENERATION:
-        status, text, answer_sha = _answer_values(outcome_text)
-        graded = status in (Prediction.Status.OK, Prediction.Status.EMPTY)
-        # A final answer written here is a one-shot's: the first candidate of its own condition
-        # with the same text is what it copied (none exists for one-shot conditions today).
-        return [(f"UPDATE {P} p SET status = %s, text = %s, answer_sha256 = %s, "
-                 f"score = (SELECT g.score FROM {G} g WHERE %s AND g.run_id = p.run_id "
-                 "AND g.task_id = p.task_id AND g.answer_sha256 = %s LIMIT 1), "
-                 f"copied_label = CASE WHEN p.label = %s AND %s <> '' THEN COALESCE((SELECT c.label FROM {P} c "
-                 "WHERE c.run_id = p.run_id AND c.task_id = p.task_id AND c.condition = p.condition "
-                 "AND c.answer_sha256 = %s AND c.label <> %s ORDER BY c.label LIMIT 1), '') ELSE '' END "
-                 "WHERE p.slot_id = %s AND EXISTS (SELECT 1 FROM moved)",
-                 [status, text, answer_sha, graded, answer_sha, FINAL, answer_sha, answer_sha, FINAL, slot.pk])]
-    if slot.phase == Phase.JUDGING:
-        _, task_id, answer_sha = slot.key.split("|")
-        grade = {**_grade_values(outcome_text), "slot_id": slot.pk}
-        columns = ["run_id", "task_id", "answer_sha256", *grade]
-        # Typed: with parameters bound on the server a bare NULL in a SELECT list would be text.
-        typed = [f"CAST(%s AS {Grade._meta.get_field(name.removesuffix('_id')).db_type(connection)})"
-                 for name in columns]
-        store = (f"INSERT INTO {G} ({', '.join(columns)}) "
-                 f"SELECT {', '.join(typed)} WHERE EXISTS (SELECT 1 FROM moved) "
-                 "ON CONFLICT (run_id, task_id, answer_sha256) DO UPDATE SET "
-                 + ", ".join(f"{name} = EXCLUDED.{name}" for name in grade),
-                 [slot.run_id, int(task_id), answer_sha, *grade.values()])
-        scored = (f"UPDATE {P} SET score = CAST(%s AS smallint) WHERE run_id = %s AND task_id = %s "
-                  "AND answer_sha256 = %s AND status IN (%s, %s) AND EXISTS (SELECT 1 FROM moved)",
-                  [grade["score"], slot.run_id, int(task_id), answer_sha,
-                   Prediction.Status.OK, Prediction.Status.EMPTY])
-        return [store, scored]
-    return None
-
-
-def _answer_values(text: str | None) -> list:
-    if text is None:
-        return [Prediction.Status.MISSING, None, ""]
-    return [Prediction.Status.OK if text else Prediction.Status.EMPTY, text, sha256_text(text)]
-
-
-def _grade_values(text: str | None) -> dict:
-    parsed = parse_judge(text) if text is not None else None
-    return dict(
-        status=Grade.Status.OK if parsed and parsed.score is not None else Grade.Status.MISSING,
-        score=parsed.score if parsed else None,
-        rationale=(parsed.rationale or "") if parsed else "",
-        parse_error=(parsed.error or "") if parsed else "no usable judge response",
-    )
-
-
-def _set_slot_answer(slot_id: int, text: str | None) -> None:
-    """`_set_answer` for the predictions of one generation slot, as one plain statement: it is on
-    the path of every answer, where building the ORM's update costs more than running it."""
-    values = _answer_values(text)
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {Prediction._meta.db_table} SET status = %s, text = %s, answer_sha256 = %s "
-                       "WHERE slot_id = %s", [*values, slot_id])
-
-
-def _set_answer(predictions, text: str | None) -> None:
-    if text is None:
-        predictions.update(status=Prediction.Status.MISSING, text=None, answer_sha256="")
-    else:
-        status = Prediction.Status.OK if text else Prediction.Status.EMPTY
-        predictions.update(status=status, text=text, answer_sha256=sha256_text(text))
-
-
-def _apply_selection(prediction: Prediction, condition, response: str) -> None:
-    """A valid id copies the whole selected answer; anything else is an operational zero."""
-    selection = parse_selection(response)
-    if not selection.usable:
-        prediction.status = Prediction.Status.INVALID_SELECTION
-        prediction.text = None
-        prediction.answer_sha256 = ""
-        prediction.save(update_fields=["status", "text", "answer_sha256"])
-        return
-    pool = {
-        p.label: p
-        for p in Prediction.objects.filter(run_id=prediction.run_id, task_id=prediction.task_id,
-                                           condition=condition.key, label__in=prediction_labels(condition))
-    }
-    ordered = candidate_display_order(candidate_pool_key(prediction.task, condition),
-                                      [(label, pool[label].text) for label in prediction_labels(condition)])
-    chosen_label = ordered[int(selection.candidate_id[1:]) - 1][0]
-    chosen = pool[chosen_label]
-    prediction.status = chosen.status
-    prediction.text = chosen.text
-    prediction.answer_sha256 = chosen.answer_sha256
-    prediction.chosen_label = chosen_label
-    prediction.save(update_fields=["status", "text", "answer_sha256", "chosen_label"])

@@ -17,12 +17,12 @@ import contextlib
 from dataclasses import dataclass
 from datetime import timedelta
 
-import psycopg
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, OuterRef
 from django.utils import timezone
 
-from experiments.execution.planning import apply_result
+from experiments.execution.hot_sql import hot_cursor
+from experiments.execution.outcomes import apply_result
 from experiments.execution.policy import OPTIONAL_RETRY, effective_http_ceilings
 from experiments.models import ModelCall, Run, Slot
 
@@ -129,34 +129,6 @@ def _stop(run: Run, reached: str) -> None:
     run.status_reason = (f"Stopped: {reached}. Nothing more is sent in this phase until an owner "
                          "amends the ceiling.")
     run.save(update_fields=["status", "status_reason"])
-
-
-@contextlib.contextmanager
-def hot_cursor():
-    """A cursor for the statements on the path of every request. On PostgreSQL it binds
-    parameters on the server and `execute(..., prepare=True)` keeps each statement's plan on the
-    connection: parsing and planning these CTEs cost the server more than running them. Errors
-    come out as Django's (IntegrityError, …), as from `connection.cursor()`."""
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            yield _Unprepared(cursor)
-        return
-    connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        yield cursor
-
-
-class _Unprepared:
-    """`hot_cursor` elsewhere than PostgreSQL: the same calls, nothing prepared."""
-
-    def __init__(self, cursor):
-        self.cursor = cursor
-
-    def execute(self, sql, params=None, prepare=None):
-        return self.cursor.execute(sql, params)
-
-    def fetchone(self):
-        return self.cursor.fetchone()
 
 
 # The run's row is locked FOR SHARE in the same statement that claims the slot: a transaction

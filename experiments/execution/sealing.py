@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 from django.db import transaction
 from django.utils import timezone
@@ -26,7 +27,7 @@ from experiments.execution.memory_imports import import_run_problems, memory_imp
 from experiments.execution.planning import task_inputs
 from experiments.execution.policy import DEFAULT_RETRY, RunError, is_number, model_config, retry_policy_problems
 from experiments.execution.regrade import answers_digest
-from experiments.models import Protocol, Run
+from experiments.models import CohortTask, Protocol, Run
 from experiments.core.prompts import PromptError, prompt_sha256
 from experiments.data import canonical_task_list, cohort_tasks
 
@@ -90,10 +91,30 @@ def protocol_settings(protocol: Protocol) -> dict:
 def _uses_mem0(protocol: Protocol) -> str | None:
     """The protocol's Mem0 condition key, if it has one."""
     return next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == MEM0), None)
+_TASK_FIELDS = ("task__session__external_id", "task__session__person__label", "task__session__study__key",
+                "task__position", "task__question_turn__index", "task__question_turn__text",
+                "task__answer_turn__index", "task__answer_turn__text", "task__cut", "task__record_cut")
+
+
+def _cohort_task_list(cohort) -> list[SimpleNamespace]:
+    """The cohort's tasks in cohort order as `canonical_task_list` reads them, from one plain
+    query: the driver checks the seal before each phase, between the last answer of one phase
+    and the first request of the next, where building five model instances per task cost
+    most of the boundary's time on large cohorts."""
+    tasks = []
+    for (session, person, study, position, question_index, question_text, answer_index, answer_text,
+         cut, record_cut) in CohortTask.objects.filter(cohort=cohort).order_by("position").values_list(*_TASK_FIELDS):
+        tasks.append(SimpleNamespace(
+            session=SimpleNamespace(external_id=session, person=SimpleNamespace(label=person),
+                                    study=SimpleNamespace(key=study)),
+            position=position, cut=cut, record_cut=record_cut,
+            question_turn=SimpleNamespace(index=question_index, text=question_text),
+            answer_turn=SimpleNamespace(index=answer_index, text=answer_text)))
+    return tasks
 
 
 def protocol_hashes(protocol: Protocol) -> dict:
-    tasks = cohort_tasks(protocol.cohort)
+    tasks = _cohort_task_list(protocol.cohort)
     prompts = {}
     for name in prompt_names(protocol):
         try:
@@ -113,7 +134,8 @@ def protocol_hashes(protocol: Protocol) -> dict:
     if protocol.is_regrade():
         hashes["regrade"] = {**answers_digest(protocol.regrade_of), "judge": protocol.judge}
     if protocol.memory_import_runs and not protocol.is_regrade():
-        hashes["memory_imports"] = _memory_imports(protocol, tasks)
+        # model instances here (task inputs need them), only for a protocol that imports memories
+        hashes["memory_imports"] = _memory_imports(protocol, cohort_tasks(protocol.cohort))
     return hashes
 
 

@@ -240,17 +240,22 @@ class MultiSlotWorker(ResilientSimpleWorker):
             raise
 
     def _run_slot_job(self, job, queue) -> None:
+        forgotten = False
         try:
             # `jobs.job_slot` (SLOT_JOB), found by name as rq does: workers sit below jobs,
-            # which names its slot jobs with this module's prefix.
-            import_attribute(job.func_name)(*job.args, db=self.database or database_step, **job.kwargs)
+            # which names its slot jobs with this module's prefix. A SlotJob's record goes with
+            # the job's own bookkeeping (one round trip for both).
+            own = {"done_key": job.key} if isinstance(job, SlotJob) else {}
+            import_attribute(job.func_name)(*job.args, db=self.database or database_step, **job.kwargs, **own)
+            forgotten = bool(own)
         except Exception:
             logger.exception("slot job %s (%s) failed", job.id, job.args)
         finally:
             if self.database is not None:
                 connections.close_all()  # nothing should be open on a slot thread; if it is, let it go
             self._free.release()
-            self._forget(job, queue)
+            if not forgotten:
+                self._forget(job, queue)
 
     def _forget(self, job, queue) -> None:
         """rq's record of a slot job: gone once it ran (the journal is the record)."""

@@ -1,0 +1,59 @@
+"""Plain statements on the engine's hot paths, bound and prepared on the PostgreSQL server.
+
+Django's psycopg cursor binds parameters on the client (it quotes every value into the SQL
+text): cheap for a statement now and then, costly for the statements on the path of every
+request and for the thousands of rows a phase's planning inserts between two phases.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import weakref
+
+import psycopg
+from django.db import connection
+
+# One cursor per database connection, kept: a new psycopg cursor copies the connection's
+# adapters, a cost on every statement of every request.
+_CURSORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Django turns prepared statements off on its connections (prepare_threshold None, for
+# connection poolers), and psycopg then ignores `prepare=True`: each of these statements was
+# parsed and planned anew at every request, half of the database's time per call. They are
+# prepared unless OWNWORDS_DB_PREPARE=0 (e.g. behind a transaction-pooling pgbouncer older
+# than 1.21); the ORM's own statements are never prepared (the threshold is out of reach).
+PREPARE = os.environ.get("OWNWORDS_DB_PREPARE", "1") != "0"
+_ONLY_WHEN_ASKED = 2**31 - 1
+
+
+@contextlib.contextmanager
+def hot_cursor():
+    """A cursor for the statements on the path of every request. On PostgreSQL it binds
+    parameters on the server and `execute(..., prepare=True)` keeps each statement's plan on the
+    connection: parsing and planning these CTEs cost the server more than running them. Errors
+    come out as Django's (IntegrityError, …), as from `connection.cursor()`."""
+    if connection.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            yield _Unprepared(cursor)
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    cursor = _CURSORS.get(raw)
+    if cursor is None or cursor.closed:
+        if PREPARE and raw.prepare_threshold is None:
+            raw.prepare_threshold = _ONLY_WHEN_ASKED
+        cursor = _CURSORS[raw] = psycopg.Cursor(raw)
+    with connection.wrap_database_errors:
+        yield cursor
+
+
+class _Unprepared:
+    """`hot_cursor` elsewhere than PostgreSQL: the same calls, nothing prepared."""
+
+    def __init__(self, cursor):
+        self.cursor = cursor
+
+    def execute(self, sql, params=None, prepare=None):
+        return self.cursor.execute(sql, params)
+
+    def fetchone(self):
+        return self.cursor.fetchone()
