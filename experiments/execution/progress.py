@@ -69,6 +69,7 @@ def run_progress(run: Run) -> dict:
     tokens["unreported"] = sum(row["unreported"] for row in rows)
     return {
         "phases": phases,
+        "slot_counts": counts,  # phase → slot status → number (run_next and the run page read it too)
         "calls_per_second": rate,
         "pace": pace,
         "eta_s": pace["eta_s"],
@@ -228,7 +229,7 @@ def _s(n) -> str:
     return "" if n == 1 else "s"
 
 
-def run_next(run: Run) -> dict:
+def run_next(run: Run, slot_counts: dict | None = None) -> dict:
     """What the run waits for and what an owner can do next, for the run page and run_report.
 
     - `decision`: slots of the current phase awaiting the owner's decision (unknown, or failed
@@ -241,7 +242,12 @@ def run_next(run: Run) -> dict:
     decision = None if finished else control.reissue_estimate(run)
     phase_open = Slot.objects.filter(run=run, phase=run.phase, status__in=control.OPEN_SLOT_STATUSES).exists()
     decision_due = bool(decision and decision["requests"]) and not phase_open and not run.circuit_open
-    held = 0 if finished else Slot.objects.filter(run=run, status=Slot.Status.HELD).count()
+    if finished:
+        held = 0
+    elif slot_counts is not None:  # run_progress's counts, read a moment ago
+        held = sum(by_status.get(Slot.Status.HELD, 0) for by_status in slot_counts.values())
+    else:
+        held = Slot.objects.filter(run=run, status=Slot.Status.HELD).count()
     return {
         "decision": decision if decision and decision["requests"] else None,
         "decision_due": decision_due,

@@ -131,7 +131,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name="modelcall",
-            index=models.Index(fields=["run", "phase", "finished_at"], name="model_call_phase"),
+            index=models.Index(fields=["run", "phase", "finished_at", "slot", "reserved_at"], name="model_call_phase"),
         ),
         migrations.CreateModel(
             name="RunTally",
