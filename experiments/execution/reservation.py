@@ -211,7 +211,8 @@ def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
                 return None
             run_id, phase = Slot.objects.values_list("run_id", "phase").get(pk=slot_id)
             call = ModelCall.objects.create(
-                slot_id=slot_id, run_id=run_id, phase=phase, attempt=1, basis=ModelCall.Basis.FIRST, justification="", worker=worker[:200],
+                slot_id=slot_id, run_id=run_id, phase=phase, attempt=1, basis=ModelCall.Basis.FIRST, justification="",
+                worker=worker[:200],
                 reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
             )
     except IntegrityError:
