@@ -6,6 +6,8 @@ Run from the repository root:
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python benchmarks/stats.py \
         --dashboard-only --people 4000 20000 --repeat 3
 
+    .venv/bin/python benchmarks/stats.py --diagnostics      # issue 14: pool diagnostics and pickers
+
 The second form times issue 13's targets: a dashboard of 200,000 and 1,000,000 predictions
 (4,000 and 20,000 people, 10 conditions, 8 family contrasts, 100,000 draws) on PostgreSQL,
 each refresh in a fresh process with its peak resident memory.
@@ -229,6 +231,73 @@ def time_dashboard(run_id: int) -> None:
     print(f"{elapsed:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} {cpu:.3f}")
 
 
+def diagnostics_benchmark(repeat: int = 3) -> None:
+    """Issue 14: the pool diagnostics (App. I.3) and picker contrasts of one common-experiment run.
+
+    1,768 tasks of 188 people × 12 conditions (two memories × b0, b1, b2, fusion, selection;
+    the whole record; the current dialogue), 100,000 draws, everything on one shared stream as
+    the pools page computes it; then the pickers' text rules on answers of about 140 words.
+    """
+    from experiments.core import pickers
+    from experiments.core.stats.pools import Draws, Pool, picker_rows, pool_diagnostics
+
+    rng = np.random.default_rng(14)
+    per_person = 5 + rng.multinomial(TASKS - 5 * PEOPLE, np.full(PEOPLE, 1 / PEOPLE))
+    person = np.repeat(np.arange(PEOPLE), per_person)
+    pools = []
+    for name in ("memory(concrete,100w)", "memory(trait,100w)"):
+        base = rng.integers(0, 4, TASKS)
+        grades = np.clip(base + rng.choice([-1, 0, 0, 1], size=(3, TASKS)), 0, 3).astype(float)
+        grades[1, 7] = np.nan                                # one pool lacks a candidate
+        display = np.argsort(rng.random((3, TASKS)), axis=0)
+        words = rng.normal(135, 30, (3, TASKS)).round()
+        pick = rng.integers(0, 3, TASKS)
+        copied = np.where(rng.random(TASKS) < 0.4, rng.integers(0, 3, TASKS), -1)
+        take = np.take_along_axis
+        pools.append(Pool(
+            name=name, person=person, candidates=grades, display=display, words=words,
+            selection_grade=take(grades, pick[None], 0)[0], selection_pick=pick,
+            selection_words=take(words, pick[None], 0)[0],
+            fusion_grade=np.where(copied >= 0, take(grades, np.maximum(copied, 0)[None], 0)[0],
+                                  np.clip(base + rng.choice([-1, 0, 1], TASKS), 0, 3)),
+            fusion_copies=(copied >= 0).astype(int), fusion_copied=copied,
+            fusion_words=words[0] + rng.integers(-5, 5, TASKS)))
+    timings = []
+    for _ in range(repeat):
+        started, cpu = time.perf_counter(), time.process_time()
+        draws = Draws(SEED, DRAWS)
+        diagnostics = [pool_diagnostics(pool, draws) for pool in pools]
+        draws.compute()
+        diagnostics_s = (time.perf_counter() - started, time.process_time() - cpu)
+        started, cpu = time.perf_counter(), time.process_time()
+        draws = Draws(SEED, DRAWS)
+        for pool in pools:
+            complete = ~np.isnan(pool.candidates).any(axis=0)
+            picked = {rule: pool.candidates[rng.integers(0, 3, TASKS), np.arange(TASKS)]
+                      for rule in (*pickers.POOL_RULES, *pickers.CROSS_MEMORY)}
+            comparators = {"candidate mean": np.where(complete, np.nan_to_num(pool.candidates).sum(0) / 3, np.nan),
+                           "one-shot (b0)": pool.candidates[0], "prompted selector": pool.selection_grade,
+                           "fusion": pool.fusion_grade}
+            picker_rows(person, picked, comparators, draws)
+        draws.compute()
+        timings.append((diagnostics_s, (time.perf_counter() - started, time.process_time() - cpu)))
+    match = diagnostics[0]["oracle_match"][1]
+    print(f"pool diagnostics, {TASKS} tasks × 12 conditions, {PEOPLE} people, {DRAWS:,} draws: "
+          f"unequal-pool match {match['matches']}/{match['n']}, difference {match['estimate']:+.4f} "
+          f"[{match['lo']:+.4f}, {match['hi']:+.4f}]")
+    for label, k in (("diagnostics (both pools, every interval)", 0), ("picker contrasts (14 rules × 4 comparators × 2 pools)", 1)):
+        print(f"  {label}: wall best {min(t[k][0] for t in timings):.2f} s, "
+              f"CPU best {min(t[k][1] for t in timings):.2f} s, median {statistics.median(t[k][1] for t in timings):.2f} s")
+    vocabulary = [f"w{i}" for i in range(400)]
+    texts = [[" ".join(rng.choice(vocabulary, int(n))) for n in rng.normal(135, 30, 8).clip(5)] for _ in range(TASKS)]
+    started, cpu = time.perf_counter(), time.process_time()
+    for t in texts:
+        pickers.task_picks([t[0:3], t[3:6]], [t[6], t[7]])
+    print(f"  pickers' text rules on {TASKS} tasks × two pools of ~135-word answers: "
+          f"wall {time.perf_counter() - started:.2f} s, CPU {time.process_time() - cpu:.2f} s; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
 def setup_django() -> None:
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp()}/dashboard.sqlite3")
     os.environ.setdefault("SECRET_KEY", "benchmark-only")
@@ -247,9 +316,13 @@ if __name__ == "__main__":
     parser.add_argument("--dashboard-only", action="store_true", help="skip the paper-size family")
     parser.add_argument("--run", type=int, nargs="*", default=[], help="time existing benchmark runs again")
     parser.add_argument("--time-dashboard", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--diagnostics", action="store_true",
+                        help="only the pool diagnostics and pickers of one common-experiment run (issue 14)")
     args = parser.parse_args()
     if args.time_dashboard:
         time_dashboard(args.time_dashboard)
+    elif args.diagnostics:
+        diagnostics_benchmark(args.repeat)
     else:
         if not args.dashboard_only:
             main()

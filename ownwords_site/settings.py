@@ -190,6 +190,10 @@ DEFAULT_LLM_ENDPOINTS = [
 ]
 LLM_ENDPOINTS = llm_endpoints(env_json("OWNWORDS_LLM_ENDPOINTS", DEFAULT_LLM_ENDPOINTS))
 
+# Trained rerankers the pools page runs as pickers (experiments.core.rankers): comma-separated
+# dotted paths or entry-point names, e.g. "experiments.core.rankers:QuestionOverlapRanker".
+OWNWORDS_RANKERS = tuple(spec.strip() for spec in env_str("OWNWORDS_RANKERS", "").split(",") if spec.strip())
+
 # The dashboard of django-rq lives at /django-rq/, for superusers only (ownwords_site/urls.py);
 # its admin copy would be open to every staff user, so it is not registered.
 RQ_SHOW_ADMIN_LINK = False

@@ -29,6 +29,13 @@ PROMPT_SHA256 = {
     "memory_trait_system": "7ef60e9973dcf6b066b8e28765ebf3985ab70387cd4af9c7d35d044975f3876f",
     "memory_trait_user": "e5e171cd8581f764c83634826f1b3e3bbc49cbced3fd9ee8a6aae873208ec0a7",
     "selection_instruction": "093d6b3acc398136a73e8466c726090d887df494dd86f963640eb2b72dd722ce",
+    "survey_answer_memory_ownwords_user": "fe9e11253c629ee88dccbab975757e248bb0e2555a8d7cbf413108cb95f62648",
+    "survey_answer_memory_persona_user": "80e559f0f78f24e3793134aae8d33aad20d1bfd59dc20b550f9249c207131121",
+    "survey_answer_memory_user": "ebc0e8ce1b8161215bb56c46bc90ff9d8ba3f42d68a0b99efa0a7c50b9ef93ac",
+    "survey_answer_ownwords_user": "5836780a4998da1dce9b625d672c04218ec1871c4b0088e5b48edce523e87796",
+    "survey_answer_persona_user": "bbfb3b8f3577b277982eee440818627f1c06fd8504788da922e1f821867b4909",
+    "survey_answer_screener_user": "e7043c4c5f616683903ea7b2e0d94f63d93ef038975ed490732518e73ed248fe",
+    "survey_answer_system": "29ac8952b5a07d6b0a188cf89604c8e3966703f06771f2c952c3f1d0956e7b6c",
 }
 
 PROMPT_FIELDS = {
@@ -50,6 +57,13 @@ PROMPT_FIELDS = {
     "memory_trait_system": set(),
     "memory_trait_user": {"record", "words"},
     "selection_instruction": set(),
+    "survey_answer_memory_ownwords_user": {"screener", "memory", "excerpts", "questions", "n"},
+    "survey_answer_memory_persona_user": {"screener", "memory", "persona", "questions", "n"},
+    "survey_answer_memory_user": {"screener", "memory", "questions", "n"},
+    "survey_answer_ownwords_user": {"screener", "excerpts", "questions", "n"},
+    "survey_answer_persona_user": {"screener", "persona", "questions", "n"},
+    "survey_answer_screener_user": {"screener", "questions", "n"},
+    "survey_answer_system": set(),
 }
 
 # Printed in full in the paper (App. E): the files must say exactly this.
@@ -91,12 +105,19 @@ VERBATIM = {
         "You manage the memory of an agent that simulates one research-interview participant. "
         "Output JSON only."
     ),
+    "survey_answer_system": (
+        "You are simulating a specific survey respondent. Answer every survey question exactly as this "
+        "person would answer it, using the information about them if any is provided. Respond with only "
+        "the requested JSON object."
+    ),
 }
 
 # Cut short in the paper and completed by us: the file's header must say so.
 COMPLETED_BY_US = [
     "memory_concrete_user", "memory_trait_user", "answer_memory_user", "answer_raw_user",
     "judge_user", "answer_memory_excerpts_user", "memgpt_query_user",
+    "survey_answer_screener_user", "survey_answer_memory_user", "survey_answer_ownwords_user",
+    "survey_answer_memory_ownwords_user", "survey_answer_persona_user", "survey_answer_memory_persona_user",
 ]
 
 

@@ -13,6 +13,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from experiments.core import stats
+from experiments.core.candidates import is_integer_grade_row
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.analysis.grades import GradeMatrix, grade_matrix
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, _tails
@@ -155,14 +156,17 @@ def _contrasts(planned, matrix: GradeMatrix, shared: _SharedDraws, seed, draws) 
             kept = ~np.isnan(columns).any(axis=0)
             wtl = stats.win_tie_loss(diff)
             sign = stats.sign_test(people, diff)
-            decomposition = stats.threshold_decomposition(*paired.grades, coefficients=coefficients)
+            # A candidate mean is not a whole grade: it has no thresholds and no transitions.
+            whole = all(is_integer_grade_row(g) for g in paired.grades)
+            decomposition = (stats.threshold_decomposition(*paired.grades, coefficients=coefficients)
+                             if whole else None)
             row.update(
                 estimate=None, lo=None, hi=None, people=None,        # filled from the shared draws
                 person_weighted=stats.person_weighted(people, diff),
                 study_lo=None, study_hi=None, studies=None,
                 wins=wtl.wins, ties=wtl.ties, losses=wtl.losses,
                 sign_p=sign.p_value, people_below=sign.negative, people_above=sign.positive,
-                delta_at_least=list(decomposition.delta),
+                delta_at_least=list(decomposition.delta) if decomposition else None,
             )
 
             def fill(pointwise, family_interval=None, row=row):
@@ -178,7 +182,7 @@ def _contrasts(planned, matrix: GradeMatrix, shared: _SharedDraws, seed, draws) 
 
             shared.add(people, diff, fill, *([family_tails] if row["family"] else []))
             shared.add(matrix.study[kept], diff, fill_study)     # whole studies resampled
-            if sorted(coefficients) == [-1.0, 1.0]:
+            if sorted(coefficients) == [-1.0, 1.0] and whole:
                 a, b = (0, 1) if coefficients[0] == 1 else (1, 0)
                 row["transitions"] = stats.transition_table(paired.grades[b], paired.grades[a]).tolist()
                 row["transition_axes"] = {"rows": names[b], "columns": names[a]}

@@ -10,6 +10,8 @@ from urllib.parse import urlencode
 
 import plotly.graph_objects as go
 
+from experiments.core.candidates import is_derived
+
 # automargin: long condition names and axis titles get the room they need instead of being clipped.
 LAYOUT = dict(margin=dict(l=10, r=10, t=30, b=40), height=320,
               xaxis=dict(automargin=True), yaxis=dict(automargin=True))
@@ -26,13 +28,18 @@ def _json(fig: go.Figure) -> dict:
     return figure
 
 
+def _explorable(explore: str | None, axes: dict) -> str | None:
+    """The explorer knows a run's own conditions, not a pool's derived b1, b2 or oracle."""
+    return None if any(is_derived(key) for key in axes.values()) else explore
+
+
 def contrast_link(explore: str | None, contrast: dict) -> str | None:
     """The explorer on the tasks behind a two-condition contrast: those whose two grades differ,
     largest difference first (a weighted contrast of more conditions has no such list)."""
     axes = contrast.get("transition_axes")
     if not axes:
         return None
-    return explore_link(explore, a=axes["columns"], b=axes["rows"], sort="-diff")
+    return _explorable(explore, axes) and explore_link(explore, a=axes["columns"], b=axes["rows"], sort="-diff")
 
 
 def forest(contrasts: list[dict], explore: str | None = None) -> dict | None:
@@ -124,6 +131,7 @@ def transitions(contrast: dict, explore: str | None = None) -> dict | None:
     if not table:
         return None
     axes = contrast["transition_axes"]
+    explore = _explorable(explore, axes)
     # Cell (row i, column j): the tasks graded i under the rows' condition and j under the columns'.
     links = [[explore_link(explore, a=axes["columns"], ga=j, b=axes["rows"], gb=i) for j in range(4)]
              for i in range(4)]

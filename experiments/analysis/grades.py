@@ -13,6 +13,7 @@ from django.db import connection
 from django.db.models import CharField, Case, OuterRef, PositiveSmallIntegerField, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
+from experiments.core.candidates import CANDIDATE_LABELS, derive_column, is_derived, parse_derived, pool_sources
 from experiments.core.canonical import canonical_json
 from experiments.core.conditions import FINAL
 from experiments.models import CohortTask, Grade, Prediction, Run
@@ -71,6 +72,9 @@ class GradeMatrix:
 def grade_matrix(run: Run, conditions: Iterable[str]) -> GradeMatrix:
     """The final grades of ``conditions`` on the run's cohort, by one aggregate query.
 
+    A candidate-level key (`core.candidates`, e.g. ``memory(concrete,100w)+oracle``) is derived
+    from its pool's candidate grades, read the same way.
+
     The database joins each final prediction to its grade and returns one packed string
     per condition: for every task a fixed-width cohort position and one grade character
     ('-' missing), so that no prediction travels as a row and the string's order does not
@@ -84,6 +88,31 @@ def grade_matrix(run: Run, conditions: Iterable[str]) -> GradeMatrix:
         dtype=np.int64).reshape(-1, 4)
     positions = tasks[:, 0]
     grades = np.full((len(conditions), len(positions)), np.nan)
+    plain = [c for c in conditions if not is_derived(c)]
+    for condition, row in _packed_grades(run, cohort_id, positions, plain, FINAL).items():
+        grades[conditions.index(condition)] = row
+    # Candidate-level conditions (core.candidates): computed here, in one place, from the
+    # candidates' grades by the same rule, so every contrast can name them.
+    pools: dict[str, np.ndarray] = {}
+    for index, key in enumerate(conditions):
+        parsed = parse_derived(key)
+        if parsed is None:
+            continue
+        pool, rule = parsed
+        sources = pool_sources(pool, run.protocol.conditions)
+        if not sources:
+            continue                      # no such pool in the run: the column stays missing
+        if pool not in pools:
+            pools[pool] = np.vstack([
+                _packed_grades(run, cohort_id, positions, [sources[0]], label).get(
+                    sources[0], np.full(len(positions), np.nan)) for label in CANDIDATE_LABELS])
+        grades[index] = derive_column(rule, pools[pool])
+    return GradeMatrix(conditions, tasks[:, 1], tasks[:, 2], tasks[:, 3], grades)
+
+
+def _packed_grades(run: Run, cohort_id: int, positions: np.ndarray, conditions, label: str) -> dict[str, np.ndarray]:
+    """condition → raw grades of its ``label`` answers in cohort order (NaN missing), by one query."""
+    out: dict[str, np.ndarray] = {}
     if positions.size and conditions:
         width = len(str(int(positions.max())))
         if connection.vendor == "postgresql":
@@ -101,7 +130,7 @@ def grade_matrix(run: Run, conditions: Iterable[str]) -> GradeMatrix:
                "ON g.run_id = p.run_id AND g.task_id = p.task_id AND g.answer_sha256 = p.answer_sha256 "
                "WHERE p.run_id = %s AND p.label = %s AND p.condition IN ({}) GROUP BY p.condition"
                ).format(", ".join(["%s"] * len(conditions)))
-        params = [S.INVALID_SELECTION, S.OK, S.EMPTY, S.OK, S.EMPTY, cohort_id, run.pk, FINAL, *conditions]
+        params = [S.INVALID_SELECTION, S.OK, S.EMPTY, S.OK, S.EMPTY, cohort_id, run.pk, label, *conditions]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             packed_rows = cursor.fetchall()
@@ -112,10 +141,11 @@ def grade_matrix(run: Run, conditions: Iterable[str]) -> GradeMatrix:
             marks = cells[:, width]
             if (marks == ord("X")).any():
                 raise ValueError(f"{condition}: a grade outside 0..9 in the database")
-            row = grades[conditions.index(condition)]
+            row = np.full(len(positions), np.nan)
             observed = marks != ord("-")
             row[where[observed]] = marks[observed] - ord("0")
-    return GradeMatrix(conditions, tasks[:, 1], tasks[:, 2], tasks[:, 3], grades)
+            out[condition] = row
+    return out
 
 
 def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str | None = None,

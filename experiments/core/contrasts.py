@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 
+from experiments.core.candidates import derived_problem, is_derived
 from experiments.core.conditions import CONDITIONS
 
 INTERVAL_ABOVE_ZERO = "interval_above_zero"
@@ -24,7 +25,9 @@ CONTRAST_SYNTAX_HELP = (
     "(with spaces: condition keys contain + and -), optionally weighted as “0.5*key”; then "
     "“[family]” for the family (Bonferroni) intervals and “[interval above zero]” for the "
     "prespecified criterion. Example: "
-    "ownwords(B=|memory|) - memory(concrete,100w)+one-shot [family] [interval above zero]"
+    "ownwords(B=|memory|) - memory(concrete,100w)+one-shot [family] [interval above zero]. "
+    "A fusion or selection pool also gives memory(…)+b1, +b2, +candidate-mean and +oracle "
+    "(its candidates' grades, no call)."
 )
 
 
@@ -138,7 +141,12 @@ def contrast_problems(contrasts, conditions) -> list[str]:
             problems.append(f"{label}: coefficients must be finite numbers")
             continue
         for key in contrast["terms"]:
-            if key not in CONDITIONS:
+            if is_derived(key):
+                # A candidate-level condition (b1, b2, candidate mean, oracle of a pool).
+                problem = derived_problem(key, chosen)
+                if problem:
+                    problems.append(f"{label}: {problem}")
+            elif key not in CONDITIONS:
                 problems.append(f"{label}: {key} is not a condition key (join terms with “ - ” or “ + ”, "
                                 "spaces on both sides: condition keys themselves contain + and -)")
             elif key not in chosen:

@@ -8,6 +8,7 @@ calls it — an RQ job (`execution.jobs`) or `run_inline` — only moves ids.
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,6 +21,8 @@ from django.utils import timezone
 
 from experiments.analysis.dashboard import dashboard_refresh, run_summary
 from experiments.analysis.judges import judge_comparison
+from experiments.analysis.pools import pools_refresh, run_pools
+from experiments.core.rankers import RankerError
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
@@ -29,6 +32,8 @@ from experiments.execution.regrade import plan_regrade
 from experiments.execution.sealing import seal_mismatches
 from experiments.models import ModelCall, Run, Slot
 from experiments.models.runs import PHASE_ORDER, Phase
+
+logger = logging.getLogger(__name__)
 
 # --- driving the run ------------------------------------------------------------------------
 
@@ -185,6 +190,12 @@ def run_analyze(run_id: int) -> None:
     if run.phase != Phase.ANALYSIS:
         return  # done already (a second analysis job)
     summary = run_summary(dashboard_refresh(run).payload)
+    if run_pools(run):
+        # The candidate-pool page is computed here too, so its first view only reads it.
+        try:
+            pools_refresh(run)
+        except RankerError as error:  # a configured reranker that does not load: the page says so
+            logger.warning("run %s: candidate pools not computed: %s", run_id, error)
     if run.protocol.is_regrade():
         # Computed once here, like the contrasts: both runs' grades are final by now.
         summary["judges"] = judge_comparison(run)

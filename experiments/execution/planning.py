@@ -18,6 +18,7 @@ from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition,
 from experiments.core.evidence import TurnText
 from experiments.models import Grade, Memory, Prediction, Run, ScreenerItem, Slot, Task, Turn
 from experiments.models.runs import Phase
+from experiments.core.candidates import display_key
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
 from experiments.data import cohort_tasks
 
@@ -130,7 +131,7 @@ def plan_generation(run: Run) -> None:
 
 def candidate_pool_key(task: Task, condition) -> str:
     """Fusion and selection of the same memory show their pool in the same order (B.2)."""
-    return f"task {task.pk}|{memory_key(condition.memory_kind, condition.memory_words)}"
+    return display_key(task.pk, memory_key(condition.memory_kind, condition.memory_words))
 
 
 def plan_decisions(run: Run) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
+from experiments.core.candidates import derived_problem, is_derived
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.execution.endpoints import endpoint_problem
@@ -129,7 +130,11 @@ def _settings_problems(protocol: Protocol) -> list[str]:
             problems.append(f"contrast {name!r} needs terms: condition → coefficient")
             continue
         for key, coefficient in terms.items():
-            if key not in known:
+            if is_derived(key):          # a pool's b1, b2, candidate mean or oracle (core.candidates)
+                problem = derived_problem(key, known)
+                if problem:
+                    problems.append(f"contrast {name!r}: {problem}")
+            elif key not in known:
                 problems.append(f"contrast {name!r} uses {key!r}, which is not in the protocol")
             if not is_number(coefficient):
                 problems.append(f"contrast {name!r}: the coefficient of {key!r} must be a number")

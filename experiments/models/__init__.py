@@ -25,6 +25,6 @@ from experiments.models.runs import (  # noqa: F401
     Run,
     Slot,
 )
-from experiments.models.analysis import AnalysisResult  # noqa: F401,E402
+from experiments.models.analysis import AnalysisResult, PoolAnalysisResult  # noqa: F401,E402
 from experiments.models.audit import AuditEntry  # noqa: F401,E402
 from experiments.models.tally import RunTally  # noqa: F401,E402

@@ -1,11 +1,13 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.analysis.dashboard import dashboard_refresh
+from experiments.analysis.pools import pools_refresh, run_pools
 from experiments.models import Run
 
 
 class Command(BaseCommand):
-    help = "Recompute a run's dashboard numbers from its grades (cached with their inputs' hash)."
+    help = ("Recompute a run's dashboard numbers from its grades, and its candidate pools page if it has "
+            "fusion or selection (each cached with their inputs' hash).")
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int)
@@ -17,4 +19,7 @@ class Command(BaseCommand):
             raise CommandError(f"no run {run_id}") from None
         result = dashboard_refresh(run)
         contrasts = result.payload["contrasts"]
-        return f"run {run.pk}: {len(contrasts)} contrasts computed, inputs sha256 {result.inputs_sha256}"
+        message = f"run {run.pk}: {len(contrasts)} contrasts computed, inputs sha256 {result.inputs_sha256}"
+        if run_pools(run):                  # the candidate pools page (pickers, diagnostics)
+            message += f"; candidate pools, inputs sha256 {pools_refresh(run).inputs_sha256}"
+        return message

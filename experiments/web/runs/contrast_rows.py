@@ -7,6 +7,7 @@ from __future__ import annotations
 from django import forms
 from django.core.exceptions import ValidationError
 
+from experiments.core.candidates import registry_derived_keys
 from experiments.core.conditions import conditions_by_family
 from experiments.core.contrasts import INTERVAL_ABOVE_ZERO, format_contrast, format_terms, parse_contrast_line
 from experiments.web.text_input import StorableTextMixin
@@ -15,9 +16,12 @@ BLANK_ROWS = 3
 
 
 def condition_choices():
-    """Every runnable condition, in optgroups by family."""
+    """Every runnable condition, in optgroups by family; then a pool's candidate-level
+    conditions (core.candidates: b0..b2, candidate mean, oracle; valid with its pool's fusion or
+    selection among the protocol's conditions)."""
     return [("", "—")] + [(title, [(c.key, c.key) for c in members])
-                          for (key, title, _), members in conditions_by_family() if key != "systems"]
+                          for (key, title, _), members in conditions_by_family() if key != "systems"] + [
+        ("A pool's candidates (no call)", [(key, key) for key in registry_derived_keys()])]
 
 
 class ContrastRowForm(StorableTextMixin, forms.Form):
