@@ -2,7 +2,7 @@
 
 The run page counts a run's slots per phase and status and sums its calls per phase; at a million
 slots, counting them on every 2 s poll costs seconds. Triggers on the slot and call tables
-(migration 0011) append, in the transaction that changes the rows, one *delta* row per run, phase
+(migration 0012) append, in the transaction that changes the rows, one *delta* row per run, phase
 and status a statement changed: only inserts, so no two writers ever wait for one counter row and
 no engine statement had to change. `execution.progress` folds a run's deltas into its *folded*
 rows (one per run, phase and status) before reading them: the cost follows the changes since the

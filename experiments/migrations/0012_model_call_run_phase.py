@@ -96,7 +96,7 @@ def untally(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("experiments", "0010_engine"),
+        ("experiments", "0011_pool_analysis_result"),
     ]
 
     operations = [
