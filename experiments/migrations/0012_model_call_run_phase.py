@@ -30,43 +30,58 @@ def backfill(apps, schema_editor):
 
 TALLY_COLUMNS = ("run_id, phase, status, folded, slots, attempts, recoveries, unreported, input_tokens, input_known, "
                  "output_tokens, output_known, reasoning_tokens, reasoning_known")
-# A call's counted quantities, signed: +1 for a row as it is now, -1 for a row as it was.
-CALL_TERMS = ("{s}, {s} * (basis = 'recovery')::int, {s} * (finished_at IS NOT NULL AND total_tokens IS NULL)::int, "
-              "{s} * COALESCE(input_tokens, 0), {s} * (input_tokens IS NOT NULL)::int, "
-              "{s} * COALESCE(output_tokens, 0), {s} * (output_tokens IS NOT NULL)::int, "
-              "{s} * COALESCE(reasoning_tokens, 0), {s} * (reasoning_tokens IS NOT NULL)::int")
+# A call's counted quantities, signed (+1 for a row as it is now, -1 as it was), of the columns
+# prefixed by {p} ("" for a table's rows, "NEW." or "OLD." in a row trigger).
+CALL_TERMS = ("{s}, {s} * ({p}basis = 'recovery')::int, {s} * ({p}finished_at IS NOT NULL AND {p}total_tokens IS NULL)::int, "
+              "{s} * COALESCE({p}input_tokens, 0), {s} * ({p}input_tokens IS NOT NULL)::int, "
+              "{s} * COALESCE({p}output_tokens, 0), {s} * ({p}output_tokens IS NOT NULL)::int, "
+              "{s} * COALESCE({p}reasoning_tokens, 0), {s} * ({p}reasoning_tokens IS NOT NULL)::int")
 CALL_SUMS = "SUM(a), SUM(r), SUM(u), SUM(i), SUM(ik), SUM(o), SUM(ok), SUM(g), SUM(gk)"
 CALL_NAMES = "a, r, u, i, ik, o, ok, g, gk"
+SLOT_TERMS = "{s}, 0, 0, 0, 0, 0, 0, 0, 0, 0"
 
-# What a statement changed, per table: its rows as they are now count +1, as they were -1, so a
-# status change appends -1 for the old status and +1 for the new one, and an unchanged row nothing.
-CHANGED = {
-    "experiments_slot": ("SELECT run_id, phase, status, false, SUM(d), 0, 0, 0, 0, 0, 0, 0, 0, 0 FROM ({rows}) "
-                         "changed GROUP BY run_id, phase, status HAVING SUM(d) <> 0",
-                         "SELECT run_id, phase, status, {s} AS d FROM {table}"),
-    "experiments_modelcall": (f"SELECT run_id, phase, '', false, 0, {CALL_SUMS} FROM ({{rows}}) "
-                              f"changed (run_id, phase, {CALL_NAMES}) GROUP BY run_id, phase "
-                              "HAVING SUM(a) <> 0 OR SUM(r) <> 0 OR SUM(u) <> 0 OR SUM(i) <> 0 OR SUM(ik) <> 0 "
-                              "OR SUM(o) <> 0 OR SUM(ok) <> 0 OR SUM(g) <> 0 OR SUM(gk) <> 0",
-                              f"SELECT run_id, phase, {CALL_TERMS} FROM {{table}}"),
+# Inserted or deleted rows (planning stores a phase's slots in bulk): a statement trigger appends one
+# delta row per run, phase (and status) of the statement's rows, +1 each inserted, -1 each deleted.
+BULK = {
+    "experiments_slot": ("SELECT run_id, phase, status, false, {sign} * COUNT(*), 0, 0, 0, 0, 0, 0, 0, 0, 0 "
+                         "FROM {rows} GROUP BY run_id, phase, status"),
+    "experiments_modelcall": (f"SELECT run_id, phase, '', false, 0, {CALL_SUMS} FROM (SELECT run_id, phase, "
+                              f"{{terms}} FROM {{rows}}) changed (run_id, phase, {CALL_NAMES}) GROUP BY run_id, phase"),
 }
-# A statement trigger per table and event (a transition table exists only for the events that have it),
-# appending one delta row per run, phase (and status) the statement changed.
-EVENTS = {"insert": ("NEW TABLE AS new_rows", ["new_rows"]),
-          "update": ("OLD TABLE AS old_rows NEW TABLE AS new_rows", ["new_rows", "old_rows"]),
-          "delete": ("OLD TABLE AS old_rows", ["old_rows"])}
-TRIGGERS = ""
-for table, (select, rows) in CHANGED.items():
-    for event, (referencing, tables) in EVENTS.items():
-        union = " UNION ALL ".join(rows.format(s=1 if t == "new_rows" else -1, table=t) for t in tables)
-        TRIGGERS += f"""
-CREATE FUNCTION {table}_tally_{event}() RETURNS trigger LANGUAGE plpgsql AS $$
+# Updated rows (the engine moves one slot or one call at a time): a row trigger, only when a counted
+# column changed (the WHEN is checked before any function is called: a slot's `dispatched_at` or a
+# call's `raw_body` cost nothing), appends the row as it was (-1) and as it is (+1).
+COUNTED = {"experiments_slot": ("run_id", "phase", "status"),
+           "experiments_modelcall": ("run_id", "phase", "basis", "finished_at", "total_tokens", "input_tokens",
+                                     "output_tokens", "reasoning_tokens")}
+ROW = {"experiments_slot": ("{p}run_id, {p}phase, {p}status, false, " + SLOT_TERMS),
+       "experiments_modelcall": ("{p}run_id, {p}phase, '', false, 0, " + CALL_TERMS)}
+
+
+def _function(name: str, body: str) -> str:
+    return f"""
+CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO experiments_runtally ({TALLY_COLUMNS}) {select.format(rows=union)};
+    INSERT INTO experiments_runtally ({TALLY_COLUMNS}) {body};
     RETURN NULL;
-END $$;
-CREATE TRIGGER {table}_tally_{event} AFTER {event.upper()} ON {table} REFERENCING {referencing}
+END $$;"""
+
+
+TRIGGERS = ""
+for table, select in BULK.items():
+    for event, sign, rows in (("insert", 1, "new_rows"), ("delete", -1, "old_rows")):
+        body = select.format(sign=sign, rows=rows, terms=CALL_TERMS.format(s=sign, p=""))
+        TRIGGERS += _function(f"{table}_tally_{event}", body) + f"""
+CREATE TRIGGER {table}_tally_{event} AFTER {event.upper()} ON {table}
+    REFERENCING {"NEW" if event == "insert" else "OLD"} TABLE AS {rows}
     FOR EACH STATEMENT EXECUTE FUNCTION {table}_tally_{event}();
+"""
+    columns = COUNTED[table]
+    changed = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in columns)
+    values = f"VALUES ({ROW[table].format(p='OLD.', s=-1)}), ({ROW[table].format(p='NEW.', s=1)})"
+    TRIGGERS += _function(f"{table}_tally_update", values) + f"""
+CREATE TRIGGER {table}_tally_update AFTER UPDATE OF {", ".join(columns)} ON {table}
+    FOR EACH ROW WHEN ({changed}) EXECUTE FUNCTION {table}_tally_update();
 """
 
 # The tallies of the rows already there, folded (in the migration's transaction, with the triggers).
@@ -74,13 +89,13 @@ START = f"""
 INSERT INTO experiments_runtally ({TALLY_COLUMNS})
 SELECT run_id, phase, status, true, COUNT(*), 0, 0, 0, 0, 0, 0, 0, 0, 0 FROM experiments_slot GROUP BY run_id, phase, status;
 INSERT INTO experiments_runtally ({TALLY_COLUMNS})
-SELECT run_id, phase, '', true, 0, {CALL_SUMS} FROM (SELECT run_id, phase, {CALL_TERMS.format(s=1, table="")}
+SELECT run_id, phase, '', true, 0, {CALL_SUMS} FROM (SELECT run_id, phase, {CALL_TERMS.format(s=1, p="")}
     FROM experiments_modelcall)
     calls ({"run_id, phase, " + CALL_NAMES}) GROUP BY run_id, phase;
 """
 
 DROP = "".join(f"DROP TRIGGER IF EXISTS {table}_tally_{event} ON {table}; DROP FUNCTION IF EXISTS {table}_tally_{event}();"
-               for table in CHANGED for event in EVENTS)
+               for table in BULK for event in ("insert", "update", "delete"))
 
 
 def tally(apps, schema_editor):

@@ -2,12 +2,14 @@
 
 The run page counts a run's slots per phase and status and sums its calls per phase; at a million
 slots, counting them on every 2 s poll costs seconds. Triggers on the slot and call tables
-(migration 0012) append, in the transaction that changes the rows, one *delta* row per run, phase
-and status a statement changed: only inserts, so no two writers ever wait for one counter row and
-no engine statement had to change. `execution.progress` folds a run's deltas into its *folded*
-rows (one per run, phase and status) before reading them: the cost follows the changes since the
-last look, not the size of the run. A delta and the row it came from commit together, so the sums
-equal a count of the rows, exactly.
+(migration 0012) append, in the transaction that changes the rows, *delta* rows: per statement
+that inserts or deletes rows, one per run, phase and status; per update of a counted column (a
+slot's status, a call's receipt), the row as it was (-1) and as it is (+1). Only inserts, so no
+two writers ever wait for one counter row, and no engine statement had to change.
+`execution.run_counts` folds a run's deltas into its *folded* rows (one per run, phase and status)
+and reads the totals in one statement: the cost follows the changes since the last look, not the
+size of the run. A delta and the row it came from commit together, so the sums equal a count of
+the rows, exactly.
 
 Call rows have status "" (they count per phase); a slot row counts `slots`, a call row the rest.
 `run_id` has no constraint: a run's deletion removes its slots and calls, whose triggers add the
