@@ -5,8 +5,8 @@ rater label. Identifiers are opaque labels:
 
 * ``rater``: R1, R2 … by user id (the same labels as the results pages);
 * ``task`` and ``person``: T<n> and P<n> with the numbers of the run's numeric package
-  (`experiments.analysis.exports`: task = position in the cohort, person = order of first
-  appearance there), so the export joins that package without revealing either id.
+  (`experiments.analysis.exports`: task = position in the cohort, person = the order the
+  bootstrap resamples people in), so the export joins that package without revealing either id.
 
 Notes and flag reasons are raters' free text and may be hostile: in the CSV, `defusedcsv`
 prefixes a quote to any cell starting with = + - @ | % (and the app's one rule,
@@ -21,7 +21,7 @@ import json
 from annotations.agreement import rater_labels
 from annotations.models import HumanGrade, RatingCampaign, RatingItem
 # One CSV rule for the whole app (issue 11): defusedcsv's writer plus the OWASP additions.
-from experiments.analysis.exports import csv_text, sequential_labels
+from experiments.analysis.exports import cluster_labels, csv_text
 from experiments.models import CohortTask
 
 HEADER = ["item", "task", "person", "conditions", "judge_score", "rater", "grade", "flagged", "flag_reason", "note",
@@ -33,7 +33,7 @@ def task_and_person_labels(campaign: RatingCampaign) -> tuple[dict[int, str], di
     """task id → T<n>, person id → P<n>, numbered as in the run's numeric package."""
     rows = list(CohortTask.objects.filter(cohort_id=campaign.run.protocol.cohort_id).order_by("position")
                 .values_list("task_id", "task__session__person_id"))
-    people = sequential_labels(person for _, person in rows)
+    people = cluster_labels(person for _, person in rows)
     return ({task: f"T{n}" for n, (task, _) in enumerate(rows, start=1)},
             {person: f"P{n}" for person, n in people.items()})
 

@@ -7,10 +7,13 @@ Run from the repository root:
         --dashboard-only --people 4000 20000 --repeat 3
 
     .venv/bin/python benchmarks/stats.py --diagnostics      # issue 14: pool diagnostics and pickers
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python benchmarks/stats.py --tables
 
 The second form times issue 13's targets: a dashboard of 200,000 and 1,000,000 predictions
 (4,000 and 20,000 people, 10 conditions, 8 family contrasts, 100,000 draws) on PostgreSQL,
-each refresh in a fresh process with its peak resident memory.
+each refresh in a fresh process with its peak resident memory. The third (issue 14) computes the
+robustness tables of a paper-size run once and serves the tables page, its CSV and its LaTeX from
+the cache (target: ≤ 200 ms).
 
 Synthetic data of the paper's size (188 people, 1,768 tasks, raw grades 0..3,
 one missing grade as in the paper's 1,767-task trait-memory contrasts), the
@@ -125,9 +128,19 @@ def dashboard_from_database(people: int, tasks_per_person: int = 5, conditions_n
                             repeat: int = 3) -> None:
     """A run's dashboard recomputed from the database: people × tasks × conditions final predictions.
 
+    Each timing runs `dashboard_refresh` in a fresh process, which reports its wall time and
+    peak resident memory.
+    """
+    run, started = build_run(people, tasks_per_person, conditions_n)
+    print(f"\nbuilt run {run.pk} in {time.perf_counter() - started:.1f} s (time it again with --run {run.pk})")
+    time_refreshes(run.pk, repeat)
+
+
+def build_run(people: int, tasks_per_person: int = 5, conditions_n: int = 10):
+    """A finished benchmark run of people × tasks × conditions final predictions, graded; (run, start time).
+
     Uses a fresh SQLite file unless DATABASE_URL names another database.  The predictions and
-    grades are written by SQL (INSERT … SELECT), then each timing runs `dashboard_refresh` in a
-    fresh process, which reports its wall time and peak resident memory.
+    grades are written by SQL (INSERT … SELECT).
     """
     setup_django()
     from django.core.management import call_command
@@ -176,8 +189,8 @@ def dashboard_from_database(people: int, tasks_per_person: int = 5, conditions_n
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {m.Prediction._meta.db_table} (run_id, task_id, condition, label, status, text, "
-            "answer_sha256, chosen_label, evidence, evidence_chars) "
-            f"SELECT %s, ct.task_id, c.name, 'final', 'ok', 'an answer of a few words', {sha}, '', '', 0 {source}",
+            "answer_sha256, chosen_label, evidence, evidence_chars, copied_label) "
+            f"SELECT %s, ct.task_id, c.name, 'final', 'ok', 'an answer of a few words', {sha}, '', '', 0, '' {source}",
             [run.pk, *keys, cohort.pk])
         cursor.execute(
             f"INSERT INTO {m.Grade._meta.db_table} (run_id, task_id, answer_sha256, status, score, rationale, "
@@ -187,8 +200,7 @@ def dashboard_from_database(people: int, tasks_per_person: int = 5, conditions_n
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
-    print(f"\nbuilt run {run.pk} in {time.perf_counter() - started:.1f} s (time it again with --run {run.pk})")
-    time_refreshes(run.pk, repeat)
+    return run, started
 
 
 def time_refreshes(run_id: int, repeat: int) -> None:
@@ -298,6 +310,55 @@ def diagnostics_benchmark(repeat: int = 3) -> None:
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
+def tables_benchmark(people: int = 188, tasks_per_person: int = 9, conditions_n: int = 12,
+                     repeat: int = 20) -> None:
+    """Issue 14: the robustness tables of a paper-size run (188 people, 1,692 tasks, 12 conditions, 8 contrasts,
+    100,000 draws) computed once, then the tables page, its CSV and its LaTeX served from the cache."""
+    setup_django()
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.urls import reverse
+
+    from experiments import models as m
+    from experiments.analysis.dashboard import dashboard_refresh
+    from experiments.analysis.tables import tables_refresh
+
+    run, _ = build_run(people, tasks_per_person, conditions_n)
+    # Answers of varied length and evidence of varied size, so the length subgroups and regressions run.
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {m.Prediction._meta.db_table} SET text = substr(CAST(%s AS TEXT), 1, CAST("
+                       "5 * (1 + (task_id * 7 + length(condition) * 13) %% 60) AS INTEGER)), "
+                       "evidence_chars = (task_id * 31 + length(condition) * 17) %% 3000 WHERE run_id = %s",
+                       ["word " * 61, run.pk])
+    run = m.Run.objects.select_related("protocol").get(pk=run.pk)
+    print(f"\ntables: run {run.pk}, {run.protocol.cohort.tasks.count():,} tasks, {people} people, "
+          f"{len(run.protocol.conditions)} conditions, {len(run.protocol.contrasts)} contrasts, {DRAWS:,} draws "
+          f"({connection.vendor})")
+    for name, step in (("dashboard_refresh", dashboard_refresh), ("tables_refresh", tables_refresh)):
+        started, cpu = time.perf_counter(), time.process_time()
+        step(run)
+        print(f"  {name}: {time.perf_counter() - started:.2f} s wall, {time.process_time() - cpu:.2f} s CPU")
+    user = get_user_model().objects.create_user(username=f"bench-{time.time_ns()}", password="x" * 12)
+    m.Membership.objects.create(project=run.protocol.project, user=user, role=m.Role.VIEWER)
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(user)
+    url = reverse("run_tables", args=[run.protocol.project.slug, run.pk])
+    for label, suffix in (("page", ""), ("CSV", "?format=csv"), ("LaTeX", "?format=latex")):
+        assert client.get(url + suffix).status_code == 200      # warm
+        walls, cpus = [], []
+        for _ in range(repeat):
+            started, cpu = time.perf_counter(), time.process_time()
+            response = client.get(url + suffix)
+            walls.append(time.perf_counter() - started)
+            cpus.append(time.process_time() - cpu)
+            assert response.status_code == 200
+        print(f"  tables {label} from cache, {repeat} requests: median {statistics.median(walls) * 1000:.0f} ms "
+              f"wall (best {min(walls) * 1000:.0f}), median {statistics.median(cpus) * 1000:.0f} ms CPU of this "
+              f"process; {len(response.content):,} bytes")
+    print(f"  load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
 def setup_django() -> None:
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp()}/dashboard.sqlite3")
     os.environ.setdefault("SECRET_KEY", "benchmark-only")
@@ -318,11 +379,15 @@ if __name__ == "__main__":
     parser.add_argument("--time-dashboard", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--diagnostics", action="store_true",
                         help="only the pool diagnostics and pickers of one common-experiment run (issue 14)")
+    parser.add_argument("--tables", action="store_true",
+                        help="only the robustness tables of a paper-size run: compute once, then the page from cache")
     args = parser.parse_args()
     if args.time_dashboard:
         time_dashboard(args.time_dashboard)
     elif args.diagnostics:
         diagnostics_benchmark(args.repeat)
+    elif args.tables:
+        tables_benchmark()
     else:
         if not args.dashboard_only:
             main()

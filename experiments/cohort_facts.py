@@ -11,7 +11,7 @@ writes once, for each of its tasks (`CohortTask`):
 - `question_lowercase`: the question's text as the database's LOWER() gives it, which the filter
   matched before.
 
-`data.cohort_draw` copies them as it stores a cohort and migration 0013 for the cohorts before it;
+`data.cohort_draw` copies them as it stores a cohort and migration 0017 for the cohorts before it;
 the explorer copies them for a cohort stored otherwise (a script's INSERT) when it finds them
 missing (`cohort_facts_missing`, an EXISTS on an index that is empty once they are all there).
 """

@@ -236,9 +236,14 @@ def cohort_draw(
     seed: int,
     task_set: TaskSet | None = None,
     exclude_cohorts=(),
+    excluded_person_labels=(),
+    excluded_list: dict | None = None,
     user=None,
 ) -> Cohort:
-    """Draw a cohort of `size` sessions from the eligible sessions of a task set."""
+    """Draw a cohort of `size` sessions from the eligible sessions of a task set. People of
+    `exclude_cohorts` and the person ids `excluded_person_labels` (an exclusion list, described
+    for the rule by `excluded_list`: see `fixed_inputs.cohort_draw_excluding`) are left out, with
+    all their sessions."""
     if problem := unstorable_text_problem(name):
         raise CohortError(f"the name {problem}")
     task_set = task_set or project.current_task_set()
@@ -253,7 +258,7 @@ def cohort_draw(
         raise CohortError("excluded cohorts must belong to the same project")
     excluded_people = set(
         Task.objects.filter(cohorts__in=exclude_cohorts).values_list("session__person__label", flat=True)
-    )
+    ) | set(excluded_person_labels)
     eligible = (
         Session.objects.filter(tasks__task_set=task_set)
         .distinct()
@@ -276,6 +281,8 @@ def cohort_draw(
         "excluded_people": len(excluded_people),
         "drawn_sessions": len(drawn),
     }
+    if excluded_list is not None:  # only then, so earlier rules read as they were
+        rule["excluded_people_list"] = excluded_list
     order = {candidate.session_key: i for i, candidate in enumerate(drawn)}
     tasks = sorted(
         Task.objects.filter(task_set=task_set, session__external_id__in=order).select_related(

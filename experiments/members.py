@@ -1,14 +1,17 @@
 """Projects and their members (issue 12): creating a project, and the owners' member changes.
 
-Every change goes through here, so one rule holds everywhere: a project never loses its last
-owner. The owners' rows are locked while a change is checked, so two owners demoting each
+Every change goes through here, so two rules hold everywhere: a project never loses its last
+owner, and every change is in the audit log (who, when, what), written in the change's own
+transaction. The owners' rows are locked while a change is checked, so two owners demoting each
 other at the same moment cannot both succeed (PostgreSQL; SQLite runs one writer at a time).
+`actor` is the account making the change and `path` the page it was made on.
 """
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
+from experiments.audit import Kind, audit_write
 from experiments.models import Membership, Project, Role
 
 
@@ -16,18 +19,24 @@ class MembershipError(Exception):
     """A change that would break a rule; its text says which, for the page."""
 
 
-def project_create(*, user, name: str, slug: str) -> Project:
+def project_create(*, user, name: str, slug: str, path: str = "") -> Project:
     """A new project with `user` as its owner."""
     try:
         with transaction.atomic():
             project = Project.objects.create(name=name, slug=slug)
             Membership.objects.create(project=project, user=user, role=Role.OWNER)
+            audit_write(project=project, user=user, kind=Kind.MEMBER, path=path,
+                        target=f"created the project, with {user.get_username()} as its owner")
     except IntegrityError:
         raise MembershipError(f"a project with the short name {slug!r} exists already; choose another") from None
     return project
 
 
-def member_add(*, project: Project, username: str, role: str) -> Membership:
+def _role(role: str) -> str:
+    return Role(role).label.lower()
+
+
+def member_add(*, project: Project, username: str, role: str, actor=None, path: str = "") -> Membership:
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise MembershipError(f"there is no account called {username!r}; an administrator creates accounts")
@@ -35,25 +44,36 @@ def member_add(*, project: Project, username: str, role: str) -> Membership:
         raise MembershipError(f"{role!r} is not a role")
     try:
         with transaction.atomic():
-            return Membership.objects.create(project=project, user=user, role=role)
+            added = Membership.objects.create(project=project, user=user, role=role)
+            audit_write(project=project, user=actor, kind=Kind.MEMBER, path=path,
+                        target=f"added {user.get_username()} as {_role(role)}")
+            return added
     except IntegrityError:
         raise MembershipError(f"{username} is a member already; change their role instead") from None
 
 
-def member_set_role(*, membership: Membership, role: str) -> Membership:
+def member_set_role(*, membership: Membership, role: str, actor=None, path: str = "") -> Membership:
     if role not in Role.values:
         raise MembershipError(f"{role!r} is not a role")
     with transaction.atomic():
         _check_owner_remains(membership, leaving=role != Role.OWNER)
+        before = _current_role(membership)
+        if before == role:
+            return membership  # nothing changed: nothing to record
         membership.role = role
         membership.save(update_fields=["role"])
+        audit_write(project=membership.project, user=actor, kind=Kind.MEMBER, path=path,
+                    target=f"changed {membership.user.get_username()}'s role from {_role(before)} to {_role(role)}")
     return membership
 
 
-def member_remove(*, membership: Membership) -> None:
+def member_remove(*, membership: Membership, actor=None, path: str = "") -> None:
     with transaction.atomic():
         _check_owner_remains(membership, leaving=True)
+        role = _current_role(membership)
         membership.delete()
+        audit_write(project=membership.project, user=actor, kind=Kind.MEMBER, path=path,
+                    target=f"removed {membership.user.get_username()} (was {_role(role)})")
 
 
 def _check_owner_remains(membership: Membership, *, leaving: bool) -> None:
@@ -62,3 +82,11 @@ def _check_owner_remains(membership: Membership, *, leaving: bool) -> None:
     if leaving and owners == [membership.pk]:
         raise MembershipError(f"{membership.user.get_username()} is the project's only owner; "
                               "make another member an owner first")
+
+
+def _current_role(membership: Membership) -> str:
+    """The member's role as stored now (locked), for the log; gone meanwhile is an error, not a crash."""
+    role = Membership.objects.select_for_update().filter(pk=membership.pk).values_list("role", flat=True).first()
+    if role is None:
+        raise MembershipError(f"{membership.user.get_username()} is no longer a member")
+    return role

@@ -203,4 +203,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "WARNING")},
+    # A 403 is logged as one line, without a traceback.
+    "filters": {"permission_denied_one_line": {"()": "ownwords_site.logging_filters.PermissionDeniedOneLine"}},
+    "loggers": {"django.request": {"filters": ["permission_denied_one_line"]}},
 }

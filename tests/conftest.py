@@ -1,15 +1,29 @@
 """Shared fixtures: the cast of roles and small hand-built interviews."""
+import dataclasses
 import uuid
 from contextlib import contextmanager
 
 import pytest
 from django.contrib.auth import get_user_model
 
+from experiments.core.conditions import CONDITIONS, get_condition
 from experiments.core.interviews.records import ParsedSession, ParsedTurn
 from experiments.models import Membership, Project, Role
 from experiments.data import sessions_import
 
 ROLES = [Role.OWNER, Role.ANALYST, Role.RATER, Role.VIEWER]
+
+UNRUNNABLE = "stub-system(B=|memory|)"
+
+
+@pytest.fixture
+def unrunnable_condition(monkeypatch):
+    """A registered condition marked not runnable, for the guards of forms, commands and seals:
+    every real condition runs since issue 15, but a team may register a stub before its code."""
+    stub = dataclasses.replace(get_condition("mem0(B=|memory|)"), key=UNRUNNABLE, evidence="stub-system",
+                               runnable=False, note="NOT YET RUNNABLE: a stub registered by the tests")
+    monkeypatch.setitem(CONDITIONS, UNRUNNABLE, stub)
+    return UNRUNNABLE
 
 
 @pytest.fixture

@@ -1,10 +1,13 @@
 """Message assembly: the exact messages per condition, and what each may and may not see."""
 
+import dataclasses
+
 import pytest
 
-from experiments.core.assembly import Assembled, TaskInput, assemble, assemble_judge, assemble_memory_request
-from experiments.core.conditions import CONDITIONS, ownwords_condition
-from experiments.core.evidence import INTERVIEWER, PARTICIPANT, TurnText, question_free, recency
+from experiments.core.assembly import (Assembled, TaskInput, assemble, assemble_archive_queries, assemble_judge,
+                                       assemble_memory_request)
+from experiments.core.conditions import CONDITIONS, get_condition, ownwords_condition
+from experiments.core.evidence import INTERVIEWER, PARTICIPANT, RankedMemories, TurnText, question_free, recency
 from experiments.core.parsers import selection_payload
 from experiments.core.prompts import PromptRef, load_prompt, prompt_sha256
 
@@ -31,6 +34,8 @@ MEMORY = "Composer; teaches piano; uses Logic Pro."  # 40 characters: B = 40
 RECORD = "- I compose music for films. I also teach piano on weekends.\n- Mostly Logic Pro. Sometimes I sketch on paper first."
 SCREENER = "[SCREENER Q&A]\nQ: What is your occupation?\nA: Composer\n\n"
 QUESTION = "[QUESTION]\nDo you use AI when you teach piano?\n\nAnswer as this participant would. Write ONLY their reply."
+# Mem0's memories of the session (extraction order) ranked for the question: a 27-character one first.
+RANKED = RankedMemories(("Teaches piano on weekdays", "Composes for films and TV", "Owns a cat"), (1, 2, 0))
 CANDIDATES = ["I do, a little.", "", "Never for teaching {really}."]
 
 
@@ -161,7 +166,9 @@ def test_no_condition_sees_the_reference_answer_or_anything_after_the_question()
     for key, condition in CONDITIONS.items():
         if not condition.runnable:
             continue
-        calls = [assemble(condition, TASK, memory=MEMORY)]
+        calls = [assemble(condition, TASK, memory=MEMORY, **_extra(condition))]
+        if condition.evidence == "memgpt-style":
+            calls.append(assemble_archive_queries(condition, TASK, memory=MEMORY))
         if condition.candidates > 1:
             calls.append(assemble(condition, TASK, memory=MEMORY, candidates=CANDIDATES))
         for sent in calls:
@@ -169,6 +176,16 @@ def test_no_condition_sees_the_reference_answer_or_anything_after_the_question()
             assert "REFERENCE-SENTINEL" not in text, key
             assert "LATER-SENTINEL" not in text, key
             assert "Anything else you would like" not in text, key
+
+
+def _extra(condition) -> dict:
+    """What a condition's answering call needs besides the memory: MemGPT-style's parsed queries,
+    Mem0's ranked memories."""
+    if condition.evidence == "memgpt-style":
+        return {"archive_queries": ("how they spend the day",)}
+    if condition.evidence == "mem0":
+        return {"ranked_memories": RANKED}
+    return {}
 
 
 def test_participant_text_with_braces_is_sent_verbatim():
@@ -183,15 +200,15 @@ def test_participant_text_with_braces_is_sent_verbatim():
 def test_every_runnable_condition_assembles_and_names_existing_prompts():
     for key, condition in CONDITIONS.items():
         if condition.runnable:
-            sent = assemble(key, TASK, memory=MEMORY)
+            sent = assemble(key, TASK, memory=MEMORY, **_extra(condition))
             assert sent.evidence_chars == len(sent.evidence)
             assert all(r.sha256 == prompt_sha256(r.name) for r in sent.prompt_refs)
 
 
 def test_budgeted_evidence_never_exceeds_the_memorys_length():
     for key, condition in CONDITIONS.items():
-        if condition.runnable and condition.evidence in ("ownwords", "recency", "question-free"):
-            assert len(assemble(key, TASK, memory=MEMORY).evidence) <= len(MEMORY), key
+        if condition.runnable and condition.evidence in ("ownwords", "recency", "question-free", "mem0"):
+            assert len(assemble(key, TASK, memory=MEMORY, ranked_memories=RANKED).evidence) <= len(MEMORY), key
 
 
 def test_a_memory_condition_without_memory_fails():
@@ -202,9 +219,11 @@ def test_a_memory_condition_without_memory_fails():
 
 
 @pytest.mark.parametrize("key", ["mem0(B=|memory|)", "memgpt-style(B=|memory|)"])
-def test_conditions_not_yet_runnable_refuse(key):
+def test_a_condition_marked_not_runnable_refuses_to_assemble(key):
+    # Every registered condition runs today; the guard stays for stubs a team registers first.
+    stub = dataclasses.replace(get_condition(key), runnable=False, note="NOT YET RUNNABLE: a stub")
     with pytest.raises(NotImplementedError, match="not runnable"):
-        assemble(key, TASK, memory=MEMORY)
+        assemble(stub, TASK, memory=MEMORY, **_extra(stub))
 
 
 def test_candidates_for_a_one_shot_fail():
@@ -248,3 +267,16 @@ def test_judge_request_sees_question_reference_and_prediction_only():
     )
     assert (sent.evidence, sent.evidence_chars, sent.budget) == ("", 0, None)
     assert sent.prompt_refs == (ref("judge_system"), ref("judge_user"))
+
+
+def test_mem0_fills_the_budget_from_its_ranking_and_shows_the_kept_memories_in_extraction_order():
+    sent = assemble("mem0(B=|memory|)", TASK, memory=MEMORY, ranked_memories=RANKED)
+    # B = 40: "- Composes for films and TV" (27) then "- Owns a cat" (12) fit with one line break (40);
+    # the first-extracted memory, ranked last, does not.
+    assert sent.evidence == "- Composes for films and TV\n- Owns a cat"
+    assert sent.budget == 40 and "[EARLIER IN THE INTERVIEW, verbatim]\n" + sent.evidence in sent.user
+    assert assemble("mem0(B=|memory|)", TASK, memory=MEMORY,
+                    ranked_memories=RankedMemories(RANKED.memories, (0, 1))).evidence == "- Teaches piano on weekdays"
+    assert assemble("mem0(B=|memory|)", TASK, memory=MEMORY, ranked_memories=RankedMemories((), ())).evidence == ""
+    with pytest.raises(ValueError, match="ranked memories"):
+        assemble("mem0(B=|memory|)", TASK, memory=MEMORY)

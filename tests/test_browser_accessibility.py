@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 
 from experiments.models import Membership, Project, Role, Session
+from tests.figure_helpers import draw_every_figure
 from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
 
 pytestmark = pytest.mark.slow
@@ -72,6 +73,7 @@ def test_no_wcag_violation_on_any_page(site, live_server, browser):
             response = page.goto(live_server.url + path)
             assert response.status == 200, path
             page.wait_for_load_state("networkidle")
+            draw_every_figure(page)  # figures draw lazily: axe checks them drawn
             found[f"{username} {path}"] = violations(page)
         context.close()
     threading.Thread(target=connections.close_all).start()

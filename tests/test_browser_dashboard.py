@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 
 from experiments.models import Membership, Project, Role
+from tests.figure_helpers import draw_every_figure
 from tests.test_browser_session import CHROMIUM, browser  # noqa: F401 - the shared Chromium fixture
 
 pytestmark = pytest.mark.slow
@@ -48,7 +49,7 @@ def test_dashboard_figures_have_no_cloud_button_and_fit_the_window(viewer_and_ru
         page.set_viewport_size({"width": width, "height": 900})
         page.goto(url)
         page.wait_for_selector(".plot .main-svg")
-        plots = page.locator(".plot").count()
+        plots = draw_every_figure(page)
         assert plots >= 3
         page.wait_for_function(f"document.querySelectorAll('.plot .main-svg').length >= {plots}")
         buttons = page.evaluate("Array.from(document.querySelectorAll('.plot')).map("

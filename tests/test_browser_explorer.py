@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 
 from experiments.models import Membership, Project, Role
+from tests.figure_helpers import draw_every_figure
 from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
 
 pytestmark = pytest.mark.slow
@@ -27,8 +28,10 @@ def analyst_and_run(transactional_db):
     from tests.annotations_helpers import MEMORY, OWNWORDS, finished_run
     project = Project.objects.create(slug="ex", name="Explorer")
     run = finished_run(project, people=3, conditions=[MEMORY, OWNWORDS])
-    # The offline stand-in answers both alike; give OwnWords its own answers, graded 3, so the two
-    # conditions disagree on every task (OwnWords 3, memory 0).
+    # The offline stand-in answers both alike; give OwnWords its own answers, graded 3, and memory's
+    # answers the grade 0, so the two conditions disagree on every task (OwnWords 3, memory 0).
+    for prediction in run.predictions.filter(condition=MEMORY, label="final"):
+        Grade.objects.filter(run=run, task=prediction.task, answer_sha256=prediction.answer_sha256).update(score=0)
     for prediction in run.predictions.filter(condition=OWNWORDS, label="final"):
         prediction.text = f"{prediction.text} (OwnWords)"
         prediction.answer_sha256 = hashlib.sha256(prediction.text.encode()).hexdigest()
@@ -94,6 +97,7 @@ def test_an_analyst_finds_a_disagreement_steps_through_it_and_clicks_through_the
     # A dashboard cell opens the explorer on the tasks behind it.
     page.goto(f"{live_server.url}/p/ex/runs/{run.pk}/analysis/")
     page.wait_for_selector(".plot .main-svg")
+    draw_every_figure(page)  # they draw lazily, when scrolled near
     heatmap = page.locator(".plot").filter(has=page.locator(".heatmaplayer")).first
     heatmap.scroll_into_view_if_needed()
     shoot(page, "dashboard", tmp_path)

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 
 from experiments.models import Membership, Project, Role
+from tests.figure_helpers import draw_every_figure
 from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
 
 pytestmark = pytest.mark.slow
@@ -59,7 +60,7 @@ def test_the_partial_bundle_draws_every_figure_and_trace_type_without_a_console_
     drawn = {}
     for path in figure_pages:
         assert page.goto(live_server.url + path).status == 200
-        plots = page.locator(".plot").count()
+        plots = draw_every_figure(page)
         assert plots >= 3, path
         page.wait_for_function(f"document.querySelectorAll('.plot .main-svg').length >= {plots}")
         assert page.evaluate("Plotly.version") == plotly.offline.get_plotlyjs_version()
@@ -68,4 +69,28 @@ def test_the_partial_bundle_draws_every_figure_and_trace_type_without_a_console_
     page.close()
     threading.Thread(target=connections.close_all).start()
     assert all(drawn.values()), drawn
+    assert not problems, problems
+
+
+def test_figures_below_the_window_draw_only_when_scrolled_near_and_keep_their_place(
+        figure_pages, live_server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 700})
+    problems = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.goto(live_server.url + "/accounts/login/")
+    page.fill("#id_username", "fiona")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.goto(live_server.url + figure_pages[0])
+    first, last = page.locator(".plot").first, page.locator(".plot").last
+    first.locator(".main-svg").first.wait_for(state="attached")  # the first screenful draws at once
+    page.wait_for_timeout(1500)  # time enough to draw every figure, were they all drawn on load
+    assert last.get_attribute("data-drawn") is None
+    top_before = page.evaluate("el => el.getBoundingClientRect().top + window.scrollY", last.element_handle())
+    plots = draw_every_figure(page)
+    assert page.locator(".plot[data-drawn=yes]").count() == plots
+    # Each container kept its figure's height before the figure was drawn: nothing below moved.
+    assert page.evaluate("el => el.getBoundingClientRect().top + window.scrollY", last.element_handle()) == top_before
+    page.close()
+    threading.Thread(target=connections.close_all).start()
     assert not problems, problems

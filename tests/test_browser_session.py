@@ -9,6 +9,7 @@ from experiments.core.interviews.readers import read_interview_path
 from experiments.models import Membership, Project, Role
 from experiments.data import sessions_import
 from experiments.core.tasks import TaskRule
+from tests.figure_helpers import draw_every_figure
 from tests.test_import_sessions import GENAGENTS
 
 pytestmark = pytest.mark.slow
@@ -125,8 +126,9 @@ def test_a_viewer_sees_the_dashboard_figures_drawn_by_the_local_plotly(
     page.click("button[type=submit]")
     page.goto(f"{live_server.url}/p/dash/runs/{viewer_with_a_finished_run.pk}/analysis/")
     page.wait_for_selector(".plot .main-svg")
-    assert errors == []
     # every figure container got a plotly SVG (forest, means, thresholds, transitions, lengths, cost)
-    assert page.locator(".plot").count() >= 5
+    # once scrolled to: they draw lazily
+    assert draw_every_figure(page) >= 5
+    assert errors == []
     assert page.locator(".plot:has(.main-svg)").count() == page.locator(".plot").count()
     assert page.locator("#offline-label").is_visible()

@@ -49,16 +49,15 @@ def test_every_prompt_a_condition_names_exists():
         assert set(condition.prompt_names()) <= names, condition.key
 
 
-@pytest.mark.parametrize("key", ["mem0(B=|memory|)", "memgpt-style(B=|memory|)"])
-def test_memory_systems_are_registered_but_not_yet_runnable(key):
-    condition = get_condition(key)
-    assert condition.runnable is False
-    assert condition.note.startswith("NOT YET RUNNABLE")
+def test_mem0_is_runnable_at_the_memory_budget_and_says_its_search_is_semantic_only():
+    condition = get_condition("mem0(B=|memory|)")
+    assert condition.runnable and condition.budget == "|memory|" and condition.user_prompt == "answer_raw_user"
+    assert "semantic only" in condition.note and "requirements-mem0.txt" in condition.note
 
 
-def test_all_other_conditions_are_runnable():
+def test_every_registered_condition_is_runnable():
     runnable = {key for key, condition in CONDITIONS.items() if condition.runnable}
-    assert runnable == set(CONDITIONS) - {"mem0(B=|memory|)", "memgpt-style(B=|memory|)"}
+    assert runnable == set(CONDITIONS)  # Mem0 and MemGPT-style included since issue 15 (App. H)
 
 
 def test_memgpt_style_names_its_archive_query_prompts():

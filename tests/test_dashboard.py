@@ -197,3 +197,52 @@ def test_a_contrast_s_point_and_threshold_bars_open_the_tasks_where_its_two_cond
     viewer = client.get(reverse("run_dashboard", args=[finished_run.protocol.project.slug, finished_run.pk]))
     assert not any(next(t for t in viewer.context["forest"]["data"]
                         if t["name"] == "estimate, 95% interval")["customdata"])
+
+
+def _figure_links(context) -> dict[str, list]:
+    """Each drawn figure of the dashboard: the link of every point, bar, box and cell (its own
+    customdata, else its trace's meta, as static/js/figures.js reads them)."""
+    figures = {name: context[name] for name in ("forest", "means", "sweep", "thresholds", "lengths", "cost")
+               if context[name]}
+    figures.update({f"transitions {name}": figure for name, figure in context["transitions"]})
+    links = {}
+    for name, figure in figures.items():
+        links[name] = []
+        for trace in figure["data"]:
+            points = trace.get("z") or trace.get("y") if trace["type"] != "box" else [trace["name"]]
+            for i, row in enumerate(points):
+                cells = row if trace["type"] == "heatmap" else [None]
+                for j, _ in enumerate(cells):
+                    own = trace.get("customdata")
+                    link = (own[i][j] if trace["type"] == "heatmap" else own[i]) if own is not None else trace.get("meta")
+                    links[name].append(link)
+    return links
+
+
+def test_every_point_bar_box_and_cell_of_the_dashboard_opens_the_explorer(client, cast, finished_run):
+    from urllib.parse import parse_qs, urlsplit
+    slug = finished_run.protocol.project.slug
+    explorer = reverse("run_explorer", args=[slug, finished_run.pk])
+    client.force_login(cast["analyst"])
+    context = client.get(reverse("run_dashboard", args=[slug, finished_run.pk])).context
+    links = _figure_links(context)
+    assert {"forest", "means", "thresholds", "lengths", "cost"} <= set(links)
+    for name, found in links.items():
+        assert found and all(isinstance(link, str) and link.startswith(explorer) for link in found), (name, found)
+    # A condition's box of answer lengths opens the tasks it answered, its best grades first.
+    grades = final_grades(finished_run)
+    boxes = {trace["name"]: trace["meta"] for trace in context["lengths"]["data"]}
+    for condition, link in boxes.items():
+        assert parse_qs(urlsplit(link).query) == {"sort": [f"-grade:{condition}"]}
+        listed = client.get(link).context["page"]
+        shown = [grades[condition].get(row["task_id"]) for row in listed.rows]
+        known = [g for g in shown if g is not None]
+        assert known and known == sorted(known, reverse=True)
+        assert shown[:len(known)] == known  # a missing grade ranks last
+    # A phase's bar of calls: every phase called for every task, so the whole run's tasks.
+    for link in context["cost"]["data"][0]["customdata"]:
+        assert link == explorer
+        assert client.get(link).context["page"].total == len(next(iter(grades.values())))
+    client.force_login(cast["viewer"])  # no explorer for viewers: no link anywhere in their figures
+    viewer = client.get(reverse("run_dashboard", args=[slug, finished_run.pk])).context
+    assert not any(link for found in _figure_links(viewer).values() for link in found)

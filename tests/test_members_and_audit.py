@@ -55,7 +55,7 @@ def member_urls(project, member_pk):
         "audit": ("get", reverse("audit_log", args=[slug]), {}),
         "add": ("post", reverse("member_add", args=[slug]), {"username": "newcomer", "role": "viewer"}),
         "role": ("post", reverse("member_role", args=[slug, member_pk]), {"role": "analyst"}),
-        "remove": ("post", reverse("member_remove", args=[slug, member_pk]), {}),
+        "remove": ("post", reverse("member_remove", args=[slug, member_pk]), {"confirm": "yes"}),
         "spending": ("post", reverse("project_spending", args=[slug]), {"analysts_may_spend": "on"}),
     }
 
@@ -100,7 +100,7 @@ def test_an_owner_adds_changes_and_removes_members(client, project, cast):
     client.post(reverse("member_role", args=[project.slug, added.pk]), {"role": "viewer"})
     added.refresh_from_db()
     assert added.role == Role.VIEWER
-    client.post(reverse("member_remove", args=[project.slug, added.pk]))
+    client.post(reverse("member_remove", args=[project.slug, added.pk]), {"confirm": "yes"})
     assert not Membership.objects.filter(project=project, user=newcomer).exists()
     # The removed user no longer finds the project.
     client.force_login(newcomer)
@@ -127,7 +127,7 @@ def test_the_last_owner_can_neither_leave_nor_be_demoted(client, project, cast):
     client.force_login(cast["owner"])
     response = client.post(reverse("member_role", args=[project.slug, owner.pk]), {"role": "viewer"}, follow=True)
     assert any("only owner" in m for m in messages_of(response))
-    response = client.post(reverse("member_remove", args=[project.slug, owner.pk]), follow=True)
+    response = client.post(reverse("member_remove", args=[project.slug, owner.pk]), {"confirm": "yes"}, follow=True)
     assert any("only owner" in m for m in messages_of(response))
     owner.refresh_from_db()
     assert owner.role == Role.OWNER
@@ -139,7 +139,7 @@ def test_the_last_owner_can_neither_leave_nor_be_demoted(client, project, cast):
     assert client.get(reverse("project_members", args=[project.slug])).status_code == 403
     # Now the former analyst is the only owner.
     client.force_login(cast["analyst"])
-    response = client.post(reverse("member_remove", args=[project.slug, analyst.pk]), follow=True)
+    response = client.post(reverse("member_remove", args=[project.slug, analyst.pk]), {"confirm": "yes"}, follow=True)
     assert any("only owner" in m for m in messages_of(response))
     assert Membership.objects.filter(project=project, role=Role.OWNER).count() == 1
 
@@ -255,3 +255,78 @@ def test_a_new_project_says_it_has_no_sessions_yet_not_that_the_owner_sees_count
     body = client.get(reverse("project_detail", args=["fresh"])).content.decode()
     assert 'id="no-sessions"' in body and "import sessions" in body
     assert "counts only" not in body
+
+
+# --- member changes: confirmed, and in the log ----------------------------------------------------
+
+def test_removing_a_member_asks_first_and_a_post_without_the_confirmation_changes_nothing(client, project, cast):
+    viewer = Membership.objects.get(project=project, user=cast["viewer"])
+    client.force_login(cast["owner"])
+    members_page = client.get(reverse("project_members", args=[project.slug])).content.decode()
+    confirm_url = reverse("member_remove", args=[project.slug, viewer.pk])
+    assert f'href="{confirm_url}"' in members_page  # a link to the question, not a button that removes
+    page = client.get(confirm_url)
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "Remove viewer-user from" in body and 'name="confirm" value="yes"' in body
+    for data in ({}, {"confirm": "no"}, {"confirm": ""}):
+        response = client.post(confirm_url, data)
+        assert response.status_code == 302 and response.url == confirm_url
+        assert Membership.objects.filter(pk=viewer.pk).exists()
+    assert not AuditEntry.objects.filter(kind="member").exists()
+    response = client.post(confirm_url, {"confirm": "yes"}, follow=True)
+    assert "viewer-user is no longer a member." in messages_of(response)
+    assert not Membership.objects.filter(pk=viewer.pk).exists()
+
+
+def test_the_confirmation_page_of_the_only_owner_says_it_cannot_be_done(client, project, cast):
+    owner = Membership.objects.get(project=project, user=cast["owner"])
+    client.force_login(cast["owner"])
+    body = client.get(reverse("member_remove", args=[project.slug, owner.pk])).content.decode()
+    assert "only owner" in body and 'name="confirm"' not in body
+
+
+@pytest.mark.parametrize("who", ["analyst", "rater", "viewer", "outsider"])
+def test_only_owners_see_the_removal_question(client, project, cast, who):
+    viewer = Membership.objects.get(project=project, user=cast["viewer"])
+    client.force_login(cast[who])
+    assert client.get(reverse("member_remove", args=[project.slug, viewer.pk])).status_code == OWNER_ONLY[who]
+
+
+def test_every_member_change_is_logged_with_who_what_and_where(client, project, cast):
+    newcomer = get_user_model().objects.create_user("newcomer", password="pw-for-tests-only")
+    client.force_login(cast["owner"])
+    client.post(reverse("member_add", args=[project.slug]), {"username": "newcomer", "role": "rater"})
+    added = Membership.objects.get(project=project, user=newcomer)
+    role_url = reverse("member_role", args=[project.slug, added.pk])
+    client.post(role_url, {"role": "analyst"})
+    client.post(role_url, {"role": "analyst"})  # no change: nothing to log
+    client.post(reverse("member_remove", args=[project.slug, added.pk]), {"confirm": "yes"})
+    # Refused changes change nothing and log nothing.
+    owner = Membership.objects.get(project=project, user=cast["owner"])
+    client.post(reverse("member_role", args=[project.slug, owner.pk]), {"role": "viewer"})
+    client.post(reverse("member_add", args=[project.slug]), {"username": "nobody-by-this-name", "role": "viewer"})
+    client.force_login(cast["analyst"])
+    client.post(reverse("member_add", args=[project.slug]), {"username": "newcomer", "role": "owner"})
+    entries = list(AuditEntry.objects.filter(project=project).order_by("pk")
+                   .values_list("username", "user", "kind", "target", "path"))
+    assert entries == [
+        ("owner-user", cast["owner"].pk, "member", "added newcomer as rater", reverse("member_add", args=[project.slug])),
+        ("owner-user", cast["owner"].pk, "member", "changed newcomer's role from rater to analyst", role_url),
+        ("owner-user", cast["owner"].pk, "member", "removed newcomer (was analyst)",
+         reverse("member_remove", args=[project.slug, added.pk])),
+    ]
+    assert all(e.at is not None for e in AuditEntry.objects.all())
+    # The owners' log page shows them, and filters to them.
+    client.force_login(cast["owner"])
+    body = client.get(reverse("audit_log", args=[project.slug]), {"kind": "member"}).content.decode()
+    assert body.count("Changed the members") >= 3 + 1  # three rows and the filter's option
+    assert "changed newcomer&#x27;s role from rater to analyst" in body and "removed newcomer (was analyst)" in body
+
+
+def test_creating_a_project_is_the_first_entry_of_its_log(client, db):
+    user = get_user_model().objects.create_user("founder", password="pw-for-tests-only")
+    client.force_login(user)
+    client.post(reverse("project_create"), {"name": "Fresh study", "slug": "fresh"})
+    assert list(AuditEntry.objects.values_list("project__slug", "username", "kind", "target")) == [
+        ("fresh", "founder", "member", "created the project, with founder as its owner")]

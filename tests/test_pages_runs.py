@@ -1,5 +1,7 @@
 """Protocol, run and prediction pages (issue 4, DESIGN §2): the access matrix of every page and
 action, the editor's validation, what each role sees, and that keys and text never leak."""
+import html
+
 import pytest
 from django.urls import reverse
 
@@ -12,6 +14,7 @@ from experiments.models import Amendment, Protocol, Run, Slot
 from experiments.execution.sealing import protocol_seal
 from experiments.data import cohort_draw
 from tests.test_browser_session import browser  # noqa: F401 (the Chromium fixture)
+from tests.conftest import UNRUNNABLE
 
 PARTICIPANT_TEXT = "I would say it depends on the day really"
 QUESTION_TEXT = "Could you tell me more"
@@ -151,7 +154,7 @@ ACTIONS = {
     # name: (url name, object, POST data, roles allowed, setup)
     "protocol_create": ("protocol_create", None, lambda w: protocol_form_data(w["cohort"], name="fresh"), EDITORS, None),
     "protocol_edit": ("protocol_edit", "draft", lambda w: protocol_form_data(w["cohort"], name="renamed"), EDITORS, None),
-    "protocol_seal": ("protocol_seal", "draft", lambda w: {}, EDITORS, None),
+    "protocol_seal": ("protocol_seal", "draft", lambda w: {"confirm": "yes"}, EDITORS, None),
     "run_create": ("run_create", "sealed", lambda w: {}, EDITORS, None),
     # The world's protocols are offline (free): whoever may start them may pause, resume and re-issue
     # (access.may_spend; the paid matrix is in tests/test_spend_permissions.py).
@@ -267,7 +270,7 @@ def test_the_edit_form_shows_what_is_stored_and_saving_it_unchanged_changes_noth
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"conditions": ["mem0(B=|memory|)"]}, "mem0(B=|memory|) is not runnable yet"),
+    ({"conditions": [UNRUNNABLE]}, f"{UNRUNNABLE} is not runnable yet"),
     ({"conditions": []}, "choose at least one condition"),
     ({"contrasts": [{"first": "whole-record", "second": MEMORY}]},
      "uses whole-record, which is not among the protocol&#x27;s conditions"),
@@ -285,7 +288,7 @@ def test_the_edit_form_shows_what_is_stored_and_saving_it_unchanged_changes_noth
     ({"generator-quota_pattern": "(unclosed"}, "not a regular expression"),
     ({"name": "sealed"}, "another protocol of this project has this name"),
 ])
-def test_the_editor_refuses_bad_input_with_a_clear_message(client, world, overrides, message):
+def test_the_editor_refuses_bad_input_with_a_clear_message(client, world, overrides, message, unrunnable_condition):
     client.force_login(world["users"]["owner"])
     before = Protocol.objects.count()
     response = client.post(reverse("protocol_create", args=["alpha"]), protocol_form_data(world["cohort"], **overrides))
@@ -294,11 +297,12 @@ def test_the_editor_refuses_bad_input_with_a_clear_message(client, world, overri
     assert Protocol.objects.count() == before
 
 
-def test_non_runnable_conditions_are_shown_disabled_with_their_note(client, world):
+def test_non_runnable_conditions_are_shown_disabled_with_their_note(client, world, unrunnable_condition):
     client.force_login(world["users"]["owner"])
     body = client.get(reverse("protocol_create", args=["alpha"])).content.decode()
-    assert 'value="mem0(B=|memory|)" disabled' in body
-    assert "NOT YET RUNNABLE: needs the Mem0 store" in body
+    assert f'value="{html.escape(unrunnable_condition)}" disabled' in body
+    assert "NOT YET RUNNABLE: a stub registered by the tests" in body
+    assert 'value="memgpt-style(B=|memory|)" disabled' not in body
     assert f'value="{OWNWORDS}">' in body
 
 
@@ -356,7 +360,7 @@ def test_a_sealed_protocols_edit_post_is_refused_and_changes_nothing(client, wor
 def test_sealing_from_the_page_shows_the_seal(client, world):
     client.force_login(world["users"]["analyst"])
     draft = world["draft"]
-    response = client.post(reverse("protocol_seal", args=["alpha", draft.pk]), follow=True)
+    response = client.post(reverse("protocol_seal", args=["alpha", draft.pk]), {"confirm": "yes"}, follow=True)
     draft.refresh_from_db()
     body = response.content.decode()
     assert draft.is_sealed() and draft.sealed_by == world["users"]["analyst"]
@@ -367,13 +371,26 @@ def test_sealing_from_the_page_shows_the_seal(client, world):
     assert 'action="/p/alpha/protocols/%d/seal/"' % draft.pk not in body  # sealed: no seal button
 
 
-def test_an_unsealable_protocol_lists_its_problems_and_seal_refuses(client, world):
-    bad = make_protocol(world["project"], world["cohort"], "bad", conditions=["mem0(B=|memory|)"], contrasts=[])
+def test_sealing_asks_for_a_ticked_confirmation_and_without_it_changes_nothing(client, world):
+    client.force_login(world["users"]["owner"])
+    draft = world["draft"]
+    page = client.get(reverse("protocol_detail", args=["alpha", draft.pk])).content.decode()
+    assert 'id="seal-confirm"' in page and 'name="confirm" value="yes"' in page
+    for data in ({}, {"confirm": "on"}, {"confirm": ""}):
+        response = client.post(reverse("protocol_seal", args=["alpha", draft.pk]), data, follow=True)
+        draft.refresh_from_db()
+        assert not draft.is_sealed()
+        assert "Not sealed: tick the box" in response.content.decode()
+
+
+def test_an_unsealable_protocol_lists_its_problems_and_seal_refuses(client, world, unrunnable_condition):
+    bad = make_protocol(world["project"], world["cohort"], "bad", conditions=[unrunnable_condition], contrasts=[])
     client.force_login(world["users"]["owner"])
     body = client.get(reverse("protocol_detail", args=["alpha", bad.pk])).content.decode()
-    assert "mem0(B=|memory|) is not runnable yet" in body
-    body = client.post(reverse("protocol_seal", args=["alpha", bad.pk]), follow=True).content.decode()
-    assert "Not sealed: mem0(B=|memory|) is not runnable yet" in body
+    assert f"{html.escape(unrunnable_condition)} is not runnable yet" in body
+    body = client.post(reverse("protocol_seal", args=["alpha", bad.pk]), {"confirm": "yes"},
+                       follow=True).content.decode()
+    assert f"Not sealed: {html.escape(unrunnable_condition)} is not runnable yet" in body
     bad.refresh_from_db()
     assert not bad.is_sealed()
 

@@ -33,7 +33,7 @@ def test_every_condition_has_one_family_and_the_families_read_as_the_paper_names
     assert condition_family(CONDITIONS["question-only"]) == "baselines"
 
 
-def test_the_form_groups_conditions_and_offers_contrasts_as_lists(client, world):
+def test_the_form_groups_conditions_and_offers_contrasts_as_lists(client, world, unrunnable_condition):
     client.force_login(world["users"]["analyst"])
     body = client.get(reverse("protocol_create", args=["alpha"])).content.decode()
     memory_family = body[body.index('id="family-memory"'):body.index('id="family-excerpts"')]
@@ -42,7 +42,8 @@ def test_the_form_groups_conditions_and_offers_contrasts_as_lists(client, world)
     assert 'name="contrasts"' not in body and "<textarea" not in body.split('id="contrast-rows"')[1].split("</table>")[0]
     rows = body.split('id="contrast-rows"')[1].split("</table>")[0]
     assert rows.count('name="contrast-0-first"') == 1 and '<optgroup label="A written memory">' in rows
-    assert 'mem0(B=|memory|)' not in rows  # not runnable: not offered
+    assert unrunnable_condition not in rows  # not runnable: not offered
+    assert 'memgpt-style(B=|memory|)' in rows and 'mem0(B=|memory|)' in rows
     assert 'aria-label="Second condition of contrast 3"' in rows
     assert 'id="estimate-missing"' in body  # nothing chosen yet
 

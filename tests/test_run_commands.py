@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 from experiments.execution import progress
 from experiments.models import Amendment, Protocol, Run
 from experiments.data import cohort_draw
+from tests.conftest import UNRUNNABLE
 
 MEMORY = "memory(concrete,100w)+one-shot"
 OWNWORDS = "ownwords(B=|memory|)"
@@ -74,7 +75,7 @@ def test_protocol_create_reads_a_json_file_and_says_what_to_do_next(tmp_path, co
     (spec(model="x"), "unknown keys model (allowed: name, cohort, conditions"),
     ({k: v for k, v in spec().items() if k != "judge"}, "missing judge"),
     (spec(cohort="nope"), "no cohort named 'nope' in project 'alpha'"),
-    (spec(conditions=["mem0(B=|memory|)"], contrasts=[]), "mem0(B=|memory|) is not runnable yet"),
+    (spec(conditions=[UNRUNNABLE], contrasts=[]), f"{UNRUNNABLE} is not runnable yet"),
     (spec(conditions=["nonsense"], contrasts=[]), "unknown condition 'nonsense'"),
     (spec(generator={**OFFLINE, "api_key_env": "sk-live-abcdef"}), "looks like an API key itself"),
     (spec(judge={**OFFLINE, "colour": "red"}), "judge: unknown model settings: colour"),
@@ -86,7 +87,8 @@ def test_protocol_create_reads_a_json_file_and_says_what_to_do_next(tmp_path, co
     (spec(retry_policy={"retries": 3}), "retry_policy: unknown key 'retries'"),
     (spec(bootstrap={"draws": 5}), "bootstrap draws: must be a whole number ≥ 100"),
 ])
-def test_protocol_create_refuses_bad_input_clearly_and_creates_nothing(tmp_path, cohort, value, message):
+def test_protocol_create_refuses_bad_input_clearly_and_creates_nothing(tmp_path, cohort, value, message,
+                                                                        unrunnable_condition):
     with pytest.raises(CommandError, match=None) as error:
         call_command("protocol_create", write(tmp_path, value), project="alpha")
     assert message in str(error.value)

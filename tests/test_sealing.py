@@ -15,6 +15,7 @@ from experiments.execution.journal import slot_execute
 from experiments.models import Protocol, Run, Slot, Turn
 from experiments.models.runs import Phase
 from experiments.data import canonical_task_list, cohort_tasks
+from tests.conftest import UNRUNNABLE
 from tests.engine_helpers import ONE_SHOT, QUESTION_ONLY, SELECTION, build_cohort, make_protocol
 
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
@@ -84,7 +85,7 @@ def test_an_unsealed_protocol_does_not_run(project, cohort):
 @pytest.mark.parametrize("changes, problem", [
     ({"conditions": []}, "choose at least one condition"),
     ({"conditions": ["no-such-condition"]}, "unknown condition 'no-such-condition'"),
-    ({"conditions": ["mem0(B=|memory|)"]}, "mem0(B=|memory|) is not runnable yet"),
+    ({"conditions": [UNRUNNABLE]}, f"{UNRUNNABLE} is not runnable yet"),
     ({"conditions": [QUESTION_ONLY, QUESTION_ONLY]}, "a condition is listed twice"),
     ({"generator": {**OFFLINE, "temperatur": 0.2}}, "generator: unknown model settings: temperatur"),
     ({"judge": {"provider": "azure", "base_url": "", "model": "m"}}, "judge: model settings: provider must be"),
@@ -98,7 +99,7 @@ def test_an_unsealed_protocol_does_not_run(project, cohort):
     ({"contrasts": [{"name": "c"}]}, "contrast 'c' needs terms"),
     ({"contrasts": [{"terms": {QUESTION_ONLY: 1}}]}, "contrast 1 needs a name"),
 ])
-def test_sealing_refuses_what_cannot_run(project, cohort, changes, problem):
+def test_sealing_refuses_what_cannot_run(project, cohort, changes, problem, unrunnable_condition):
     protocol = make_protocol(project, cohort, **{"conditions": [QUESTION_ONLY], "generator": OFFLINE, **changes})
     if "retry_policy" in changes:  # make_protocol adds the tests' cooldown; keep only the bad setting
         Protocol.objects.filter(pk=protocol.pk).update(retry_policy=changes["retry_policy"])

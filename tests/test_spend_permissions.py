@@ -75,7 +75,7 @@ def _at_decision(world):
 
 SETUPS = {
     # action: (url name, object it acts on, POST data)
-    "seal": ("protocol_seal", lambda w: w["draft"], {}),
+    "seal": ("protocol_seal", lambda w: w["draft"], {"confirm": "yes"}),
     "start": ("run_create", lambda w: w["sealed"], {}),
     "pause": ("run_pause", lambda w: _run(w), {"reason": "costs"}),
     "resume": ("run_resume", lambda w: _run(w, Run.Status.PAUSED), {"reason": "go on"}),

@@ -8,7 +8,7 @@ and lets the database filter, count, sort and cut the page (a count, then LIMIT/
 most the cohort's tasks); nothing is scanned in Python. The SQL is standard (JOIN, IN, window
 functions, NULLS LAST), so it runs on PostgreSQL and SQLite alike (indexes: migrations 0006, 0008).
 A sort by person or study and the question-text filter read facts copied onto the cohort's tasks
-(`experiments.cohort_facts`, migration 0013) instead of joining every task to its person, study or turn.
+(`experiments.cohort_facts`, migration 0017) instead of joining every task to its person, study or turn.
 Filters other apps provide (the judge–human disagreement) come from `analysis.task_filters`.
 
 `ExplorerQuery.from_params` (`explorer_query`) reads the URL's query string (see the `run_explorer` view for the

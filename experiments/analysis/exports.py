@@ -2,6 +2,11 @@
 remapped person and session labels, conditions, word and character counts — no text;
 and the one rule every CSV of the app is written by (`csv_text`, `csv_safe_cell`).
 
+The package is *long*: one row per task and condition (HEADER). It is the one format of
+`manage.py contrast`, which pairs two conditions' grades by ``task`` and resamples ``person``:
+people (and studies) are numbered in the order the bootstrap takes them, so the command gives
+the dashboard's figures from the package alone.
+
 The CSV rule (issue 11, formula injection): cells go through `defusedcsv`'s writer, which
 puts a `'` before a text cell starting with = + - @ | or % (and escapes its `|`), and we add
 the rest of the OWASP rule: a text cell starting with a tab or a carriage return, or hiding a
@@ -40,11 +45,21 @@ def sequential_labels(keys) -> dict:
     return labels
 
 
+def cluster_labels(keys) -> dict:
+    """Person or study ids → 1, 2, 3 … in ascending id order: the order the bootstrap resamples them in.
+
+    `paired_bootstrap` takes clusters in ``np.unique`` order of their ids, so numbering them in
+    that order lets anyone recompute the app's intervals from the package, to the last digit
+    (`manage.py contrast` on the package, issue 14), without the ids themselves.
+    """
+    return {key: n for n, key in enumerate(sorted(set(keys)), start=1)}
+
+
 def scores_package_rows(run: Run) -> tuple[list[str], list[dict]]:
     tasks = cohort_tasks(run.protocol.cohort)
-    person = sequential_labels(t.session.person_id for t in tasks)
+    person = cluster_labels(t.session.person_id for t in tasks)
     session = sequential_labels(t.session_id for t in tasks)
-    study = sequential_labels(t.session.study_id for t in tasks)
+    study = cluster_labels(t.session.study_id for t in tasks)
     task_number = {t.pk: i + 1 for i, t in enumerate(tasks)}
     table = final_grades(run)
     predictions = {

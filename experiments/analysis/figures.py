@@ -6,6 +6,7 @@ table beside the figure and in its CSV download.
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import urlencode
 
 import plotly.graph_objects as go
@@ -52,6 +53,7 @@ def forest(contrasts: list[dict], explore: str | None = None) -> dict | None:
     if family:
         fig.add_trace(go.Scatter(
             x=[c["estimate"] for c in family], y=[c["name"] for c in family], mode="markers",
+            customdata=[contrast_link(explore, c) for c in family],
             marker=dict(size=1, color="rgba(0,0,0,0)"), name="family interval",
             error_x=dict(type="data", symmetric=False, color="#9ca3af", thickness=8, width=0,
                          array=[c["family_hi"] - c["estimate"] for c in family],
@@ -75,7 +77,14 @@ def forest(contrasts: list[dict], explore: str | None = None) -> dict | None:
 def explore_link(explore: str | None, **params) -> str | None:
     """The explorer filtered to the tasks behind a number (static/js/figures.js opens it on click);
     None for readers who may not see the explorer's text."""
-    return f"{explore}?{urlencode(params)}" if explore else None
+    if not explore:
+        return None
+    return f"{explore}?{urlencode(params)}" if params else explore
+
+
+def condition_link(explore: str | None, condition: str) -> str | None:
+    """The explorer on the tasks a condition answered, its best grades first (a missing grade last)."""
+    return explore_link(explore, sort=f"-grade:{condition}")
 
 
 def means(rows: list[dict], explore: str | None = None) -> dict | None:
@@ -84,7 +93,7 @@ def means(rows: list[dict], explore: str | None = None) -> dict | None:
         return None
     fig = go.Figure(go.Scatter(
         x=[r["mean"] for r in shown], y=[r["condition"] for r in shown], mode="markers",
-        customdata=[explore_link(explore, sort=f"-grade:{r['condition']}") for r in shown],
+        customdata=[condition_link(explore, r["condition"]) for r in shown],
         marker=dict(size=9, color="#4d8a4d"),
         error_x=dict(type="data", symmetric=False, array=[r["hi"] - r["mean"] for r in shown],
                      arrayminus=[r["mean"] - r["lo"] for r in shown]),
@@ -94,13 +103,14 @@ def means(rows: list[dict], explore: str | None = None) -> dict | None:
     return _json(fig)
 
 
-def sweep(data: dict) -> dict | None:
+def sweep(data: dict, explore: str | None = None) -> dict | None:
     if not data.get("shown"):
         return None
     fig = go.Figure()
     for builder, points in data["lines"].items():
         fig.add_trace(go.Scatter(
             x=[p["words"] for p in points], y=[p["mean"] for p in points], mode="lines+markers", name=builder,
+            customdata=[condition_link(explore, p["condition"]) for p in points],
             error_y=dict(type="data", symmetric=False, array=[p["hi"] - p["mean"] for p in points],
                          arrayminus=[p["mean"] - p["lo"] for p in points]),
         ))
@@ -138,24 +148,50 @@ def transitions(contrast: dict, explore: str | None = None) -> dict | None:
     fig = go.Figure(go.Heatmap(z=table, x=[0, 1, 2, 3], y=[0, 1, 2, 3], colorscale="Blues",
                                text=table, texttemplate="%{text}", customdata=links))
     fig.update_layout(LAYOUT).update_layout(height=300, xaxis_title=f"grade under {axes['columns']}",
-                      yaxis_title=f"grade under {axes['rows']}", xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
+                      yaxis_title=grade_axis_title(axes["rows"]), xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
     return _json(fig)
 
 
-def lengths(rows: list[dict]) -> dict | None:
+AXIS_LINE_CHARS = 24  # about 170 px of 12 px text: fits the 230 px height of a 300 px heatmap's plot
+
+
+def grade_axis_title(condition: str) -> str:
+    """A vertical axis title that fits a 300 px figure: "grade under", then the condition's key in
+    lines of at most AXIS_LINE_CHARS, broken after a "+", "(", "," or "|" (in one line, a long key
+    was cut off)."""
+    parts: list[str] = []
+    for part in re.findall(r"[^+(,|]+[+(,|]?|[+(,|]", condition):
+        if parts and not part.strip(")"):
+            parts[-1] += part  # a closing bracket never starts a line
+        else:
+            parts.append(part)
+    lines = [""]
+    for part in parts:
+        if lines[-1] and len(lines[-1]) + len(part) > AXIS_LINE_CHARS:
+            lines.append("")
+        lines[-1] += part
+    return "<br>".join(["grade under", *lines])
+
+
+def lengths(rows: list[dict], explore: str | None = None) -> dict | None:
     shown = [r for r in rows if r["words"]]
     if not shown:
         return None
-    fig = go.Figure([go.Box(x=r["words"], name=r["condition"], boxpoints=False) for r in shown])
+    # A box stands for all its condition's answers: its link is the trace's (`meta`), not one per answer.
+    fig = go.Figure([go.Box(x=r["words"], name=r["condition"], boxpoints=False,
+                            meta=condition_link(explore, r["condition"])) for r in shown])
     fig.update_layout(LAYOUT).update_layout(xaxis_title="answer length (words)", showlegend=False,
                       height=max(220, 60 + 40 * len(shown)))
     return _json(fig)
 
 
-def cost(per_phase: list[dict]) -> dict | None:
+def cost(per_phase: list[dict], explore: str | None = None) -> dict | None:
     if not per_phase:
         return None
+    # Every phase makes its calls for every task of the cohort (memories for each task's session,
+    # decisions and grades for each task): a bar's tasks are all the run's, so it opens the explorer whole.
     fig = go.Figure(go.Bar(x=[r["phase"] for r in per_phase], y=[r["attempts"] for r in per_phase],
+                           customdata=[explore_link(explore) for _ in per_phase],
                            name="attempts", texttemplate="%{y}", textposition="outside", cliponaxis=False))
     fig.update_layout(LAYOUT).update_layout(yaxis_title="HTTP attempts")
     return _json(fig)

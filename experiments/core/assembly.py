@@ -8,7 +8,7 @@ for the memory writer (App. E.1-E.4) and the blind judge (App. E.10-E.11, §3.2)
 Example (a notebook):
 
     from experiments.core.assembly import TaskInput, assemble
-    from experiments.core.evidence import TurnText
+    from experiments.core.evidence import RankedMemories, TurnText
     task = TaskInput(question="How do you use AI when composing?", turns=turns, cut=14,
                      record_cut=10, screener=(("Occupation?", "Composer"),))
     sent = assemble("ownwords(B=|memory|)", task, memory=memory_text)
@@ -21,10 +21,11 @@ from typing import Sequence
 
 from experiments.core import evidence as ev
 from experiments.core.conditions import (
-    CURRENT_DIALOGUE, Condition, JUDGE_PROMPTS, MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
-    MEMORY_PROMPTS, NO_EVIDENCE, ONE_SHOT, OWNWORDS, QUESTION_FREE, RECENCY, WHOLE_RECORD, get_condition,
+    CURRENT_DIALOGUE, Condition, JUDGE_PROMPTS, MEM0, MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY,
+    MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, NO_EVIDENCE, ONE_SHOT, OWNWORDS, QUESTION_FREE,
+    RECENCY, WHOLE_RECORD, get_condition,
 )
-from experiments.core.evidence import TurnText
+from experiments.core.evidence import RankedMemories, TurnText
 from experiments.core.parsers import selection_payload
 from experiments.core.prompts import PromptRef, render_prompt
 
@@ -77,9 +78,14 @@ class Assembled:
     budget: int | None = None
 
 
-def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, budget: int | None) -> dict[str, str]:
+def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, budget: int | None,
+                     ranked: RankedMemories | None = None, archive_query: str | None = None) -> dict[str, str]:
     """The user prompt's evidence fields for the condition, in prompt order."""
     kind = condition.evidence
+    if kind == MEM0:
+        if ranked is None:
+            raise ValueError(f"{condition.key} needs Mem0's ranked memories of the session")
+        return {"evidence": ev.ranked_memories_excerpt(ranked, budget)}
     if kind == MEMORY:
         return {"memory": memory}
     if kind == OWNWORDS:
@@ -96,6 +102,8 @@ def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, 
         return ev.memory_plus_ownwords(memory, task.record(), task.question)
     if kind == MEMORY_PLUS_WHOLE_RECORD:
         return ev.memory_plus_whole_record(memory, task.record())
+    if kind == MEMGPT_STYLE:
+        return ev.memgpt_style(memory, task.record(), archive_query)
     if kind == NO_EVIDENCE:
         return {}
     raise NotImplementedError(f"{condition.key}: no builder for evidence {kind!r}")
@@ -107,6 +115,8 @@ def assemble(
     *,
     memory: str | None = None,
     candidates: Sequence[str] | None = None,
+    ranked_memories: RankedMemories | None = None,
+    archive_queries: Sequence[str] | None = None,
 ) -> Assembled:
     """The messages of one answering call of `condition` on `task`.
 
@@ -116,6 +126,9 @@ def assemble(
     fusion and selection). With `candidates` — the three answers in display order, see
     `parsers.candidate_display_order` — the decision call: the base user prompt followed by
     [DECISION TASK], the instruction and [ANONYMOUS CANDIDATES] (App. E, after E.11).
+    `ranked_memories`: Mem0's memories of the session ranked for this question (Mem0 only).
+    A MemGPT-style condition's answering call needs its parsed `archive_queries` (the query
+    call itself is `assemble_archive_queries`).
     """
     if isinstance(condition, str):
         condition = get_condition(condition)
@@ -126,8 +139,13 @@ def assemble(
     if candidates is not None and condition.workflow == ONE_SHOT:
         raise ValueError(f"{condition.key} is a one-shot condition: it takes no candidates")
 
+    archive_query = None
+    if condition.evidence == MEMGPT_STYLE:
+        if not archive_queries:
+            raise ValueError(f"{condition.key} answers only with its archive queries")
+        archive_query = " ".join(archive_queries)
     budget = condition.resolve_budget(memory)
-    evidence_fields = _evidence_fields(condition, task, memory, budget)
+    evidence_fields = _evidence_fields(condition, task, memory, budget, ranked_memories, archive_query)
     fields = dict(evidence_fields, question=task.question)
     if condition.with_screener:
         fields["screener"] = ev.screener_block(task.screener)
@@ -161,6 +179,22 @@ def assemble_memory_request(kind: str, words: int, task: TaskInput) -> Assembled
     return Assembled(system, user, record, len(record), (system_ref, user_ref))
 
 
+def assemble_archive_queries(condition: Condition | str, task: TaskInput, *, memory: str) -> Assembled:
+    """The MemGPT-style query call (E.12, App. H): the screener, the core memory and the question
+    in, up to three archive queries (JSON) out. Its evidence is the core memory."""
+    if isinstance(condition, str):
+        condition = get_condition(condition)
+    if condition.evidence != MEMGPT_STYLE:
+        raise ValueError(f"{condition.key} writes no archive queries")
+    if memory is None:
+        raise ValueError(f"{condition.key} needs the session's {condition.memory_kind} memory")
+    system_name, user_name = MEMGPT_QUERY_PROMPTS
+    system, system_ref = render_prompt(system_name)
+    user, user_ref = render_prompt(user_name, screener=ev.screener_block(task.screener), memory=memory,
+                                   question=task.question)
+    return Assembled(system, user, memory, len(memory), (system_ref, user_ref))
+
+
 def assemble_judge(question: str, reference: str, prediction: str) -> Assembled:
     """The blind content judge's call (App. E.10-E.11): question, reference and prediction
     only — no condition, no memory, no evidence (§3.2)."""
@@ -170,5 +204,5 @@ def assemble_judge(question: str, reference: str, prediction: str) -> Assembled:
     return Assembled(system, user, "", 0, (system_ref, user_ref))
 
 
-__all__ = ["Assembled", "TaskInput", "TurnText", "assemble", "assemble_memory_request",
+__all__ = ["Assembled", "TaskInput", "TurnText", "assemble", "assemble_archive_queries", "assemble_memory_request",
            "assemble_judge"]

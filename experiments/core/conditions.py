@@ -224,13 +224,41 @@ def memory_plus_whole_record_condition(kind: str = CONCRETE, words: int = DEFAUL
     )
 
 
-def _not_yet_runnable(evidence: str, user_prompt: str, note: str, auxiliary_prompts: tuple[str, ...] = ()) -> Condition:
+MEM0_NOTE = (
+    "Mem0 as deployed (mem0ai, App. H), fully local: the permitted record is added as the "
+    "participant's message (one extraction call per session, to the generator, through the journal); "
+    "Mem0's search ranks its memories against the question, semantic only (its BM25 and entity "
+    "scoring need models it downloads at run time); the ranked memories fill B greedily; sessions "
+    "whose extraction gave no memories are counted on the run page. Needs requirements-mem0.txt"
+)
+
+
+def mem0_condition() -> Condition:
+    """Mem0 as deployed at B = |memory| (App. H), answered with the raw-evidence prompt (E.7);
+    run by `experiments.memory_systems.mem0_store` and `experiments.execution.mem0_planning`."""
     return Condition(
-        key=f"{evidence}({_budget_key(MEMORY_LENGTH, CONCRETE, DEFAULT_MEMORY_WORDS)})",
-        evidence=evidence, workflow=ONE_SHOT, candidates=1, budget=MEMORY_LENGTH,
+        key=f"{MEM0}({_budget_key(MEMORY_LENGTH, CONCRETE, DEFAULT_MEMORY_WORDS)})",
+        evidence=MEM0, workflow=ONE_SHOT, candidates=1, budget=MEMORY_LENGTH,
         memory_kind=CONCRETE, memory_words=DEFAULT_MEMORY_WORDS, with_screener=True,
-        system_prompt=GENERATION_SYSTEM, user_prompt=user_prompt,
-        auxiliary_prompts=auxiliary_prompts, runnable=False, note=note,
+        system_prompt=GENERATION_SYSTEM, user_prompt="answer_raw_user", note=MEM0_NOTE,
+    )
+
+
+def memgpt_style_condition(kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS) -> Condition:
+    """MemGPT's core-plus-archival pattern as in App. H: the written memory is the core memory;
+    one call per task writes up to three archive queries (E.12) from the screener, the memory
+    and the question; joined, they are one BM25 query of OwnWords over the verbatim source at
+    B = |memory|; one call answers over the core memory and the excerpts. The query call runs
+    with the base calls, the answering call in the decisions phase (after the queries exist)."""
+    _check_memory(kind, words)
+    suffix = "" if (kind, words) == (CONCRETE, DEFAULT_MEMORY_WORDS) else f"({kind},{words}w)"
+    return Condition(
+        key=f"{MEMGPT_STYLE}({_budget_key(MEMORY_LENGTH, CONCRETE, DEFAULT_MEMORY_WORDS)}){suffix}",
+        evidence=MEMGPT_STYLE, workflow=ONE_SHOT, candidates=1, budget=MEMORY_LENGTH,
+        memory_kind=kind, memory_words=words, with_screener=True,
+        system_prompt=GENERATION_SYSTEM, user_prompt="answer_memory_excerpts_user",
+        auxiliary_prompts=MEMGPT_QUERY_PROMPTS,
+        note="one more call per task writes the archive queries; about twice the context of the memory alone",
     )
 
 
@@ -258,15 +286,8 @@ def _registry() -> dict[str, Condition]:
         memory_plus_whole_record_condition(),
         _unbudgeted("screener-only", NO_EVIDENCE, "answer_screener_only_user"),
         _unbudgeted("question-only", NO_EVIDENCE, "answer_question_only_user", with_screener=False),
-        _not_yet_runnable(
-            MEM0, "answer_raw_user",
-            "NOT YET RUNNABLE: needs the Mem0 store (mem0ai, local vector store and embeddings, App. H)",
-        ),
-        _not_yet_runnable(
-            MEMGPT_STYLE, "answer_memory_excerpts_user",
-            "NOT YET RUNNABLE: needs the archive-query call and its parser (App. H)",
-            auxiliary_prompts=MEMGPT_QUERY_PROMPTS,
-        ),
+        mem0_condition(),
+        memgpt_style_condition(),
         *(condition for words in SWEEP_MEMORY_WORDS if words != DEFAULT_MEMORY_WORDS
           for condition in _budget_sweep(words)),
     ]
@@ -302,7 +323,7 @@ FAMILIES = (
     ("baselines", "No personal evidence", "the screener and the question, or the question alone"),
     ("sweep", "Budget sweep at other memory lengths (App. G.1)", "memory, OwnWords and recency at B = |memory| "
      "for memories of 50, 200 and 400 words"),
-    ("systems", "Memory systems", "not runnable yet"),
+    ("systems", "Memory systems (App. H)", "Mem0 and the MemGPT-style design, as deployed; one not runnable here says so"),
 )
 
 

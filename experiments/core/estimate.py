@@ -4,11 +4,12 @@ Calls follow the phases exactly as planning makes them (paper App. B.2), counted
 cohort:
 
 - memories: one call per session and distinct memory (kind, length) a condition shows or
-  takes its budget from;
+  takes its budget from, and one Mem0 extraction call per session when a condition is Mem0;
 - base generation: one call per identical-prompt candidate; conditions whose messages are
   identical (a memory's one-shot, fusion and selection) share their calls, so a group of them
   costs its largest number of candidates (1 or 3);
-- decisions: one call per task and fusion or selection condition;
+- decisions: one call per task and fusion or selection condition, and the MemGPT-style answer
+  (its base call writes the archive queries, App. H);
 - judging: at most one call per distinct answer of a task: every base and fusion answer
   (selection copies a candidate, so it adds none). Identical answers share a grade, so this
   is an upper bound.
@@ -26,8 +27,9 @@ from typing import Callable, Iterable
 
 from experiments.core import evidence as ev
 from experiments.core.conditions import (
-    CURRENT_DIALOGUE, DECISION_CANDIDATES, DECISION_INSTRUCTIONS, DECISION_LAYOUT, JUDGE_PROMPTS, MEMORY,
-    MEMORY_LENGTH, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, NO_EVIDENCE, OWNWORDS,
+    CURRENT_DIALOGUE, DECISION_CANDIDATES, DECISION_INSTRUCTIONS, DECISION_LAYOUT, JUDGE_PROMPTS, MEM0,
+    MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY, MEMORY_LENGTH, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
+    MEMORY_PROMPTS, NO_EVIDENCE, OWNWORDS,
     QUESTION_FREE, RECENCY, SELECTION, WHOLE_RECORD, Condition,
 )
 from experiments.core.prompts import load_prompt
@@ -36,6 +38,9 @@ CHARS_PER_TOKEN = 4.0  # a common rule of thumb for English text with these toke
 CHARS_PER_WORD = 6.0  # an English word and its space, for a memory of w words
 
 PHASES = ("memories", "generation", "decisions", "judging")
+# Mem0's extraction messages around the record (mem0ai 2.2.1: its system prompt and the user
+# prompt's headings, measured); the record appears in them once, as the participant's message.
+MEM0_EXTRACTION_CHARS = 33_841
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,11 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
         memory.calls += shape.sessions
         memory.input_chars += shape.sessions * (chars(system) + chars(user) + record)
         memory.output_cap_tokens += shape.sessions * generator_cap
+    if any(c.evidence == MEM0 for c in conditions):
+        memory.calls += shape.sessions
+        memory.input_chars += shape.sessions * (MEM0_EXTRACTION_CHARS + record)
+        memory.output_cap_tokens += shape.sessions * generator_cap
+        memory.notes.append("includes one Mem0 extraction call per session (its prompt is about 34,000 characters)")
 
     generation = PhaseEstimate("generation")
     groups: dict[tuple, list[Condition]] = {}
@@ -117,6 +127,9 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
         candidates = max(m.candidates for m in members)
         per_call = (chars(c.system_prompt) + chars(c.user_prompt) + _evidence_chars(c, shape, record)
                     + shape.question_chars + (screener if c.with_screener else 0))
+        if c.evidence == MEMGPT_STYLE:  # the base call is the archive-query call: screener, memory, question
+            per_call = (sum(chars(name) for name in MEMGPT_QUERY_PROMPTS) + (c.memory_words or 0) * CHARS_PER_WORD
+                        + shape.question_chars + screener)
         for m in members:
             base_chars[m.key] = per_call
         generation.calls += shape.tasks * candidates
@@ -126,6 +139,13 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
     decisions = PhaseEstimate("decisions")
     judged_per_task = generation.calls / shape.tasks if shape.tasks else 0
     for c in conditions:
+        if c.evidence == MEMGPT_STYLE:
+            decisions.calls += shape.tasks
+            decisions.input_chars += shape.tasks * (chars(c.system_prompt) + chars(c.user_prompt)
+                                                    + _evidence_chars(c, shape, record) + shape.question_chars
+                                                    + screener)
+            decisions.output_cap_tokens += shape.tasks * generator_cap
+            continue  # judged once per task: generation.calls counted its (never judged) query call in its place
         if c.workflow not in DECISION_INSTRUCTIONS:
             continue
         decisions.calls += shape.tasks
@@ -156,10 +176,24 @@ def _evidence_chars(c: Condition, shape: CohortShape, record: float) -> float:
         return record
     if c.evidence == CURRENT_DIALOGUE:
         return min(shape.dialogue_chars, ev.DIALOGUE_CAP)
-    if c.evidence == MEMORY_PLUS_OWNWORDS:
+    if c.evidence in (MEMORY_PLUS_OWNWORDS, MEMGPT_STYLE):
         return memory + min(memory, record)
     if c.evidence == MEMORY_PLUS_WHOLE_RECORD:
         return memory + record
     if c.evidence == NO_EVIDENCE:
         return 0.0
     return memory  # a condition not runnable yet: its budget is |memory|
+
+
+def with_imported_memories(estimate: RunEstimate, imported: int) -> RunEstimate:
+    """The estimate when `imported` of its memory calls are replaced by sealed memories of
+    earlier runs (no call): the memories phase loses that many calls at its mean cost."""
+    memory = next((p for p in estimate.phases if p.phase == "memories"), None)
+    if memory is None or imported <= 0 or memory.calls == 0:
+        return estimate
+    imported = min(imported, memory.calls)
+    kept = memory.calls - imported
+    reduced = PhaseEstimate("memories", kept, memory.input_chars * kept / memory.calls,
+                            memory.output_cap_tokens * kept // memory.calls,
+                            [*memory.notes, f"{imported} imported from earlier runs: no call"])
+    return RunEstimate([reduced if p is memory else p for p in estimate.phases])

@@ -175,16 +175,28 @@ def ownwords(record: str, question: str, budget: int) -> str:
         return ""
     scores = bm25_scores([tok(piece) for piece in pieces], tok(question))
     ranking = sorted(range(len(pieces)), key=lambda i: (-scores[i], i))
+    return greedy_fill(pieces, ranking, budget)
+
+
+def greedy_fill(pieces: Sequence[str], ranking: Sequence[int], budget: int, separator: str = " ") -> str:
+    """Algorithm 1's fill, for any ranking: walking `ranking` (indices into `pieces`), a piece is
+    kept if the kept pieces joined by `separator` still fit in `budget` characters; one that does
+    not fit is skipped and the walk goes on. The kept pieces come back in their own order (the
+    order of `pieces`) joined by `separator`; if none fits, the top-ranked piece cut to `budget`;
+    an empty ranking gives "". OwnWords ranks by BM25; Mem0 (App. H) by its own search."""
+    _check_budget(budget)
     kept: list[int] = []
-    joined_length = 0  # length of the kept segments joined by single spaces
+    joined_length = 0  # length of the kept pieces joined by the separator
     for i in ranking:
-        length_with_i = joined_length + (1 if kept else 0) + len(pieces[i])
+        length_with_i = joined_length + (len(separator) if kept else 0) + len(pieces[i])
         if length_with_i <= budget:
             kept.append(i)
             joined_length = length_with_i
+    if not ranking:
+        return ""
     if not kept:
         return pieces[ranking[0]][:budget]
-    return " ".join(pieces[i] for i in sorted(kept))
+    return separator.join(pieces[i] for i in sorted(kept))
 
 
 def recency(record: str, budget: int) -> str:
@@ -231,6 +243,27 @@ def question_free(record: str, budget: int) -> str:
     return ownwords(record, question_free_query(record), budget)
 
 
+@dataclass(frozen=True)
+class RankedMemories:
+    """A memory system's memories of one session in their own order (Mem0's: extraction order)
+    and its ranking of them for one question (indices into `memories`, best first; memories
+    its search left out are not in it)."""
+
+    memories: tuple[str, ...]
+    ranking: tuple[int, ...]
+
+
+MEMORY_ITEM_PREFIX = "- "
+MEMORY_ITEM_SEPARATOR = "\n"
+
+
+def ranked_memories_excerpt(ranked: RankedMemories, budget: int) -> str:
+    """Mem0 as deployed (App. H): its ranked memories fill B greedily as OwnWords fills sentences
+    (`greedy_fill`), kept ones in their own order, one "- " line each."""
+    pieces = [MEMORY_ITEM_PREFIX + memory for memory in ranked.memories]
+    return greedy_fill(pieces, ranked.ranking, budget, separator=MEMORY_ITEM_SEPARATOR)
+
+
 # --- The other evidence -----------------------------------------------------------------
 
 _SPEAKER_LABEL = {INTERVIEWER: "Interviewer", PARTICIPANT: "Participant"}
@@ -270,3 +303,11 @@ def memory_plus_ownwords(memory: str, record: str, question: str) -> dict[str, s
 def memory_plus_whole_record(memory: str, record: str) -> dict[str, str]:
     """The written memory and the whole record, no budget (App. H)."""
     return {"memory": memory, "record": record}
+
+
+def memgpt_style(memory: str, record: str, archive_query: str) -> dict[str, str]:
+    """The MemGPT-style evidence (App. H): the written memory as core memory, and OwnWords's
+    builder run with the model-written archive query (the queries joined by single spaces) in
+    place of the question, at B = |memory|. It differs from `memory_plus_ownwords` only in who
+    writes the query. Keys are the answering prompt's fields."""
+    return {"memory": memory, "excerpts": ownwords(record, archive_query, len(memory))}

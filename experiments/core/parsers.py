@@ -154,6 +154,55 @@ def parse_judge(text: str) -> JudgeResult:
     return JudgeResult(score, rationale)
 
 
+# --- MemGPT-style archive queries ----------------------------------------------------
+
+MAX_ARCHIVE_QUERIES = 3  # App. H: "up to three archive queries"
+MAX_ARCHIVE_QUERY_CHARS = 1_000  # one keyword query; a longer string is not a query
+
+
+@dataclass(frozen=True)
+class ArchiveQueries:
+    """A parsed archive-query response: one to three non-empty strings, or () with the `error`."""
+
+    queries: tuple[str, ...]
+    error: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return bool(self.queries)
+
+    def joined(self) -> str:
+        """The one BM25 query the queries become (App. H): joined by single spaces, in order."""
+        return " ".join(self.queries)
+
+
+def parse_archive_queries(text: str) -> ArchiveQueries:
+    """The query call's reply: a JSON object whose `queries` is a list of one to three non-empty
+    strings (E.12). Extra fields are ignored; anything else — no list, more than three, a
+    non-string, an empty or overlong query — is a recorded failure, never repaired or redrawn."""
+    try:
+        value = _strict_json_object(text)
+    except _Rejected as rejected:
+        return ArchiveQueries((), rejected.reason)
+    if "queries" not in value:
+        return ArchiveQueries((), "missing-field")
+    queries = value["queries"]
+    if not isinstance(queries, list):
+        return ArchiveQueries((), "wrong-type")
+    if not queries:
+        return ArchiveQueries((), "no-queries")
+    if len(queries) > MAX_ARCHIVE_QUERIES:
+        return ArchiveQueries((), "too-many-queries")
+    if not all(isinstance(query, str) for query in queries):
+        return ArchiveQueries((), "wrong-type")
+    cleaned = tuple(query.strip() for query in queries)
+    if not all(cleaned):
+        return ArchiveQueries((), "empty-query")
+    if any(len(query) > MAX_ARCHIVE_QUERY_CHARS for query in cleaned):
+        return ArchiveQueries((), "query-too-long")
+    return ArchiveQueries(cleaned)
+
+
 # --- Candidates shown to fusion and selection ----------------------------------------
 
 def candidate_display_order(task_key: str, candidates: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

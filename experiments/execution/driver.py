@@ -22,9 +22,11 @@ from django.utils import timezone
 from experiments.analysis.dashboard import dashboard_refresh, run_summary
 from experiments.analysis.judges import judge_comparison
 from experiments.analysis.pools import pools_refresh, run_pools
+from experiments.analysis.tables import tables_refresh
 from experiments.core.rankers import RankerError
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
+from experiments.execution import mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.execution.planning import PLANNERS
 from experiments.execution.policy import LEASE_GRACE_S, retry_settings, role_config
@@ -153,6 +155,12 @@ def _continue_allowances(run: Run) -> float | None:
 def _seal_holds(run: Run) -> bool:
     """Before a phase's requests are built: prompts, tasks and settings are still the sealed
     ones (App. B.2: a hash failure stops the phase). Otherwise the run stops, saying why."""
+    missing = mem0_planning.planning_problem(run)
+    if missing is not None:  # before the seal, which binds Mem0's prompt: say what is missing
+        run.status = Run.Status.STOPPED
+        run.status_reason = f"Stopped before planning {Phase(run.phase).label.lower()}: {missing}"
+        run.save(update_fields=["status", "status_reason"])
+        return False
     problems = seal_mismatches(run.protocol, code=False)
     if not problems:
         return True
@@ -206,6 +214,17 @@ def run_analyze(run_id: int) -> None:
         run.analysis = summary
         run.save(update_fields=["analysis"])
         _advance(run)
+    _tables_after(run)
+
+
+def _tables_after(run: Run) -> None:
+    """The robustness tables (issue 14), once the run is done: they take longer than the dashboard
+    (many more intervals), so they never hold the run back; the tables page says when they are
+    missing, and `analysis_refresh` computes them again."""
+    try:
+        tables_refresh(run)
+    except Exception:           # noqa: BLE001 - logged with its traceback; the run's own result stands
+        logger.exception("run %s: the robustness tables could not be computed", run.pk)
 
 
 def _advance(run: Run) -> None:

@@ -8,19 +8,20 @@ task. `apply_result` turns a slot's terminal outcome into memories, answers and 
 """
 from __future__ import annotations
 
-
 from django.db import connection, transaction
 
 from experiments.analysis.grades import store_scores
-from experiments.core.canonical import sha256_text
-from experiments.core.assembly import TaskInput, assemble, assemble_judge, assemble_memory_request
-from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition, memory_key, prediction_labels
-from experiments.core.evidence import TurnText
-from experiments.models import Grade, Memory, Prediction, Run, ScreenerItem, Slot, Task, Turn
-from experiments.models.runs import Phase
+from experiments.core.assembly import TaskInput, assemble, assemble_archive_queries, assemble_judge, assemble_memory_request
 from experiments.core.candidates import display_key
-from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
+from experiments.core.canonical import sha256_text
+from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition, memory_key, prediction_labels
+from experiments.core.evidence import TurnText
+from experiments.core.parsers import candidate_display_order, parse_archive_queries, parse_judge, parse_selection
 from experiments.data import cohort_tasks
+from experiments.execution import mem0_planning
+from experiments.execution.memory_imports import imported_memories
+from experiments.models import Grade, Memory, ModelCall, Prediction, Run, ScreenerItem, Slot, Task, Turn
+from experiments.models.runs import Phase
 
 # --- task inputs ------------------------------------------------------------------------------
 
@@ -79,13 +80,22 @@ def plan_memories(run: Run) -> None:
     for task in tasks:
         first_task_of_session.setdefault(task.session_id, task)
     inputs = task_inputs(list(first_task_of_session.values()))
+    imported = imported_memories(run)  # sealed memories of earlier runs: no call (memory_imports)
+    covered = {(m.session_id, m.kind, m.words) for m in imported}
     slots = []
     for session_id, task in first_task_of_session.items():
         for kind, words in specs:
+            if (session_id, kind, words) in covered:
+                continue
             assembled = assemble_memory_request(kind, words, inputs[task.pk])
             slots.append(_new_slot(run, Phase.MEMORIES, f"memory|{session_id}|{kind}|{words}",
                                    Slot.Role.GENERATOR, assembled, session_id=session_id))
-    Slot.objects.bulk_create(slots, ignore_conflicts=True)
+    if mem0_planning.uses_mem0(run):
+        slots += mem0_planning.extraction_slots(
+            run, {session_id: inputs[task.pk].record() for session_id, task in first_task_of_session.items()})
+    with transaction.atomic():
+        Memory.objects.bulk_create(imported, ignore_conflicts=True)
+        Slot.objects.bulk_create(slots, ignore_conflicts=True)
 
 
 def plan_generation(run: Run) -> None:
@@ -95,6 +105,7 @@ def plan_generation(run: Run) -> None:
     memories = {
         (m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)
     }
+    mem0_ranked = mem0_planning.rankings(run, tasks, inputs) if mem0_planning.uses_mem0(run) else {}
     slots: dict[str, Slot] = {}
     predictions = []
     for task in tasks:
@@ -102,14 +113,20 @@ def plan_generation(run: Run) -> None:
             memory = None
             if condition.needs_memory:
                 memory = memories.get((task.session_id, condition.memory_kind, condition.memory_words))
-                if memory is None:
+                if memory is None or (condition.evidence == MEM0 and task.pk not in mem0_ranked):
                     predictions += [
                         Prediction(run=run, task=task, condition=condition.key, label=label,
                                    status=Prediction.Status.MISSING)
                         for label in prediction_labels(condition)
                     ]
                     continue
-            assembled = assemble(condition, inputs[task.pk], memory=memory)
+            if condition.evidence == MEMGPT_STYLE:
+                # Its base call writes the archive queries; the answer comes in the decisions phase.
+                assembled = assemble_archive_queries(condition, inputs[task.pk], memory=memory)
+                key = archive_slot_key(task, assembled)
+                slots.setdefault(key, _new_slot(run, Phase.GENERATION, key, Slot.Role.GENERATOR, assembled, task=task))
+                continue
+            assembled = assemble(condition, inputs[task.pk], memory=memory, ranked_memories=mem0_ranked.get(task.pk))
             messages_sha = sha256_text(assembled.system + "\x00" + assembled.user)
             for index, label in enumerate(prediction_labels(condition)):
                 key = f"gen|{task.pk}|{messages_sha[:32]}|{index}"
@@ -129,18 +146,24 @@ def plan_generation(run: Run) -> None:
         Prediction.objects.bulk_create(predictions, ignore_conflicts=True)
 
 
+def archive_slot_key(task: Task, assembled) -> str:
+    """Identical query messages within a task share one query call, as answers do."""
+    return f"archive|{task.pk}|{sha256_text(assembled.system + chr(0) + assembled.user)[:32]}"
+
+
 def candidate_pool_key(task: Task, condition) -> str:
     """Fusion and selection of the same memory show their pool in the same order (B.2)."""
     return display_key(task.pk, memory_key(condition.memory_kind, condition.memory_words))
 
 
 def plan_decisions(run: Run) -> None:
-    deciding = [c for c in _conditions(run) if c.workflow in (FUSION, SELECTION)]
+    deciding = [c for c in _conditions(run) if c.workflow in (FUSION, SELECTION) or c.evidence == MEMGPT_STYLE]
     if not deciding:
         return
     tasks = cohort_tasks(run.protocol.cohort)
     inputs = task_inputs(tasks)
     memories = {(m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)}
+    replies = _archive_replies(run)
     candidates = {
         (p.task_id, p.condition, p.label): p
         for p in Prediction.objects.filter(run=run, condition__in=[c.key for c in deciding])
@@ -148,6 +171,27 @@ def plan_decisions(run: Run) -> None:
     slots, predictions = [], []
     for task in tasks:
         for condition in deciding:
+            if condition.evidence == MEMGPT_STYLE:
+                memory = memories.get((task.session_id, condition.memory_kind, condition.memory_words))
+                if memory is None:
+                    continue  # generation planning recorded it missing
+                query_call = assemble_archive_queries(condition, inputs[task.pk], memory=memory)
+                reply = replies.get(archive_slot_key(task, query_call))
+                queries = parse_archive_queries(reply) if reply is not None else None
+                if queries is None or not queries.usable:
+                    # No reply, or one that does not parse: recorded as such, never redrawn (App. H).
+                    status = Prediction.Status.MISSING if queries is None else Prediction.Status.UNPARSED_QUERIES
+                    predictions.append(Prediction(run=run, task=task, condition=condition.key, label=FINAL,
+                                                  status=status))
+                    continue
+                assembled = assemble(condition, inputs[task.pk], memory=memory, archive_queries=queries.queries)
+                slot = _new_slot(run, Phase.DECISIONS, f"decision|{task.pk}|{condition.key}",
+                                 Slot.Role.GENERATOR, assembled, task=task)
+                slots.append(slot)
+                predictions.append(Prediction(run=run, task=task, condition=condition.key, label=FINAL, slot=slot,
+                                              evidence=assembled.evidence, evidence_chars=assembled.evidence_chars,
+                                              budget=assembled.budget))
+                continue
             pool = [candidates.get((task.pk, condition.key, label)) for label in prediction_labels(condition)]
             usable = {Prediction.Status.OK, Prediction.Status.EMPTY}
             if any(p is None or p.status not in usable for p in pool):
@@ -173,6 +217,13 @@ def plan_decisions(run: Run) -> None:
             if prediction.slot is not None:
                 prediction.slot_id = by_key[prediction.slot.key]
         Prediction.objects.bulk_create(predictions, ignore_conflicts=True)
+
+
+def _archive_replies(run: Run) -> dict[str, str]:
+    """The text of every archive-query call that completed: slot key → the reply as received."""
+    return dict(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION, slot__key__startswith="archive|",
+                                         slot__status=Slot.Status.OK, outcome="ok")
+                .values_list("slot__key", "text"))
 
 
 def plan_judging(run: Run) -> None:
@@ -217,6 +268,8 @@ PLANNERS = {
 def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
     """Turn a slot's terminal outcome into memories, predictions or grades."""
     text = outcome_text if usable else None
+    if mem0_planning.is_extraction(slot):
+        return  # its answer stays in the journal, where Mem0's add reads it (`mem0_planning.rankings`)
     if slot.phase == Phase.MEMORIES:
         _, session_id, kind, words = slot.key.split("|")
         Memory.objects.update_or_create(
@@ -229,7 +282,7 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
     elif slot.phase == Phase.DECISIONS:
         prediction = Prediction.objects.get(slot=slot)
         condition = get_condition(prediction.condition)
-        if condition.workflow == FUSION or text is None:
+        if condition.workflow != SELECTION or text is None:  # fusion and the MemGPT-style answer
             _set_answer(Prediction.objects.filter(pk=prediction.pk), text)
         else:
             _apply_selection(prediction, condition, text)

@@ -16,9 +16,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.core.candidates import derived_problem, is_derived
-from experiments.core.conditions import JUDGE_PROMPTS, get_condition
+from experiments.core.conditions import CONDITIONS, JUDGE_PROMPTS, MEM0, get_condition
+from experiments.core.criteria import criteria_problems
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.execution.endpoints import endpoint_problem
+from experiments.memory_systems.availability import condition_unavailable
+from experiments.memory_systems.mem0_store import extraction_prompt_ref
+from experiments.execution.memory_imports import import_run_problems, memory_import_digest
+from experiments.execution.planning import task_inputs
 from experiments.execution.policy import DEFAULT_RETRY, RunError, is_number, model_config, retry_policy_problems
 from experiments.execution.regrade import answers_digest
 from experiments.models import Protocol, Run
@@ -74,7 +79,17 @@ def protocol_settings(protocol: Protocol) -> dict:
     }
     if protocol.is_regrade():
         settings["regrade_of"] = protocol.regrade_of_id
+    if protocol.memory_import_runs:  # only then, so seals made before imports existed keep their hash
+        settings["memory_import_runs"] = protocol.memory_import_runs
+    if protocol.criteria:
+        # Only a protocol that states criteria seals them, so every other seal is computed as before.
+        settings["criteria"] = protocol.criteria
     return settings
+
+
+def _uses_mem0(protocol: Protocol) -> str | None:
+    """The protocol's Mem0 condition key, if it has one."""
+    return next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == MEM0), None)
 
 
 def protocol_hashes(protocol: Protocol) -> dict:
@@ -85,6 +100,10 @@ def protocol_hashes(protocol: Protocol) -> dict:
             prompts[name] = prompt_sha256(name)
         except PromptError:
             prompts[name] = "missing"
+    mem0_key = _uses_mem0(protocol)
+    if mem0_key and condition_unavailable(CONDITIONS[mem0_key]) is None:
+        name, digest = extraction_prompt_ref()
+        prompts[name] = digest
     hashes = {
         "prompts": prompts,
         "task_list_sha256": sha256_text(canonical_task_list(tasks)),
@@ -93,7 +112,27 @@ def protocol_hashes(protocol: Protocol) -> dict:
     }
     if protocol.is_regrade():
         hashes["regrade"] = {**answers_digest(protocol.regrade_of), "judge": protocol.judge}
+    if protocol.memory_import_runs and not protocol.is_regrade():
+        hashes["memory_imports"] = _memory_imports(protocol, tasks)
     return hashes
+
+
+def protocol_memory_imports(protocol: Protocol) -> dict | None:
+    """What the protocol imports (its seal's record once sealed; what sealing now would record before)."""
+    if protocol.is_sealed():
+        return protocol.seal.get("memory_imports")
+    if not protocol.memory_import_runs or protocol.is_regrade() or protocol.cohort_id is None:
+        return None
+    return _memory_imports(protocol, cohort_tasks(protocol.cohort))
+
+
+def _memory_imports(protocol: Protocol, tasks) -> dict | None:
+    first_task = {}
+    for task in tasks:
+        first_task.setdefault(task.session_id, task)
+    inputs = task_inputs(list(first_task.values()))
+    return memory_import_digest(protocol, {sid: inputs[t.pk] for sid, t in first_task.items()},
+                                {sid: t.session.external_id for sid, t in first_task.items()})
 
 
 def _settings_problems(protocol: Protocol) -> list[str]:
@@ -117,6 +156,8 @@ def _settings_problems(protocol: Protocol) -> list[str]:
             elif not is_number(value, integer=True) or value < (1 if key == "draws" else 0):
                 problems.append(f"bootstrap {key} must be a {'positive' if key == 'draws' else 'non-negative'} "
                                 f"integer, not {value!r}")
+    problems += [f"criteria: {p}" for p in criteria_problems(protocol.criteria, protocol.contrasts)
+                 if isinstance(protocol.contrasts, list)]
     known = set(protocol.conditions)
     if not isinstance(protocol.contrasts, list):
         return problems + ["the contrasts must be a list"]
@@ -158,6 +199,8 @@ def protocol_problems(protocol: Protocol) -> list[str]:
             continue
         if not condition.runnable:
             problems.append(f"{key} is not runnable yet: {condition.note}")
+        elif (reason := condition_unavailable(condition)):
+            problems.append(f"{key} cannot run here: {reason}")
     if len(set(protocol.conditions)) != len(protocol.conditions):
         problems.append("a condition is listed twice")
     for role in ("generator", "judge"):
@@ -178,6 +221,7 @@ def protocol_problems(protocol: Protocol) -> list[str]:
             problems.append(f"{role}: {endpoint}")
     if protocol.is_regrade():
         problems += _regrade_problems(protocol.regrade_of)
+    problems += import_run_problems(protocol)
     problems += _settings_problems(protocol)
     return problems
 
@@ -231,6 +275,11 @@ def seal_mismatches(protocol: Protocol, *, code: bool = True) -> list[str]:
     for field, label in fields:
         if sealed.get(field) != now[field]:
             problems.append(f"{label} changed ({str(sealed.get(field))[:12]} → {now[field][:12]})")
+    if "memory_imports" in now or "memory_imports" in sealed:
+        before = (sealed.get("memory_imports") or {}).get("sha256")
+        after = (now.get("memory_imports") or {}).get("sha256")
+        if before != after:
+            problems.append(f"the imported memories changed ({str(before)[:12]} → {str(after)[:12]})")
     if "regrade" in now:
         before = sealed.get("regrade", {}).get("answers_sha256")
         after = now["regrade"]["answers_sha256"]

@@ -1,7 +1,7 @@
 """The audit log (issue 12): who opened which participant text and who exported what.
 
-One row per page view of a session's transcript or a task's texts and per export; written only
-by `experiments.audit.audit_record`, read by owners on the project's audit page.
+One row per page view of a session's transcript or a task's texts, per export and per change of
+the project's members; written only by `experiments.audit`, read by owners on the project's audit page.
 """
 from django.conf import settings
 from django.db import models
@@ -14,6 +14,7 @@ class AuditEntry(models.Model):
         SESSION = "session", "Opened a session's transcript"
         TASK = "task", "Opened a task's texts"
         EXPORT = "export", "Exported"
+        MEMBER = "member", "Changed the members"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="audit_entries")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")

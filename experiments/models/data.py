@@ -35,7 +35,7 @@ class Project(models.Model):
 
     def current_task_set(self):
         """The task set made by the most recent derivation, or None."""
-        return self.task_sets.order_by("-derived_at", "-pk").first()
+        return self.task_sets.filter(fixed_list_sha256="").order_by("-derived_at", "-pk").first()
 
 
 class Membership(models.Model):
@@ -165,12 +165,20 @@ class TaskSet(models.Model):
     min_targets = models.PositiveIntegerField()
     max_targets = models.PositiveIntegerField()
     derived_at = models.DateTimeField()
+    # A fixed task list imported from a file (the paper's fixed inputs) instead of derived: the
+    # file's sha256; its thresholds are 0. Empty for a derived set.
+    fixed_list_sha256 = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["project", "min_pairs", "min_targets", "max_targets"],
+                condition=models.Q(fixed_list_sha256=""),
                 name="task_set_one_per_rule",
+            ),
+            models.UniqueConstraint(
+                fields=["project", "fixed_list_sha256"], condition=~models.Q(fixed_list_sha256=""),
+                name="task_set_one_per_fixed_list",
             ),
         ]
 
@@ -178,6 +186,8 @@ class TaskSet(models.Model):
         return self.rule_label()
 
     def rule_label(self) -> str:
+        if self.fixed_list_sha256:
+            return f"fixed task list (file sha256 {self.fixed_list_sha256[:12]}…)"
         return (
             f"≥{self.min_pairs} substantive pairs, ≥{self.min_targets} second-half targets, "
             f"first {self.max_targets} taken"

@@ -35,6 +35,8 @@ class Protocol(models.Model):
     retry_policy = models.JSONField(default=dict)
     contrasts = models.JSONField(default=list, help_text="planned contrasts, family membership, criteria")
     bootstrap = models.JSONField(default=dict, help_text="seed and draws of the analysis")
+    criteria = models.JSONField(default=list, blank=True,
+                                help_text="prespecified decision criteria (experiments.core.criteria)")
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -49,6 +51,12 @@ class Protocol(models.Model):
     regrade_of = models.ForeignKey(
         "Run", null=True, blank=True, on_delete=models.PROTECT, related_name="regrades",
         help_text="re-grade only: the finished run whose distinct answers this protocol judges again",
+    )
+    # Memories built once, reused (paper App. G: "imports the previously constructed profiles"):
+    # runs whose sealed memories this protocol takes instead of writing them again, where the
+    # writing request and the generator are the same (`execution.memory_imports`).
+    memory_import_runs = models.JSONField(
+        default=list, blank=True, help_text="ids of earlier runs whose identical memories are imported, not rebuilt",
     )
 
     class Meta:
@@ -239,7 +247,12 @@ class Memory(models.Model):
     kind = models.CharField(max_length=16)
     words = models.PositiveIntegerField()
     text = models.TextField(null=True, blank=True, help_text="null: missing (the writing call failed)")
-    slot = models.ForeignKey(Slot, on_delete=models.PROTECT, related_name="+")
+    slot = models.ForeignKey(Slot, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                             help_text="the writing call; none for an imported memory")
+    imported_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="the sealed memory of an earlier run this one is, byte for byte (no call was made)",
+    )
 
     class Meta:
         constraints = [
@@ -256,6 +269,8 @@ class Prediction(models.Model):
         OK = "ok", "Answered"
         EMPTY = "empty", "Empty answer (operational zero)"
         INVALID_SELECTION = "invalid_selection", "No usable selection (operational zero)"
+        # MemGPT-style: the archive-query reply did not parse; recorded, never redrawn (App. H).
+        UNPARSED_QUERIES = "unparsed_queries", "Archive queries unparseable (missing)"
         MISSING = "missing", "Missing"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="predictions")

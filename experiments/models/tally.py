@@ -2,7 +2,7 @@
 
 The run page counts a run's slots per phase and status and sums its calls per phase; at a million
 slots, counting them on every 2 s poll costs seconds. Triggers on the slot and call tables
-(migration 0012) append, in the transaction that changes the rows, *delta* rows: per statement
+(migration 0016) append, in the transaction that changes the rows, *delta* rows: per statement
 that inserts or deletes rows, one per run, phase and status; per update of a counted column (a
 slot's status, a call's receipt), the row as it was (-1) and as it is (+1). Only inserts, so no
 two writers ever wait for one counter row, and no engine statement had to change.

@@ -1,37 +1,80 @@
-// Draws every .plot of a page from the JSON that follows it (json_script), with plotly's
+// Draws each .plot of a page from the JSON that follows it (json_script), with plotly's
 // cloud and share buttons off — research data never leaves the server — and a toolbar of one
 // button (download as PNG), so keyboard users reach the tables and CSV links quickly.
-// A point whose customdata is a site path ("/p/...") opens it: a figure links to the tasks
-// behind a number.
+// A point whose customdata (or its trace's meta) is a site path ("/p/...") opens it: a figure
+// links to the tasks behind a number.
+//
+// Figures are drawn lazily: those in the first screenful at once, the others when they are
+// scrolled near (an IntersectionObserver with a margin below the window; those already that near
+// on load, at the first scroll), one figure per task.
+// Drawing every figure of a dashboard on load cost about half a second of script on the main
+// thread, most of it for figures nobody had scrolled to yet. A drawn figure gets
+// data-drawn="yes" (browser tests wait for it).
 (function () {
   "use strict";
   const CONFIG = {
     displaylogo: false, responsive: true, showSendToCloud: false, showEditInChartStudio: false,
     showLink: false, modeBarButtons: [["toImage"]],
   };
+  // How far below the window a figure starts drawing: about one figure's height, so a reader
+  // scrolling at an ordinary pace finds it drawn.
+  const NEAR = "0px 0px 400px 0px";
+  const queue = [];
+  let drawing = false;
+
   function draw(el) {
     const figure = JSON.parse(el.nextElementSibling.textContent);
     return Plotly.newPlot(el, figure.data, figure.layout, CONFIG).then(function () {
+      el.dataset.drawn = "yes";
       el.on("plotly_click", function (event) {
-        const target = event.points && event.points[0] && event.points[0].customdata;
+        const point = event.points && event.points[0];
+        // A point's own link, or its trace's (`meta`: a box stands for all its answers).
+        const target = point && (point.customdata !== undefined ? point.customdata : point.data && point.data.meta);
         const path = Array.isArray(target) ? target[target.length - 1] : target;
         if (typeof path === "string" && path.startsWith("/")) window.location.assign(path);
       });
     });
   }
-  // One figure per task, those in the window first: the page stays responsive while they are
-  // drawn (one long task for all of them blocked input for seconds on a slow machine).
-  function drawAll() {
-    const plots = Array.from(document.querySelectorAll(".plot"));
-    const inView = plots.filter(function (el) { return el.getBoundingClientRect().top < window.innerHeight; });
-    const queue = inView.concat(plots.filter(function (el) { return inView.indexOf(el) < 0; }));
-    (function next() {
-      const el = queue.shift();
-      if (!el) return;
-      Promise.resolve(el).then(draw).catch(function (error) { console.error(error); })
-        .then(function () { setTimeout(next, 0); });
-    })();
+
+  function enqueue(el) {
+    if (el.dataset.drawn) return;
+    el.dataset.drawn = "queued";
+    queue.push(el);
+    next();
   }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", drawAll);
-  else drawAll();
+
+  // One figure per task: the page stays responsive while they are drawn.
+  function next() {
+    if (drawing) return;
+    const el = queue.shift();
+    if (!el) return;
+    drawing = true;
+    Promise.resolve(el).then(draw).catch(function (error) { console.error(error); })
+      .then(function () { drawing = false; setTimeout(next, 0); });
+  }
+
+  function start() {
+    const plots = Array.from(document.querySelectorAll(".plot"));
+    if (!("IntersectionObserver" in window)) {
+      plots.forEach(enqueue);
+      return;
+    }
+    // Near the window on load but not in it: drawn at the first scroll, not while the page loads.
+    const nearOnLoad = [];
+    let loading = true;
+    const observer = new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        if (!entry.isIntersecting) return;
+        observer.unobserve(entry.target);
+        if (loading && entry.boundingClientRect.top >= window.innerHeight) nearOnLoad.push(entry.target);
+        else enqueue(entry.target);
+      });
+      loading = false;
+    }, { rootMargin: NEAR });
+    plots.forEach(function (el) { observer.observe(el); });
+    window.addEventListener("scroll", function () { nearOnLoad.splice(0).forEach(enqueue); }, { passive: true });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();

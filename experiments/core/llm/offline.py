@@ -68,6 +68,8 @@ _REQUESTED_WORDS = re.compile(r"about (\d+) words")
 _GRADING_SYSTEM = re.compile(r"\b(grade|grading|judge)\b", re.IGNORECASE)
 # Blocks that instruct rather than describe the participant: never quoted back as an answer.
 _NOT_EVIDENCE = ("DECISION", "CANDIDATES", "TASK", "INSTRUCTION")
+# What the prompts put in a block that has nothing (evidence.NO_SCREENER): a mark, not evidence.
+_EMPTY_BLOCK = "(none)"
 
 Sections = list[tuple[str, str]]
 
@@ -212,7 +214,7 @@ def _question_and_evidence(sections: Sections) -> tuple[str, list[str]]:
     evidence = [
         body
         for index, (heading, body) in enumerate(sections)
-        if index != question_at and not any(word in heading for word in _NOT_EVIDENCE)
+        if index != question_at and not any(word in heading for word in _NOT_EVIDENCE) and body != _EMPTY_BLOCK
     ]
     if question_at is not None:
         return sections[question_at][1], evidence

@@ -2,12 +2,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from experiments.analysis.dashboard import dashboard_refresh
 from experiments.analysis.pools import pools_refresh, run_pools
+from experiments.analysis.tables import tables_refresh
 from experiments.models import Run
 
 
 class Command(BaseCommand):
-    help = ("Recompute a run's dashboard numbers from its grades, and its candidate pools page if it has "
-            "fusion or selection (each cached with their inputs' hash).")
+    help = ("Recompute a run's dashboard numbers, its robustness tables, and its candidate pools page if it "
+            "has fusion or selection (each cached with their inputs' hash).")
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int)
@@ -20,6 +21,7 @@ class Command(BaseCommand):
         result = dashboard_refresh(run)
         contrasts = result.payload["contrasts"]
         message = f"run {run.pk}: {len(contrasts)} contrasts computed, inputs sha256 {result.inputs_sha256}"
+        tables_refresh(run)
         if run_pools(run):                  # the candidate pools page (pickers, diagnostics)
             message += f"; candidate pools, inputs sha256 {pools_refresh(run).inputs_sha256}"
         return message

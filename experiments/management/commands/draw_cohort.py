@@ -3,7 +3,17 @@ from django.core.management.base import BaseCommand, CommandError
 
 from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.models import Cohort, Project
+from experiments.core.fixed_inputs import FixedInputError
 from experiments.data import CohortError, cohort_draw
+from experiments.fixed_inputs import cohort_draw_excluding
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 class Command(BaseCommand):
@@ -15,8 +25,10 @@ class Command(BaseCommand):
         parser.add_argument("--size", type=int, required=True, help="number of sessions")
         parser.add_argument("--seed", type=int, required=True)
         parser.add_argument("--exclude-cohort", action="append", default=[], help="leave out this cohort's people")
+        parser.add_argument("--exclude-people", metavar="FILE",
+                            help="a person-exclusion list: one person id per line (# comments), all their sessions left out")
 
-    def handle(self, project, name, size, seed, exclude_cohort, **options):
+    def handle(self, project, name, size, seed, exclude_cohort, exclude_people=None, **options):
         # Command-line text can hold what no database stores (a NUL from call_command, a
         # surrogate-escaped byte from argv): say so instead of failing in the lookup.
         for option, value in [("--project", project)] + [("--exclude-cohort", n) for n in exclude_cohort]:
@@ -31,10 +43,15 @@ class Command(BaseCommand):
         if unknown:
             raise CommandError(f"no cohort named {', '.join(sorted(unknown))}")
         try:
-            cohort = cohort_draw(
-                project=project_obj, name=name, size=size, seed=seed, exclude_cohorts=excluded
-            )
-        except CohortError as exc:
+            if exclude_people:
+                cohort = cohort_draw_excluding(project=project_obj, name=name, size=size, seed=seed,
+                                               exclusion_list=_read(exclude_people), label=exclude_people,
+                                               exclude_cohorts=excluded)
+            else:
+                cohort = cohort_draw(
+                    project=project_obj, name=name, size=size, seed=seed, exclude_cohorts=excluded
+                )
+        except (CohortError, FixedInputError) as exc:
             raise CommandError(str(exc)) from None
         return (
             f"cohort '{cohort.name}': {cohort.rule['drawn_sessions']} sessions, "

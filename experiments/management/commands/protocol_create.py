@@ -11,7 +11,7 @@ from experiments.models import Cohort, Project, Protocol
 from experiments.execution.sealing import protocol_problems
 
 REQUIRED = ("name", "cohort", "conditions", "generator", "judge")
-OPTIONAL = ("concurrency", "retry_policy", "contrasts", "bootstrap")
+OPTIONAL = ("concurrency", "retry_policy", "contrasts", "bootstrap", "memory_import_runs", "criteria")
 EXAMPLE = """{
   "name": "pilot",
   "cohort": "c1",
@@ -22,14 +22,19 @@ EXAMPLE = """{
   "concurrency": {"openai": 8, "offline": 4},
   "retry_policy": {"max_recoveries_per_slot": 2, "cooldown_s": 30, "phase_allowance": 256},
   "contrasts": ["ownwords(B=|memory|) - memory(concrete,100w)+one-shot [family] [interval above zero]"],
-  "bootstrap": {"seed": 20260918, "draws": 100000}
-}"""
+  "bootstrap": {"seed": 20260918, "draws": 100000},
+  "memory_import_runs": [],
+  "criteria": [{"name": "OwnWords beats the memory",
+                "contrast": "ownwords(B=|memory|) - memory(concrete,100w)+one-shot", "interval": "family", "above": 0}]
+}
+"memory_import_runs": earlier runs whose identical sealed memories are imported instead of written again."""
 
 
 class Command(BaseCommand):
     help = (
         "Create an unsealed protocol from a JSON file (keys: " + ", ".join(REQUIRED + OPTIONAL) + "). "
-        "Contrasts are objects {name, terms, family, criterion} or lines in the editor's syntax. Example:\n" + EXAMPLE
+        "Contrasts are objects {name, terms, family, criterion} or lines in the editor's syntax; criteria are "
+        "the JSON rules of experiments.core.criteria, sealed with the protocol. Example:\n" + EXAMPLE
     )
 
     def add_arguments(self, parser):
@@ -101,6 +106,8 @@ def _values(spec: dict) -> dict:
         "retry_policy": spec.get("retry_policy", {}),
         "contrasts": [_contrast(c) for c in contrasts] if isinstance(contrasts, list) else contrasts,
         "bootstrap": spec.get("bootstrap", {}),
+        "memory_import_runs": spec.get("memory_import_runs", []),
+        "criteria": spec.get("criteria", []),
     }
 
 

@@ -1,7 +1,7 @@
 """URLs of a run's dashboards and exports."""
 from django.urls import path
 
-from experiments.web.analysis import pools_views, views
+from experiments.web.analysis import pools_views, tables_views, views
 
 urlpatterns = [
     path("p/<slug:slug>/runs/<int:pk>/analysis/", views.run_dashboard, name="run_dashboard"),
@@ -9,4 +9,6 @@ urlpatterns = [
          name="run_dashboard_csv"),
     path("p/<slug:slug>/runs/<int:pk>/pools/", pools_views.run_pools_page, name="run_pools"),
     path("p/<slug:slug>/runs/<int:pk>/export/scores.csv", views.run_scores_csv, name="run_scores_csv"),
+    path("p/<slug:slug>/runs/<int:pk>/tables/", tables_views.run_tables, name="run_tables"),
+    path("p/<slug:slug>/tables/", tables_views.project_tables, name="project_tables"),
 ]

@@ -9,11 +9,13 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from experiments.analysis import figures
+from experiments.core.conditions import SELECTION, get_condition
 from experiments.access import run_for
 from experiments.audit import Kind, audit_record
 from experiments.analysis.dashboard import dashboard_cached
 from experiments.analysis.exports import csv_text, scores_package_rows
 from experiments.execution.policy import offline_roles
+from experiments.web.analysis.tables_views import criteria_verdicts
 
 
 @login_required
@@ -31,14 +33,19 @@ def run_dashboard(request, slug, pk):
             explore=explore,
             forest=figures.forest(data["contrasts"], explore),
             means=figures.means(data["means"], explore),
-            sweep=figures.sweep(data["sweep"]),
+            sweep=figures.sweep(data["sweep"], explore),
             thresholds=figures.thresholds(data["contrasts"], explore),
             transitions=[(c["name"], figures.transitions(c, explore)) for c in data["contrasts"]
                          if c.get("transitions")],
-            lengths=figures.lengths(data["lengths"]),
-            cost=figures.cost(data["cost"]["per_phase"]),
+            lengths=figures.lengths(data["lengths"], explore),
+            cost=figures.cost(data["cost"]["per_phase"], explore),
             offline=offline_roles(run.protocol)["any"],
+            # The stand-in answers byte-identical requests identically: a selection's three candidates
+            # are one text, so it picks its one-shot's answer whatever it chooses.
+            offline_selections=offline_roles(run.protocol)["generator"] and [
+                key for key in run.protocol.conditions if get_condition(key).workflow == SELECTION],
         )
+        context["verdicts"], context["criteria_problem"] = criteria_verdicts(run.protocol, data)
     return render(request, "experiments/analysis/run_dashboard.html", context)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import OuterRef, Subquery
 
-from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
+from experiments.core.conditions import FINAL, FUSION, MEMGPT_STYLE, SELECTION, get_condition
 from experiments.core.evidence import TurnText
 from experiments.models import Grade, Memory, ModelCall, Prediction, Run, Turn
 from experiments.web.predictions.transcript import mark_evidence, record_sentences
@@ -58,8 +58,15 @@ def task_cards(run: Run, task) -> dict:
                        and m.words == condition.memory_words), None)
         columns.append({"condition": key, "workflow": condition.workflow, "cards": cards, "memory": memory,
                         "memory_calls": calls.get(memory.slot_id, []) if memory else [],
+                        "archive_calls": _archive_calls(run, task) if condition.evidence == MEMGPT_STYLE else [],
                         "final_score": _score(final) if final else None})
     return {"columns": columns, "identical": sum(1 for names in same_text.values() if len(names) > 1)}
+
+
+def _archive_calls(run: Run, task) -> list[ModelCall]:
+    """The MemGPT-style archive-query call of the task (App. H): its attempts, with the reply as received."""
+    return list(ModelCall.objects.filter(slot__run=run, slot__key__startswith=f"archive|{task.pk}|")
+                .select_related("slot").order_by("attempt"))
 
 
 def _slot_name(p: Prediction) -> str:

@@ -69,7 +69,20 @@ class CohortForm(StorableTextMixin, forms.Form):
     size = forms.IntegerField(min_value=1, max_value=100_000, help_text="number of sessions")
     seed = forms.IntegerField(min_value=0, max_value=2**63 - 1)
     exclude = forms.ModelMultipleChoiceField(queryset=None, required=False, label="Exclude the people of")
+    exclusion_list = forms.FileField(required=False, label="Person-exclusion list",
+                                     help_text="optional: one person id per line (# comments); all their sessions are left out")
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["exclude"].queryset = project.cohorts.all()
+
+
+FIXED_INPUT_MAX_BYTES = 20 * 1024 * 1024  # a task or exclusion list; far above a million rows' worth of ids
+
+
+class TaskListForm(StorableTextMixin, forms.Form):
+    """A cohort from a fixed task list (the paper's fixed inputs): CSV session_id,question_turn."""
+
+    name = forms.CharField(max_length=100, label="Cohort name")
+    task_list = forms.FileField(label="Fixed task list", help_text="CSV with the header session_id,question_turn; "
+                                "rows in cohort order; the next turn is the reference answer")

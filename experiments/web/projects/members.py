@@ -11,7 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 from urllib.parse import urlencode
 
 from experiments.access import OWNERS, membership_for
@@ -55,7 +55,7 @@ def project_create_view(request):
     form = ProjectForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            project = project_create(user=request.user, **form.cleaned_data)
+            project = project_create(user=request.user, path=request.get_full_path(), **form.cleaned_data)
         except MembershipError as exc:
             form.add_error("slug", str(exc))
         else:
@@ -100,7 +100,8 @@ def member_add_view(request, slug):
         messages.error(request, f"Nobody was added: {_errors(form)}")
     else:
         try:
-            added = member_add(project=membership.project, **form.cleaned_data)
+            added = member_add(project=membership.project, actor=request.user, path=request.get_full_path(),
+                               **form.cleaned_data)
         except MembershipError as exc:
             messages.error(request, f"Nobody was added: {exc}")
         else:
@@ -118,7 +119,8 @@ def member_role_view(request, slug, member_pk):
         messages.error(request, f"The role was not changed: {_errors(form)}")
         return redirect("project_members", slug=slug)
     try:
-        member_set_role(membership=member, role=form.cleaned_data["role"])
+        member_set_role(membership=member, role=form.cleaned_data["role"], actor=request.user,
+                        path=request.get_full_path())
     except MembershipError as exc:
         messages.error(request, f"The role was not changed: {exc}")
         return redirect("project_members", slug=slug)
@@ -129,12 +131,22 @@ def member_role_view(request, slug, member_pk):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def member_remove_view(request, slug, member_pk):
+    """Template experiments/projects/member_remove.html: removing a member asks first (a page, so it
+    works without JavaScript); only a POST with confirm=yes removes, any other POST comes back here."""
     membership = membership_for(request, slug, roles=OWNERS)
     member = _member(membership, member_pk)
+    if request.method == "GET":
+        return render(request, "experiments/projects/member_remove.html", {
+            "membership": membership, "project": membership.project, "member": member,
+            "only_owner": member.role == Role.OWNER
+            and not membership.project.memberships.filter(role=Role.OWNER).exclude(pk=member.pk).exists(),
+        })
+    if request.POST.get("confirm") != "yes":
+        return redirect("member_remove", slug=slug, member_pk=member.pk)
     try:
-        member_remove(membership=member)
+        member_remove(membership=member, actor=request.user, path=request.get_full_path())
     except MembershipError as exc:
         messages.error(request, f"Nobody was removed: {exc}")
         return redirect("project_members", slug=slug)

@@ -18,8 +18,12 @@ from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membersh
 from experiments.execution.imports import (
     QueueUnavailable, background_threshold_bytes, import_enqueue, import_progress, upload_limit_bytes,
 )
+from experiments.core.paper_protocols import PAPER_PROTOCOLS
 from experiments.web.projects.next_step import next_step
-from experiments.web.projects.forms import CohortForm, ImportForm, TaskRuleForm, upload_too_large_message
+from experiments.core.fixed_inputs import FixedInputError
+from experiments.fixed_inputs import cohort_draw_excluding
+from experiments.web.projects.forms import (FIXED_INPUT_MAX_BYTES, CohortForm, ImportForm, TaskListForm, TaskRuleForm,
+                                            upload_too_large_message)
 from experiments.core.interviews.readers import GENAGENTS_FILES, parse_genagents, stream_binary
 from experiments.core.interviews.records import InterviewFileError, Problem, decode_utf8, unstorable_text_problem
 from experiments.models import Cohort, Membership, Session, Study, Task, Turn
@@ -77,11 +81,14 @@ def project_detail(request, slug):
         )
         context["page"] = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
         context["cohort_form"] = CohortForm(project=project)
+        if membership.is_owner():
+            context["task_list_form"] = TaskListForm()
     if membership.is_owner():
         context["rule_form"] = TaskRuleForm(initial=_rule_initial(project_task_rule(project)))
     if membership.role in AGGREGATE_READERS:
         # Raters are blinded to conditions and grades, so protocols and runs are not listed for them.
         context["protocols"] = project.protocols.select_related("cohort").prefetch_related("runs")
+        context["paper_protocols"] = [(p.key, f"{p.title} ({p.section})") for p in PAPER_PROTOCOLS.values()]
     step = next_step(membership, sessions=context["session_count"], tasks=context["task_count"],
                      cohorts=len(context["cohorts"]))
     if step is not None:
@@ -284,20 +291,21 @@ def cohort_draw_view(request, slug):
     """Draw a cohort (owners and analysts); redirects to the cohort's page."""
     membership = membership_for(request, slug, roles=TEXT_READERS)
     project = membership.project
-    form = CohortForm(request.POST, project=project)
+    form = CohortForm(request.POST, request.FILES, project=project)
     if not form.is_valid():
         messages.error(request, "No cohort drawn: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
         return redirect("project_detail", slug=slug)
+    draw = dict(project=project, name=form.cleaned_data["name"], size=form.cleaned_data["size"],
+                seed=form.cleaned_data["seed"], exclude_cohorts=form.cleaned_data["exclude"], user=request.user)
+    listed = form.cleaned_data.get("exclusion_list")
     try:
-        cohort = cohort_draw(
-            project=project,
-            name=form.cleaned_data["name"],
-            size=form.cleaned_data["size"],
-            seed=form.cleaned_data["seed"],
-            exclude_cohorts=form.cleaned_data["exclude"],
-            user=request.user,
-        )
-    except CohortError as exc:
+        if listed:
+            if listed.size > FIXED_INPUT_MAX_BYTES:
+                raise CohortError(f"the exclusion list is over {FIXED_INPUT_MAX_BYTES // (1024 * 1024)} MB")
+            cohort = cohort_draw_excluding(exclusion_list=listed.read(), label=listed.name, **draw)
+        else:
+            cohort = cohort_draw(**draw)
+    except (CohortError, FixedInputError) as exc:
         messages.error(request, f"No cohort drawn: {exc}")
         return redirect("project_detail", slug=slug)
     return redirect("cohort_detail", slug=slug, pk=cohort.pk)

@@ -19,8 +19,9 @@ def condition_choices():
     """Every runnable condition, in optgroups by family; then a pool's candidate-level
     conditions (core.candidates: b0..b2, candidate mean, oracle; valid with its pool's fusion or
     selection among the protocol's conditions)."""
-    return [("", "—")] + [(title, [(c.key, c.key) for c in members])
-                          for (key, title, _), members in conditions_by_family() if key != "systems"] + [
+    groups = [(title, [(c.key, c.key) for c in members if c.runnable])
+              for (_, title, _), members in conditions_by_family()]
+    return [("", "—")] + [(title, choices) for title, choices in groups if choices] + [
         ("A pool's candidates (no call)", [(key, key) for key in registry_derived_keys()])]
 
 

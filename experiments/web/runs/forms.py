@@ -7,6 +7,7 @@ the problems that would stop the seal.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from django import forms
@@ -16,10 +17,12 @@ from django.db import transaction
 
 from experiments.core.conditions import CONDITIONS, conditions_by_family
 from experiments.core.contrasts import contrast_problems
+from experiments.core.criteria import criteria_problems
 from experiments.core.llm import wire
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.execution import endpoints
+from experiments.memory_systems.availability import condition_unavailable
 from experiments.execution.policy import DEFAULT_CONCURRENCY, DEFAULT_RETRY, RunError
 from experiments.models import Protocol
 from experiments.execution.sealing import protocol_problems
@@ -165,7 +168,8 @@ class ProtocolForm(StorableTextMixin, forms.Form):
     name = forms.CharField(max_length=100)
     cohort = forms.ModelChoiceField(queryset=None, empty_label=None)
     conditions = forms.MultipleChoiceField(
-        choices=[(key, key) for key in CONDITIONS], widget=forms.CheckboxSelectMultiple,
+        # Callable: read when a form is made, so a condition registered later is a valid choice.
+        choices=lambda: [(key, key) for key in CONDITIONS], widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "choose at least one condition"},
     )
     max_recoveries_per_slot = forms.IntegerField(min_value=0, max_value=10, label="Max recoveries per slot")
@@ -173,6 +177,12 @@ class ProtocolForm(StorableTextMixin, forms.Form):
     phase_allowance = forms.IntegerField(min_value=0, max_value=1_000_000, label="Recovery allowance per phase")
     bootstrap_seed = forms.IntegerField(min_value=0, max_value=2**63 - 1, label="Bootstrap seed")
     bootstrap_draws = forms.IntegerField(min_value=100, max_value=10_000_000, label="Bootstrap draws")
+    criteria = forms.CharField(
+        required=False, max_length=20_000, label="Prespecified criteria (JSON)",
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text='Optional, sealed with the protocol; the dashboard says met or not met. Example: '
+                  '[{"name": "fusion beats the one-shot", "contrast": "fusion minus one-shot", '
+                  '"interval": "family", "above": 0}]; combine tests with {"all": [...]} or {"any": [...]}.')
 
     def __init__(self, *args, project, protocol=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -198,11 +208,25 @@ class ProtocolForm(StorableTextMixin, forms.Form):
             raise ValidationError(
                 [f"{key} is not runnable yet: {CONDITIONS[key].note}" for key in not_runnable], code="not_runnable"
             )
+        unavailable = [(key, condition_unavailable(CONDITIONS[key])) for key in keys]
+        if any(reason for _, reason in unavailable):
+            raise ValidationError([f"{key} cannot run here: {reason}" for key, reason in unavailable if reason],
+                                  code="unavailable")
         # Registry order, so the same choice always gives the same protocol (and seal).
         return [key for key in CONDITIONS if key in keys]
 
     def clean_kept_contrasts(self):
         return self.fields["kept_contrasts"].contrasts(self.cleaned_data["kept_contrasts"])
+
+    def clean_criteria(self):
+        text = self.cleaned_data["criteria"].strip()
+        if not text:
+            return []
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+                                  code="bad_criteria") from None
 
 
 def protocol_initial(protocol: Protocol | None, project) -> dict:
@@ -221,6 +245,7 @@ def protocol_initial(protocol: Protocol | None, project) -> dict:
         **retry,
         "bootstrap_seed": protocol.bootstrap.get("seed", DEFAULT_SEED),
         "bootstrap_draws": protocol.bootstrap.get("draws", DEFAULT_DRAWS),
+        "criteria": json.dumps(protocol.criteria, indent=1, ensure_ascii=False) if protocol.criteria else "",
     }
 
 
@@ -250,6 +275,10 @@ class ProtocolEditor:
             for problem in contrast_problems(self.contrasts, chosen["conditions"]):
                 self.main.add_error(None, ValidationError(f"planned contrasts: {problem}", code="bad_contrast"))
                 valid.append(False)
+            if "criteria" in chosen:
+                for problem in criteria_problems(chosen["criteria"], self.contrasts):
+                    self.main.add_error("criteria", ValidationError(problem, code="bad_criteria"))
+                    valid.append(False)
         if not all(valid):
             return False
         generator, judge = self.generator.cleaned_data, self.judge.cleaned_data
@@ -278,6 +307,7 @@ class ProtocolEditor:
             "retry_policy": {key: data[key] for key in DEFAULT_RETRY},
             "contrasts": self.contrasts,
             "bootstrap": {"seed": data["bootstrap_seed"], "draws": data["bootstrap_draws"]},
+            "criteria": data.get("criteria", []),
         }
 
     def save(self, *, user) -> Protocol:
@@ -296,9 +326,12 @@ class ProtocolEditor:
     def condition_groups(self) -> list[dict]:
         """Every registry condition for the checkboxes, grouped by family; those not runnable disabled."""
         chosen = set(self.main["conditions"].value() or ())
+        unavailable = {c.key: condition_unavailable(c) for c in CONDITIONS.values()}
         return [
             {"key": key, "title": title, "about": about,
-             "rows": [{"key": c.key, "runnable": c.runnable, "note": c.note, "checked": c.key in chosen}
+             "rows": [{"key": c.key, "runnable": c.runnable and not unavailable[c.key],
+                       "note": f"CANNOT RUN HERE: {unavailable[c.key]}" if unavailable[c.key] else c.note,
+                       "checked": c.key in chosen}
                       for c in members]}
             for (key, title, about), members in conditions_by_family()
         ]

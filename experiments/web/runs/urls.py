@@ -1,10 +1,11 @@
 """URLs of protocols and runs."""
 from django.urls import path
 
-from experiments.web.runs import amend, regrade, views
+from experiments.web.runs import amend, paper, regrade, views
 
 urlpatterns = [
     path("p/<slug:slug>/protocols/new/", views.protocol_create, name="protocol_create"),
+    path("p/<slug:slug>/protocols/paper/", paper.protocol_from_template_view, name="protocol_from_template"),
     path("p/<slug:slug>/protocols/<int:pk>/", views.protocol_detail, name="protocol_detail"),
     path("p/<slug:slug>/protocols/<int:pk>/edit/", views.protocol_edit, name="protocol_edit"),
     path("p/<slug:slug>/protocols/<int:pk>/seal/", views.protocol_seal_view, name="protocol_seal"),

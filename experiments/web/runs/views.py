@@ -31,12 +31,13 @@ from django.views.decorators.http import require_POST
 from experiments.access import TEXT_READERS, may_spend, membership_for, protocol_for, require_spending, run_for
 from experiments.core.conditions import CONDITIONS
 from experiments.core.contrasts import format_terms
-from experiments.core.estimate import estimate_run
+from experiments.core.estimate import estimate_run, with_imported_memories
 from experiments.core.llm import wire
 from experiments.data import cohort_shape
 from experiments.core.llm.offline import OFFLINE_LABEL
-from experiments.execution import control, jobs, policy, progress
-from experiments.execution.sealing import protocol_problems, protocol_seal
+from experiments.execution import control, jobs, mem0_planning, policy, progress
+from experiments.execution.memory_imports import memory_facts
+from experiments.execution.sealing import protocol_memory_imports, protocol_problems, protocol_seal
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
 from experiments.web.runs.amend import NO_QUEUE, providers
@@ -103,6 +104,9 @@ def protocol_detail(request, slug, pk):
                                                                  protocol.generator, protocol.judge),
         **_protocol_facts(protocol),
     }
+    imports = protocol_memory_imports(protocol) if protocol.memory_import_runs else None
+    if imports and context["estimate"] is not None:
+        context["estimate"] = with_imported_memories(context["estimate"], imports["imported"])
     if not protocol.is_sealed():
         context["problems"] = protocol_problems(protocol)
     elif may_spend(membership, protocol):
@@ -113,9 +117,13 @@ def protocol_detail(request, slug, pk):
 @login_required
 @require_POST
 def protocol_seal_view(request, slug, pk):
-    """Seal the protocol (whoever may spend on it); redirects to its page, which shows the seal."""
+    """Seal the protocol (whoever may spend on it); redirects to its page, which shows the seal.
+    Sealing cannot be undone: only a POST whose confirm box is ticked (confirm=yes) seals."""
     membership, protocol = protocol_for(request, slug, pk, roles=TEXT_READERS)
     require_spending(membership, protocol)
+    if request.POST.get("confirm") != "yes":
+        messages.error(request, "Not sealed: tick the box that confirms you checked the settings, then Seal.")
+        return redirect("protocol_detail", slug=slug, pk=pk)
     try:
         protocol_seal(protocol=protocol, user=request.user)
     except policy.RunError as exc:
@@ -222,8 +230,10 @@ def run_detail(request, slug, pk):
         "amendments": [(a, progress.amendment_text(a)) for a in run.amendments.select_related("created_by")],
         "offline": policy.offline_roles(protocol),
         "analysis": run.analysis if run.status == Run.Status.FINISHED else None,
+        "mem0": mem0_planning.extraction_counts(run),
         **_protocol_facts(protocol),
         **regrade_context(membership, run),
+        "memory_facts": memory_facts(run),
     }
     context["can_spend"] = may_spend(membership, protocol) and run.status != Run.Status.FINISHED
     if context["can_spend"]:

@@ -17,7 +17,7 @@ def copy_facts(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('experiments', '0012_model_call_run_phase'),
+        ('experiments', '0016_model_call_run_phase'),
     ]
 
     operations = [

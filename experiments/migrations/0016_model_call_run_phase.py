@@ -111,7 +111,7 @@ def untally(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("experiments", "0011_pool_analysis_result"),
+        ("experiments", "0015_audit_member_changes"),
     ]
 
     operations = [

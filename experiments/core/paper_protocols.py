@@ -1,0 +1,188 @@
+"""The paper's experiments as ready-made protocols: conditions, planned contrasts and analysis
+settings of each, for any cohort. Pure Python, no Django.
+
+- ``common``: the common memory-by-workflow experiment (§7): the concrete and the trait memory,
+  each one-shot (its pool's b0), by fusion and by selection over three candidates (b0, b1, b2),
+  the whole record and the current dialogue, with the eight-contrast family of App. B.3;
+- ``confirmation``: the OwnWords confirmation (§8): the memory one-shot, OwnWords at B = |memory|
+  and the whole record;
+- ``memory-systems``: Table 1 / App. H: the memory, OwnWords, Mem0, the MemGPT-style design,
+  memory + OwnWords and the whole record, with the six descriptive contrasts;
+- ``budget-sweep``: App. G.1: memories of 50, 100, 200 and 400 words, OwnWords and recency at
+  each B = |memory|, the whole record, with its three criteria (and every per-budget contrast,
+  descriptive, as Table 17).
+
+`paper_protocol(name, runnable)` gives the conditions and contrasts to store; a condition the
+installation cannot run (e.g. Mem0 without its optional packages) is left out with its contrasts,
+and `unavailable` says which and why, so the page and the command can say it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from experiments.core.conditions import CONDITIONS, SWEEP_MEMORY_WORDS, get_condition
+from experiments.core.contrasts import INTERVAL_ABOVE_ZERO
+
+MEMORY = "memory(concrete,100w)+one-shot"
+OWNWORDS = "ownwords(B=|memory|)"
+WHOLE_RECORD = "whole-record"
+CURRENT_DIALOGUE = "current-dialogue"
+MEM0 = "mem0(B=|memory|)"
+MEMGPT = "memgpt-style(B=|memory|)"
+MEMORY_PLUS_OWNWORDS = "memory+ownwords"
+
+
+def _memory(kind: str, workflow: str, words: int = 100) -> str:
+    return f"memory({kind},{words}w)+" + ("one-shot" if workflow == "one-shot" else f"{workflow}(3)")
+
+
+def _contrast(name: str, terms: dict, *, family: bool = False, criterion: bool = False) -> dict:
+    return {"name": name, "terms": terms, "family": family,
+            "criterion": INTERVAL_ABOVE_ZERO if criterion else None}
+
+
+@dataclass(frozen=True)
+class PaperProtocol:
+    key: str
+    title: str
+    section: str
+    description: str
+    conditions: tuple[str, ...]
+    contrasts: tuple[dict, ...]
+    bootstrap: dict
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class Instantiated:
+    """A template made for this installation: what to store, and what had to be left out."""
+
+    template: PaperProtocol
+    conditions: list[str]
+    contrasts: list[dict]
+    unavailable: list[str] = field(default_factory=list)  # sentences, one per condition left out
+
+
+def _common() -> PaperProtocol:
+    c = {(kind, wf): _memory(kind, wf) for kind in ("concrete", "trait") for wf in ("one-shot", "fusion", "selection")}
+    conditions = (*c.values(), WHOLE_RECORD, CURRENT_DIALOGUE)
+    family = (
+        _contrast("concrete: fusion − one-shot", {c["concrete", "fusion"]: 1, c["concrete", "one-shot"]: -1},
+                  family=True, criterion=True),
+        _contrast("trait: fusion − one-shot", {c["trait", "fusion"]: 1, c["trait", "one-shot"]: -1}, family=True),
+        _contrast("fusion: concrete − trait", {c["concrete", "fusion"]: 1, c["trait", "fusion"]: -1}, family=True),
+        _contrast("interaction: (concrete fusion − one-shot) − (trait fusion − one-shot)",
+                  {c["concrete", "fusion"]: 1, c["concrete", "one-shot"]: -1, c["trait", "fusion"]: -1,
+                   c["trait", "one-shot"]: 1}, family=True),
+        _contrast("concrete: fusion − selection", {c["concrete", "fusion"]: 1, c["concrete", "selection"]: -1},
+                  family=True, criterion=True),
+        _contrast("trait: fusion − selection", {c["trait", "fusion"]: 1, c["trait", "selection"]: -1}, family=True),
+        _contrast("concrete fusion − whole record", {c["concrete", "fusion"]: 1, WHOLE_RECORD: -1},
+                  family=True, criterion=True),
+        _contrast("concrete fusion − current dialogue", {c["concrete", "fusion"]: 1, CURRENT_DIALOGUE: -1},
+                  family=True, criterion=True),
+    )
+    return PaperProtocol(
+        "common", "Common memory-by-workflow experiment", "§7, App. B.3",
+        "Concrete and trait memories, one-shot (b0), fusion and selection over three identical-prompt candidates "
+        "(b0, b1, b2), against the whole record and the current dialogue; the eight-contrast family "
+        "(Bonferroni tails 0.003125 / 0.996875).",
+        conditions, family, {"seed": 20260918, "draws": 100_000},
+        ("The primary interval is concrete fusion − one-shot; fusion beating all four comparators needs the four "
+         "marked criteria met together (B.3).",),
+    )
+
+
+def _confirmation() -> PaperProtocol:
+    return PaperProtocol(
+        "confirmation", "OwnWords confirmation", "§8, Table 19",
+        "The written memory (one call), OwnWords at its length B = |memory| (one call, no model-written text) and "
+        "the whole record without a budget.",
+        (MEMORY, OWNWORDS, WHOLE_RECORD),
+        (_contrast("OwnWords − memory", {OWNWORDS: 1, MEMORY: -1}, criterion=True),
+         _contrast("whole record − OwnWords", {WHOLE_RECORD: 1, OWNWORDS: -1})),
+        {"seed": 20260920, "draws": 100_000},
+        ("The criterion, fixed in advance: OwnWords − memory has its 95% interval above zero.",),
+    )
+
+
+def _memory_systems() -> PaperProtocol:
+    return PaperProtocol(
+        "memory-systems", "Memory systems", "Table 1, App. H",
+        "OwnWords against the written memory, Mem0 as deployed, the MemGPT-style design and memory + OwnWords, "
+        "with the whole record; six contrasts, declared descriptive (no criterion).",
+        (MEMORY, OWNWORDS, MEM0, MEMGPT, MEMORY_PLUS_OWNWORDS, WHOLE_RECORD),
+        (_contrast("Mem0 − OwnWords", {MEM0: 1, OWNWORDS: -1}),
+         _contrast("Mem0 − memory", {MEM0: 1, MEMORY: -1}),
+         _contrast("MemGPT-style − memory + OwnWords", {MEMGPT: 1, MEMORY_PLUS_OWNWORDS: -1}),
+         _contrast("memory + OwnWords − OwnWords", {MEMORY_PLUS_OWNWORDS: 1, OWNWORDS: -1}),
+         _contrast("OwnWords − memory", {OWNWORDS: 1, MEMORY: -1}),
+         _contrast("whole record − OwnWords", {WHOLE_RECORD: 1, OWNWORDS: -1})),
+        {"seed": 20260922, "draws": 100_000},
+    )
+
+
+def _sweep_keys(words: int) -> tuple[str, str, str]:
+    budget = "B=|memory|" if words == 100 else f"B=|memory(concrete,{words}w)|"
+    return _memory("concrete", "one-shot", words), f"ownwords({budget})", f"recency({budget})"
+
+
+def _budget_sweep() -> PaperProtocol:
+    per_budget = {words: _sweep_keys(words) for words in SWEEP_MEMORY_WORDS}
+    conditions = (*(key for keys in per_budget.values() for key in keys), WHOLE_RECORD)
+    share = 1 / len(SWEEP_MEMORY_WORDS)
+    criteria = (
+        _contrast("mean over budgets: OwnWords − memory",
+                  {**{o: share for _, o, _ in per_budget.values()}, **{m: -share for m, _, _ in per_budget.values()}},
+                  criterion=True),
+        _contrast("mean over budgets: OwnWords − recency",
+                  {**{o: share for _, o, _ in per_budget.values()}, **{r: -share for _, _, r in per_budget.values()}},
+                  criterion=True),
+        _contrast("OwnWords at 400 − at 50 words", {per_budget[400][1]: 1, per_budget[50][1]: -1}, criterion=True),
+    )
+    descriptive = tuple(
+        _contrast(f"{words}w: {label}", terms)
+        for words, (m, o, r) in per_budget.items()
+        for label, terms in (("OwnWords − memory", {o: 1, m: -1}), ("OwnWords − recency", {o: 1, r: -1}),
+                             ("whole record − OwnWords", {WHOLE_RECORD: 1, o: -1}))
+    )
+    return PaperProtocol(
+        "budget-sweep", "Budget sweep", "App. G.1, Table 17",
+        "Concrete memories of 50, 100, 200 and 400 words; OwnWords and the most recent sentences at each "
+        "B = |memory|; the whole record. Three criteria fixed before the first call, and every per-budget "
+        "contrast (descriptive).",
+        conditions, criteria + descriptive, {"seed": 20260924, "draws": 100_000},
+        ("Within a task, conditions with byte-identical messages share one answer and one grade (G.1).",),
+    )
+
+
+PAPER_PROTOCOLS: dict[str, PaperProtocol] = {
+    p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep())
+}
+
+
+def _is_runnable(key: str) -> bool:
+    return key in CONDITIONS and get_condition(key).runnable
+
+
+def paper_protocol(name: str, runnable: Callable[[str], bool] = _is_runnable) -> Instantiated:
+    """The template `name` for this installation: conditions it cannot run are left out with the
+    contrasts that use them, each named in `unavailable`."""
+    try:
+        template = PAPER_PROTOCOLS[name]
+    except KeyError:
+        raise KeyError(f"no ready-made protocol {name!r}; known: {', '.join(PAPER_PROTOCOLS)}") from None
+    missing = [key for key in template.conditions if not runnable(key)]
+    unavailable = []
+    for key in missing:
+        why = get_condition(key).note if key in CONDITIONS else "not a condition of this installation"
+        dropped = [c["name"] for c in template.contrasts if key in c["terms"]]
+        unavailable.append(f"{key} is unavailable here ({why}); left out"
+                           + (f", with its contrasts {', '.join(dropped)}" if dropped else ""))
+    return Instantiated(
+        template,
+        [key for key in template.conditions if key not in missing],
+        [dict(c, terms=dict(c["terms"])) for c in template.contrasts if not set(c["terms"]) & set(missing)],
+        unavailable,
+    )

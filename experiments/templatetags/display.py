@@ -1,0 +1,18 @@
+"""Template filters for display only (no data, no access decisions)."""
+import re
+
+from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
+register = template.Library()
+
+# After these a condition key may wrap: "memory(concrete,<wbr>100w)+<wbr>one-shot".
+_BREAK_AFTER = re.compile(r"([(,+|=/])")
+
+
+@register.filter
+def breakable(value) -> str:
+    """The text escaped, with a line-break opportunity (<wbr>) after each ( , + | = /: a narrow
+    column header wraps between the parts of a condition key, never inside a word."""
+    return mark_safe(_BREAK_AFTER.sub(r"\1<wbr>", str(escape(value))))

@@ -1,0 +1,99 @@
+"""Paper-style tables of a run and across runs (issue 14): page, CSV and LaTeX, from cached numbers only.
+
+Owners, analysts and viewers see them (numbers, no text); raters do not. The pages never compute
+a bootstrap: they read the dashboard's and the robustness tables' caches (`analysis.tables`), and
+evaluate the protocol's sealed criteria on the cached figures by code (`core.criteria`).
+"""
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+
+from experiments.access import AGGREGATE_READERS, membership_for, run_for
+from experiments.analysis.tables import cached_results
+from experiments.analysis.exports import csv_text
+from experiments.audit import Kind, audit_record
+from experiments.core import paper_tables
+from experiments.core.criteria import CriteriaError, evaluate_criteria
+from experiments.models import Run
+
+FORMATS = ("csv", "latex")
+
+
+def criteria_verdicts(protocol, dashboard_payload) -> tuple[list[dict], str]:
+    """The protocol's criteria, each met / not met / not decided, and a problem if they cannot be read."""
+    if not protocol.criteria or dashboard_payload is None:
+        return [], ""
+    try:
+        return evaluate_criteria(protocol.criteria, {c["name"]: c for c in dashboard_payload["contrasts"]}), ""
+    except CriteriaError as exc:
+        return [], f"the protocol's criteria cannot be evaluated: {exc}"
+
+
+def _download(request, project, rows, *, stem: str, what: str, fmt: str, caption: str):
+    audit_record(request, project, Kind.EXPORT, f"{what} ({'CSV' if fmt == 'csv' else 'LaTeX'})")
+    if fmt == "csv":
+        response = HttpResponse(csv_text(paper_tables.COLUMNS, rows), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{stem}.csv"'
+    else:
+        response = HttpResponse(paper_tables.latex(rows, caption=caption), content_type="text/x-tex; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{stem}.tex"'
+    return response
+
+
+def _format(request) -> str | None:
+    fmt = request.GET.get("format") or None
+    if fmt is not None and fmt not in FORMATS:
+        raise Http404("No such format")
+    return fmt
+
+
+@login_required
+def run_tables(request, slug, pk):
+    """Template experiments/analysis/run_tables.html; ``?format=csv`` or ``latex`` downloads the rows."""
+    membership, run = run_for(request, slug, pk)
+    fmt = _format(request)
+    dashboard, tables = cached_results(run)
+    rows = paper_tables.planned_rows(dashboard.payload) if dashboard else []
+    rows += paper_tables.robustness_rows(tables.payload) if tables else []
+    if fmt:
+        if not rows:
+            return HttpResponse("The analysis is not computed yet.", status=404, content_type="text/plain")
+        return _download(request, membership.project, rows, stem=f"run-{run.pk}-tables",
+                         what=f"run {run.pk}: paper-style tables", fmt=fmt, caption=f"Run {run.pk}")
+    verdicts, criteria_problem = criteria_verdicts(run.protocol, dashboard.payload if dashboard else None)
+    return render(request, "experiments/analysis/run_tables.html", {
+        "membership": membership, "project": membership.project, "run": run, "dashboard": dashboard,
+        "tables": tables, "groups": paper_tables.grouped(rows), "verdicts": verdicts,
+        "criteria_problem": criteria_problem})
+
+
+@login_required
+def project_tables(request, slug):
+    """Template experiments/analysis/project_tables.html: the planned contrasts of chosen runs (``run`` repeated)."""
+    membership = membership_for(request, slug, roles=AGGREGATE_READERS)
+    project = membership.project
+    fmt = _format(request)
+    try:
+        ids = list(dict.fromkeys(int(v) for v in request.GET.getlist("run")))
+    except ValueError:
+        raise Http404("No such run")
+    found = {r.pk: r for r in Run.objects.select_related("protocol").filter(protocol__project=project, pk__in=ids)}
+    if len(found) != len(ids):
+        raise Http404("No such run")
+    entries, rows = [], []
+    for run in (found[i] for i in ids):
+        dashboard, _ = cached_results(run)
+        verdicts, problem = criteria_verdicts(run.protocol, dashboard.payload if dashboard else None)
+        entries.append({"run": run, "computed": dashboard is not None, "verdicts": verdicts, "problem": problem})
+        if dashboard:
+            rows += paper_tables.planned_rows(dashboard.payload, run=f"run {run.pk} ({run.protocol.name})")
+    if fmt:
+        if not rows:
+            return HttpResponse("No chosen run has its analysis computed.", status=404, content_type="text/plain")
+        return _download(request, project, rows, stem=f"{project.slug}-runs-" + "-".join(map(str, ids)),
+                         what=f"runs {', '.join(map(str, ids))}: paper-style tables", fmt=fmt,
+                         caption="Runs " + ", ".join(map(str, ids)))
+    choices = Run.objects.filter(protocol__project=project).select_related("protocol").order_by("-pk")[:200]
+    return render(request, "experiments/analysis/project_tables.html", {
+        "membership": membership, "project": project, "entries": entries, "choices": choices, "ids": ids,
+        "groups": paper_tables.grouped(rows)})
