@@ -48,8 +48,12 @@ if not REUSE:
         subprocess.run([command, "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True)
 
 import django  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 django.setup()
+# The pages' {% static %} tags without a collectstatic run (production's storage reads its manifest).
+settings.STORAGES = {**settings.STORAGES,
+                     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
 
 import numpy as np  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
@@ -60,6 +64,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from experiments.analysis.grades import store_scores  # noqa: E402
+from experiments.cohort_facts import cohort_facts_copy  # noqa: E402
 from experiments.core.conditions import CONDITIONS as REGISTRY  # noqa: E402
 from experiments.models.runs import Phase  # noqa: E402
 from experiments.models import (Cohort, CohortTask, Membership, Person, Project, Protocol, Role, Run, Study,  # noqa: E402
@@ -126,6 +131,7 @@ def build():
             "ROW_NUMBER() OVER (ORDER BY s.external_id, t.position) - 1 FROM experiments_task t "
             "JOIN experiments_session s ON s.id = t.session_id WHERE s.external_id < %s",
             [cohort.pk, f"s{RUN_SESSIONS:06d}"])
+    cohort_facts_copy(cohort.pk)  # as cohort_draw does: what the explorer sorts and filters on
     protocol = Protocol.objects.create(project=project, name="bench", cohort=cohort, conditions=CONDITIONS,
                                        generator={"provider": "offline"}, judge={"provider": "offline"},
                                        bootstrap={"seed": 1, "draws": 1000})

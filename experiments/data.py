@@ -13,6 +13,7 @@ from django.db.models import Avg, Count, F, OuterRef, Subquery, Sum
 from django.db.models.functions import Length
 from django.utils import timezone
 
+from experiments.cohort_facts import cohort_facts_copy
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.cohorts import Candidate, draw_cohort
 from experiments.core.estimate import CohortShape
@@ -301,4 +302,5 @@ def cohort_draw(
     )
     cohort.excluded_cohorts.set(exclude_cohorts)
     CohortTask.objects.bulk_create([CohortTask(cohort=cohort, task=t, position=i) for i, t in enumerate(tasks)])
+    cohort_facts_copy(cohort.pk)  # what the run explorer sorts and filters on
     return cohort

@@ -31,7 +31,8 @@ def add_slots(run, n, *, ended_at=(), status=Slot.Status.PENDING, latency_s=2.0,
              request_sha256="0" * 64, status=Slot.Status.OK if i < len(ended_at) else status)
         for i in range(n)])
     ModelCall.objects.bulk_create([
-        ModelCall(slot=slot, attempt=1, reserved_at=end - timedelta(seconds=latency_s), lease_until=end,
+        ModelCall(slot=slot, run=run, phase=slot.phase, attempt=1, reserved_at=end - timedelta(seconds=latency_s),
+                  lease_until=end,
                   finished_at=end, outcome="ok") for slot, end in zip(slots, ended_at)])
     return slots
 

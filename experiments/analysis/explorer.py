@@ -7,6 +7,8 @@ filter or the sort names, that prediction on the (run, condition, label, score, 
 and lets the database filter, count, sort and cut the page (a count, then LIMIT/OFFSET over at
 most the cohort's tasks); nothing is scanned in Python. The SQL is standard (JOIN, IN, window
 functions, NULLS LAST), so it runs on PostgreSQL and SQLite alike (indexes: migrations 0006, 0008).
+A sort by person or study and the question-text filter read facts copied onto the cohort's tasks
+(`experiments.cohort_facts`, migration 0017) instead of joining every task to its person, study or turn.
 Filters other apps provide (the judge–human disagreement) come from `analysis.task_filters`.
 
 `ExplorerQuery.from_params` (`explorer_query`) reads the URL's query string (see the `run_explorer` view for the
@@ -21,14 +23,15 @@ from django.db import connection
 
 from experiments.analysis.explorer_query import ExplorerQuery
 from experiments.analysis.task_filters import TASK_FILTERS
+from experiments.cohort_facts import cohort_facts_copy, cohort_facts_missing
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
-from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task, Turn
+from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task
 from experiments.models.runs import Phase
 
 PAGE_SIZE = 50
 
 _CT, _T, _S = CohortTask._meta.db_table, Task._meta.db_table, Session._meta.db_table
-_P, _TURN = Prediction._meta.db_table, Turn._meta.db_table
+_P = Prediction._meta.db_table
 _PERSON, _STUDY = Person._meta.db_table, Study._meta.db_table
 
 
@@ -66,7 +69,6 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
     """
     protocol = run.protocol
     sql = _Sql(where=[("ct.cohort_id = %s", [protocol.cohort_id])])
-    bare = query.sort.lstrip("-")
     filtered = [key for key, _ in query.grades] + [k for k, g in ((query.a, query.ga), (query.b, query.gb))
                                                    if k and (g is not None or (query.a and query.b))]
     score = {}
@@ -85,16 +87,10 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
     for key, value in ((query.a, query.ga), (query.b, query.gb)):
         if key and value is not None:
             sql.where.append((f"{score[key]} = %s", [value]))
-    # the task and its session joined only when a filter or the sort reads them
-    task_join, session_join = (f"JOIN {_T} t ON t.id = ct.task_id", []), (f"JOIN {_S} s ON s.id = t.session_id", [])
-    if query.study or query.person or query.q:
-        sql.joins.append(task_join)
-    elif bare in ("person", "study"):
-        sql.sort_joins.append(task_join)
+    # the task and its session joined only when a filter reads them (a sort by person or study and
+    # the question's text read the cohort task's copied facts: `experiments.cohort_facts`)
     if query.study or query.person:
-        sql.joins.append(session_join)
-    elif bare in ("person", "study"):
-        sql.sort_joins.append(session_join)
+        sql.joins += [(f"JOIN {_T} t ON t.id = ct.task_id", []), (f"JOIN {_S} s ON s.id = t.session_id", [])]
     if query.study:
         sql.where.append((f"s.study_id IN (SELECT id FROM {_STUDY} WHERE project_id = %s AND key = %s)",
                           [protocol.project_id, query.study]))
@@ -102,8 +98,7 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
         sql.where.append((f"s.person_id IN (SELECT id FROM {_PERSON} WHERE project_id = %s AND label = %s)",
                           [protocol.project_id, query.person]))
     if query.q:
-        sql.joins.append((f"JOIN {_TURN} qt ON qt.id = t.question_turn_id", []))
-        sql.where.append(("LOWER(qt.text) LIKE %s ESCAPE '\\'", [_like(query.q)]))
+        sql.where.append(("ct.question_lowercase LIKE %s ESCAPE '\\'", [_like(query.q)]))
     if query.missing:
         if all_finals_exist(run):
             sql.where.append((f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND label = '{FINAL}' "
@@ -125,54 +120,47 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
     for key in query.extra:
         ids = sorted(set(TASK_FILTERS[key].task_ids(run)))
         sql.where.append((f"ct.task_id IN ({', '.join(['%s'] * len(ids))})" if ids else "1 = 0", ids))
-    if bare == "person":
-        sql.sort_joins.append((f"JOIN {_PERSON} pe ON pe.id = s.person_id", []))
-    if bare == "study":
-        sql.sort_joins.append((f"JOIN {_STUDY} st ON st.id = s.study_id", []))
     return sql, score
 
 
-# A numeric sort as one integer per task: rank × 2³² + cohort position (positions are smaller),
-# so ORDER BY, and the task page's previous/next, compare one number.
+# A sort as one integer per task: rank × 2³² + cohort position (positions are smaller), so ORDER
+# BY, and the task page's previous/next, compare one number. A person's or study's rank counts
+# down from _RANK_CEILING when descending, so that every key stays positive (key mod 2³² is the
+# position) and below 2⁶².
 _SPAN = 2 ** 32
+_RANK_CEILING = 2 ** 30
+_FACT_RANKS = {"person": "ct.person_rank", "study": "ct.study_rank"}
 
 
-def _numeric_key(query: ExplorerQuery, score: dict[str, str]) -> str | None:
-    """The sort as one ascending integer expression, or None for a sort by text (person, study).
-    A missing grade ranks last in either direction; ties keep cohort order."""
+def _numeric_key(query: ExplorerQuery, score: dict[str, str]) -> str:
+    """The sort as one ascending integer expression. A missing grade ranks last in either
+    direction; ties keep cohort order; people and studies sort by label or key in code point
+    order (their ranks, `experiments.cohort_facts`), ties in cohort order."""
     descending = query.sort.startswith("-")
     bare = query.sort.lstrip("-")
     if bare == "task":
         return "-ct.position" if descending else "ct.position"
-    if bare == "diff":
+    if bare in _FACT_RANKS:
+        rank = f"{_RANK_CEILING} - {_FACT_RANKS[bare]}" if descending else _FACT_RANKS[bare]
+    elif bare == "diff":
         a, b = score[query.a], score[query.b]
         rank = (f"CASE WHEN {a} IS NULL OR {b} IS NULL THEN 7 ELSE "
                 + (f"3 - ({a} - {b}) END" if descending else f"{a} - {b} + 3 END"))
     elif bare.startswith("grade:"):
         grade = score[bare[6:]]
         rank = f"CASE WHEN {grade} IS NULL THEN 4 ELSE " + (f"3 - {grade} END" if descending else f"{grade} END")
-    else:
-        return None
     return f"({rank}) * {_SPAN} + ct.position"
 
 
-def _text_order(query: ExplorerQuery, column: str, position: str) -> str:
-    """A sort by person or study: `column` in code point order (as SQLite and Python sort, and
-    cheaper than a locale's collation), then cohort order."""
-    collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
-    return f"{column}{collate} {'DESC' if query.sort.startswith('-') else 'ASC'}, {position}"
-
-
-_TEXT_KEYS = {"person": "pe.label", "study": "st.key"}
-
-
 def _order(query: ExplorerQuery, score: dict[str, str]) -> str:
-    bare = query.sort.lstrip("-")
-    if bare == "task":  # the (cohort, position) index's order
+    if query.sort.lstrip("-") == "task":  # the (cohort, position) index's order
         return f"ct.position {'DESC' if query.sort.startswith('-') else 'ASC'}"
-    if bare in _TEXT_KEYS:
-        return _text_order(query, _TEXT_KEYS[bare], "ct.position")
     return _numeric_key(query, score)
+
+
+def _reads_facts(query: ExplorerQuery) -> bool:
+    """The query reads the facts copied onto the cohort's tasks (`experiments.cohort_facts`)."""
+    return bool(query.q) or query.sort.lstrip("-") in _FACT_RANKS
 
 
 @dataclass
@@ -206,35 +194,46 @@ def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> E
     sql, score = _statement(run, query)
     text, params = sql.text(for_sort=True)
     offset = (query.page - 1) * size
-    with connection.cursor() as cursor:
-        if sql.joins or len(sql.where) > 1:
-            key, order = _numeric_key(query, score), "k"
-            if key is None:  # person or study
-                key, order = _TEXT_KEYS[query.sort.lstrip("-")], _text_order(query, "k", "position")
-            cursor.execute(f"WITH listed AS (SELECT ct.task_id AS task_id, ct.position AS position, {key} AS k {text}) "
-                           f"SELECT task_id, position, (SELECT COUNT(*) FROM listed) FROM listed "
-                           f"ORDER BY {order} LIMIT %s OFFSET %s", [*params, size, offset])
-        else:
-            counted, count_params = sql.text(for_sort=False)
-            # the subquery's own aliases shadow the outer ones: it is uncorrelated
-            cursor.execute(f"SELECT ct.task_id, ct.position, (SELECT COUNT(*) {counted}) {text} "
-                           f"ORDER BY {_order(query, score)} LIMIT %s OFFSET %s",
-                           [*count_params, *params, size, offset])
-        found = cursor.fetchall()
-    total = found[0][2] if found else _count(sql)
-    ids = [task_id for task_id, _, _ in found]
+    # A query that reads the cohort's copied facts also asks whether they are missing; if they are
+    # (a cohort a script stored), they are copied and the page read again.
+    facts_flag, facts_params = ((f", {cohort_facts_missing()}", [run.protocol.cohort_id]) if _reads_facts(query)
+                                else ("", []))
+    for _ in range(2):
+        with connection.cursor() as cursor:
+            if sql.joins or len(sql.where) > 1:
+                cursor.execute(f"WITH listed AS (SELECT ct.task_id AS task_id, ct.position AS position, "
+                               f"{_numeric_key(query, score)} AS k {text}) "
+                               f"SELECT task_id, position, (SELECT COUNT(*) FROM listed){facts_flag} FROM listed "
+                               f"ORDER BY k LIMIT %s OFFSET %s", [*params, *facts_params, size, offset])
+            else:
+                counted, count_params = sql.text(for_sort=False)
+                # the subquery's own aliases shadow the outer ones: it is uncorrelated
+                cursor.execute(f"SELECT ct.task_id, ct.position, (SELECT COUNT(*) {counted}){facts_flag} {text} "
+                               f"ORDER BY {_order(query, score)} LIMIT %s OFFSET %s",
+                               [*count_params, *facts_params, *params, size, offset])
+            found = cursor.fetchall()
+        if found:
+            total, missing = found[0][2], bool(facts_flag and found[0][3])
+        else:  # past the end, or nothing matches
+            total, missing = _count(sql, facts_flag, facts_params)
+        if not missing:
+            break
+        cohort_facts_copy(run.protocol.cohort_id)
+    ids = [task_id for task_id, *_ in found]
     facts = task_facts(ids)
     cells = final_cells(run, ids)
     rows = [{**facts[task_id], "position": position + 1, "cells": cells.get(task_id, {})}
-            for task_id, position, _ in found]
+            for task_id, position, *_ in found]
     return ExplorerPage(rows=rows, total=total, number=query.page, size=size)
 
 
-def _count(sql: _Sql) -> int:
+def _count(sql: _Sql, facts_flag: str, facts_params: list) -> tuple[int, bool]:
+    """The filtered tasks' number, and whether the cohort's facts are missing (when asked)."""
     text, params = sql.text(for_sort=False)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) {text}", params)
-        return cursor.fetchone()[0]
+        cursor.execute(f"SELECT COUNT(*){facts_flag} {text}", [*facts_params, *params])
+        row = cursor.fetchone()
+    return row[0], bool(facts_flag and row[1])
 
 
 def explorer_neighbours(run: Run, query: ExplorerQuery, task_id: int, position: int | None = None) -> dict:
@@ -242,40 +241,38 @@ def explorer_neighbours(run: Run, query: ExplorerQuery, task_id: int, position: 
     1-based place there and the list's length (place None: the task is not in the list).
 
     Unfiltered in cohort order (given the task's cohort `position`), the neighbours are read
-    from the (cohort, position) index. A numeric sort is one integer per task (`_numeric_key`):
+    from the (cohort, position) index. Every other sort is one integer per task (`_numeric_key`):
     one pass counts the tasks before this one and finds the nearest key on either side, with
-    no sort of the list. A sort by text numbers the list with a window function.
+    no sort of the list.
     """
     if position is not None and not query.is_filtered() and query.sort in ("task", "-task"):
         return _neighbours_in_cohort_order(run, position, descending=query.sort == "-task")
     sql, score = _statement(run, query)
     text, params = sql.text(for_sort=True)
     key = _numeric_key(query, score)
-    with connection.cursor() as cursor:
-        if key is None:
-            cursor.execute(
-                f"SELECT previous, following, place, total FROM (SELECT ct.task_id AS task_id, "
-                f"LAG(ct.task_id) OVER w AS previous, LEAD(ct.task_id) OVER w AS following, "
-                f"ROW_NUMBER() OVER w AS place, COUNT(*) OVER () AS total {text} "
-                f"WINDOW w AS (ORDER BY {_order(query, score)})) listed WHERE task_id = %s", [*params, task_id])
-            row = cursor.fetchone()
-        else:
-            # a key's position: key mod 2³² (or minus the key, for the descending cohort order)
-            place = "-{k}" if query.sort == "-task" else f"{{k}} %% {_SPAN}"
+    cohort = run.protocol.cohort_id
+    facts_flag, facts_params = (f", {cohort_facts_missing()}", [cohort]) if _reads_facts(query) else ("", [])
+    # a key's position: key mod 2³² (or minus the key, for the descending cohort order)
+    place = "-{k}" if query.sort == "-task" else f"{{k}} %% {_SPAN}"
+    for _ in range(2):
+        with connection.cursor() as cursor:
             cursor.execute(
                 f"WITH listed AS (SELECT ct.task_id AS task_id, {key} AS k {text}), "
                 f"here AS (SELECT k FROM listed WHERE task_id = %s), "
                 f"around AS (SELECT COUNT(*) AS total, SUM(CASE WHEN l.k < h.k THEN 1 ELSE 0 END) AS before, "
-                f"MAX(CASE WHEN l.k < h.k THEN l.k END) AS previous, MIN(CASE WHEN l.k > h.k THEN l.k END) AS following "
-                f"FROM listed l CROSS JOIN here h) "
+                f"MAX(CASE WHEN l.k < h.k THEN l.k END) AS previous, "
+                f"MIN(CASE WHEN l.k > h.k THEN l.k END) AS following FROM listed l CROSS JOIN here h) "
                 f"SELECT (SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position = {place.format(k='previous')}), "
                 f"(SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position = {place.format(k='following')}), "
-                f"before + 1, total FROM around WHERE total > 0",
-                [*params, task_id, run.protocol.cohort_id, run.protocol.cohort_id])
+                f"before + 1, total{facts_flag} FROM around",  # one row, total 0 when the task is not listed
+                [*params, task_id, cohort, cohort, *facts_params])
             row = cursor.fetchone()
-    if row is None:
+        if not (facts_flag and row[4]):
+            break
+        cohort_facts_copy(cohort)  # read before the cohort's facts were there: copy them, read again
+    if not row[3]:
         return {"previous": None, "next": None, "place": None, "total": None}
-    return dict(zip(("previous", "next", "place", "total"), row))
+    return dict(zip(("previous", "next", "place", "total"), row[:4]))
 
 
 def _neighbours_in_cohort_order(run: Run, position: int, *, descending: bool) -> dict:

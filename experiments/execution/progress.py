@@ -7,36 +7,23 @@ from datetime import timedelta
 
 import django_rq
 import redis
-from django.db.models import Count, Max, Min, Q, Sum
+from django.db.models import Count, Max, Min
 from django.utils import timezone
 from rq import Worker
 
 from experiments.execution import control
 from experiments.execution.concurrency import InflightLimiter
 from experiments.execution.policy import effective_concurrency, limiter_name, role_config
+from experiments.execution.run_counts import TOKEN_FIELDS, run_counts
 from experiments.models import Amendment, ModelCall, Run, Slot
 from experiments.models.runs import PHASE_ORDER, Phase
 
 
 def run_progress(run: Run) -> dict:
     """Counters per phase for the run page and the report command."""
-    counts = {}
-    # COUNT(*), not COUNT(id): the (run, phase, status) index alone answers it (an index-only scan).
-    for phase, status, n in (Slot.objects.filter(run=run).values_list("phase", "status")
-                             .annotate(n=Count("*")).order_by()):
-        counts.setdefault(phase, {})[status] = n
-    calls = ModelCall.objects.filter(slot__run=run)
-    # One pass over the run's calls for every counter and token sum (the page polls every 2 s).
-    token_fields = ("input_tokens", "output_tokens", "reasoning_tokens")
-    per_phase_calls = {
-        row["slot__phase"]: row
-        for row in calls.values("slot__phase").annotate(
-            attempts=Count("pk"),
-            recoveries=Count("pk", filter=Q(basis=ModelCall.Basis.RECOVERY)),
-            unreported=Count("pk", filter=Q(finished_at__isnull=False, total_tokens=None)),
-            **{field: Sum(field) for field in token_fields},
-        ).order_by()
-    }
+    # Slots per phase and status, calls per phase: on PostgreSQL from the tallies the database keeps,
+    # whose cost does not grow with the run (the page polls every 2 s).
+    counts, per_phase_calls = run_counts(run)
     phases = []
     for phase in PHASE_ORDER[:4]:
         c = counts.get(phase, {})
@@ -70,16 +57,19 @@ def run_progress(run: Run) -> dict:
     window_s = 60.0
     if run.started_at is not None:
         window_s = min(window_s, max((now - run.started_at).total_seconds(), 1.0))
-    recent = calls.filter(finished_at__gte=now - timedelta(seconds=window_s)).count()
+    # Every phase named: the (run, phase, finished_at) index finds the window's calls.
+    recent = (ModelCall.objects.filter(run=run, phase__in=Phase.values,
+                                       finished_at__gte=now - timedelta(seconds=window_s)).count())
     rate = recent / window_s
     pace = phase_pace(run, next((p for p in phases if p["phase"] == run.phase), None), now=now)
     # A count no attempt reported stays None (unknown, not zero: App. B.3, Table 14), and
     # `unreported` says how many finished attempts gave no usage at all.
     rows = per_phase_calls.values()
-    tokens = {field: _sum_known(row[field] for row in rows) for field in token_fields}
+    tokens = {field: _sum_known(row[field] for row in rows) for field in TOKEN_FIELDS}
     tokens["unreported"] = sum(row["unreported"] for row in rows)
     return {
         "phases": phases,
+        "slot_counts": counts,  # phase → slot status → number (run_next and the run page read it too)
         "calls_per_second": rate,
         "pace": pace,
         "eta_s": pace["eta_s"],
@@ -126,7 +116,7 @@ def phase_pace(run: Run, phase: dict | None, *, now=None) -> dict:
         return result
     restarts = Amendment.objects.filter(run=run, kind__in=_RESTARTS).aggregate(latest=Max("created_at"))["latest"]
     since = max(run.started_at, restarts or run.started_at)
-    calls = ModelCall.objects.filter(slot__run=run, slot__phase=run.phase)
+    calls = ModelCall.objects.filter(run=run, phase=run.phase)
     end = now
     if state != "running":
         pause = (Amendment.objects.filter(run=run, kind=Amendment.Kind.PAUSE, created_at__gte=since)
@@ -239,7 +229,7 @@ def _s(n) -> str:
     return "" if n == 1 else "s"
 
 
-def run_next(run: Run) -> dict:
+def run_next(run: Run, slot_counts: dict | None = None) -> dict:
     """What the run waits for and what an owner can do next, for the run page and run_report.
 
     - `decision`: slots of the current phase awaiting the owner's decision (unknown, or failed
@@ -252,7 +242,12 @@ def run_next(run: Run) -> dict:
     decision = None if finished else control.reissue_estimate(run)
     phase_open = Slot.objects.filter(run=run, phase=run.phase, status__in=control.OPEN_SLOT_STATUSES).exists()
     decision_due = bool(decision and decision["requests"]) and not phase_open and not run.circuit_open
-    held = 0 if finished else Slot.objects.filter(run=run, status=Slot.Status.HELD).count()
+    if finished:
+        held = 0
+    elif slot_counts is not None:  # run_progress's counts, read a moment ago
+        held = sum(by_status.get(Slot.Status.HELD, 0) for by_status in slot_counts.values())
+    else:
+        held = Slot.objects.filter(run=run, status=Slot.Status.HELD).count()
     return {
         "decision": decision if decision and decision["requests"] else None,
         "decision_due": decision_due,

@@ -99,7 +99,8 @@ def reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_
         try:
             with transaction.atomic():
                 call = ModelCall.objects.create(
-                    slot=slot, attempt=sum(used.values()) + 1, basis=basis, justification=justification,
+                    slot=slot, run=run, phase=slot.phase, attempt=sum(used.values()) + 1, basis=basis,
+                    justification=justification,
                     worker=worker[:200], reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
                 )
         except IntegrityError:
@@ -143,11 +144,11 @@ WITH sending AS (
 ), claimed AS (
     UPDATE {slot} SET status = %s, retry_at = NULL, updated_at = %s
     WHERE id = %s AND status = %s AND amended_attempts = 0 AND run_id IN (SELECT id FROM sending)
-    RETURNING id
+    RETURNING id, run_id, phase
 )
-INSERT INTO {call} (slot_id, attempt, basis, justification, worker, reserved_at, lease_until,
+INSERT INTO {call} (slot_id, run_id, phase, attempt, basis, justification, worker, reserved_at, lease_until,
                     outcome, response_id, model_version, finish_reason, error, raw_body)
-SELECT id, 1, %s, '', %s, %s, %s, '', '', '', '', '', '' FROM claimed
+SELECT id, run_id, phase, 1, %s, '', %s, %s, %s, '', '', '', '', '', '' FROM claimed
 RETURNING id
 """
 
@@ -180,8 +181,10 @@ def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
                        .update(status=Slot.Status.IN_FLIGHT, retry_at=None, updated_at=now))
             if not claimed:
                 return None
+            run_id, phase = Slot.objects.values_list("run_id", "phase").get(pk=slot_id)
             call = ModelCall.objects.create(
-                slot_id=slot_id, attempt=1, basis=ModelCall.Basis.FIRST, justification="", worker=worker[:200],
+                slot_id=slot_id, run_id=run_id, phase=phase, attempt=1, basis=ModelCall.Basis.FIRST, justification="",
+                worker=worker[:200],
                 reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
             )
     except IntegrityError:

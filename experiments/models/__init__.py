@@ -28,3 +28,4 @@ from experiments.models.runs import (  # noqa: F401
 from experiments.models.analysis import AnalysisResult, PoolAnalysisResult, TablesResult  # noqa: F401,E402
 from experiments.models.audit import AuditEntry  # noqa: F401,E402
 from experiments.models.memory_systems import Mem0Extraction  # noqa: F401,E402
+from experiments.models.tally import RunTally  # noqa: F401,E402

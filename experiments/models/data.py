@@ -261,10 +261,21 @@ class CohortTask(models.Model):
     cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="cohort_tasks")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="cohort_entries")
     position = models.PositiveIntegerField()
+    # What the run explorer sorts and filters on, copied once per cohort (a cohort, its people's
+    # labels, studies' keys and turns never change) by `experiments.cohort_facts`, so that a sort by
+    # person or study and the question-text filter read one table: the rank of the person's label
+    # and of the study's key among the cohort's (code point order), and the question in lower case.
+    person_rank = models.PositiveIntegerField(null=True, blank=True)
+    study_rank = models.PositiveIntegerField(null=True, blank=True)
+    question_lowercase = models.TextField(null=True, blank=True)
 
     class Meta:
         ordering = ["cohort", "position"]
         constraints = [
             models.UniqueConstraint(fields=["cohort", "task"], name="cohort_task_once"),
             models.UniqueConstraint(fields=["cohort", "position"], name="cohort_task_position_once"),
+        ]
+        indexes = [
+            # the explorer's "are this cohort's facts copied yet?": empty once they all are
+            models.Index(fields=["cohort"], condition=models.Q(person_rank__isnull=True), name="cohort_task_facts_missing"),
         ]

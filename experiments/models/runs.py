@@ -201,6 +201,10 @@ class ModelCall(models.Model):
         AMENDMENT = "amendment", "Allowed by an amendment"
 
     slot = models.ForeignKey(Slot, on_delete=models.CASCADE, related_name="calls")
+    # The slot's run and phase, copied when the attempt is reserved (a slot never changes either),
+    # so the run page's per-phase counts read the (run, phase) index instead of joining every slot.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    phase = models.CharField(max_length=16, choices=Phase.choices)
     attempt = models.PositiveIntegerField()
     basis = models.CharField(max_length=16, choices=Basis.choices, default=Basis.FIRST)
     justification = models.TextField(blank=True, help_text="why this attempt was allowed, for attempts after the first")
@@ -231,6 +235,9 @@ class ModelCall(models.Model):
         indexes = [
             # cost per phase, calls per second
             models.Index(fields=["finished_at"], name="model_call_finished"),
+            # the run page: a phase's calls that ended in a recent window (its time left, calls per second);
+            # the slot and reservation time ride along, so the window's calls are read from the index alone
+            models.Index(fields=["run", "phase", "finished_at", "slot", "reserved_at"], name="model_call_phase"),
         ]
 
 

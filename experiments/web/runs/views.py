@@ -209,7 +209,7 @@ def _progress(run: Run) -> dict:
         "workers": progress.worker_count() if redis_up and not run.inline else None,
         "finished": run.status == Run.Status.FINISHED,
         "current_phase": Phase(run.phase).label,
-        "next": progress.run_next(run),
+        "next": progress.run_next(run, counts["slot_counts"]),
     }
 
 
@@ -239,8 +239,8 @@ def run_detail(request, slug, pk):
     if context["can_spend"]:
         # Unknown slots of earlier phases were settled when their phase ended (older runs advanced
         # over them): say so rather than hide them.
-        context["unknown_earlier"] = (Slot.objects.filter(run=run, status=Slot.Status.UNKNOWN)
-                                      .exclude(phase=run.phase).count())
+        context["unknown_earlier"] = sum(by_status.get(Slot.Status.UNKNOWN, 0) for phase, by_status
+                                         in context["progress"]["slot_counts"].items() if phase != run.phase)
         # One form per action; distinct ids keep the page's labels pointing at the right box.
         for action in ("pause", "reissue", "accept"):
             context[f"{action}_form"] = ReasonForm(auto_id=f"{action}_%s")
