@@ -27,3 +27,12 @@ from experiments.models.runs import (  # noqa: F401
 )
 from experiments.models.analysis import AnalysisResult  # noqa: F401,E402
 from experiments.models.audit import AuditEntry  # noqa: F401,E402
+from experiments.models.survey import (  # noqa: F401,E402
+    SurveyAnswer,
+    SurveyExclusion,
+    SurveyItem,
+    SurveyMemory,
+    SurveyRespondent,
+    SurveySampleMember,
+    SurveyStudy,
+)
