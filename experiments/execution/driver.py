@@ -24,6 +24,8 @@ from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.execution.planning import PLANNERS
+from experiments.execution.survey import is_survey_protocol
+from experiments.analysis.survey import survey_summary
 from experiments.execution.policy import LEASE_GRACE_S, retry_settings, role_config
 from experiments.execution.regrade import plan_regrade
 from experiments.execution.sealing import seal_mismatches
@@ -184,7 +186,10 @@ def run_analyze(run_id: int) -> None:
     run = Run.objects.select_related("protocol").get(pk=run_id)
     if run.phase != Phase.ANALYSIS:
         return  # done already (a second analysis job)
-    summary = run_summary(dashboard_refresh(run).payload)
+    if is_survey_protocol(run.protocol):
+        summary = survey_summary(run)  # scored against the recorded options, no judge (issue 16)
+    else:
+        summary = run_summary(dashboard_refresh(run).payload)
     if run.protocol.is_regrade():
         # Computed once here, like the contrasts: both runs' grades are final by now.
         summary["judges"] = judge_comparison(run)

@@ -20,6 +20,7 @@ from experiments.models import Grade, Memory, Prediction, Run, ScreenerItem, Slo
 from experiments.models.runs import Phase
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
 from experiments.data import cohort_tasks
+from experiments.execution.survey import SURVEY_PLANNERS, apply_survey_result, is_survey_protocol, is_survey_slot
 
 # --- task inputs ------------------------------------------------------------------------------
 
@@ -203,11 +204,19 @@ def plan_judging(run: Run) -> None:
         store_scores(run.pk, status=Prediction.Status.EMPTY)
 
 
+def _by_kind(phase, interview_planner):
+    """The phase's planner for the run's kind: interview tasks, or survey respondents (issue 16)."""
+    def plan(run: Run) -> None:
+        (SURVEY_PLANNERS[phase] if is_survey_protocol(run.protocol) else interview_planner)(run)
+    plan.__name__ = interview_planner.__name__
+    return plan
+
+
 PLANNERS = {
-    Phase.MEMORIES: plan_memories,
-    Phase.GENERATION: plan_generation,
-    Phase.DECISIONS: plan_decisions,
-    Phase.JUDGING: plan_judging,
+    Phase.MEMORIES: _by_kind(Phase.MEMORIES, plan_memories),
+    Phase.GENERATION: _by_kind(Phase.GENERATION, plan_generation),
+    Phase.DECISIONS: _by_kind(Phase.DECISIONS, plan_decisions),
+    Phase.JUDGING: _by_kind(Phase.JUDGING, plan_judging),
 }
 
 
@@ -216,7 +225,9 @@ PLANNERS = {
 def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
     """Turn a slot's terminal outcome into memories, predictions or grades."""
     text = outcome_text if usable else None
-    if slot.phase == Phase.MEMORIES:
+    if is_survey_slot(slot):
+        apply_survey_result(slot, text)
+    elif slot.phase == Phase.MEMORIES:
         _, session_id, kind, words = slot.key.split("|")
         Memory.objects.update_or_create(
             run_id=slot.run_id, session_id=int(session_id), kind=kind, words=int(words),
@@ -255,6 +266,8 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
     generation answer) or into a second one over other rows (a grade, onto the predictions
     that gave its answer)."""
     P, G = Prediction._meta.db_table, Grade._meta.db_table
+    if is_survey_slot(slot):
+        return None  # a survey answer is parsed per item (`survey.apply_survey_result`)
     if slot.phase == Phase.GENERATION:
         status, text, answer_sha = _answer_values(outcome_text)
         graded = status in (Prediction.Status.OK, Prediction.Status.EMPTY)

@@ -1,0 +1,104 @@
+"""A survey run end to end through the engine (issue 16), against the tests' local LLM server:
+memories, one answer call per respondent and condition, answers parsed per item (failures
+recorded, never redrawn), scored without a judge."""
+import json
+import re
+
+import pytest
+from django.core.management import call_command
+
+from experiments.core.survey.prompt import (
+    MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_PERSONA, OWNWORDS, SCREENER_ONLY, WHOLE_PERSONA,
+)
+from experiments.core.survey.scores import HUMAN_RETEST
+from experiments.execution.driver import run_inline
+from experiments.execution.sealing import protocol_problems
+from experiments.models import Cohort, Run, Slot, SurveyAnswer, SurveyItem, SurveyMemory
+from tests.engine_helpers import Roles, make_protocol, make_run, openai_model, user_text
+from tests.survey_helpers import SAMPLE
+
+ALL = [SCREENER_ONLY, MEMORY, OWNWORDS, MEMORY_PLUS_OWNWORDS, WHOLE_PERSONA, MEMORY_PLUS_WHOLE_PERSONA]
+
+
+MEMORY_BLOCK = "[A DESCRIPTION OF THIS RESPONDENT]"
+EXCERPT_BLOCK = "[RETRIEVED ANSWERS BY THIS RESPONDENT]"
+PERSONA_BLOCK = "EARLIER SURVEY ANSWERS]"
+
+
+def survey_reply(request) -> str:
+    """Every item answered 1, except: memory + whole persona's reply is not JSON; the memory
+    condition leaves item 1 out; the whole-persona condition answers item 1 with a string, item 2
+    out of range and adds an item that does not exist."""
+    text = user_text(request)
+    numbers = [int(n) for n in re.findall(r"^(\d+)\. ", text.split("[SURVEY QUESTIONS]")[1], flags=re.M)]
+    if MEMORY_BLOCK in text and PERSONA_BLOCK in text:
+        return "I cannot answer that."
+    answers = {str(n): 1 for n in numbers}
+    if MEMORY_BLOCK in text and EXCERPT_BLOCK not in text:
+        del answers["1"]
+    if PERSONA_BLOCK in text and MEMORY_BLOCK not in text:
+        answers["1"], answers["2"], answers["999"] = "1", 99, 1
+    return json.dumps(answers)
+
+
+@pytest.fixture
+def survey_sample(db):
+    from experiments.models import Project
+    project = Project.objects.create(slug="svy", name="Survey")
+    call_command("import_survey", str(SAMPLE), "--project", "svy", "--name", "twin", "--synthetic")
+    return project, Cohort.objects.get(name="twin development")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_survey_run_end_to_end(server, survey_sample):
+    project, cohort = survey_sample
+    roles = Roles(server, answer=survey_reply, memory=lambda request: "Votes, reads the news, shops carefully.")
+    run = make_run(project, cohort, conditions=ALL, generator=openai_model(server), bootstrap={"draws": 200})
+    run = run_inline(run.pk)
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    n = cohort.survey_members.count()
+    # one memory call per respondent, one answer call per respondent and condition, nothing else
+    assert Slot.objects.filter(run=run, phase="memories").count() == n
+    assert Slot.objects.filter(run=run, phase="generation").count() == n * len(ALL)
+    assert not Slot.objects.filter(run=run, phase__in=["decisions", "judging"]).exists()
+    assert roles.kinds["memory"] == n and roles.kinds["judge"] == 0
+    assert SurveyMemory.objects.filter(run=run, text__isnull=False).count() == n
+    answers = SurveyAnswer.objects.filter(run=run)
+    assert answers.count() == n * len(ALL)
+    for answer in answers:
+        items = SurveyItem.objects.filter(respondent=answer.respondent).count()
+        assert len(answer.items) == items
+    whole = answers.filter(condition=WHOLE_PERSONA).first()
+    assert whole.items[0][:2] == [None, "not-an-integer"] and whole.items[1][:2] == [None, "out-of-range"]
+    assert whole.items[2][:2] == [1, None] and whole.extra == ["999"]
+    assert answers.filter(condition=MEMORY).first().items[0][:2] == [None, "missing"]
+    unparsable = answers.filter(condition=MEMORY_PLUS_WHOLE_PERSONA).first()
+    assert unparsable.error == "malformed-json" and {entry[1] for entry in unparsable.items} == {"missing"}
+    # the screener-only answers were all usable: every item scored, none redrawn
+    assert all(entry[0] == 1 for answer in answers.filter(condition=SCREENER_ONLY) for entry in answer.items)
+    assert all(slot.calls.count() == 1 for slot in Slot.objects.filter(run=run))
+    summary = run.analysis
+    assert summary["kind"] == "survey" and summary["synthetic"]
+    rows = {row["condition"]: row for row in summary["means"]}
+    assert set(rows) == {*ALL, HUMAN_RETEST}
+    assert rows[WHOLE_PERSONA]["problems"] == {"not-an-integer": n, "out-of-range": n}
+    assert rows[MEMORY]["problems"] == {"missing": n}
+    assert rows[MEMORY_PLUS_WHOLE_PERSONA]["items"] == 0 and rows[MEMORY_PLUS_WHOLE_PERSONA]["unscored"] > 0
+    assert rows[SCREENER_ONLY]["unscored"] == 0
+    assert rows[HUMAN_RETEST]["reference"] and rows[HUMAN_RETEST]["accuracy"] is not None
+    # every condition against screener only, plus the paper's criterion contrasts, in both metrics
+    pairs = {(c["first"], c["second"], c["metric"]) for c in summary["contrasts"]}
+    assert (OWNWORDS, MEMORY, "deviation") in pairs and (WHOLE_PERSONA, SCREENER_ONLY, "accuracy") in pairs
+    # a condition without one scored item has no contrast: said so, not dropped silently
+    assert any(e.startswith(MEMORY_PLUS_WHOLE_PERSONA) for e in summary["errors"])
+    assert {c["label"] for c in summary["criteria"]} == {"primary", "secondary"}
+    assert all(isinstance(c["met"], bool) for c in summary["criteria"])
+
+
+@pytest.mark.django_db
+def test_survey_protocol_refuses_interview_conditions_and_needs_a_sample(survey_sample, server):
+    project, cohort = survey_sample
+    protocol = make_protocol(project, cohort, conditions=[SCREENER_ONLY, "question-only"],
+                             generator=openai_model(server))
+    problems = protocol_problems(protocol)
+    assert any("never both" in p for p in problems)
