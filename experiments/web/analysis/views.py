@@ -5,7 +5,7 @@ Owners, analysts and viewers see them (the paper's "public package" level); rate
 """
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from experiments.analysis import figures
@@ -14,12 +14,15 @@ from experiments.audit import Kind, audit_record
 from experiments.analysis.dashboard import dashboard_cached
 from experiments.analysis.exports import csv_text, scores_package_rows
 from experiments.execution.policy import offline_roles
+from experiments.execution.survey import is_survey_protocol
 
 
 @login_required
 def run_dashboard(request, slug, pk):
     """Template experiments/analysis/run_dashboard.html: figures, each with its table and CSV."""
     membership, run = run_for(request, slug, pk)
+    if is_survey_protocol(run.protocol):
+        return redirect("survey_dashboard", slug=slug, pk=pk)  # scored without a judge: its own page
     result = dashboard_cached(run)
     context = {"membership": membership, "project": membership.project, "run": run, "result": result}
     if result is not None:
@@ -91,6 +94,8 @@ def _csv_response(filename, header, rows):
 def run_dashboard_csv(request, slug, pk, table):
     """The numbers of one dashboard table as CSV."""
     membership, run = run_for(request, slug, pk)
+    if is_survey_protocol(run.protocol):
+        return redirect("survey_dashboard", slug=slug, pk=pk)  # scored without a judge: its own page
     result = dashboard_cached(run)
     if table not in CSV_TABLES or result is None:
         return HttpResponse("No such table, or the analysis is not computed yet.", status=404,
