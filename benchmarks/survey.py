@@ -90,10 +90,11 @@ def main() -> None:
         items = {r.pid: target_items(r) for r in clean}
     chars = sum(len(r.persona_text) for r in respondents) / len(respondents)
     total = t_read.wall + t_leaks.wall + t_targets.wall
+    total_cpu = t_read.cpu + t_leaks.cpu + t_targets.cpu
     print(f"import: {len(respondents)} respondents, mean persona text {chars:,.0f} characters, "
           f"{len(violations)} leak violations")
     print(f"  read and validate   {t_read}\n  leak check          {t_leaks}\n  targets             {t_targets}")
-    print(f"  total {total:.2f} s wall (target <= 30 s); peak memory "
+    print(f"  total {total:.2f} s wall, {total_cpu:.2f} s CPU (target <= 30 s); peak memory "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")
 
     _development, reported = respondent_samples([r.pid for r in clean], seed=SAMPLE_SEED,

@@ -74,6 +74,8 @@ def _top_level_pairs(text: str) -> tuple[list[tuple[str, object]] | None, str | 
 
 
 def _raw(value: object) -> str:
+    if type(value) is int:  # the usual case; json.dumps of an int is its decimal text
+        return str(value)[:RAW_MAX_CHARS]
     if isinstance(value, list) and value and isinstance(value[0], tuple):
         value = dict(value)  # a nested object, shown as written (duplicates collapsed)
     try:
@@ -93,7 +95,7 @@ def parse_survey_answer(text: str, option_counts: Sequence[int]) -> ParsedSurvey
     values: dict[int, list[object]] = {}
     extra: list[str] = []
     for key, value in pairs:
-        number = int(key) if _ITEM_KEY.fullmatch(key) else 0
+        number = int(key) if key.isascii() and key.isdigit() and _ITEM_KEY.fullmatch(key) else 0
         if 1 <= number <= n:
             values.setdefault(number, []).append(value)
         else:

@@ -9,6 +9,9 @@ the two wave-4 columns (`wave4=True`):
   slider value lists as long as their statements, and a QuestionID may occur only once;
 - in the persona an unanswered question, a matrix answer list shorter than its rows (the missing
   rows cannot be told apart, so they stay unanswered) and repeated QuestionIDs are normal.
+
+Text entries, numeric ones included, are kept as written: they are not targets, and a stray
+"1,000" should not stop an import. Slider values must be numbers.
 """
 from __future__ import annotations
 
@@ -83,9 +86,15 @@ def _str(question: dict, key: str) -> str:
 
 # Question texts, options and rows recur in every respondent of a release: one shared copy of each
 # keeps an import of 2,058 personas in memory once rather than 2,058 times. Equal values are
-# interchangeable, so a dictionary shared by concurrent imports is harmless; it is emptied when big.
+# interchangeable, so a dictionary shared by concurrent imports is harmless; it is emptied when big
+# and after each import.
 _SHARED: dict = {}
 _SHARED_MAX = 500_000
+
+
+def forget_shared() -> None:
+    """Drop the shared copies (after an import: its respondents keep the ones they use)."""
+    _SHARED.clear()
 
 
 def shared(value):
@@ -156,7 +165,7 @@ def _question(raw, block_index: int, block: str, index: int, wave4: bool) -> Que
         return _matrix(base, raw, answers, wave4)
     if qtype == "Slider":
         return _slider(base, raw, answers, wave4)
-    return _text_entry(base, raw, answers, settings, selector, wave4)
+    return _text_entry(base, raw, answers, settings, selector)
 
 
 def _mc(base: tuple, raw: dict, answers: dict, selector: str) -> Question:
@@ -240,7 +249,7 @@ def _slider(base: tuple, raw: dict, answers: dict, wave4: bool) -> Question:
     return Question(*base, **shape, values=tuple(_number_text(v) for v in values))
 
 
-def _text_entry(base: tuple, raw: dict, answers: dict, settings: dict, selector: str, wave4: bool) -> Question:
+def _text_entry(base: tuple, raw: dict, answers: dict, settings: dict, selector: str) -> Question:
     numeric = settings.get("ContentType") == NUMERIC_CONTENT
     text = answers.get("Text")
     if selector == TEXT_SELECTORS_FORM:
@@ -262,6 +271,4 @@ def _text_entry(base: tuple, raw: dict, answers: dict, settings: dict, selector:
         return Question(*base, numeric=numeric)
     if not isinstance(text, str):
         raise _Bad("a text entry needs Answers.Text as a string")
-    if numeric and wave4:  # the persona's free answers are shown as written, numbers or not
-        _number_text(text)
     return Question(*base, numeric=numeric, text_answer=text)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from experiments.core.interviews.records import unstorable_text_problem
-from experiments.core.survey.questions import parse_blocks
+from experiments.core.survey.questions import forget_shared, parse_blocks
 from experiments.core.survey.records import (
     COLUMNS, EARLIER_COLUMN, PERSONA_COLUMN, PERSONA_TEXT_COLUMN, WAVE4_COLUMN, Respondent,
     SurveyImportError, SurveyProblem,
@@ -86,11 +86,10 @@ def _parquet_rows(paths: list[Path]) -> Iterator[tuple[str, Mapping]]:
             yield f"{path.name} row {number}", dict(zip(names, values))
 
 
-class _Unreadable(dict):
-    """A stand-in row for a file that could not be read: carries the reason."""
+class _Unreadable:
+    """Stands in for a row (or file) that could not be read: carries the reason."""
 
     def __init__(self, reason: str):
-        super().__init__()
         self.reason = reason
 
 
@@ -129,6 +128,13 @@ def parse_rows(rows: Iterable[tuple[str, Mapping]], source: str) -> list[Respond
 
     The building block of every reader; raises SurveyImportError with all problems.
     """
+    try:
+        return _parse_rows(rows, source)
+    finally:
+        forget_shared()  # the shared copies live as long as the respondents that use them
+
+
+def _parse_rows(rows: Iterable[tuple[str, Mapping]], source: str) -> list[Respondent]:
     problems: list[SurveyProblem] = []
     respondents: list[Respondent] = []
     seen: dict[str, str] = {}
