@@ -82,8 +82,11 @@ def test_survey_run_pages_by_role(client, server, project, cast):
         assert respondent.persona_text[:40] not in page
         # the interview dashboard's address leads here
         assert client.get(reverse("run_dashboard", args=[project.slug, run.pk])).url == dashboard
-        # the run page itself works for a survey run
-        assert client.get(reverse("run_detail", args=[project.slug, run.pk])).status_code == 200
+        # the run page itself works for a survey run, and leads to the survey's pages
+        run_page = client.get(reverse("run_detail", args=[project.slug, run.pk])).content.decode()
+        assert 'id="survey-links"' in run_page and dashboard in run_page and "Explore predictions" not in run_page
+        project_page = client.get(reverse("project_detail", args=[project.slug])).content.decode()
+        assert 'id="survey-studies"' in project_page and "(synthetic)" in project_page
     for role, status in (("owner", 200), ("analyst", 200), ("viewer", 403), ("rater", 403), ("outsider", 404)):
         client.force_login(cast[role])
         assert client.get(person).status_code == status, role

@@ -37,6 +37,7 @@ from experiments.data import cohort_shape
 from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import control, jobs, policy, progress
 from experiments.execution.sealing import protocol_problems, protocol_seal
+from experiments.execution.survey import is_survey_protocol
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
 from experiments.web.runs.amend import NO_QUEUE, providers
@@ -222,6 +223,7 @@ def run_detail(request, slug, pk):
         "amendments": [(a, progress.amendment_text(a)) for a in run.amendments.select_related("created_by")],
         "offline": policy.offline_roles(protocol),
         "analysis": run.analysis if run.status == Run.Status.FINISHED else None,
+        "survey": is_survey_protocol(protocol),
         **_protocol_facts(protocol),
         **regrade_context(membership, run),
     }
