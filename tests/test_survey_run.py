@@ -102,3 +102,36 @@ def test_survey_protocol_refuses_interview_conditions_and_needs_a_sample(survey_
                              generator=openai_model(server))
     problems = protocol_problems(protocol)
     assert any("never both" in p for p in problems)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_survey_protocol_from_the_command_its_criterion_and_its_seal(server, survey_sample, tmp_path):
+    from experiments.execution.sealing import seal_mismatches
+    from experiments.models import Protocol, SurveyRespondent
+    project, cohort = survey_sample
+    spec = {"name": "svy-cli", "cohort": cohort.name, "conditions": [SCREENER_ONLY, MEMORY, OWNWORDS],
+            "generator": openai_model(server), "judge": openai_model(server), "retry_policy": {"cooldown_s": 0},
+            "contrasts": [{"name": "primary", "terms": {OWNWORDS: 1, MEMORY: -1}, "family": False,
+                           "criterion": "interval_above_zero"}], "bootstrap": {"draws": 200}}
+    path = tmp_path / "protocol.json"
+    path.write_text(json.dumps(spec))
+    call_command("protocol_create", str(path), "--project", project.slug)
+    protocol = Protocol.objects.get(name="svy-cli")
+    call_command("protocol_seal", str(protocol.pk))
+    protocol.refresh_from_db()
+    assert protocol.is_sealed() and "survey_answer_system" in protocol.seal["prompts"]
+    assert "judge_system" not in " ".join(protocol.seal["prompts"])
+    Roles(server, answer=survey_reply)
+    run = Run.objects.create(protocol=protocol)
+    from experiments.execution.control import run_start
+    run_start(run=run)
+    run = run_inline(run.pk)
+    assert run.status == Run.Status.FINISHED
+    # the protocol's contrast and its criterion, evaluated on normalized deviation
+    assert [(c["first"], c["second"]) for c in run.analysis["contrasts"]] == [(OWNWORDS, MEMORY)] * 2
+    [criterion] = run.analysis["criteria"]
+    assert criterion["metric"] == "deviation" and criterion["rule"] == "below-zero"
+    # a respondent changed after sealing: the seal no longer holds
+    member = SurveyRespondent.objects.get(pk=cohort.survey_members.first().respondent_id)
+    SurveyRespondent.objects.filter(pk=member.pk).update(persona_text=member.persona_text + " ")
+    assert any("task list changed" in p for p in seal_mismatches(protocol, code=False))

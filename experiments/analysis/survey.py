@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from experiments.core.contrasts import INTERVAL_ABOVE_ZERO
 from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.survey.scores import (
     ACCURACY, DEVIATION, HUMAN_RETEST, REPORTED_SAMPLE_CRITERIA, SURVEY_SEED, Criterion, evaluate_criteria,
@@ -24,8 +25,10 @@ def target_item(row) -> TargetItem:
 
 
 def contrast_pairs(run: Run) -> tuple[list[tuple[str, str]], list[Criterion]]:
-    """The protocol's contrasts (terms +1/-1) and criteria; without any: every condition against the
-    first (screener only, when run) and the paper's prespecified criteria whose conditions were run."""
+    """The protocol's contrasts (terms +1/-1; a criterion "interval above zero" means that first
+    improves on second: its normalized-deviation interval lies below zero) and criteria; without
+    any: every condition against the first (screener only, when run) and the paper's prespecified
+    criteria whose conditions were run."""
     conditions = list(run.protocol.conditions)
     pairs, criteria = [], []
     for contrast in run.protocol.contrasts or []:
@@ -34,9 +37,10 @@ def contrast_pairs(run: Run) -> tuple[list[tuple[str, str]], list[Criterion]]:
         second = [k for k, v in terms.items() if v == -1]
         if len(terms) == 2 and len(first) == 1 and len(second) == 1:
             pairs.append((first[0], second[0]))
-            rule = contrast.get("criterion")
-            if rule in ("below-zero", "above-zero"):
-                criteria.append(Criterion(first[0], second[0], contrast.get("metric", DEVIATION), rule,
+            if contrast.get("criterion") == INTERVAL_ABOVE_ZERO:
+                # The protocol's one criterion, "first improves on second", read as the paper
+                # prespecified it for the survey (App. H): the deviation interval below zero.
+                criteria.append(Criterion(first[0], second[0], DEVIATION, "below-zero",
                                           label=contrast.get("name", "")))
     if not pairs:
         pairs = [(key, conditions[0]) for key in conditions[1:]]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 
+from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.conditions import CONDITIONS
 
 INTERVAL_ABOVE_ZERO = "interval_above_zero"
@@ -138,7 +139,7 @@ def contrast_problems(contrasts, conditions) -> list[str]:
             problems.append(f"{label}: coefficients must be finite numbers")
             continue
         for key in contrast["terms"]:
-            if key not in CONDITIONS:
+            if key not in CONDITIONS and key not in SURVEY_CONDITIONS:
                 problems.append(f"{label}: {key} is not a condition key (join terms with “ - ” or “ + ”, "
                                 "spaces on both sides: condition keys themselves contain + and -)")
             elif key not in chosen:
