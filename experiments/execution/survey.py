@@ -25,7 +25,7 @@ from experiments.core.survey.screener import screener_text
 from experiments.core.survey.targets import target_items
 from experiments.models import Run, Slot, SurveyAnswer, SurveyItem, SurveyMemory
 from experiments.models.runs import Phase
-from experiments.survey_data import canonical_respondent_list, is_survey_cohort, respondent_record, sample_respondents
+from experiments.survey_data import is_survey_cohort, respondent_record, sample_list_sha256, sample_respondents
 
 SURVEY_PREFIX = "survey:"
 MEMORY_SLOT = "survey-memory"
@@ -59,7 +59,7 @@ def survey_condition_spec(key: str) -> str:
 
 
 def survey_list_sha256(cohort) -> str:
-    return sha256_text(canonical_respondent_list(sample_respondents(cohort)))
+    return sample_list_sha256(cohort)
 
 
 def survey_problems(protocol) -> list[str]:
