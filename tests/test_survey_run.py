@@ -131,6 +131,8 @@ def test_survey_protocol_from_the_command_its_criterion_and_its_seal(server, sur
     assert [(c["first"], c["second"]) for c in run.analysis["contrasts"]] == [(OWNWORDS, MEMORY)] * 2
     [criterion] = run.analysis["criteria"]
     assert criterion["metric"] == "deviation" and criterion["rule"] == "below-zero"
+    report = call_command("run_report", str(run.pk))
+    assert "survey analysis (4 respondents, SYNTHETIC" in report and criterion["sentence"] in report
     # a respondent changed after sealing: the seal no longer holds
     member = SurveyRespondent.objects.get(pk=cohort.survey_members.first().respondent_id)
     SurveyRespondent.objects.filter(pk=member.pk).update(persona_text=member.persona_text + " ")
