@@ -87,6 +87,10 @@ def test_survey_run_pages_by_role(client, server, project, cast):
         assert 'id="survey-links"' in run_page and dashboard in run_page and "Explore predictions" not in run_page
         project_page = client.get(reverse("project_detail", args=[project.slug])).content.decode()
         assert 'id="survey-studies"' in project_page and "(synthetic)" in project_page
+    client.force_login(cast["viewer"])
+    assert client.get(reverse("protocol_detail", args=[project.slug, run.protocol.pk])).status_code == 200
+    sample_page = client.get(reverse("cohort_detail", args=[project.slug, cohort.pk]))
+    assert sample_page.status_code == 200 and "survey sample" in sample_page.content.decode()
     for role, status in (("owner", 200), ("analyst", 200), ("viewer", 403), ("rater", 403), ("outsider", 404)):
         client.force_login(cast[role])
         assert client.get(person).status_code == status, role
