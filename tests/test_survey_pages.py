@@ -97,6 +97,11 @@ def test_survey_run_pages_by_role(client, server, project, cast):
         assert client.get(reverse("survey_respondents", args=[project.slug, run.pk])).status_code == status
     client.force_login(cast["rater"])
     assert client.get(dashboard).status_code == 403
+    # the interview explorer and task list of a survey run lead to its respondents (no error)
+    client.force_login(cast["analyst"])
+    respondents = reverse("survey_respondents", args=[project.slug, run.pk])
+    assert client.get(reverse("run_explorer", args=[project.slug, run.pk])).url == respondents
+    assert client.get(reverse("prediction_list", args=[project.slug, run.pk])).url == respondents
     client.force_login(cast["analyst"])
     before = AuditEntry.objects.count()
     page = client.get(person).content.decode()
