@@ -95,6 +95,13 @@ def test_survey_run_pages_by_role(client, server, project, cast):
         client.force_login(cast[role])
         assert client.get(person).status_code == status, role
         assert client.get(reverse("survey_respondents", args=[project.slug, run.pk])).status_code == status
+    client.force_login(cast["viewer"])
+    csv = client.get(reverse("survey_dashboard_csv", args=[project.slug, run.pk, "contrasts"]))
+    assert csv.status_code == 200 and csv.content.decode().startswith("first,second,metric,estimate,lo,hi,people")
+    assert csv.content.decode().count("\r\n") == 1 + len(run.analysis["contrasts"])
+    assert client.get(reverse("survey_dashboard_csv", args=[project.slug, run.pk, "nope"])).status_code == 404
+    assert client.get(reverse("run_dashboard_csv", args=[project.slug, run.pk, "means"])).url == \
+        reverse("survey_dashboard_csv", args=[project.slug, run.pk, "means"])
     client.force_login(cast["rater"])
     assert client.get(dashboard).status_code == 403
     # the interview explorer and task list of a survey run lead to its respondents (no error)

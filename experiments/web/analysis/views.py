@@ -94,8 +94,8 @@ def _csv_response(filename, header, rows):
 def run_dashboard_csv(request, slug, pk, table):
     """The numbers of one dashboard table as CSV."""
     membership, run = run_for(request, slug, pk)
-    if is_survey_protocol(run.protocol):
-        return redirect("survey_dashboard", slug=slug, pk=pk)  # scored without a judge: its own page
+    if is_survey_protocol(run.protocol):  # scored without a judge: its own tables
+        return redirect("survey_dashboard_csv", slug=slug, pk=pk, table=table)
     result = dashboard_cached(run)
     if table not in CSV_TABLES or result is None:
         return HttpResponse("No such table, or the analysis is not computed yet.", status=404,
@@ -108,6 +108,8 @@ def run_dashboard_csv(request, slug, pk, table):
 def run_scores_csv(request, slug, pk):
     """The run's numeric package: task-level scores, remapped labels, lengths, no text."""
     membership, run = run_for(request, slug, pk)
+    if is_survey_protocol(run.protocol):
+        return redirect("survey_dashboard", slug=slug, pk=pk)  # its numbers are the survey tables
     header, rows = scores_package_rows(run)
     audit_record(request, membership.project, Kind.EXPORT, f"run {run.pk}: task-level scores (CSV)")
     return _csv_response(f"run-{run.pk}-scores.csv", header, rows)

@@ -8,10 +8,11 @@ from pathlib import Path
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
 from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for, run_for
+from experiments.analysis.exports import csv_text
 from experiments.audit import Kind, audit_record
 from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.survey.reader import parse_json_text, parse_jsonl_text, read_survey_path
@@ -123,6 +124,27 @@ def survey_dashboard(request, slug, pk):
     if data:
         context.update(means=figures.condition_means(data["means"]), forest=figures.contrast_forest(data["contrasts"]))
     return render(request, "experiments/surveys/dashboard.html", context)
+
+
+SURVEY_CSV = {
+    "means": ["condition", "label", "accuracy", "deviation", "people", "items", "unscored", "reference"],
+    "contrasts": ["first", "second", "metric", "estimate", "lo", "hi", "people"],
+    "criteria": ["label", "first", "second", "metric", "rule", "met", "sentence"],
+}
+
+
+@login_required
+def survey_dashboard_csv(request, slug, pk, table):
+    """One table of a survey run's dashboard as CSV (numbers only; the app's one CSV rule)."""
+    membership, run = _survey_run(request, slug, pk, AGGREGATE_READERS)
+    data = run.analysis if run.analysis.get("kind") == "survey" else None
+    if table not in SURVEY_CSV or data is None:
+        return HttpResponse("No such table, or the analysis is not computed yet.", status=404,
+                            content_type="text/plain")
+    audit_record(request, membership.project, Kind.EXPORT, f"run {run.pk}: survey table {table} (CSV)")
+    response = HttpResponse(csv_text(SURVEY_CSV[table], data[table]), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-survey-{table}.csv"'
+    return response
 
 
 @login_required
