@@ -137,3 +137,28 @@ def test_survey_protocol_from_the_command_its_criterion_and_its_seal(server, sur
     member = SurveyRespondent.objects.get(pk=cohort.survey_members.first().respondent_id)
     SurveyRespondent.objects.filter(pk=member.pk).update(persona_text=member.persona_text + " ")
     assert any("task list changed" in p for p in seal_mismatches(protocol, code=False))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_memory_leaves_its_conditions_missing_without_a_call(server, survey_sample):
+    """A memory call that fails after its recoveries is recorded as failed (never re-sent); that
+    respondent's memory conditions are missing without a call, their screener-only answer is asked."""
+    from tests.llm_fake_server import Reply
+    project, cohort = survey_sample
+    Roles(server, answer=survey_reply)
+    run = make_run(project, cohort, conditions=[SCREENER_ONLY, MEMORY], generator=openai_model(server),
+                   bootstrap={"draws": 200})
+    server.script(Reply(503, b""), Reply(503, b""), Reply(503, b""))  # the first memory call and its two recoveries
+    run = run_inline(run.pk, sleep=lambda s: None)
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    failed = Slot.objects.get(run=run, phase="memories", status=Slot.Status.FAILED)
+    assert failed.calls.count() == 3
+    respondent_id = int(failed.key.split("|")[1])
+    assert SurveyMemory.objects.get(run=run, respondent_id=respondent_id).text is None
+    missing = SurveyAnswer.objects.get(run=run, respondent_id=respondent_id, condition=MEMORY)
+    assert (missing.status, missing.error, missing.slot_id) == ("missing", "memory missing", None)
+    assert SurveyAnswer.objects.get(run=run, respondent_id=respondent_id, condition=SCREENER_ONLY).status == "ok"
+    n = cohort.survey_members.count()
+    assert Slot.objects.filter(run=run, phase="generation").count() == 2 * n - 1
+    rows = {row["condition"]: row for row in run.analysis["means"]}
+    assert rows[MEMORY]["people"] == n - 1 and rows[SCREENER_ONLY]["people"] == n

@@ -75,7 +75,9 @@ def survey_summary(run: Run) -> dict:
     for key, condition_scores in [*scores.items(), (HUMAN_RETEST, human)]:
         s = summarize(key, condition_scores)
         rows.append({"condition": key, "label": SURVEY_CONDITIONS[key].label if key in SURVEY_CONDITIONS else key,
-                     "people": s.n_people, "items": s.n_items, "unscored": s.n_unscored,
+                     # respondents with a scored item (the core's n_people also counts those without)
+                     "people": len({score.pid for score in condition_scores if score.accuracy is not None}),
+                     "items": s.n_items, "unscored": s.n_unscored,
                      "accuracy": _number(s.accuracy), "deviation": _number(s.deviation),
                      "problems": problems.get(key, {}), "reference": key == HUMAN_RETEST})
     seed = run.protocol.bootstrap.get("seed", SURVEY_SEED)
