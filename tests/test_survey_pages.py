@@ -88,7 +88,9 @@ def test_survey_run_pages_by_role(client, server, project, cast):
         project_page = client.get(reverse("project_detail", args=[project.slug])).content.decode()
         assert 'id="survey-studies"' in project_page and "(synthetic)" in project_page
     client.force_login(cast["viewer"])
-    assert client.get(reverse("protocol_detail", args=[project.slug, run.protocol.pk])).status_code == 200
+    protocol_page = client.get(reverse("protocol_detail", args=[project.slug, run.protocol.pk])).content.decode()
+    n = cohort.survey_members.count()  # one memory call per respondent, one answer per respondent and condition
+    assert f'id="estimate-calls">{n + 3 * n}<' in protocol_page and "no judge" in protocol_page
     sample_page = client.get(reverse("cohort_detail", args=[project.slug, cohort.pk]))
     assert sample_page.status_code == 200 and "survey sample" in sample_page.content.decode()
     for role, status in (("owner", 200), ("analyst", 200), ("viewer", 403), ("rater", 403), ("outsider", 404)):

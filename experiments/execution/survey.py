@@ -19,7 +19,7 @@ from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.survey.answers import parse_survey_answer
 from experiments.core.survey.ownwords import survey_ownwords, whole_persona
 from experiments.core.survey.prompt import (
-    SURVEY_CONDITIONS, SYSTEM_PROMPT, assemble_survey, assemble_survey_memory, get_survey_condition,
+    SCREENER_ONLY, SURVEY_CONDITIONS, SYSTEM_PROMPT, assemble_survey, assemble_survey_memory, get_survey_condition,
 )
 from experiments.core.survey.screener import screener_text
 from experiments.core.survey.targets import target_items
@@ -161,3 +161,39 @@ def apply_survey_result(slot: Slot, text: str | None) -> None:
     parsed = parse_survey_answer(text, counts)
     answers.update(status=SurveyAnswer.Status.OK, error=parsed.error or "",
                    items=[[a.option, a.problem, a.raw] for a in parsed.items], extra=list(parsed.extra))
+
+
+# --- expected calls -----------------------------------------------------------------------------
+
+MEMORY_CHARS = 6 * 100  # a memory of about 100 words, as the interview estimate counts them
+
+
+def survey_estimate(protocol, output_cap: int) -> dict | None:
+    """The expected calls of one survey run (exact) and its input tokens (characters / 4: the first
+    respondent's screener-only prompt for the items, plus each condition's evidence at the sample's
+    mean persona length and a 100-word memory), in the shape of estimate_block.html."""
+    if not is_survey_cohort(protocol.cohort):
+        return None
+    conditions = [SURVEY_CONDITIONS[k] for k in protocol.conditions if k in SURVEY_CONDITIONS]
+    rows = sample_respondents(protocol.cohort)
+    if not conditions or not rows:
+        return None
+    n = len(rows)
+    persona = sum(len(r.persona_text) for r in rows) / n
+    first = respondent_record(rows[0])
+    asked = assemble_survey(SCREENER_ONLY, target_items(first), screener=screener_text(first))
+    base = len(asked.system) + len(asked.user)
+    memory_call = assemble_survey_memory(first.persona_text)
+    memory_prompt = len(memory_call.system) + len(memory_call.user) - len(first.persona_text)
+    evidence = {"memory": MEMORY_CHARS, "excerpts": MEMORY_CHARS, "persona": persona}
+    phases = []
+    if any(c.needs_memory for c in conditions):
+        phases.append({"phase": "memories", "calls": n, "input_tokens": round(n * (persona + memory_prompt) / 4),
+                       "output_cap_tokens": n * output_cap, "notes": ["one per respondent"]})
+    answer_chars = sum(base + sum(evidence[e] for e in c.evidence) for c in conditions)
+    phases.append({"phase": "answers", "calls": n * len(conditions), "input_tokens": round(n * answer_chars / 4),
+                   "output_cap_tokens": n * len(conditions) * output_cap,
+                   "notes": ["one per respondent and condition; no judge"]})
+    return {"phases": phases, "calls": sum(p["calls"] for p in phases),
+            "input_tokens": sum(p["input_tokens"] for p in phases),
+            "output_cap_tokens": sum(p["output_cap_tokens"] for p in phases)}

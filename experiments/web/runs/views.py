@@ -37,7 +37,7 @@ from experiments.data import cohort_shape
 from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import control, jobs, policy, progress
 from experiments.execution.sealing import protocol_problems, protocol_seal
-from experiments.execution.survey import is_survey_protocol
+from experiments.execution.survey import is_survey_protocol, survey_estimate
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
 from experiments.web.runs.amend import NO_QUEUE, providers
@@ -100,8 +100,10 @@ def protocol_detail(request, slug, pk):
         "can_spend": may_spend(membership, protocol),
         "offline": policy.offline_roles(protocol),
         # A re-grade sends only judge calls, one per distinct answer of its source: not this estimate.
-        "estimate": None if protocol.is_regrade() else _estimate(protocol.cohort, protocol.conditions,
-                                                                 protocol.generator, protocol.judge),
+        "estimate": None if protocol.is_regrade() else (
+            survey_estimate(protocol, protocol.generator.get("max_output_tokens") or DEFAULT_OUTPUT_CAP)
+            if is_survey_protocol(protocol) else
+            _estimate(protocol.cohort, protocol.conditions, protocol.generator, protocol.judge)),
         **_protocol_facts(protocol),
     }
     if not protocol.is_sealed():
@@ -155,6 +157,9 @@ def _protocol_facts(protocol) -> dict:
         "retry_policy": {**policy.DEFAULT_RETRY, **protocol.retry_policy},
         "contrasts": [{**c, "expression": format_terms(c["terms"])} for c in protocol.contrasts],
     }
+
+
+DEFAULT_OUTPUT_CAP = wire.ModelConfig(provider="offline", base_url="", model="").max_output_tokens
 
 
 def _estimate(cohort, conditions, generator: dict, judge: dict):
