@@ -119,3 +119,22 @@ def test_survey_run_pages_by_role(client, server, project, cast):
     first = SurveyItem.objects.get(respondent=respondent, number=2)
     assert f"2 = {first.options[1]}" in page  # predicted option beside the recorded one
     assert f"{first.wave4} = {first.options[first.wave4 - 1]}" in page
+
+
+@pytest.mark.django_db
+def test_hostile_pid_of_an_excluded_respondent_is_shown_escaped(client, project, cast):
+    from tests.survey_helpers import decoded, encoded
+    rows = sample_rows()
+    hostile = '<script>alert("pid")</script>' + "x" * 150  # long and hostile: stored and shown as text
+    leaky = decoded(rows[0])
+    leaky["pid"] = hostile
+    leaky["wave1_3_persona_json"].append(json.loads(json.dumps(leaky["wave4_Q_wave4_A"][0])))
+    rows[0] = encoded(leaky)
+    client.force_login(cast["owner"])
+    response = client.post(reverse("survey_import", args=[project.slug]),
+                           {"name": "hostile", "files": _upload("rows.jsonl", jsonl(rows))})
+    assert response.status_code == 302
+    client.force_login(cast["viewer"])
+    page = client.get(response.url).content.decode()
+    assert "&lt;script&gt;alert(&quot;pid&quot;)&lt;/script&gt;" in page and "<script>alert" not in page
+    assert 'id="exclusions"' in page and "11 imported of 12 read" in page

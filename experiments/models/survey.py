@@ -34,7 +34,7 @@ class SurveyRespondent(models.Model):
     """A respondent who passed the leak check. The three JSON columns are kept as given (text), so
     the core rebuilds the very `Respondent` it validated (screener, OwnWords, whole persona)."""
     study = models.ForeignKey(SurveyStudy, on_delete=models.CASCADE, related_name="respondents")
-    pid = models.CharField(max_length=64)
+    pid = models.CharField(max_length=200)  # the reader's PID_MAX_CHARS
     persona_text = models.TextField(help_text="wave1_3_persona_text: private participant text")
     persona_json = models.TextField(help_text="wave1_3_persona_json as given: private participant text")
     earlier_json = models.TextField(help_text="wave4_Q_wave1_3_A as given")
@@ -54,10 +54,11 @@ class SurveyItem(models.Model):
     option (the truth) and the waves 1-3 option (the human test-retest reference)."""
     respondent = models.ForeignKey(SurveyRespondent, on_delete=models.CASCADE, related_name="items")
     number = models.PositiveSmallIntegerField()
-    key = models.CharField(max_length=64)
-    qid = models.CharField(max_length=64)
-    row_id = models.CharField(max_length=64, blank=True)
-    block = models.CharField(max_length=200)
+    # Text, not bounded characters: the release bounds none of them, and a long one must not fail the import.
+    key = models.TextField()
+    qid = models.TextField()
+    row_id = models.TextField(blank=True)
+    block = models.TextField()
     question = models.TextField()
     row = models.TextField(blank=True)
     options = models.JSONField()
@@ -73,8 +74,8 @@ class SurveyItem(models.Model):
 class SurveyExclusion(models.Model):
     """A respondent left out by the leak check, with its reason: shown, never silent."""
     study = models.ForeignKey(SurveyStudy, on_delete=models.CASCADE, related_name="exclusions")
-    pid = models.CharField(max_length=64)
-    kind = models.CharField(max_length=32)
+    pid = models.CharField(max_length=200)
+    kind = models.CharField(max_length=32)  # leaks.LeakViolation.kind
     detail = models.TextField()
 
     class Meta:
