@@ -162,3 +162,21 @@ def test_a_failed_memory_leaves_its_conditions_missing_without_a_call(server, su
     assert Slot.objects.filter(run=run, phase="generation").count() == 2 * n - 1
     rows = {row["condition"]: row for row in run.analysis["means"]}
     assert rows[MEMORY]["people"] == n - 1 and rows[SCREENER_ONLY]["people"] == n
+
+
+def test_the_offline_stand_in_answers_every_survey_item_with_one_of_its_options():
+    from experiments.core.llm.offline import offline_reply
+    from experiments.core.survey.answers import parse_survey_answer
+    from experiments.core.survey.ownwords import whole_persona
+    from experiments.core.survey.prompt import assemble_survey
+    from experiments.core.survey.reader import read_survey_path
+    from experiments.core.survey.screener import screener_text
+    from experiments.core.survey.targets import target_items
+    respondent = read_survey_path(SAMPLE)[0]
+    items = target_items(respondent)
+    for condition, evidence in ((SCREENER_ONLY, {}), (WHOLE_PERSONA, {"persona": whole_persona(respondent)})):
+        sent = assemble_survey(condition, items, screener=screener_text(respondent), **evidence)
+        reply = offline_reply(sent.system, sent.user)
+        parsed = parse_survey_answer(reply, [len(i.options) for i in items])
+        assert parsed.error is None and parsed.answered == len(items) and not parsed.extra
+        assert reply == offline_reply(sent.system, sent.user)  # deterministic
