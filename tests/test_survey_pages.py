@@ -138,3 +138,26 @@ def test_hostile_pid_of_an_excluded_respondent_is_shown_escaped(client, project,
     page = client.get(response.url).content.decode()
     assert "&lt;script&gt;alert(&quot;pid&quot;)&lt;/script&gt;" in page and "<script>alert" not in page
     assert 'id="exclusions"' in page and "11 imported of 12 read" in page
+
+
+@pytest.mark.django_db
+def test_the_protocol_form_offers_survey_conditions_and_makes_a_survey_protocol(client, project, cast):
+    from django.core.management import call_command
+    from experiments.models import Protocol
+    from tests.test_pages_runs import protocol_form_data
+    call_command("import_survey", str(SAMPLE), "--project", project.slug, "--name", "twin", "--synthetic")
+    cohort = Cohort.objects.get(name="twin development")
+    client.force_login(cast["analyst"])
+    url = reverse("protocol_create", args=[project.slug])
+    body = client.get(url).content.decode()
+    assert 'id="family-survey"' in body and f'value="{OWNWORDS}"' in body
+    # interview conditions on a survey sample are refused with the reason, nothing stored
+    response = client.post(url, protocol_form_data(cohort, conditions=["question-only", SCREENER_ONLY],
+                                                    contrasts=[{}, {}, {}]))
+    assert response.status_code == 200 and "never both" in response.content.decode()
+    assert not Protocol.objects.exists()
+    response = client.post(url, protocol_form_data(cohort, conditions=[OWNWORDS, SCREENER_ONLY, MEMORY],
+                                                    contrasts=[{}, {}, {}]))
+    assert response.status_code == 302, (response.context["editor"].main.errors, response.context["editor"].judge.errors)
+    protocol = Protocol.objects.get(name="p-new")
+    assert protocol.conditions == [SCREENER_ONLY, MEMORY, OWNWORDS]  # the paper's order
