@@ -7,4 +7,5 @@ urlpatterns = [
     path("", include("experiments.web.predictions.urls")),
     path("", include("experiments.web.analysis.urls")),
     path("", include("experiments.web.explorer.urls")),
+    path("", include("experiments.web.surveys.urls")),
 ]

@@ -18,7 +18,7 @@ def test_demo_setup_loads_the_sample_and_lands_on_a_finished_offline_run(db):
     assert Session.objects.count() == 251 and Turn.objects.count() == 5088 + 227
     assert Task.objects.count() == 814  # the demo's looser rule: 8 pairs, 3 targets
     assert Cohort.objects.get(name="demo").cohort_tasks.count() > 0
-    run = Run.objects.get()
+    run = Run.objects.get(protocol__project__slug="demo")
     assert run.status == Run.Status.FINISHED and run.inline
     assert "offline stand-in, not a model" in text
     logins = dict(re.findall(r"^login: (\S+) / (\S+)", text, re.M))
@@ -27,7 +27,27 @@ def test_demo_setup_loads_the_sample_and_lands_on_a_finished_offline_run(db):
     assert authenticate(username="demo", password=logins["demo"]) is not None
     # Running it again imports nothing twice and starts no second run.
     call_command("demo_setup", stdout=StringIO())
-    assert Session.objects.count() == 251 and Run.objects.count() == 1
+    assert Session.objects.count() == 251 and Run.objects.filter(protocol__project__slug="demo").count() == 1
+    assert Run.objects.filter(protocol__project__slug="demo-survey").count() == 1
+
+
+def test_demo_setup_runs_an_offline_survey_on_the_synthetic_sample_labelled_as_such(db, client):
+    from experiments.models import Membership, SurveyAnswer, SurveyStudy
+    out = StringIO()
+    call_command("demo_setup", stdout=out)
+    assert re.search(r"survey run \d+ .* SYNTHETIC sample ran inline: finished \(offline stand-in, not a model\)",
+                     out.getvalue())
+    study = SurveyStudy.objects.get(project__slug="demo-survey")
+    assert study.synthetic and study.respondents.count() == 12
+    run = Run.objects.get(protocol__project__slug="demo-survey")
+    assert run.status == Run.Status.FINISHED and run.analysis["kind"] == "survey" and run.analysis["synthetic"]
+    # the offline stand-in answers every item of every call (its JSON parses)
+    assert all(a.status == "ok" and not a.error and all(e[0] for e in a.items)
+               for a in SurveyAnswer.objects.filter(run=run))
+    owner = Membership.objects.get(project__slug="demo-survey", user__username="demo").user
+    client.force_login(owner)
+    page = client.get(f"/p/demo-survey/runs/{run.pk}/survey/").content.decode()
+    assert 'id="synthetic-label"' in page and 'id="offline-label"' in page
 
 
 def test_demo_ratings_adds_raters_and_a_campaign_over_the_finished_demo_run(db):

@@ -9,6 +9,7 @@ import math
 import re
 
 from experiments.core.candidates import derived_problem, is_derived
+from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.conditions import CONDITIONS
 
 INTERVAL_ABOVE_ZERO = "interval_above_zero"
@@ -146,7 +147,7 @@ def contrast_problems(contrasts, conditions) -> list[str]:
                 problem = derived_problem(key, chosen)
                 if problem:
                     problems.append(f"{label}: {problem}")
-            elif key not in CONDITIONS:
+            elif key not in CONDITIONS and key not in SURVEY_CONDITIONS:
                 problems.append(f"{label}: {key} is not a condition key (join terms with “ - ” or “ + ”, "
                                 "spaces on both sides: condition keys themselves contain + and -)")
             elif key not in chosen:

@@ -28,8 +28,10 @@ from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
 from experiments.execution import mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
+from experiments.analysis.survey import survey_summary
 from experiments.execution.planning import PLANNERS, plan_judging
 from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, retry_settings, role_config
+from experiments.execution.survey import is_survey_protocol
 from experiments.execution.regrade import plan_regrade
 from experiments.execution.sealing import seal_mismatches
 from experiments.models import ModelCall, Run, Slot
@@ -250,7 +252,10 @@ def run_analyze(run_id: int) -> None:
     run = Run.objects.select_related("protocol").get(pk=run_id)
     if run.phase != Phase.ANALYSIS:
         return  # done already (a second analysis job)
-    summary = run_summary(dashboard_refresh(run).payload)
+    if is_survey_protocol(run.protocol):
+        summary = survey_summary(run)  # scored against the recorded options, no judge (issue 16)
+    else:
+        summary = run_summary(dashboard_refresh(run).payload)
     if run_pools(run):
         # The candidate-pool page is computed here too, so its first view only reads it.
         try:
@@ -273,7 +278,10 @@ def run_analyze(run_id: int) -> None:
 def _tables_after(run: Run) -> None:
     """The robustness tables (issue 14), once the run is done: they take longer than the dashboard
     (many more intervals), so they never hold the run back; the tables page says when they are
-    missing, and `analysis_refresh` computes them again."""
+    missing, and `analysis_refresh` computes them again. A survey run has none: its analysis is
+    scored against recorded options (`analysis.survey`)."""
+    if is_survey_protocol(run.protocol):
+        return
     try:
         tables_refresh(run)
     except Exception:           # noqa: BLE001 - logged with its traceback; the run's own result stands

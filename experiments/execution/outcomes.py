@@ -15,6 +15,7 @@ from experiments.core.canonical import sha256_text
 from experiments.core.conditions import FINAL, SELECTION, get_condition, prediction_labels
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
 from experiments.execution import mem0_planning
+from experiments.execution.survey import apply_survey_result, is_survey_slot
 from experiments.execution.planning import candidate_pool_key
 from experiments.models import Grade, Memory, Prediction, Slot
 from experiments.models.runs import Phase
@@ -23,9 +24,11 @@ from experiments.models.runs import Phase
 def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
     """Turn a slot's terminal outcome into memories, predictions or grades."""
     text = outcome_text if usable else None
-    if mem0_planning.is_extraction(slot):
+    if is_survey_slot(slot):
+        apply_survey_result(slot, text)  # parsed per item (`execution.survey`)
+    elif mem0_planning.is_extraction(slot):
         return  # its answer stays in the journal, where Mem0's add reads it (`mem0_planning.rankings`)
-    if slot.phase == Phase.MEMORIES:
+    elif slot.phase == Phase.MEMORIES:
         _, session_id, kind, words = slot.key.split("|")
         Memory.objects.update_or_create(
             run_id=slot.run_id, session_id=int(session_id), kind=kind, words=int(words),
@@ -64,6 +67,8 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
     generation answer) or into a second one over other rows (a grade, onto the predictions
     that gave its answer)."""
     P, G = Prediction._meta.db_table, Grade._meta.db_table
+    if is_survey_slot(slot):
+        return None  # a survey answer is parsed per item (`survey.apply_survey_result`)
     if slot.phase == Phase.GENERATION:
         status, text, answer_sha = _answer_values(outcome_text)
         graded = status in (Prediction.Status.OK, Prediction.Status.EMPTY)

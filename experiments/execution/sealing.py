@@ -30,6 +30,10 @@ from experiments.execution.regrade import answers_digest
 from experiments.models import CohortTask, Protocol, Run
 from experiments.core.prompts import PromptError, prompt_sha256
 from experiments.data import canonical_task_list, cohort_tasks
+from experiments.execution.survey import (
+    SURVEY_PREFIX, is_survey_protocol, survey_condition_spec, survey_list_sha256, survey_prompt_names, survey_problems,
+)
+from experiments.survey_data import is_survey_cohort
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,6 +52,8 @@ def code_version() -> str:
 
 
 def prompt_names(protocol: Protocol) -> list[str]:
+    if is_survey_protocol(protocol):
+        return survey_prompt_names(protocol)
     names = set(JUDGE_PROMPTS)
     if protocol.is_regrade():
         return sorted(names)  # nothing is generated: a changed answer prompt does not concern it
@@ -60,6 +66,8 @@ def prompt_names(protocol: Protocol) -> list[str]:
 
 
 def _condition_spec(key: str) -> str:
+    if key.startswith(SURVEY_PREFIX):
+        return survey_condition_spec(key)
     try:
         return get_condition(key).canonical_json()
     except KeyError:
@@ -127,7 +135,8 @@ def protocol_hashes(protocol: Protocol) -> dict:
         prompts[name] = digest
     hashes = {
         "prompts": prompts,
-        "task_list_sha256": sha256_text(canonical_task_list(tasks)),
+        "task_list_sha256": (survey_list_sha256(protocol.cohort) if is_survey_protocol(protocol)
+                             else sha256_text(canonical_task_list(tasks))),
         "settings_sha256": sha256_text(canonical_json(protocol_settings(protocol))),
         "code_version": code_version(),
     }
@@ -211,6 +220,9 @@ def protocol_problems(protocol: Protocol) -> list[str]:
         problems.append("choose at least one condition")
     if protocol.cohort_id is None:
         problems.append("choose a cohort")
+    elif is_survey_protocol(protocol) or is_survey_cohort(protocol.cohort):
+        return problems + survey_problems(protocol) + _model_problems(protocol, ("generator",)) \
+            + _settings_problems(protocol)
     elif not protocol.cohort.cohort_tasks.exists():
         problems.append(f"the cohort {protocol.cohort.name!r} has no tasks")
     for key in protocol.conditions:
@@ -225,7 +237,17 @@ def protocol_problems(protocol: Protocol) -> list[str]:
             problems.append(f"{key} cannot run here: {reason}")
     if len(set(protocol.conditions)) != len(protocol.conditions):
         problems.append("a condition is listed twice")
-    for role in ("generator", "judge"):
+    problems += _model_problems(protocol, ("generator", "judge"))
+    if protocol.is_regrade():
+        problems += _regrade_problems(protocol.regrade_of)
+    problems += import_run_problems(protocol)
+    problems += _settings_problems(protocol)
+    return problems
+
+
+def _model_problems(protocol: Protocol, roles) -> list[str]:
+    problems = []
+    for role in roles:
         settings = getattr(protocol, role)
         if not isinstance(settings, dict):
             problems.append(f"{role}: the model settings must be a mapping")
@@ -241,10 +263,6 @@ def protocol_problems(protocol: Protocol) -> list[str]:
         endpoint = endpoint_problem(config.provider, config.base_url)
         if endpoint:
             problems.append(f"{role}: {endpoint}")
-    if protocol.is_regrade():
-        problems += _regrade_problems(protocol.regrade_of)
-    problems += import_run_problems(protocol)
-    problems += _settings_problems(protocol)
     return problems
 
 

@@ -29,3 +29,12 @@ from experiments.models.analysis import AnalysisResult, PoolAnalysisResult, Tabl
 from experiments.models.audit import AuditEntry  # noqa: F401,E402
 from experiments.models.memory_systems import Mem0Extraction  # noqa: F401,E402
 from experiments.models.tally import RunTally  # noqa: F401,E402
+from experiments.models.survey import (  # noqa: F401,E402
+    SurveyAnswer,
+    SurveyExclusion,
+    SurveyItem,
+    SurveyMemory,
+    SurveyRespondent,
+    SurveySampleMember,
+    SurveyStudy,
+)

@@ -225,7 +225,8 @@ class Cohort(models.Model):
     """A frozen set of tasks drawn by a recorded rule and seed (paper App. G)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="cohorts")
-    task_set = models.ForeignKey(TaskSet, on_delete=models.PROTECT, related_name="cohorts")
+    # None: a survey sample (issue 16), its respondents in SurveySampleMember.
+    task_set = models.ForeignKey(TaskSet, null=True, blank=True, on_delete=models.PROTECT, related_name="cohorts")
     name = models.CharField(max_length=100)
     seed = models.BigIntegerField()
     requested_size = models.PositiveIntegerField()

@@ -19,6 +19,9 @@ whole. What it does, by the request it recognises:
 - archive queries (a task asking for ``"queries"``): the question's content words as one query;
 - memory writing (a task asking for "about N words", no question): the record's first sentences
   up to N words;
+- survey answering (a SURVEY QUESTIONS heading, App. E "Twin-2K-500 answering"): per numbered
+  item the option sharing the most content words with the evidence blocks (ties to the first),
+  as the JSON object the prompt asks for;
 - answering, and fusion: the evidence (and candidate) sentences sharing the most content words
   with the question, in their original order, at most ``ANSWER_WORD_CAP`` words.
 
@@ -87,6 +90,8 @@ def offline_reply(system: str, user: str) -> str:
     candidates = _candidates(sections)
     if candidates and decision_at is not None and "candidate_id" in sections[decision_at][1]:
         return offline_select(sections, candidates)
+    if (survey_at := _find(headings, "SURVEY QUESTIONS")) is not None:
+        return offline_survey(sections, survey_at)
     task_at = _find(headings, "TASK")
     task = sections[task_at][1] if task_at is not None and task_at != decision_at else ""
     if '"queries"' in task:
@@ -95,6 +100,28 @@ def offline_reply(system: str, user: str) -> str:
     if (words := _REQUESTED_WORDS.search(task)) and not any(map(_is_question_heading, headings)):
         return offline_memory(sections, int(words.group(1)))
     return offline_answer(sections, extra_evidence=[answer for _, answer in candidates])
+
+
+_SURVEY_ITEM = re.compile(r"^(\d+)\. .*?^   Options: (.*)$", re.MULTILINE | re.DOTALL)
+_SURVEY_OPTION = re.compile(r"(\d+) = (.*?)(?=; \d+ = |$)")
+
+
+def offline_survey(sections: Sections, survey_at: int) -> str:
+    """Every survey item answered by the option whose words the evidence shares most."""
+    evidence = set()
+    for index, (heading, body) in enumerate(sections):
+        if index != survey_at and "RESPONSE" not in heading:
+            evidence.update(content_words(body))
+    answers = {}
+    for block in re.split(r"\n\s*\n", sections[survey_at][1]):
+        item = _SURVEY_ITEM.search(block)
+        if item is None:
+            continue
+        options = [(int(n), len(evidence.intersection(content_words(text))))
+                   for n, text in _SURVEY_OPTION.findall(item.group(2))]
+        if options:
+            answers[item.group(1)] = max(options, key=lambda option: (option[1], -option[0]))[0]
+    return json.dumps(answers)
 
 
 def split_sections(user: str) -> Sections:

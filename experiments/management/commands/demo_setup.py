@@ -14,6 +14,9 @@ from experiments.models import Membership, Project, Protocol, Role, Run
 from experiments.execution.sealing import protocol_seal
 from experiments.data import CohortError, cohort_draw, sessions_import
 from experiments.core.tasks import TaskRule
+from experiments.core.survey.prompt import SURVEY_CONDITIONS
+from experiments.core.survey.reader import read_survey_path
+from experiments.survey_data import survey_import
 
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data"
 SAMPLE_SOURCES = [
@@ -28,6 +31,18 @@ DEMO_COHORT = {"name": "demo", "size": 24, "seed": 20260918}
 DEMO_USERS = [("demo", Role.OWNER), ("demo-viewer", Role.VIEWER)]
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
 MEMORY_ONE_SHOT = "memory(concrete,100w)+one-shot"
+# The bundled SYNTHETIC Twin-2K-500-shaped sample (invented respondents, labelled on every page).
+SURVEY_SAMPLE = SAMPLE_DIR / "twin2k_synthetic" / "wave_split_synthetic.jsonl"
+SURVEY_STUDY = "twin2k-synthetic"
+SURVEY_PROJECT = "demo-survey"
+DEMO_SURVEY_PROTOCOL = {
+    "name": "demo-survey-offline",
+    "conditions": list(SURVEY_CONDITIONS),  # all six, in the paper's order
+    "generator": OFFLINE,
+    "judge": OFFLINE,
+    "concurrency": {"offline": 4},
+    "bootstrap": {"draws": 2_000},
+}
 DEMO_PROTOCOL = {
     "name": "demo-offline",
     "conditions": [MEMORY_ONE_SHOT, "memory(concrete,100w)+selection(3)", "ownwords(B=|memory|)", "whole-record"],
@@ -96,7 +111,36 @@ class Command(BaseCommand):
             admin.save()
             lines.append(f"admin login: demo-admin / {password}  (superuser, /admin/)")
         lines.append(self._demo_run(project, queue))
+        lines.append(self._demo_survey(queue))
         return "\n".join(lines)
+
+    def _demo_survey(self, queue):
+        """The synthetic survey sample in a project of its own (the demo's logins keep their roles
+        there) and a small offline survey protocol on its development sample."""
+        with transaction.atomic():
+            project, _ = Project.objects.get_or_create(
+                slug=SURVEY_PROJECT, defaults={"name": "Demo survey: SYNTHETIC Twin-2K-500-shaped respondents"})
+            for username, role in DEMO_USERS:
+                Membership.objects.update_or_create(project=project, user=get_user_model().objects.get(username=username),
+                                                    defaults={"role": role})
+            if project.protocols.filter(name=DEMO_SURVEY_PROTOCOL["name"]).exists():
+                return "demo survey protocol exists already; no new survey run"
+            if not project.survey_studies.filter(name=SURVEY_STUDY).exists():
+                survey_import(project=project, name=SURVEY_STUDY, respondents=read_survey_path(SURVEY_SAMPLE),
+                              sources=[SURVEY_SAMPLE.name], synthetic=True)
+            cohort = project.cohorts.get(name=f"{SURVEY_STUDY} development")
+            protocol = protocol_seal(protocol=Protocol.objects.create(project=project, cohort=cohort,
+                                                                      **DEMO_SURVEY_PROTOCOL), user=None)
+            run = Run.objects.create(protocol=protocol)
+            run_start(run=run)
+        page = f"/p/{project.slug}/runs/{run.pk}/survey/"
+        if queue:
+            run_enqueue(run.pk)
+            return f"survey run {run.pk} (SYNTHETIC respondents, offline stand-in) goes through the queue; see {page}"
+        Run.objects.filter(pk=run.pk).update(inline=True)
+        run = run_inline(run.pk)
+        return (f"survey run {run.pk} of '{protocol.name}' on the SYNTHETIC sample ran inline: {run.status} "
+                f"(offline stand-in, not a model); see {page}")
 
     def _demo_run(self, project, queue):
         """A small protocol on the demo cohort, answered and graded by the offline stand-in."""

@@ -88,8 +88,27 @@ def _number(value, digits=3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _survey_analysis(analysis: dict) -> str:
+    """A survey run's numbers (analysis.survey): accuracy and deviation per condition, contrasts, criteria."""
+    rows = [["condition", "respondents", "scored", "unscored", "accuracy", "deviation"]]
+    for m in analysis["means"]:
+        rows.append([m["condition"], str(m["people"]), str(m["items"]), str(m["unscored"]),
+                     _number(m["accuracy"]), _number(m["deviation"])])
+    lines = [f"survey analysis ({analysis['respondents']} respondents{', SYNTHETIC' if analysis['synthetic'] else ''}; "
+             f"bootstrap seed {analysis['seed']}, {analysis['draws']} draws):", _table(rows), ""]
+    rows = [["contrast", "metric", "estimate", "95% interval"]]
+    for c in analysis["contrasts"]:
+        rows.append([f"{c['first']} - {c['second']}", c["metric"], _number(c["estimate"]),
+                     f"[{_number(c['lo'])}, {_number(c['hi'])}]"])
+    lines.append(_table(rows) if len(rows) > 1 else "no contrasts")
+    lines += [c["sentence"] for c in analysis["criteria"]] + [f"not computed: {e}" for e in analysis["errors"]]
+    return "\n".join(lines)
+
+
 def _analysis(run: Run) -> str:
     analysis = run.analysis
+    if analysis.get("kind") == "survey":
+        return _survey_analysis(analysis)
     rows = [["condition", "graded", "planned", "mean"]]
     for key, c in analysis.get("conditions", {}).items():
         rows.append([key, str(c["graded"]), str(c["planned"]), _number(c["mean"])])

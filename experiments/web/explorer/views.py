@@ -6,11 +6,12 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from experiments.audit import Kind, audit_record
+from experiments.execution.survey import is_survey_protocol
 from experiments.access import AGGREGATE_READERS, TEXT_READERS, membership_for, run_for
 from experiments.analysis.explorer import explorer_page
 from experiments.analysis.explorer_query import GRADES, ExplorerQuery
@@ -44,6 +45,8 @@ def run_explorer(request, slug, pk):
     - `page`: 1-based page number.
     """
     membership, run = run_for(request, slug, pk, roles=TEXT_READERS)
+    if is_survey_protocol(run.protocol):
+        return redirect("survey_respondents", slug=slug, pk=pk)  # items and options, not tasks (issue 16)
     protocol = run.protocol
     query = ExplorerQuery.from_params(request.GET, protocol.conditions)
     page = explorer_page(run, query)

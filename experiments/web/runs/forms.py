@@ -16,6 +16,7 @@ from django.core.validators import URLValidator
 from django.db import transaction
 
 from experiments.core.conditions import CONDITIONS, conditions_by_family
+from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.contrasts import contrast_problems
 from experiments.core.criteria import criteria_problems
 from experiments.core.llm import wire
@@ -169,7 +170,7 @@ class ProtocolForm(StorableTextMixin, forms.Form):
     cohort = forms.ModelChoiceField(queryset=None, empty_label=None)
     conditions = forms.MultipleChoiceField(
         # Callable: read when a form is made, so a condition registered later is a valid choice.
-        choices=lambda: [(key, key) for key in CONDITIONS], widget=forms.CheckboxSelectMultiple,
+        choices=lambda: [(key, key) for key in [*CONDITIONS, *SURVEY_CONDITIONS]], widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "choose at least one condition"},
     )
     max_recoveries_per_slot = forms.IntegerField(min_value=0, max_value=10, label="Max recoveries per slot")
@@ -203,6 +204,10 @@ class ProtocolForm(StorableTextMixin, forms.Form):
 
     def clean_conditions(self):
         keys = self.cleaned_data["conditions"]
+        if any(key in SURVEY_CONDITIONS for key in keys):  # all runnable; the paper's order (App. H)
+            if any(key not in SURVEY_CONDITIONS for key in keys):
+                raise ValidationError("a protocol is about interviews or about a survey, never both", code="mixed")
+            return [key for key in SURVEY_CONDITIONS if key in keys]
         not_runnable = [key for key in keys if not CONDITIONS[key].runnable]
         if not_runnable:
             raise ValidationError(
@@ -334,7 +339,10 @@ class ProtocolEditor:
                        "checked": c.key in chosen}
                       for c in members]}
             for (key, title, about), members in conditions_by_family()
-        ]
+        ] + [{"key": "survey", "title": "Survey (Twin-2K-500)",
+              "about": "for a survey sample only: answers scored against the recorded options, no judge (App. H)",
+              "rows": [{"key": c.key, "runnable": True, "note": c.label, "checked": c.key in chosen}
+                       for c in SURVEY_CONDITIONS.values()]}]
 
 
 class ReasonForm(StorableTextMixin, forms.Form):

@@ -38,6 +38,7 @@ from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import control, jobs, mem0_planning, policy, progress
 from experiments.execution.memory_imports import memory_facts
 from experiments.execution.sealing import protocol_memory_imports, protocol_problems, protocol_seal
+from experiments.execution.survey import is_survey_protocol, survey_estimate
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
 from experiments.web.runs.amend import NO_QUEUE, providers
@@ -100,8 +101,10 @@ def protocol_detail(request, slug, pk):
         "can_spend": may_spend(membership, protocol),
         "offline": policy.offline_roles(protocol),
         # A re-grade sends only judge calls, one per distinct answer of its source: not this estimate.
-        "estimate": None if protocol.is_regrade() else _estimate(protocol.cohort, protocol.conditions,
-                                                                 protocol.generator, protocol.judge),
+        "estimate": None if protocol.is_regrade() else (
+            survey_estimate(protocol, protocol.generator.get("max_output_tokens") or DEFAULT_OUTPUT_CAP)
+            if is_survey_protocol(protocol) else
+            _estimate(protocol.cohort, protocol.conditions, protocol.generator, protocol.judge)),
         **_protocol_facts(protocol),
     }
     imports = protocol_memory_imports(protocol) if protocol.memory_import_runs else None
@@ -162,6 +165,9 @@ def _protocol_facts(protocol) -> dict:
         "retry_policy": {**policy.DEFAULT_RETRY, **protocol.retry_policy},
         "contrasts": [{**c, "expression": format_terms(c["terms"])} for c in protocol.contrasts],
     }
+
+
+DEFAULT_OUTPUT_CAP = wire.ModelConfig(provider="offline", base_url="", model="").max_output_tokens
 
 
 def _estimate(cohort, conditions, generator: dict, judge: dict):
@@ -231,6 +237,7 @@ def run_detail(request, slug, pk):
         "offline": policy.offline_roles(protocol),
         "analysis": run.analysis if run.status == Run.Status.FINISHED else None,
         "mem0": mem0_planning.extraction_counts(run),
+        "survey": is_survey_protocol(protocol),
         **_protocol_facts(protocol),
         **regrade_context(membership, run),
         "memory_facts": memory_facts(run),

@@ -1,0 +1,199 @@
+"""Survey runs through the same engine (issue 16; paper App. E "Twin-2K-500 answering", App. H).
+
+A protocol whose conditions are survey conditions (`core.survey.prompt.SURVEY_CONDITIONS`, keys
+"survey:…") over a survey sample (a cohort without tasks) plans:
+- memories: one call per respondent when a condition needs the memory (the concrete-memory prompt
+  unchanged, applied to the whole persona), slot key `survey-memory|<respondent>`;
+- generation: one answer call per respondent and condition, slot key `survey|<respondent>|<condition>`;
+  a condition whose memory is missing gets a missing answer and no call;
+- no decisions and no judging: answers are scored against the recorded options by the core.
+Each answer is parsed per item (`core.survey.answers`) and stored with its problems, never redrawn.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from django.db import transaction
+
+from experiments.core.canonical import canonical_json, sha256_text
+from experiments.core.survey.answers import parse_survey_answer
+from experiments.core.survey.ownwords import survey_ownwords, whole_persona
+from experiments.core.survey.prompt import (
+    SCREENER_ONLY, SURVEY_CONDITIONS, SYSTEM_PROMPT, assemble_survey, assemble_survey_memory, get_survey_condition,
+)
+from experiments.core.survey.screener import screener_text
+from experiments.core.survey.targets import target_items
+from experiments.models import Run, Slot, SurveyAnswer, SurveyItem, SurveyMemory
+from experiments.models.runs import Phase
+from experiments.survey_data import is_survey_cohort, respondent_record, sample_list_sha256, sample_respondents
+
+SURVEY_PREFIX = "survey:"
+MEMORY_SLOT = "survey-memory"
+ANSWER_SLOT = "survey"
+
+
+def is_survey_protocol(protocol) -> bool:
+    return any(isinstance(key, str) and key.startswith(SURVEY_PREFIX) for key in protocol.conditions)
+
+
+def is_survey_slot(slot: Slot) -> bool:
+    return slot.key.startswith((MEMORY_SLOT + "|", ANSWER_SLOT + "|"))
+
+
+# --- sealing ----------------------------------------------------------------------------------------
+
+def survey_prompt_names(protocol) -> list[str]:
+    names = {SYSTEM_PROMPT}
+    for key in protocol.conditions:
+        if key in SURVEY_CONDITIONS:
+            condition = SURVEY_CONDITIONS[key]
+            names.add(condition.user_prompt)
+            if condition.needs_memory:
+                names.update(("memory_concrete_system", "memory_concrete_user"))
+    return sorted(names)
+
+
+def survey_condition_spec(key: str) -> str:
+    condition = SURVEY_CONDITIONS.get(key)
+    return canonical_json(dataclasses.asdict(condition)) if condition else "unknown condition"
+
+
+def survey_list_sha256(cohort) -> str:
+    return sample_list_sha256(cohort)
+
+
+def survey_problems(protocol) -> list[str]:
+    """Why a survey protocol cannot be sealed (the model settings are checked by the caller)."""
+    problems = ["a condition is listed twice"] if len(set(protocol.conditions)) != len(protocol.conditions) else []
+    if not is_survey_cohort(protocol.cohort):
+        problems.append(f"the cohort {protocol.cohort.name!r} is an interview cohort; a survey protocol needs a "
+                        "survey sample")
+    elif not protocol.cohort.survey_members.exists():
+        problems.append(f"the survey sample {protocol.cohort.name!r} has no respondents")
+    for key in protocol.conditions:
+        if key not in SURVEY_CONDITIONS:
+            problems.append(f"{key!r} is not a survey condition; a protocol is about interviews or about a survey, "
+                            "never both" if not str(key).startswith(SURVEY_PREFIX) else f"unknown condition {key!r}")
+    return problems
+
+
+# --- planning ---------------------------------------------------------------------------------------
+
+def _slot(run, phase, key, messages) -> Slot:
+    return Slot(run=run, phase=phase, key=key, role=Slot.Role.GENERATOR, system=messages.system,
+                user=messages.user, request_sha256=sha256_text(messages.system + "\x00" + messages.user),
+                prompt_refs=[[ref.name, ref.sha256] for ref in messages.prompts])
+
+
+def _conditions(run: Run):
+    return [get_survey_condition(key) for key in run.protocol.conditions]
+
+
+def plan_survey_memories(run: Run) -> None:
+    if not any(c.needs_memory for c in _conditions(run)):
+        return
+    slots = [_slot(run, Phase.MEMORIES, f"{MEMORY_SLOT}|{r.pk}", assemble_survey_memory(r.persona_text))
+             for r in sample_respondents(run.protocol.cohort)]
+    Slot.objects.bulk_create(slots, ignore_conflicts=True)
+
+
+def plan_survey_generation(run: Run) -> None:
+    memories = {m.respondent_id: m.text for m in SurveyMemory.objects.filter(run=run)}
+    slots, answers = [], []
+    for row in sample_respondents(run.protocol.cohort):
+        respondent = respondent_record(row)
+        items = target_items(respondent)
+        screener = screener_text(respondent)
+        for condition in _conditions(run):
+            memory = memories.get(row.pk)
+            if condition.needs_memory and not memory:
+                answers.append(SurveyAnswer(run=run, respondent=row, condition=condition.key,
+                                            status=SurveyAnswer.Status.MISSING, error="memory missing"))
+                continue
+            evidence = {}
+            if "memory" in condition.evidence:
+                evidence["memory"] = memory
+            if "excerpts" in condition.evidence:
+                evidence["excerpts"] = survey_ownwords(respondent, len(memory), items)
+            if "persona" in condition.evidence:
+                evidence["persona"] = whole_persona(respondent)
+            messages = assemble_survey(condition.key, items, screener=screener, **evidence)
+            slot = _slot(run, Phase.GENERATION, f"{ANSWER_SLOT}|{row.pk}|{condition.key}", messages)
+            slots.append(slot)
+            answers.append(SurveyAnswer(run=run, respondent=row, condition=condition.key, slot=slot,
+                                        evidence_chars=sum(len(v) for v in evidence.values())))
+    with transaction.atomic():
+        Slot.objects.bulk_create(slots, ignore_conflicts=True)
+        by_key = dict(Slot.objects.filter(run=run, phase=Phase.GENERATION).values_list("key", "pk"))
+        for answer in answers:
+            if answer.slot is not None:
+                answer.slot_id = by_key[answer.slot.key]
+        SurveyAnswer.objects.bulk_create(answers, ignore_conflicts=True)
+
+
+def plan_nothing(run: Run) -> None:
+    """Decisions and judging: a survey answer is scored against the recorded option, no judge."""
+
+
+SURVEY_PLANNERS = {
+    Phase.MEMORIES: plan_survey_memories,
+    Phase.GENERATION: plan_survey_generation,
+    Phase.DECISIONS: plan_nothing,
+    Phase.JUDGING: plan_nothing,
+}
+
+
+# --- outcomes ---------------------------------------------------------------------------------------
+
+def apply_survey_result(slot: Slot, text: str | None) -> None:
+    """A memory, or an answer parsed per item (problems recorded, nothing redrawn)."""
+    kind, respondent_id, *rest = slot.key.split("|")
+    if kind == MEMORY_SLOT:
+        SurveyMemory.objects.update_or_create(run_id=slot.run_id, respondent_id=int(respondent_id),
+                                              defaults={"text": text or None, "slot": slot})
+        return
+    answers = SurveyAnswer.objects.filter(slot=slot)
+    if text is None:
+        answers.update(status=SurveyAnswer.Status.MISSING, error="no usable response", items=[], extra=[])
+        return
+    counts = [len(options) for options in SurveyItem.objects.filter(respondent_id=int(respondent_id))
+              .order_by("number").values_list("options", flat=True)]
+    parsed = parse_survey_answer(text, counts)
+    answers.update(status=SurveyAnswer.Status.OK, error=parsed.error or "",
+                   items=[[a.option, a.problem, a.raw] for a in parsed.items], extra=list(parsed.extra))
+
+
+# --- expected calls -----------------------------------------------------------------------------
+
+MEMORY_CHARS = 6 * 100  # a memory of about 100 words, as the interview estimate counts them
+
+
+def survey_estimate(protocol, output_cap: int) -> dict | None:
+    """The expected calls of one survey run (exact) and its input tokens (characters / 4: the first
+    respondent's screener-only prompt for the items, plus each condition's evidence at the sample's
+    mean persona length and a 100-word memory), in the shape of estimate_block.html."""
+    if not is_survey_cohort(protocol.cohort):
+        return None
+    conditions = [SURVEY_CONDITIONS[k] for k in protocol.conditions if k in SURVEY_CONDITIONS]
+    rows = sample_respondents(protocol.cohort)
+    if not conditions or not rows:
+        return None
+    n = len(rows)
+    persona = sum(len(r.persona_text) for r in rows) / n
+    first = respondent_record(rows[0])
+    asked = assemble_survey(SCREENER_ONLY, target_items(first), screener=screener_text(first))
+    base = len(asked.system) + len(asked.user)
+    memory_call = assemble_survey_memory(first.persona_text)
+    memory_prompt = len(memory_call.system) + len(memory_call.user) - len(first.persona_text)
+    evidence = {"memory": MEMORY_CHARS, "excerpts": MEMORY_CHARS, "persona": persona}
+    phases = []
+    if any(c.needs_memory for c in conditions):
+        phases.append({"phase": "memories", "calls": n, "input_tokens": round(n * (persona + memory_prompt) / 4),
+                       "output_cap_tokens": n * output_cap, "notes": ["one per respondent"]})
+    answer_chars = sum(base + sum(evidence[e] for e in c.evidence) for c in conditions)
+    phases.append({"phase": "answers", "calls": n * len(conditions), "input_tokens": round(n * answer_chars / 4),
+                   "output_cap_tokens": n * len(conditions) * output_cap,
+                   "notes": ["one per respondent and condition; no judge"]})
+    return {"phases": phases, "calls": sum(p["calls"] for p in phases),
+            "input_tokens": sum(p["input_tokens"] for p in phases),
+            "output_cap_tokens": sum(p["output_cap_tokens"] for p in phases)}

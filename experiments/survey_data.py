@@ -1,0 +1,178 @@
+"""Survey studies as data (issue 16): importing validated respondents whole or not at all, the
+seeded samples as cohorts, and rebuilding a stored respondent for the core.
+
+The core (`experiments.core.survey`) reads and validates the files and checks leaks; this module
+stores what it returns: respondents who passed, their target items (with the recorded wave-4 and
+the waves 1-3 options), and every exclusion with its reason. A respondent's blocks are stored as
+JSON of the core's own records, so a run rebuilds exactly the `Respondent` that was validated."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from experiments.core.canonical import canonical_json, sha256_text
+from experiments.core.survey.leaks import split_leaks
+from experiments.core.survey.records import Block, Question, Respondent, SurveyImportError, SurveyProblem
+from experiments.core.survey.screener import ScreenerError, screener_text
+from experiments.core.survey.targets import DEVELOPMENT_SIZE, REPORTED_SIZE, respondent_samples, target_items
+from experiments.core.survey.scores import SURVEY_SEED
+from experiments.import_store import insert_rows, reserve_ids
+from experiments.models import (
+    Cohort, Project, SurveyExclusion, SurveyItem, SurveyRespondent, SurveySampleMember, SurveyStudy,
+)
+
+SAMPLE_NAMES = ("development", "reported")
+RESPONDENT_COLUMNS = ("id", "study_id", "pid", "persona_text", "persona_json", "earlier_json", "wave4_json",
+                      "location")
+ITEM_COLUMNS = ("respondent_id", "number", "key", "qid", "row_id", "block", "question", "row", "options", "kind",
+                "wave4", "earlier")
+
+
+@dataclass(frozen=True)
+class SurveyImportResult:
+    study: SurveyStudy
+    imported: int
+    excluded: list[str]  # one sentence per violation, naming respondent and question
+    samples: list[Cohort]
+    excluded_respondents: int
+
+
+# --- blocks as JSON and back ----------------------------------------------------------------------
+
+def blocks_json(blocks: tuple[Block, ...]) -> str:
+    return json.dumps([[b.index, b.name, b.raw_name, [list(q) for q in b.questions]] for b in blocks],
+                      ensure_ascii=False)
+
+
+def _tupled(value):
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+
+
+def blocks_from_json(text: str) -> tuple[Block, ...]:
+    return tuple(Block(index, name, raw, tuple(Question(*(_tupled(field) for field in q)) for q in questions))
+                 for index, name, raw, questions in json.loads(text))
+
+
+def respondent_record(row: SurveyRespondent) -> Respondent:
+    """The core's respondent of a stored row (participant text: callers check the role)."""
+    return Respondent(pid=row.pid, persona_text=row.persona_text, persona=blocks_from_json(row.persona_json),
+                      earlier=blocks_from_json(row.earlier_json), wave4=blocks_from_json(row.wave4_json),
+                      location=row.location)
+
+
+# --- import -------------------------------------------------------------------------------------
+
+def _screener_problems(respondents: list[Respondent]) -> list[SurveyProblem]:
+    problems = []
+    for respondent in respondents:
+        try:
+            screener_text(respondent)
+        except ScreenerError as error:
+            problems.append(SurveyProblem(respondent.location.split(" ")[0], "", respondent.pid, "screener", str(error)))
+    return problems
+
+
+def sample_sizes(n: int) -> tuple[int, int]:
+    """The paper's 200 + 400 when there are enough respondents; else a third and the rest."""
+    if n >= DEVELOPMENT_SIZE + REPORTED_SIZE:
+        return DEVELOPMENT_SIZE, REPORTED_SIZE
+    development = max(1, n // 3)
+    return development, n - development
+
+
+def survey_import(*, project: Project, name: str, respondents: list[Respondent], sources: list[str],
+                  synthetic: bool = False, user=None, seed: int = SURVEY_SEED,
+                  sizes: tuple[int, int] | None = None) -> SurveyImportResult:
+    """Store a study's respondents, exclusions and seeded samples in one transaction.
+
+    Raises SurveyImportError (nothing stored) for a name in use, a respondent without a usable
+    screener, too few respondents for the samples asked, or nothing left after the leak check."""
+    if not name or len(name) > 80:
+        raise SurveyImportError([SurveyProblem(", ".join(sources), "", "", "", "the study needs a name of 1-80 characters")])
+    if SurveyStudy.objects.filter(project=project, name=name).exists():
+        raise SurveyImportError([SurveyProblem(", ".join(sources), "", "", "",
+                                               f"a survey study named {name!r} exists in this project already")])
+    problems = _screener_problems(respondents)
+    if problems:
+        raise SurveyImportError(problems)
+    clean, violations = split_leaks(respondents)
+    if not clean:
+        raise SurveyImportError([SurveyProblem(", ".join(sources), "", "", "",
+                                               "no respondent is left after the leak check")])
+    sizes = sizes or sample_sizes(len(clean))
+    try:
+        samples = respondent_samples([r.pid for r in clean], seed=seed, sizes=sizes)
+    except ValueError as error:
+        raise SurveyImportError([SurveyProblem(", ".join(sources), "", "", "", str(error))]) from None
+    with transaction.atomic():
+        study = SurveyStudy.objects.create(project=project, name=name, source_files=list(sources),
+                                           synthetic=synthetic, rows_read=len(respondents), imported_by=user)
+        # COPY with ids reserved up front (as interview imports do): Django's bulk_create quotes
+        # ~95,000-character personas into array literals, several times slower.
+        ids = reserve_ids(SurveyRespondent, len(clean))
+        rows = [(pk, study.pk, r.pid, r.persona_text, blocks_json(r.persona), blocks_json(r.earlier),
+                 blocks_json(r.wave4), r.location[:255]) for pk, r in zip(ids, clean)]
+        insert_rows(SurveyRespondent, RESPONDENT_COLUMNS, rows)
+        hashed = {row[2]: (row[0], row[2], row[3], row[6]) for row in rows}  # pid -> (pk, pid, persona, wave4)
+        del rows
+        item_rows = [(pk, i.number, i.key, i.qid, i.row_id, i.block, i.question, i.row,
+                      json.dumps(list(i.options), ensure_ascii=False), i.kind, i.wave4, i.earlier)
+                     for pk, r in zip(ids, clean) for i in target_items(r)]
+        insert_rows(SurveyItem, ITEM_COLUMNS, item_rows)
+        SurveyExclusion.objects.bulk_create([
+            SurveyExclusion(study=study, pid=v.pid, kind=v.kind, detail=v.detail) for v in violations
+        ])
+        cohorts = [_sample_cohort(project, study, label, [hashed[pid] for pid in pids], seed, user, sizes)
+                   for label, pids in zip(SAMPLE_NAMES, samples)]
+    return SurveyImportResult(study, len(clean), [str(v) for v in violations], cohorts,
+                              len({v.pid for v in violations}))
+
+
+def canonical_respondent_list(respondents) -> str:
+    """What a survey sample is hashed by: one JSON line per respondent (pid, persona text, wave-4
+    blocks as stored), text through its sha256."""
+    return "".join(canonical_json({"pid": pid, "persona_sha256": sha256_text(persona),
+                                   "wave4_sha256": sha256_text(wave4)}) + "\n" for pid, persona, wave4 in respondents)
+
+
+def sample_list_sha256(cohort: Cohort) -> str:
+    """The hash of a survey sample's respondents as stored now (sealing compares it)."""
+    return sha256_text(canonical_respondent_list((r.pid, r.persona_text, r.wave4_json)
+                                                 for r in sample_respondents(cohort)))
+
+
+def _sample_cohort(project, study, label, members, seed, user, sizes) -> Cohort:
+    cohort = Cohort.objects.create(
+        project=project, task_set=None, name=f"{study.name} {label}", seed=seed, requested_size=len(members),
+        rule={"kind": "survey sample", "study": study.name, "sample": label, "sizes": list(sizes),
+              "order": "core.survey.targets.seeded_order", "synthetic": study.synthetic},
+        task_list_sha256=sha256_text(canonical_respondent_list(m[1:] for m in members)), created_by=user,
+    )
+    SurveySampleMember.objects.bulk_create([SurveySampleMember(cohort=cohort, respondent_id=m[0], position=i)
+                                            for i, m in enumerate(members)])
+    return cohort
+
+
+# --- reading back --------------------------------------------------------------------------------
+
+def is_survey_cohort(cohort: Cohort) -> bool:
+    return cohort.task_set_id is None
+
+
+def sample_respondents(cohort: Cohort) -> list[SurveyRespondent]:
+    return [m.respondent for m in SurveySampleMember.objects.filter(cohort=cohort)
+            .select_related("respondent__study").order_by("position")]
+
+
+def sample_study(cohort: Cohort) -> SurveyStudy | None:
+    member = SurveySampleMember.objects.filter(cohort=cohort).select_related("respondent__study").first()
+    return member.respondent.study if member else None
+
+
+def respondent_items(respondent_ids) -> dict[int, list[SurveyItem]]:
+    items: dict[int, list[SurveyItem]] = {}
+    for item in SurveyItem.objects.filter(respondent_id__in=list(respondent_ids)).order_by("respondent_id", "number"):
+        items.setdefault(item.respondent_id, []).append(item)
+    return items

@@ -1,0 +1,1 @@
+"""Survey studies' pages (issue 16): import (owners), study, run dashboard, respondents' items."""

@@ -1,0 +1,186 @@
+"""Survey pages (issue 16). Access through `experiments.access`: owners import; owners, analysts and
+viewers see studies (counts, exclusions, samples) and a survey run's dashboard (numbers only);
+only the roles that read participant text see a respondent's items with predicted and recorded
+options (and every such view is audited). Synthetic studies say so on every page."""
+import tempfile
+from pathlib import Path
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+
+from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for, run_for
+from experiments.analysis.exports import csv_text
+from experiments.audit import Kind, audit_record
+from experiments.core.survey.prompt import SURVEY_CONDITIONS
+from experiments.core.survey.reader import parse_json_text, parse_jsonl_text, read_survey_path
+from experiments.core.survey.records import SurveyImportError, SurveyProblem
+from experiments.execution.imports import upload_limit_bytes
+from experiments.execution.policy import offline_roles
+from experiments.execution.survey import is_survey_protocol
+from experiments.models import SurveyAnswer, SurveyItem, SurveyStudy
+from experiments.survey_data import sample_respondents, sample_study, survey_import
+from experiments.web.projects.forms import MultipleFileField, upload_too_large_message
+from experiments.analysis import survey_figures as figures
+
+
+class SurveyImportForm(forms.Form):
+    name = forms.CharField(max_length=80, help_text="the study's name in this project")
+    files = MultipleFileField(help_text="wave_split parquet chunks, or the same rows as .jsonl or .json")
+    synthetic = forms.BooleanField(required=False, help_text="invented respondents: labelled synthetic everywhere")
+
+    def clean_files(self):
+        files = self.cleaned_data["files"]
+        too_large = [f for f in files if f.size > upload_limit_bytes()]
+        if too_large:
+            raise forms.ValidationError([upload_too_large_message(f.name, f.size) for f in too_large])
+        return files
+
+
+def _read_upload(upload):
+    name = upload.name.lower()
+    if name.endswith(".parquet"):
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / Path(upload.name).name
+            with path.open("wb") as out:
+                for chunk in upload.chunks():
+                    out.write(chunk)
+            return read_survey_path(path)
+    try:
+        text = upload.read().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SurveyImportError([SurveyProblem(upload.name, "", "", "", f"not valid UTF-8 at byte {error.start}")])
+    if name.endswith(".jsonl"):
+        return parse_jsonl_text(text, upload.name)
+    if name.endswith(".json"):
+        return parse_json_text(text, upload.name)
+    raise SurveyImportError([SurveyProblem(upload.name, "", "", "", "unknown file type: give .parquet, .jsonl or .json")])
+
+
+@login_required
+def survey_import_view(request, slug):
+    """Template experiments/surveys/import.html: owners upload a study, imported whole or not at all."""
+    membership = membership_for(request, slug, roles=OWNERS)
+    project = membership.project
+    error = None
+    if request.method == "POST":
+        form = SurveyImportForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                respondents, problems = [], []
+                for upload in form.cleaned_data["files"]:
+                    try:
+                        respondents += _read_upload(upload)
+                    except SurveyImportError as exc:
+                        problems += exc.problems
+                if problems:
+                    raise SurveyImportError(problems)
+                result = survey_import(project=project, name=form.cleaned_data["name"], respondents=respondents,
+                                       sources=[u.name for u in form.cleaned_data["files"]],
+                                       synthetic=form.cleaned_data["synthetic"], user=request.user)
+            except SurveyImportError as exc:
+                error = str(exc)
+            else:
+                messages.success(request, f"{result.imported} respondent(s) imported; "
+                                          f"{result.excluded_respondents} excluded by the leak check.")
+                return redirect("survey_study", slug=slug, pk=result.study.pk)
+    else:
+        form = SurveyImportForm()
+    return render(request, "experiments/surveys/import.html",
+                  {"membership": membership, "project": project, "form": form, "error": error},
+                  status=400 if error else 200)
+
+
+@login_required
+def survey_study(request, slug, pk):
+    """Template experiments/surveys/study.html: counts, exclusions with reasons, samples."""
+    membership = membership_for(request, slug, roles=AGGREGATE_READERS)
+    study = get_object_or_404(SurveyStudy, project=membership.project, pk=pk)
+    samples = membership.project.cohorts.filter(task_set__isnull=True, rule__study=study.name).order_by("pk")
+    return render(request, "experiments/surveys/study.html", {
+        "membership": membership, "project": membership.project, "study": study,
+        "respondents": study.respondents.count(), "items": SurveyItem.objects.filter(respondent__study=study).count(),
+        "exclusions": study.exclusions.all(), "samples": samples,
+    })
+
+
+def _survey_run(request, slug, pk, roles):
+    membership, run = run_for(request, slug, pk, roles=roles)
+    if not is_survey_protocol(run.protocol):
+        raise Http404("Not a survey run")
+    return membership, run
+
+
+@login_required
+def survey_dashboard(request, slug, pk):
+    """Template experiments/surveys/dashboard.html: a survey run's numbers (no participant text)."""
+    membership, run = _survey_run(request, slug, pk, AGGREGATE_READERS)
+    data = run.analysis if run.analysis.get("kind") == "survey" else None
+    study = sample_study(run.protocol.cohort)
+    context = {"membership": membership, "project": membership.project, "run": run, "data": data,
+               "study": study, "offline": offline_roles(run.protocol)["any"]}
+    if data:
+        context.update(means=figures.condition_means(data["means"]), forest=figures.contrast_forest(data["contrasts"]))
+    return render(request, "experiments/surveys/dashboard.html", context)
+
+
+SURVEY_CSV = {
+    "means": ["condition", "label", "accuracy", "deviation", "people", "items", "unscored", "reference"],
+    "contrasts": ["first", "second", "metric", "estimate", "lo", "hi", "people"],
+    "criteria": ["label", "first", "second", "metric", "rule", "met", "sentence"],
+}
+
+
+@login_required
+def survey_dashboard_csv(request, slug, pk, table):
+    """One table of a survey run's dashboard as CSV (numbers only; the app's one CSV rule)."""
+    membership, run = _survey_run(request, slug, pk, AGGREGATE_READERS)
+    data = run.analysis if run.analysis.get("kind") == "survey" else None
+    if table not in SURVEY_CSV or data is None:
+        return HttpResponse("No such table, or the analysis is not computed yet.", status=404,
+                            content_type="text/plain")
+    audit_record(request, membership.project, Kind.EXPORT, f"run {run.pk}: survey table {table} (CSV)")
+    response = HttpResponse(csv_text(SURVEY_CSV[table], data[table]), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-survey-{table}.csv"'
+    return response
+
+
+@login_required
+def survey_respondents(request, slug, pk):
+    """Template experiments/surveys/respondents.html: the run's respondents (text readers)."""
+    membership, run = _survey_run(request, slug, pk, TEXT_READERS)
+    audit_record(request, membership.project, Kind.TASK, f"survey respondents of run {run.pk}")
+    return render(request, "experiments/surveys/respondents.html", {
+        "membership": membership, "project": membership.project, "run": run,
+        "respondents": sample_respondents(run.protocol.cohort), "study": sample_study(run.protocol.cohort)})
+
+
+@login_required
+def survey_respondent(request, slug, pk, respondent):
+    """Template experiments/surveys/respondent.html: each item with the predicted option of every
+    condition beside the recorded wave-4 and waves 1-3 options (text readers; audited)."""
+    membership, run = _survey_run(request, slug, pk, TEXT_READERS)
+    row = next((r for r in sample_respondents(run.protocol.cohort) if r.pk == respondent), None)
+    if row is None:
+        raise Http404("No such respondent in this run")
+    audit_record(request, membership.project, Kind.TASK, f"survey respondent {row.pid} of run {run.pk}")
+    conditions = list(run.protocol.conditions)
+    answers = {a.condition: a for a in SurveyAnswer.objects.filter(run=run, respondent=row)}
+    items = []
+    for item in SurveyItem.objects.filter(respondent=row).order_by("number"):
+        predicted = []
+        for key in conditions:
+            answer = answers.get(key)
+            entry = answer.items[item.number - 1] if answer and len(answer.items) >= item.number else None
+            option, problem = (entry[0], entry[1]) if entry else (None, answer.error or answer.status if answer else "")
+            predicted.append({"option": option, "text": item.options[option - 1] if option else "",
+                              "problem": problem, "hit": option == item.wave4})
+        items.append({"item": item, "predicted": predicted, "recorded": item.options[item.wave4 - 1],
+                      "earlier": item.options[item.earlier - 1] if item.earlier else ""})
+    return render(request, "experiments/surveys/respondent.html", {
+        "membership": membership, "project": membership.project, "run": run, "respondent": row,
+        "study": row.study, "items": items, "offline": offline_roles(run.protocol)["any"],
+        "conditions": [(key, SURVEY_CONDITIONS[key].label) for key in conditions],
+        "answers": [answers.get(key) for key in conditions]})

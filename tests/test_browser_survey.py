@@ -1,0 +1,55 @@
+"""In Chromium: a survey run's dashboard (issue 16) draws its two figures with the vendored plotly
+bundle, labels the synthetic sample and the offline stand-in, and logs nothing to the console."""
+import threading
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connections
+
+from experiments.core.survey.prompt import MEMORY, OWNWORDS, SCREENER_ONLY
+from experiments.execution.driver import run_inline
+from experiments.models import Cohort, Membership, Project, Role
+from tests.engine_helpers import make_run
+from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
+from tests.survey_helpers import SAMPLE
+
+pytestmark = pytest.mark.slow
+PASSWORD = "a-long-test-password"
+OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+
+
+@pytest.fixture
+def survey_page(transactional_db):
+    project = Project.objects.create(slug="svy", name="Survey")
+    call_command("import_survey", str(SAMPLE), "--project", "svy", "--name", "twin", "--synthetic")
+    run = make_run(project, Cohort.objects.get(name="twin development"), conditions=[SCREENER_ONLY, MEMORY, OWNWORDS],
+                   generator=OFFLINE, bootstrap={"draws": 500})
+    run = run_inline(run.pk)
+    assert run.analysis.get("kind") == "survey"
+    owner = get_user_model().objects.create_user("fiona", password=PASSWORD)
+    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    return f"/p/svy/runs/{run.pk}/survey/"
+
+
+def test_survey_dashboard_draws_its_figures_without_a_console_message(survey_page, live_server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.on("console", lambda m: m.type in ("error", "warning") and problems.append(f"{m.type}: {m.text}"))
+    page.goto(live_server.url + "/accounts/login/")
+    page.fill("#id_username", "fiona")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    assert page.goto(live_server.url + survey_page).status == 200
+    assert page.locator(".plot").count() == 2
+    page.wait_for_function("document.querySelectorAll('.plot .main-svg').length >= 2")
+    bars = page.locator(".plot .barlayer .trace").count()
+    points = page.locator(".plot .scatterlayer .trace").count()
+    synthetic = page.locator("#synthetic-label").inner_text()
+    offline = page.locator("#offline-label").inner_text()
+    page.close()
+    threading.Thread(target=connections.close_all).start()
+    assert bars == 2 and points == 2
+    assert "Synthetic data" in synthetic and "Offline stand-in" in offline
+    assert not problems, problems
