@@ -20,7 +20,7 @@ import socket
 from pathlib import Path
 
 from experiments.core.canonical import sha256_text
-from experiments.core.conditions import MEM0, get_condition
+from experiments.core.conditions import CONDITIONS, MEM0, get_condition
 from experiments.core.evidence import RankedMemories
 from experiments.memory_systems import mem0_store
 from experiments.models import Mem0Extraction, ModelCall, Run, Slot
@@ -31,7 +31,8 @@ PROMPT_NAME = "mem0ai ADDITIVE_EXTRACTION_PROMPT"
 
 
 def uses_mem0(run: Run) -> bool:
-    return any(get_condition(key).evidence == MEM0 for key in run.protocol.conditions)
+    # A survey protocol's conditions are not interview conditions (`core.survey.prompt`).
+    return any(key in CONDITIONS and get_condition(key).evidence == MEM0 for key in run.protocol.conditions)
 
 
 def is_extraction(slot: Slot) -> bool:
