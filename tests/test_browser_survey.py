@@ -11,6 +11,7 @@ from experiments.core.survey.prompt import MEMORY, OWNWORDS, SCREENER_ONLY
 from experiments.execution.driver import run_inline
 from experiments.models import Cohort, Membership, Project, Role
 from tests.engine_helpers import make_run
+from tests.figure_helpers import draw_every_figure
 from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
 from tests.survey_helpers import SAMPLE
 
@@ -43,7 +44,8 @@ def test_survey_dashboard_draws_its_figures_without_a_console_message(survey_pag
     page.click("button[type=submit]")
     assert page.goto(live_server.url + survey_page).status == 200
     assert page.locator(".plot").count() == 2
-    page.wait_for_function("document.querySelectorAll('.plot .main-svg').length >= 2")
+    # Figures draw lazily when scrolled near (static/js/figures.js): scroll to each first.
+    assert draw_every_figure(page) == 2
     bars = page.locator(".plot .barlayer .trace").count()
     points = page.locator(".plot .scatterlayer .trace").count()
     synthetic = page.locator("#synthetic-label").inner_text()

@@ -85,7 +85,9 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                     return Step()
                 seal_checked = True  # once per look: nothing is read from disk twice in one transaction
                 planner = plan_regrade if run.protocol.is_regrade() else PLANNERS[run.phase]
-                if planner is plan_judging and not Slot.objects.filter(run=run, phase=run.phase).exists():
+                interview_judging = (run.phase == Phase.JUDGING and planner is not plan_regrade
+                                     and not is_survey_protocol(run.protocol))
+                if interview_judging and not Slot.objects.filter(run=run, phase=run.phase).exists():
                     # Every in-flight place is empty until the phase's first calls are handed out:
                     # a large phase hands out its first part now and the rest is planned without
                     # the run's lock while these are sent (`run_plan_part`).
