@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/survey.py [--data DIR] [--respondents 400] [--budget 700] [--repeat 3]
 
-1. Import: 2,058 respondents of ~95,000-character personas (`tools/make_twin2k_synthetic.py
+1. Import: 2,058 respondents of ~95,000-character personas (`benchmarks/make_twin2k_synthetic.py
    --n 2058 --size full --formats parquet`, generated into var/bench/ on first use, about 2
    minutes), read from the seven parquet chunks, validated, leak-checked and their targets listed
    (`reader.read_survey_path`, `leaks.split_leaks`, `targets.target_items`). Target: <= 30 s.
@@ -39,7 +39,7 @@ from experiments.core.survey.scores import score_items, summarize, survey_contra
 from experiments.core.survey.targets import respondent_samples, target_items
 
 DEFAULT_DATA = ROOT / "var" / "bench" / "twin2k-full"
-GENERATOR = ROOT / "tools" / "make_twin2k_synthetic.py"
+GENERATOR = ROOT / "benchmarks" / "make_twin2k_synthetic.py"
 CONDITIONS = ("screener", "memory", "ownwords", "memory+ownwords", "whole-persona")
 SAMPLE_SEED = 20260923
 

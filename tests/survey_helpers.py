@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO / "experiments" / "sample_data" / "twin2k_synthetic"
 SAMPLE = SAMPLE_DIR / "wave_split_synthetic.jsonl"
 FULL_PERSONA_SAMPLE = SAMPLE_DIR / "full_persona_synthetic.jsonl"
-GENERATOR = REPO / "tools" / "make_twin2k_synthetic.py"
+GENERATOR = REPO / "benchmarks" / "make_twin2k_synthetic.py"
 JSON_COLUMNS = ("wave1_3_persona_json", "wave4_Q_wave1_3_A", "wave4_Q_wave4_A")
 
 
