@@ -364,8 +364,12 @@ def setup_django() -> None:
     os.environ.setdefault("SECRET_KEY", "benchmark-only")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
     import django
+    from django.conf import settings
 
     django.setup()
+    # The tables page's {% static %} tags without a collectstatic run (production's storage reads its manifest).
+    settings.STORAGES = {**settings.STORAGES,
+                         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
 
 
 if __name__ == "__main__":
