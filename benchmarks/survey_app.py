@@ -11,7 +11,6 @@ seeded samples, one transaction), then rebuilding every stored respondent for a 
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,19 +45,7 @@ from django.core.management import call_command  # noqa: E402
 from experiments.core.survey.reader import read_survey_path  # noqa: E402
 from experiments.models import Project, SurveyRespondent  # noqa: E402
 from experiments.survey_data import respondent_record, survey_import  # noqa: E402
-
-
-class Timer:
-    def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
-
-    def __str__(self):
-        return f"{self.wall:6.2f} s wall, {self.cpu:6.2f} s CPU"
+from survey import Timer  # noqa: E402 - benchmarks/survey.py, beside this script
 
 
 def main():

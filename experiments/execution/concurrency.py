@@ -126,13 +126,8 @@ def wait_for_redis(connection, *, what: str, error: Exception, sleep=time.sleep)
         return
 
 
-class InflightLimiter:
-    def __init__(self, client: redis.Redis, *, sleep=time.sleep):
-        self.client = client
-        self.sleep = sleep
-        self._acquire = client.register_script(_ACQUIRE)
-        self._release = client.register_script(_RELEASE)
-        self._count = client.register_script(_COUNT)
+class Holding:
+    """`hold`, the block form of a limiter's `acquire` and `release`, for every limiter below."""
 
     @contextmanager
     def hold(self, name: str, cap: int, *, lease_s: float):
@@ -142,6 +137,15 @@ class InflightLimiter:
             yield place
         finally:
             self.release(place)
+
+
+class InflightLimiter(Holding):
+    def __init__(self, client: redis.Redis, *, sleep=time.sleep):
+        self.client = client
+        self.sleep = sleep
+        self._acquire = client.register_script(_ACQUIRE)
+        self._release = client.register_script(_RELEASE)
+        self._count = client.register_script(_COUNT)
 
     def acquire(self, name: str, cap: int, *, lease_s: float) -> Place:
         """Wait for one of `cap` places under `name`, however long Redis is away."""
@@ -201,7 +205,7 @@ class _Waiter:
         self.place: Place | None = None
 
 
-class HandoverLimiter:
+class HandoverLimiter(Holding):
     """`InflightLimiter` for the many slot threads of one process (`workers.MultiSlotWorker`).
 
     A place given back while another thread of the process waits for one under the same name
@@ -220,14 +224,6 @@ class HandoverLimiter:
         self._lock = threading.Lock()
         self._waiting: dict[str, deque[_Waiter]] = {}
         self._asking: set[str] = set()  # names one of this process's threads is asking Redis for
-
-    @contextmanager
-    def hold(self, name: str, cap: int, *, lease_s: float):
-        place = self.acquire(name, cap, lease_s=lease_s)
-        try:
-            yield place
-        finally:
-            self.release(place)
 
     def acquire(self, name: str, cap: int, *, lease_s: float) -> Place:
         while True:
@@ -289,12 +285,8 @@ class HandoverLimiter:
         return self.limiter.in_flight(name)
 
 
-class NoLimiter:
+class NoLimiter(Holding):
     """For inline runs (one process, one request at a time): nothing to share."""
-
-    @contextmanager
-    def hold(self, name: str, cap: int, *, lease_s: float):
-        yield None
 
     def acquire(self, name: str, cap: int, *, lease_s: float) -> None:
         return None
