@@ -34,6 +34,21 @@ def test_it_reproduces_the_bootstrap_and_skips_missing_grades(tmp_path):
     assert (report["tasks"], report["people"], report["lost_to_missing"]) == (40, 7, 1)
 
 
+def test_the_family_interval_shares_the_draws_and_is_paired_bootstraps_to_the_bit(tmp_path):
+    rng = np.random.default_rng(5)
+    rows = [(f"p{i % 9}", int(rng.integers(0, 4)), int(rng.integers(0, 4))) for i in range(60)]
+    path = write_csv(tmp_path / "g.csv", rows)
+    report = json.loads(run("--csv", str(path), "--a", "a", "--b", "b", "--person", "person",
+                            "--seed", "4", "--draws", "2500", "--family-size", "8", "--json"))
+    clusters = [r[0] for r in rows]
+    diff = (np.array([r[1] for r in rows]) - np.array([r[2] for r in rows])) / 3
+    plain = stats.paired_bootstrap(clusters, diff, seed=4, draws=2500)
+    family = stats.paired_bootstrap(clusters, diff, seed=4, draws=2500, tails=stats.family_tails(8))
+    assert (report["lo"], report["hi"]) == (plain.lo, plain.hi)
+    assert (report["family_lo"], report["family_hi"]) == (family.lo, family.hi)
+    assert report["family_lo"] < report["lo"] and report["hi"] < report["family_hi"]
+
+
 def test_text_output_names_the_contrast_and_the_family_interval(tmp_path):
     path = write_csv(tmp_path / "g.csv", [("x", 3, 1), ("y", 2, 2), ("z", 1, 0)])
     text = run("--csv", str(path), "--a", "a", "--b", "b", "--person", "person", "--seed", "1",

@@ -177,6 +177,43 @@ def test_compare_two_runs_on_one_cohort(client, hand_run, cast):
     assert response.status_code == 200 and b"0.250" in response.content
 
 
+def test_run_comparison_intervals_are_paired_bootstrap_to_the_bit(hand_run):
+    """The comparison draws once for all its statistics (shared_bootstraps); each interval is
+    still paired_bootstrap of that statistic alone, to the last bit."""
+    from experiments.models import Run
+    from experiments.analysis.grades import final_grades
+    from experiments.analysis.run_comparison import compare_runs
+    from experiments.core import stats
+    from experiments.data import cohort_tasks
+    from tests.explorer_helpers import set_answer
+    rerun = Run.objects.create(protocol=hand_run.protocol, status=Run.Status.FINISHED)
+    tasks = cohort_tasks(hand_run.protocol.cohort)
+    for i, task in enumerate(tasks):
+        if i % 5:  # one task in five left ungraded in the rerun: another set of people and tasks
+            set_answer(rerun, task.pk, OWNWORDS, "final", f"rerun {i}", (i * 7) % 4)
+    seed, draws = 11, 3_000
+    hand_run.protocol.bootstrap = {"seed": seed, "draws": draws}
+    result = compare_runs([hand_run, rerun], OWNWORDS)
+    person = {t.pk: t.session.person_id for t in tasks}
+    tables = [final_grades(hand_run), final_grades(rerun)]
+    checked = 0
+    for row in result["means"]:
+        for table, cell in zip(tables, row["cells"]):
+            graded = [t.pk for t in tasks if table.get(row["condition"], {}).get(t.pk) is not None]
+            if graded:
+                alone = stats.paired_bootstrap([person[t] for t in graded],
+                                               stats.normalize([table[row["condition"]][t] for t in graded]),
+                                               seed=seed, draws=draws)
+                assert (cell["mean"], cell["lo"], cell["hi"]) == (alone.estimate, alone.lo, alone.hi)
+                checked += 1
+    paired = stats.paired_set({t.pk: tables[1][OWNWORDS].get(t.pk) for t in tasks},
+                              {t.pk: tables[0][OWNWORDS].get(t.pk) for t in tasks}, person=person)
+    alone = stats.paired_bootstrap(paired.person, paired.diff((1, -1)), seed=seed, draws=draws)
+    contrast = result["contrasts"][0]
+    assert (contrast["estimate"], contrast["lo"], contrast["hi"]) == (alone.estimate, alone.lo, alone.hi)
+    assert contrast["n_tasks"] == 16 and checked >= 3
+
+
 TEXT_PAGES = ("run_explorer", "prediction_detail", "project_search")
 EXPECTED = {"owner": 200, "analyst": 200, "viewer": 403, "rater": 403, "outsider": 404}
 

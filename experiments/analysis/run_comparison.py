@@ -3,8 +3,10 @@
 Each condition's mean in each run (normalized grade, whole-person interval as on the dashboard),
 and, for one chosen condition, the paired contrast of every later run against the first: per
 task, the later run's normalized grade minus the first run's, over the tasks graded in both,
-with the project's whole-person bootstrap (`stats.paired_bootstrap`) under the first run's
-protocol seed and draws, exactly as `analysis.dashboard` computes a planned contrast.
+with the project's whole-person bootstrap under the first run's protocol seed and draws,
+exactly as `analysis.dashboard` computes a planned contrast. Every interval of the page uses
+that one seed, so they share their draws (`stats.shared_bootstraps`, issue 13): each equals
+`stats.paired_bootstrap` of its statistic to the last bit, drawn once for all.
 """
 from __future__ import annotations
 
@@ -36,34 +38,41 @@ def compare_runs(runs: list[Run], condition: str) -> dict:
     if condition and condition not in common:
         raise ComparisonError(f"{condition!r} is not a condition of every run")
     condition = condition or (common[0] if common else "")
-    means = []
+    # Every statistic of the page first (as bootstrap requests), then one shared pass of draws.
+    requests, means = [], []
     for key in conditions:
         cells = []
         for table in tables:
             graded = [t.pk for t in tasks if table.get(key, {}).get(t.pk) is not None]
             cell = {"present": key in table, "graded": len(graded), "mean": None, "lo": None, "hi": None}
             if graded:
-                result = stats.paired_bootstrap([person[t] for t in graded],
-                                                stats.normalize([table[key][t] for t in graded]),
-                                                seed=seed, draws=draws)
-                cell.update(mean=result.estimate, lo=result.lo, hi=result.hi)
+                cell["request"] = len(requests)
+                requests.append(stats.BootstrapRequest([person[t] for t in graded],
+                                                       stats.normalize([table[key][t] for t in graded])))
             cells.append(cell)
         means.append({"condition": key, "cells": cells})
-    contrasts = [_contrast(tables[0].get(condition, {}), table.get(condition, {}), tasks, person, seed, draws)
+    contrasts = [_contrast(tables[0].get(condition, {}), table.get(condition, {}), tasks, person, requests)
                  | {"run": run} for run, table in zip(runs[1:], tables[1:])] if condition else []
+    results = stats.shared_bootstraps(requests, seed=seed, draws=draws)
+    for cell in (cell for row in means for cell in row["cells"] if "request" in cell):
+        result = results[cell.pop("request")][0]
+        cell.update(mean=result.estimate, lo=result.lo, hi=result.hi)
+    for row in (row for row in contrasts if "request" in row):
+        result = results[row.pop("request")][0]
+        row.update(estimate=result.estimate, lo=result.lo, hi=result.hi, people=result.n_people)
     return {"runs": runs, "conditions": conditions, "common": common, "condition": condition,
             "means": means, "contrasts": contrasts, "seed": seed, "draws": draws, "tasks": len(tasks)}
 
 
-def _contrast(base: dict, other: dict, tasks, person, seed: int, draws: int) -> dict:
-    """`other` minus `base` on the tasks graded in both (normalized units)."""
+def _contrast(base: dict, other: dict, tasks, person, requests: list) -> dict:
+    """`other` minus `base` on the tasks graded in both (normalized units); its interval is
+    requested in `requests` (filled in by the caller's shared pass)."""
     paired = stats.paired_set({t.pk: other.get(t.pk) for t in tasks}, {t.pk: base.get(t.pk) for t in tasks},
                               person=person)
     row = {"n_tasks": paired.n_tasks, "lost": paired.lost, "estimate": None}
     if paired.n_tasks:
         diff = paired.diff((1, -1))
-        result = stats.paired_bootstrap(paired.person, diff, seed=seed, draws=draws)
         wtl = stats.win_tie_loss(diff)
-        row.update(estimate=result.estimate, lo=result.lo, hi=result.hi, people=result.n_people,
-                   wins=wtl.wins, ties=wtl.ties, losses=wtl.losses)
+        row.update(request=len(requests), wins=wtl.wins, ties=wtl.ties, losses=wtl.losses)
+        requests.append(stats.BootstrapRequest(paired.person, diff))
     return row

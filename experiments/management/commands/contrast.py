@@ -64,7 +64,10 @@ class Command(BaseCommand):
         clusters = _cluster_labels(people)
         # (a − b) / 3, as PairedSet.diff writes it on the dashboard (a/3 − b/3 can differ in the last bit).
         diff = (np.asarray(a_grades) - np.asarray(b_grades)) / stats.MAX_GRADE
-        result = stats.paired_bootstrap(clusters, diff, seed=seed, draws=draws)
+        # The 95% and the family interval resample the same people: one shared pass of draws.
+        tails = ((0.025, 0.975), stats.family_tails(family_size)) if family_size > 1 else ((0.025, 0.975),)
+        result, *family = stats.shared_bootstraps([stats.BootstrapRequest(clusters, diff, tails)],
+                                                  seed=seed, draws=draws)[0]
         wtl = stats.win_tie_loss(diff)
         report = {
             "a": a, "b": b, "estimate": result.estimate, "lo": result.lo, "hi": result.hi,
@@ -73,9 +76,7 @@ class Command(BaseCommand):
             "person_weighted": stats.person_weighted(clusters, diff), "excluded_people": sorted(exclude_person),
         }
         if family_size > 1:
-            family = stats.paired_bootstrap(clusters, diff, seed=seed, draws=draws,
-                                            tails=stats.family_tails(family_size))
-            report.update(family_lo=family.lo, family_hi=family.hi, family_size=family_size)
+            report.update(family_lo=family[0].lo, family_hi=family[0].hi, family_size=family_size)
         if options["robustness"]:
             report["robustness"] = robustness_report(clusters, a_grades, b_grades, diff, extras, seed, draws)
         if options["json"] or options["robustness"]:
