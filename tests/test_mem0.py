@@ -234,3 +234,35 @@ print(run.status_reason)
     assert outcome == "() stopped 0"
     assert reason.startswith("Stopped before planning memories: Mem0 is not installed on this machine (missing: ")
     assert "mem0" in reason.split("(missing: ")[1].split(")")[0].split(", ")
+
+
+@pytest.mark.slow
+def test_a_seal_made_where_mem0_ran_says_mem0_is_missing_here_not_that_a_prompt_changed(tmp_path):
+    code = BLOCK_MEM0 + """
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from experiments.execution.sealing import protocol_hashes, seal_mismatches
+from experiments.models import Project, Protocol
+from tests.engine_helpers import build_cohort, make_protocol
+project = Project.objects.create(slug="x", name="x")
+cohort = build_cohort(project, sessions=1, targets=1, name="m")
+offline = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+protocol = make_protocol(project, cohort, conditions=["mem0(B=|memory|)"], generator=offline)
+seal = protocol_hashes(protocol)
+seal["prompts"]["mem0ai 2.2.1 ADDITIVE_EXTRACTION_PROMPT"] = "0" * 64  # as sealed where Mem0 was installed
+Protocol.objects.filter(pk=protocol.pk).update(seal=seal)
+protocol.refresh_from_db()
+for problem in seal_mismatches(protocol, code=False):
+    print(problem)
+"""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.settings", "DEBUG": "1",
+           "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    problems = done.stdout.strip().splitlines()
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("mem0(B=|memory|) cannot run here: Mem0 is not installed on this machine")
+    assert "sealed where it could" in problems[0] and "prompt file" not in problems[0]

@@ -306,7 +306,15 @@ def seal_mismatches(protocol: Protocol, *, code: bool = True) -> list[str]:
     now = protocol_hashes(protocol)
     sealed = protocol.seal
     problems = []
+    mem0_key = _uses_mem0(protocol)
+    mem0_missing = mem0_key and condition_unavailable(CONDITIONS[mem0_key])
+    if mem0_missing:
+        # Sealed where Mem0 could run; here its extraction prompt is not even looked at, and
+        # "prompt file changed" would send the owner looking for an edit that never happened.
+        problems.append(f"{mem0_key} cannot run here: {mem0_missing} (the protocol was sealed where it could)")
     for name in sorted(set(sealed.get("prompts", {})) | set(now["prompts"])):
+        if mem0_missing and name not in now["prompts"]:
+            continue
         if sealed.get("prompts", {}).get(name) != now["prompts"].get(name):
             problems.append(f"prompt file {name} changed")
     fields = [("task_list_sha256", "the task list"), ("settings_sha256", "the settings")]
