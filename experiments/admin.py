@@ -155,3 +155,25 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     list_display = ["at", "project", "username", "kind", "target"]
     list_filter = ["kind", "project"]
     search_fields = ["username", "target"]
+
+
+@admin.register(models.Mem0Extraction)
+class Mem0ExtractionAdmin(ReadOnlyAdmin):
+    """Mem0's extractions are journaled outcomes of a run: shown, never edited."""
+    list_display = ["run", "session", "outcome", "slot"]
+    list_filter = ["outcome"]
+    list_select_related = ["run", "session"]
+
+
+@admin.register(models.SurveyStudy)
+class SurveyStudyAdmin(ReadOnlyAdmin):
+    """A survey import is whole or not at all (the import page): the admin only shows it."""
+    list_display = ["name", "project", "synthetic", "rows_read", "imported_at", "imported_by"]
+    list_filter = ["project", "synthetic"]
+
+
+@admin.register(models.SurveyExclusion)
+class SurveyExclusionAdmin(ReadOnlyAdmin):
+    """Respondents an import excluded (e.g. a persona that leaks a target), with the reason."""
+    list_display = ["study", "pid", "kind", "detail"]
+    list_filter = ["kind", "study"]

@@ -11,10 +11,13 @@ def superuser(db):
 def test_protocols_runs_and_campaigns_are_listed_and_read_only(client, superuser, campaign):
     client.force_login(superuser)
     for path in ("/admin/experiments/protocol/", "/admin/experiments/run/", "/admin/experiments/amendment/",
-                 "/admin/annotations/ratingcampaign/", "/admin/annotations/ratingevent/"):
+                 "/admin/annotations/ratingcampaign/", "/admin/annotations/ratingevent/",
+                 "/admin/experiments/mem0extraction/", "/admin/experiments/surveystudy/",
+                 "/admin/experiments/surveyexclusion/"):
         assert client.get(path).status_code == 200, path
     assert campaign.name in client.get("/admin/annotations/ratingcampaign/").content.decode()
-    assert client.get("/admin/experiments/run/add/").status_code == 403
+    for model in ("run", "mem0extraction", "surveystudy", "surveyexclusion"):
+        assert client.get(f"/admin/experiments/{model}/add/").status_code == 403, model
     run = campaign.run
     page = client.get(f"/admin/experiments/run/{run.pk}/change/")
     assert page.status_code == 200 and 'type="submit"' not in page.content.decode().split('id="content-main"')[1]
