@@ -270,3 +270,21 @@ def test_contrast_says_what_is_wrong_with_a_long_file(tmp_path):
     path.write_text("task,person,condition\n1,1,a\n")
     with pytest.raises(CommandError, match="needs the columns grade"):
         call_command("contrast", "--csv", str(path), "--a", "a", "--b", "b", "--seed", "1")
+
+
+def test_the_run_page_and_run_report_say_which_criteria_are_met(client, cast, tables_run):
+    # Verdicts are evaluated once, at the analysis phase, on the dashboard's full rows.
+    verdicts = {v["name"]: v for v in tables_run.analysis["verdicts"]}
+    assert set(verdicts) == {"whole record beats memory", "not worse"}
+    assert verdicts["not worse"]["verdict"] == "met"
+    summary = {c["name"]: c for c in tables_run.analysis["contrasts"]}
+    family_lo = summary["Whole minus memory"].get("family_lo")
+    expected = "not decided" if family_lo is None else ("met" if family_lo > 0 else "not met")
+    assert verdicts["whole record beats memory"]["verdict"] == expected
+    client.force_login(cast["viewer"])
+    body = client.get(reverse("run_detail", args=[tables_run.protocol.project.slug, tables_run.pk])).content.decode()
+    assert 'data-verdict="met"' in body and "not worse: met" in body
+    out = io.StringIO()
+    call_command("run_report", str(tables_run.pk), stdout=out)
+    assert "criterion not worse: met" in out.getvalue()
+    assert f"criterion whole record beats memory: {expected}" in out.getvalue()

@@ -20,6 +20,7 @@ from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, _tails
 from experiments.core.conditions import MEMORY, ONE_SHOT, OWNWORDS, RECENCY, WHOLE_RECORD, get_condition
 from experiments.models import AnalysisResult, ModelCall, Prediction, Run, Slot
 from experiments.core.conditions import FINAL
+from experiments.core.criteria import CriteriaError, evaluate_criteria
 
 # The statistics code is part of what a cached result depends on.
 DASHBOARD_VERSION = "2"
@@ -59,8 +60,10 @@ def dashboard_refresh(run: Run) -> AnalysisResult:
     return result
 
 
-def run_summary(payload: dict) -> dict:
-    """The headline numbers kept on the run (run page, run_report) from a dashboard payload."""
+def run_summary(payload: dict, criteria=()) -> dict:
+    """The headline numbers kept on the run (run page, run_report) from a dashboard payload, with
+    the verdicts of the protocol's prespecified `criteria` (evaluated on the payload's full rows,
+    which hold the person-weighted estimates and bounds the summary leaves out)."""
     conditions = {m["condition"]: {k: m[k] for k in ("planned", "graded", "missing", "mean")}
                   for m in payload["means"]}
     contrasts = []
@@ -72,9 +75,15 @@ def run_summary(payload: dict) -> dict:
         entry.update({k: c[k] for k in ("family_lo", "family_hi", "criterion_met") if k in c})
         contrasts.append(entry)
     family = sum(1 for c in payload["contrasts"] if c["family"])
-    return {"conditions": conditions, "contrasts": contrasts,
-            "family_tails": stats.family_tails(family) if family else None,
-            "seed": payload["seed"], "draws": payload["draws"], "tasks": payload["planned_tasks"]}
+    summary = {"conditions": conditions, "contrasts": contrasts,
+               "family_tails": stats.family_tails(family) if family else None,
+               "seed": payload["seed"], "draws": payload["draws"], "tasks": payload["planned_tasks"]}
+    if criteria:
+        try:
+            summary["verdicts"] = evaluate_criteria(criteria, {c["name"]: c for c in payload["contrasts"]})
+        except CriteriaError as exc:
+            summary["criteria_problem"] = f"the protocol's criteria cannot be evaluated: {exc}"
+    return summary
 
 
 class _SharedDraws:

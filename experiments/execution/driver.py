@@ -257,7 +257,7 @@ def run_analyze(run_id: int) -> None:
     if is_survey_protocol(run.protocol):
         summary = survey_summary(run)  # scored against the recorded options, no judge (issue 16)
     else:
-        summary = run_summary(dashboard_refresh(run).payload)
+        summary = run_summary(dashboard_refresh(run).payload, run.protocol.criteria)
     if run_pools(run):
         # The candidate-pool page is computed here too, so its first view only reads it.
         try:

@@ -123,6 +123,11 @@ def _analysis(run: Run) -> str:
         rows.append([c["name"], f"{c['n_tasks']}/{c['planned']}", _number(c.get("estimate")), interval, family, wtl,
                      criterion])
     lines.append(_table(rows) if len(rows) > 1 else "no planned contrasts")
+    for verdict in analysis.get("verdicts", []):  # the protocol's prespecified criteria
+        lines.append(f"criterion {verdict['name']}: {verdict['verdict']}")
+        lines += [f"  {test['text']}: {test['verdict']}" for test in verdict["tests"]]
+    if analysis.get("criteria_problem"):
+        lines.append(analysis["criteria_problem"])
     return "\n".join(lines)
 
 
