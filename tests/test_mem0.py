@@ -150,6 +150,31 @@ sys.meta_path.insert(0, NoMem0())
 """
 
 
+# Where Mem0 is not installed: a one-session cohort and an (unsealed) protocol with its condition.
+A_MEM0_PROTOCOL = BLOCK_MEM0 + """
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from experiments.models import Project, Protocol, Run, Slot
+from tests.engine_helpers import build_cohort, make_protocol
+project = Project.objects.create(slug="x", name="x")
+cohort = build_cohort(project, sessions=1, targets=1, name="m")
+offline = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+protocol = make_protocol(project, cohort, conditions=["mem0(B=|memory|)"], generator=offline)
+"""
+
+
+def run_without_mem0(code: str, tmp_path) -> subprocess.CompletedProcess:
+    """`code` (which starts with BLOCK_MEM0) in a fresh interpreter on its own SQLite database."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.settings", "DEBUG": "1",
+           "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 @pytest.mark.slow
 def test_without_mem0_the_condition_says_why_and_cannot_be_chosen(tmp_path):
     code = BLOCK_MEM0 + """
@@ -168,11 +193,7 @@ rows = {row["key"]: row for group in ProtocolEditor(None, project=project).condi
 print(rows["mem0(B=|memory|)"]["runnable"], rows["mem0(B=|memory|)"]["note"])
 print(rows["ownwords(B=|memory|)"]["runnable"])
 """
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.settings", "DEBUG": "1",
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
+    done = run_without_mem0(code, tmp_path)
     reason, row, other = done.stdout.strip().splitlines()
     assert reason.startswith("Mem0 is not installed on this machine (missing: ")
     assert "mem0" in reason.split("(missing: ")[1].split(")")[0].split(", ")
@@ -205,19 +226,9 @@ def test_the_estimates_prompt_length_is_mem0s_own():
 def test_a_worker_without_mem0_stops_the_run_before_planning_and_says_why(tmp_path):
     # Sealed where Mem0 was installed, driven by a worker where it is not: a stop with the reason,
     # nothing planned, no exception.
-    code = BLOCK_MEM0 + """
-import django
-django.setup()
-from django.core.management import call_command
-call_command("migrate", verbosity=0)
+    code = A_MEM0_PROTOCOL + """
 from django.utils import timezone
 from experiments.execution.driver import run_drive
-from experiments.models import Project, Protocol, Run, Slot
-from tests.engine_helpers import build_cohort, make_protocol
-project = Project.objects.create(slug="x", name="x")
-cohort = build_cohort(project, sessions=1, targets=1, name="m")
-offline = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
-protocol = make_protocol(project, cohort, conditions=["mem0(B=|memory|)"], generator=offline)
 Protocol.objects.filter(pk=protocol.pk).update(sealed_at=timezone.now())
 run = Run.objects.create(protocol=protocol, status=Run.Status.RUNNING)
 step = run_drive(run.pk)
@@ -225,11 +236,7 @@ run.refresh_from_db()
 print(step.slot_ids, run.status, Slot.objects.filter(run=run).count())
 print(run.status_reason)
 """
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.settings", "DEBUG": "1",
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
+    done = run_without_mem0(code, tmp_path)
     outcome, reason = done.stdout.strip().splitlines()[-2:]
     assert outcome == "() stopped 0"
     assert reason.startswith("Stopped before planning memories: Mem0 is not installed on this machine (missing: ")
@@ -238,18 +245,8 @@ print(run.status_reason)
 
 @pytest.mark.slow
 def test_a_seal_made_where_mem0_ran_says_mem0_is_missing_here_not_that_a_prompt_changed(tmp_path):
-    code = BLOCK_MEM0 + """
-import django
-django.setup()
-from django.core.management import call_command
-call_command("migrate", verbosity=0)
+    code = A_MEM0_PROTOCOL + """
 from experiments.execution.sealing import protocol_hashes, seal_mismatches
-from experiments.models import Project, Protocol
-from tests.engine_helpers import build_cohort, make_protocol
-project = Project.objects.create(slug="x", name="x")
-cohort = build_cohort(project, sessions=1, targets=1, name="m")
-offline = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
-protocol = make_protocol(project, cohort, conditions=["mem0(B=|memory|)"], generator=offline)
 seal = protocol_hashes(protocol)
 seal["prompts"]["mem0ai 2.2.1 ADDITIVE_EXTRACTION_PROMPT"] = "0" * 64  # as sealed where Mem0 was installed
 Protocol.objects.filter(pk=protocol.pk).update(seal=seal)
@@ -257,11 +254,7 @@ protocol.refresh_from_db()
 for problem in seal_mismatches(protocol, code=False):
     print(problem)
 """
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.settings", "DEBUG": "1",
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
+    done = run_without_mem0(code, tmp_path)
     problems = done.stdout.strip().splitlines()
     assert len(problems) == 1, problems
     assert problems[0].startswith("mem0(B=|memory|) cannot run here: Mem0 is not installed on this machine")
