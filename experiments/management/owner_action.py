@@ -1,9 +1,10 @@
 """What the run commands share: the run, a reason, who acts (someone who may spend on it), the
 queue check before anything changes, and how they report a run driven inline or a re-issue's cost."""
 from django.core.management.base import CommandError
+from django.db import transaction
 
 from experiments.access import spender
-from experiments.execution import progress
+from experiments.execution import jobs, policy, progress
 from experiments.execution.jobs import WORKER_COMMAND
 from experiments.models import Protocol, Run
 
@@ -38,6 +39,22 @@ def require_queue(nothing: str) -> None:
     if not progress.queue_reachable():
         raise CommandError("no queue is reachable (the Redis server of REDIS_URL did not answer), so nothing "
                            f"{nothing}. Start Redis and a worker ({WORKER_COMMAND}), or use --inline.")
+
+
+def amend_and_continue(run: Run, *, inline: bool, refused: str, amend):
+    """The amendment `amend()` makes, recorded in one transaction with the run's continuation
+    through the queue (enqueued when it commits; nothing when `inline`); CommandError
+    "`refused`: why" when the amendment is refused, and nothing changed."""
+    if not inline:
+        require_queue("changed")
+    try:
+        with transaction.atomic():
+            amendment = amend()
+            if not inline:
+                jobs.run_enqueue(run.pk)
+    except policy.RunError as exc:
+        raise CommandError(f"{refused}: {exc}") from None
+    return amendment
 
 
 def inline_ending(run: Run) -> str:

@@ -1,8 +1,7 @@
-from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.core.management.base import BaseCommand
 
-from experiments.execution import control, driver, jobs, policy
-from experiments.management.owner_action import inline_ending, require_queue, run_and_owner
+from experiments.execution import control, driver
+from experiments.management.owner_action import amend_and_continue, inline_ending, run_and_owner
 
 
 class Command(BaseCommand):
@@ -19,15 +18,9 @@ class Command(BaseCommand):
 
     def handle(self, run_id, reason, inline, user, **options):
         run, owner = run_and_owner(run_id, reason, user)
-        if not inline:
-            require_queue("changed")
-        try:
-            with transaction.atomic():
-                amendment = control.run_accept_missing(run=run, user=owner, reason=reason.strip())
-                if not inline:
-                    jobs.run_enqueue(run.pk)
-        except policy.RunError as exc:
-            raise CommandError(f"run {run_id} not continued: {exc}") from None
+        amendment = amend_and_continue(
+            run, inline=inline, refused=f"run {run_id} not continued",
+            amend=lambda: control.run_accept_missing(run=run, user=owner, reason=reason.strip()))
         missing = len(amendment.payload["slots"])
         if not inline:
             return f"run {run_id} continues through the queue with {missing} slots missing (amendment {amendment.pk})"

@@ -1,8 +1,7 @@
-from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.core.management.base import BaseCommand
 
-from experiments.execution import control, driver, jobs, policy
-from experiments.management.owner_action import inline_ending, require_queue, run_and_owner, tokens_text
+from experiments.execution import control, driver
+from experiments.management.owner_action import amend_and_continue, inline_ending, run_and_owner, tokens_text
 
 
 class Command(BaseCommand):
@@ -26,15 +25,9 @@ class Command(BaseCommand):
         if not yes:
             keys = "\n".join(f"  {s['key']} ({s['status']})" for s in estimate["slots"])
             return f"run {run_id} would re-issue {cost}:\n{keys}\nrun again with --yes to send them"
-        if not inline:
-            require_queue("changed")
-        try:
-            with transaction.atomic():
-                amendment = control.run_reissue_unknown(run=run, user=owner, reason=reason.strip())
-                if not inline:
-                    jobs.run_enqueue(run.pk)
-        except policy.RunError as exc:
-            raise CommandError(f"run {run_id}: nothing re-issued: {exc}") from None
+        amendment = amend_and_continue(
+            run, inline=inline, refused=f"run {run_id}: nothing re-issued",
+            amend=lambda: control.run_reissue_unknown(run=run, user=owner, reason=reason.strip()))
         if not inline:
             return f"run {run_id}: re-issued {cost} (amendment {amendment.pk}) through the queue"
         run = driver.run_inline(run.pk)

@@ -1,8 +1,7 @@
-from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
+from django.core.management.base import BaseCommand
 
-from experiments.execution import control, driver, jobs, policy
-from experiments.management.owner_action import inline_ending, require_queue, run_and_owner
+from experiments.execution import control, driver
+from experiments.management.owner_action import amend_and_continue, inline_ending, run_and_owner
 
 
 class Command(BaseCommand):
@@ -22,15 +21,9 @@ class Command(BaseCommand):
 
     def handle(self, run_id, reason, inline, user, allowance=1, **options):
         run, owner = run_and_owner(run_id, reason, user)
-        if not inline:
-            require_queue("changed")
-        try:
-            with transaction.atomic():
-                amendment = control.run_resume(run=run, user=owner, reason=reason.strip(), allowance=allowance)
-                if not inline:
-                    jobs.run_enqueue(run.pk)  # enqueued when this transaction commits
-        except policy.RunError as exc:
-            raise CommandError(f"run {run_id} not resumed: {exc}") from None
+        amendment = amend_and_continue(
+            run, inline=inline, refused=f"run {run_id} not resumed",
+            amend=lambda: control.run_resume(run=run, user=owner, reason=reason.strip(), allowance=allowance))
         released = len(amendment.payload.get("held_slots_released", []))
         if not inline:
             return (f"run {run_id} resumed through the queue (amendment {amendment.pk}, {released} held slots "
