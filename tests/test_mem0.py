@@ -75,7 +75,8 @@ def mem0_run(project, server, http):
 @pytest.mark.slow
 @needs_mem0
 @pytest.mark.django_db(transaction=True)
-def test_one_add_is_one_journaled_call_and_mem0s_ranking_fills_the_budget(project, server, http, mem0_dir):
+def test_one_add_is_one_journaled_call_and_mem0s_ranking_fills_the_budget(project, server, http, mem0_dir,
+                                                                          client, django_user_model):
     serve_extraction(server, CANNED)
     run = mem0_run(project, server, http)
     assert run.status == run.Status.FINISHED, run.status_reason
@@ -101,6 +102,15 @@ def test_one_add_is_one_journaled_call_and_mem0s_ranking_fills_the_budget(projec
         assert prediction.evidence == "- " + ON_TOPIC
         assert "[EARLIER IN THE INTERVIEW, verbatim]\n- " + ON_TOPIC in prediction.slot.user
     assert list((mem0_dir / f"run-{run.pk}").iterdir()) == []  # the store is rebuilt from the journal, never kept
+
+    # The task page shows what Mem0 kept of the session, beside the evidence it ranked from it.
+    owner = django_user_model.objects.create_user(username="mem0-reader", password="pw-for-tests-only")
+    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    client.force_login(owner)
+    body = client.get(reverse("prediction_detail", args=[project.slug, run.pk, predictions[0].task_id])).content.decode()
+    memories = body.split('class="mem0-memories"')[1].split("</details>")[0]
+    assert "(2; memories stored)" in memories and f"<li>{OFF_TOPIC}</li>" in memories
+    assert f"<li>{ON_TOPIC}</li>" in memories and "extraction attempt 1:" in memories
 
 
 @pytest.mark.slow

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from django.db.models import OuterRef, Subquery
 
-from experiments.core.conditions import FINAL, FUSION, MEMGPT_STYLE, SELECTION, get_condition
+from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition
 from experiments.core.evidence import TurnText
-from experiments.models import Grade, Memory, ModelCall, Prediction, Run, Turn
+from experiments.models import Grade, Mem0Extraction, Memory, ModelCall, Prediction, Run, Turn
 from experiments.web.predictions.transcript import mark_evidence, record_sentences
 
 GRADE_FIELDS = ("score", "status", "rationale", "parse_error", "slot_id")
@@ -34,8 +34,11 @@ def task_cards(run: Run, task) -> dict:
     """Cards by condition, the memories, identical answers, the sources of evidence."""
     predictions = _with_grades(run, task)
     memories = list(Memory.objects.filter(run=run, session_id=task.session_id).select_related("slot"))
+    # Mem0's memories of the session (what its search ranked for the evidence), only if it ran.
+    mem0 = (Mem0Extraction.objects.filter(run=run, session_id=task.session_id).first()
+            if any(get_condition(key).evidence == MEM0 for key in run.protocol.conditions) else None)
     slot_ids = ({p.slot_id for p in predictions} | {p.grade_slot_id for p in predictions}
-                | {m.slot_id for m in memories}) - {None}
+                | {m.slot_id for m in memories} | {mem0.slot_id if mem0 else None}) - {None}
     calls: dict[int, list[ModelCall]] = {}
     judge_slots = {}
     for call in ModelCall.objects.filter(slot_id__in=slot_ids).select_related("slot").order_by("slot_id", "attempt"):
@@ -59,6 +62,8 @@ def task_cards(run: Run, task) -> dict:
         columns.append({"condition": key, "workflow": condition.workflow, "cards": cards, "memory": memory,
                         "memory_calls": calls.get(memory.slot_id, []) if memory else [],
                         "archive_calls": _archive_calls(run, task) if condition.evidence == MEMGPT_STYLE else [],
+                        "mem0": mem0 if condition.evidence == MEM0 else None,
+                        "mem0_calls": calls.get(mem0.slot_id, []) if mem0 and condition.evidence == MEM0 else [],
                         "final_score": _score(final) if final else None})
     return {"columns": columns, "identical": sum(1 for names in same_text.values() if len(names) > 1)}
 
