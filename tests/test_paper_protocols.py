@@ -139,6 +139,23 @@ def test_the_command_creates_a_template_and_prints_its_estimate(project):
     assert not Protocol.objects.filter(name__startswith="common").exists()
 
 
+@pytest.mark.parametrize("text, message", [
+    ("{not json", "is not UTF-8 JSON"),
+    ('["a list"]', "the judge settings must be a JSON object"),
+    ('{"provider": "openai", "api_key_env": "sk-live-123"}', "judge api_key_env:"),
+])
+def test_bad_model_settings_files_are_named_and_create_nothing(project, tmp_path, text, message):
+    build_cohort(project, sessions=2, targets=2, name="small")
+    settings = tmp_path / "judge.json"
+    settings.write_text(text, encoding="utf-8")
+    with pytest.raises(CommandError, match=message):
+        call_command("protocol_template", "common", project=project.slug, cohort="small", judge=str(settings))
+    with pytest.raises(CommandError, match="cannot read"):
+        call_command("protocol_template", "common", project=project.slug, cohort="small",
+                     judge=str(tmp_path / "missing.json"))
+    assert not Protocol.objects.exists()
+
+
 @pytest.mark.parametrize("who, created", [("owner", True), ("analyst", True), ("viewer", False)])
 def test_one_click_on_the_project_page(client, project, cast, who, created):
     cohort = build_cohort(project, sessions=2, targets=2, name="small")

@@ -1,6 +1,3 @@
-import json
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.execution.policy import DEFAULT_RETRY
@@ -9,6 +6,7 @@ from experiments.core.contrasts import contrast_problems, parse_contrast_line
 from experiments.access import TEXT_READERS, member_with_role
 from experiments.models import Cohort, Project, Protocol
 from experiments.execution.sealing import protocol_problems
+from experiments.management.json_files import read_json_object
 
 REQUIRED = ("name", "cohort", "conditions", "generator", "judge")
 OPTIONAL = ("concurrency", "retry_policy", "contrasts", "bootstrap", "memory_import_runs", "criteria")
@@ -66,14 +64,7 @@ class Command(BaseCommand):
 
 
 def _read_spec(path: str) -> dict:
-    try:
-        spec = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CommandError(f"{path} is not UTF-8 JSON: {exc}") from None
-    if not isinstance(spec, dict):
-        raise CommandError(f"{path}: expected a JSON object with {', '.join(REQUIRED)}")
+    spec = read_json_object(path, f"expected a JSON object with {', '.join(REQUIRED)}")
     missing = [key for key in REQUIRED if key not in spec]
     unknown = sorted(set(spec) - set(REQUIRED) - set(OPTIONAL))
     if missing or unknown:

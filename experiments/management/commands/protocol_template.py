@@ -1,12 +1,10 @@
 """protocol_template: one of the paper's experiments as a protocol for a chosen cohort, unsealed."""
-import json
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.core.paper_protocols import PAPER_PROTOCOLS
+from experiments.management.json_files import read_json_object
 from experiments.models import Cohort, Project
 from experiments.paper_protocols import TemplateError, protocol_estimate, protocol_from_template
 
@@ -63,14 +61,7 @@ class Command(BaseCommand):
 def _settings(path: str | None, role: str) -> dict | None:
     if path is None:
         return None
-    try:
-        settings = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CommandError(f"{path} is not UTF-8 JSON: {exc}") from None
-    if not isinstance(settings, dict):
-        raise CommandError(f"{path}: the {role} settings must be a JSON object")
+    settings = read_json_object(path, f"the {role} settings must be a JSON object")
     if problem := api_key_env_problem(str(settings.get("api_key_env") or "")):
         raise CommandError(f"{role} api_key_env: {problem}")
     return settings
