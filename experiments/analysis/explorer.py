@@ -22,16 +22,17 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from experiments.analysis.explorer_query import ExplorerQuery
+from experiments.analysis.task_grades import grade_at
 from experiments.analysis.task_filters import TASK_FILTERS
 from experiments.cohort_facts import cohort_facts_copy, cohort_facts_missing
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
-from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task
+from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task, TaskGrades
 from experiments.models.runs import Phase
 
 PAGE_SIZE = 50
 
 _CT, _T, _S = CohortTask._meta.db_table, Task._meta.db_table, Session._meta.db_table
-_P = Prediction._meta.db_table
+_P, _TG = Prediction._meta.db_table, TaskGrades._meta.db_table
 _PERSON, _STUDY = Person._meta.db_table, Study._meta.db_table
 
 
@@ -72,7 +73,17 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
     filtered = [key for key, _ in query.grades] + [k for k, g in ((query.a, query.ga), (query.b, query.gb))
                                                    if k and (g is not None or (query.a and query.b))]
     score = {}
-    for i, key in enumerate(query.scored_conditions()):
+    scored = query.scored_conditions()
+    if scored and all_finals_exist(run):
+        # every grade the query reads from the task's one TaskGrades row (`analysis.task_grades`),
+        # joined only when a filter or the sort reads a grade; a task without a row has none
+        score = {key: grade_at(protocol.conditions.index(key)) for key in scored}
+        join = f"JOIN {_TG} tg ON tg.run_id = %s AND tg.task_id = ct.task_id"
+        if any(key in filtered for key in scored):
+            sql.joins.append((join, [run.pk]))
+        else:
+            sql.sort_joins.append(("LEFT " + join, [run.pk]))
+    for i, key in enumerate(scored if not score else ()):  # some final rows may not exist yet
         score[key] = f"p{i}.score"
         join = (f"JOIN {_P} p{i} ON p{i}.run_id = %s AND p{i}.condition = %s AND p{i}.label = '{FINAL}' "
                 f"AND p{i}.task_id = ct.task_id")

@@ -1,0 +1,97 @@
+"""`TaskGrades` (a run's grades of a task, one character per condition, issue 12): kept equal to
+the final predictions' stored grades, and read in SQL by the explorer.
+
+- `refresh_task_grades` rewrites the rows of a run's tasks from their final predictions' scores;
+  `analysis.grades.store_scores` calls it in its transaction, after writing the scores.
+- `task_grades_statement` does it for one task as one statement inside the journal's record
+  statement (`execution.outcomes.result_statements`), whose snapshot does not show the scores
+  written by the same statement: the characters of the conditions it writes come from what it
+  writes, the others from the predictions as they were.
+- `grade_at` is one condition's grade (0–9, NULL when missing) read from a row, for the explorer.
+
+The engine grades the conditions of one task from several workers at once. A row computed from a
+snapshot that lacks another worker's uncommitted grade, written after that worker's row, would
+lose that grade. So `refresh_task_grades` of one task first locks the row (an upsert that writes
+nothing new) and reads the predictions in a later statement, which sees every grade committed by
+whoever held the lock before it; and `task_grades_statement` changes in an existing row only the
+characters of the conditions it writes.
+"""
+from __future__ import annotations
+
+from django.db import connection
+
+from experiments.core.conditions import FINAL
+from experiments.models import Prediction, TaskGrades
+
+_TG, _P = TaskGrades._meta.db_table, Prediction._meta.db_table
+MISSING = "-"
+
+
+def _digit(score: str) -> str:
+    return f"CASE WHEN {score} BETWEEN 0 AND 9 THEN CAST({score} AS CHAR(1)) END"
+
+
+def _row(conditions, char: str, char_params: list) -> tuple[str, list]:
+    """The grades string of one task's final predictions `p` (grouped by task): per condition the
+    character `char` (SQL over p) of its final prediction, '-' without one or when it is NULL."""
+    parts, params = [], []
+    for key in conditions:
+        parts.append(f"COALESCE(MAX(CASE WHEN p.condition = %s THEN {char} END), '{MISSING}')")
+        params += [key, *char_params]
+    return " || ".join(parts) or "''", params
+
+
+def refresh_task_grades(run_id: int, conditions, *, task_id: int | None = None,
+                        answer_sha256: str | None = None, status: str | None = None) -> None:
+    """Rewrite the `TaskGrades` of the run's tasks (those of `task_id`, or of the predictions with
+    that answer text or status; every task without them) from their final predictions' scores."""
+    where, params = "", []
+    if task_id is not None:
+        where, params = " AND p.task_id = %s", [task_id]
+    narrower = [(name, value) for name, value in (("answer_sha256", answer_sha256), ("status", status))
+                if value is not None]
+    if narrower:
+        where += (f" AND p.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s"
+                  + "".join(f" AND {name} = %s" for name, _ in narrower) + ")")
+        params += [run_id, *(value for _, value in narrower)]
+    row, row_params = _row(conditions, _digit("p.score"), [])
+    with connection.cursor() as cursor:
+        if task_id is not None and connection.vendor == "postgresql":
+            # the row's lock first, so that the read below sees every grade committed before it (module)
+            cursor.execute(f"INSERT INTO {_TG} AS tg (run_id, task_id, grades) VALUES (%s, %s, %s) "
+                           "ON CONFLICT (run_id, task_id) DO UPDATE SET grades = tg.grades",
+                           [run_id, task_id, MISSING * len(conditions)])
+        cursor.execute(f"INSERT INTO {_TG} (run_id, task_id, grades) SELECT %s, p.task_id, {row} FROM {_P} p "
+                       f"WHERE p.run_id = %s AND p.label = '{FINAL}'{where} GROUP BY p.task_id "
+                       "ON CONFLICT (run_id, task_id) DO UPDATE SET grades = excluded.grades",
+                       [run_id, *row_params, run_id, *params])
+
+
+def task_grades_statement(run_id: int, task_id: int, conditions, written: str, written_params: list,
+                          char: str, char_params: list) -> tuple[str, list]:
+    """The `TaskGrades` row of one task as one statement (sql, params) of the journal's record
+    (PostgreSQL), run only when its `moved` CTE has a row. `written` (SQL over a final prediction
+    `p` as the statement's snapshot shows it) is true for the predictions whose score the same
+    statement writes, `char` (SQL, NULL for missing) the score's character; an existing row
+    changes only at those conditions (module: concurrent graders)."""
+    chosen = f"CASE WHEN {written} THEN {char} ELSE {_digit('p.score')} END"
+    inserted, inserted_params = _row(conditions, chosen, [*written_params, *char_params])
+    kept, kept_params = [], []
+    padded = f"tg.grades || '{MISSING * len(conditions)}'"  # a row shorter than the protocol
+    for i, key in enumerate(conditions):
+        kept.append(f"CASE WHEN MAX(CASE WHEN p.condition = %s AND {written} THEN 1 ELSE 0 END) = 1 "
+                    f"THEN COALESCE({char}, '{MISSING}') ELSE SUBSTR({padded}, {i + 1}, 1) END")
+        kept_params += [key, *written_params, *char_params]
+    sql = (f"INSERT INTO {_TG} AS tg (run_id, task_id, grades) SELECT %s, p.task_id, {inserted} FROM {_P} p "
+           f"WHERE p.run_id = %s AND p.task_id = %s AND p.label = '{FINAL}' AND EXISTS (SELECT 1 FROM moved) "
+           "GROUP BY p.task_id ON CONFLICT (run_id, task_id) DO UPDATE SET grades = "
+           f"(SELECT {' || '.join(kept)} FROM {_P} p WHERE p.run_id = tg.run_id "
+           f"AND p.task_id = tg.task_id AND p.label = '{FINAL}')")
+    return sql, [run_id, *inserted_params, run_id, task_id, *kept_params]
+
+
+def grade_at(index: int, alias: str = "tg") -> str:
+    """SQL: the grade (an integer, NULL when missing) of the condition at `index` (0-based, the
+    protocol's order) in the `TaskGrades` row `alias` (NULL too when the task has no row)."""
+    char = f"SUBSTR({alias}.grades, {index + 1}, 1)"
+    return f"(CASE WHEN {char} BETWEEN '0' AND '9' THEN CAST({char} AS INTEGER) END)"
