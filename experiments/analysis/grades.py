@@ -178,6 +178,6 @@ def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str 
             copied_label=Case(
                 When(Q(label=FINAL) & ~Q(answer_sha256=""), then=Coalesce(Subquery(candidate), Value(""))),
                 default=Value(""), output_field=CharField()))
-        conditions = Protocol.objects.filter(runs=run_id).values_list("conditions", flat=True).first() or []
-        refresh_task_grades(run_id, conditions, task_id=task_id, answer_sha256=answer_sha256, status=status)
+        cohort_id, conditions = Protocol.objects.filter(runs=run_id).values_list("cohort_id", "conditions").get()
+        refresh_task_grades(run_id, cohort_id, conditions, task_id=task_id, answer_sha256=answer_sha256, status=status)
     return written

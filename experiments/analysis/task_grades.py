@@ -21,10 +21,12 @@ from __future__ import annotations
 from django.db import connection
 
 from experiments.core.conditions import FINAL
-from experiments.models import Prediction, TaskGrades
+from experiments.models import CohortTask, Prediction, TaskGrades
 
-_TG, _P = TaskGrades._meta.db_table, Prediction._meta.db_table
+_TG, _P, _CT = TaskGrades._meta.db_table, Prediction._meta.db_table, CohortTask._meta.db_table
 MISSING = "-"
+# a task's cohort position, for the row (`task` is SQL for its id)
+_POSITION = "(SELECT position FROM " + _CT + " WHERE cohort_id = %s AND task_id = {task})"
 
 
 def _digit(score: str) -> str:
@@ -41,7 +43,7 @@ def _row(conditions, char: str, char_params: list) -> tuple[str, list]:
     return " || ".join(parts) or "''", params
 
 
-def refresh_task_grades(run_id: int, conditions, *, task_id: int | None = None,
+def refresh_task_grades(run_id: int, cohort_id: int, conditions, *, task_id: int | None = None,
                         answer_sha256: str | None = None, status: str | None = None) -> None:
     """Rewrite the `TaskGrades` of the run's tasks (those of `task_id`, or of the predictions with
     that answer text or status; every task without them) from their final predictions' scores."""
@@ -58,16 +60,18 @@ def refresh_task_grades(run_id: int, conditions, *, task_id: int | None = None,
     with connection.cursor() as cursor:
         if task_id is not None and connection.vendor == "postgresql":
             # the row's lock first, so that the read below sees every grade committed before it (module)
-            cursor.execute(f"INSERT INTO {_TG} AS tg (run_id, task_id, grades) VALUES (%s, %s, %s) "
+            cursor.execute(f"INSERT INTO {_TG} AS tg (run_id, task_id, position, grades) "
+                           f"VALUES (%s, %s, {_POSITION.format(task='%s')}, %s) "
                            "ON CONFLICT (run_id, task_id) DO UPDATE SET grades = tg.grades",
-                           [run_id, task_id, MISSING * len(conditions)])
-        cursor.execute(f"INSERT INTO {_TG} (run_id, task_id, grades) SELECT %s, p.task_id, {row} FROM {_P} p "
+                           [run_id, task_id, cohort_id, task_id, MISSING * len(conditions)])
+        cursor.execute(f"INSERT INTO {_TG} (run_id, task_id, position, grades) "
+                       f"SELECT %s, p.task_id, {_POSITION.format(task='p.task_id')}, {row} FROM {_P} p "
                        f"WHERE p.run_id = %s AND p.label = '{FINAL}'{where} GROUP BY p.task_id "
-                       "ON CONFLICT (run_id, task_id) DO UPDATE SET grades = excluded.grades",
-                       [run_id, *row_params, run_id, *params])
+                       "ON CONFLICT (run_id, task_id) DO UPDATE SET position = excluded.position, grades = excluded.grades",
+                       [run_id, cohort_id, *row_params, run_id, *params])
 
 
-def task_grades_statement(run_id: int, task_id: int, conditions, written: str, written_params: list,
+def task_grades_statement(run_id: int, task_id: int, cohort_id: int, conditions, written: str, written_params: list,
                           char: str, char_params: list) -> tuple[str, list]:
     """The `TaskGrades` row of one task as one statement (sql, params) of the journal's record
     (PostgreSQL), run only when its `moved` CTE has a row. `written` (SQL over a final prediction
@@ -82,16 +86,18 @@ def task_grades_statement(run_id: int, task_id: int, conditions, written: str, w
         kept.append(f"CASE WHEN MAX(CASE WHEN p.condition = %s AND {written} THEN 1 ELSE 0 END) = 1 "
                     f"THEN COALESCE({char}, '{MISSING}') ELSE SUBSTR({padded}, {i + 1}, 1) END")
         kept_params += [key, *written_params, *char_params]
-    sql = (f"INSERT INTO {_TG} AS tg (run_id, task_id, grades) SELECT %s, p.task_id, {inserted} FROM {_P} p "
+    sql = (f"INSERT INTO {_TG} AS tg (run_id, task_id, position, grades) "
+           f"SELECT %s, p.task_id, {_POSITION.format(task='p.task_id')}, {inserted} FROM {_P} p "
            f"WHERE p.run_id = %s AND p.task_id = %s AND p.label = '{FINAL}' AND EXISTS (SELECT 1 FROM moved) "
            "GROUP BY p.task_id ON CONFLICT (run_id, task_id) DO UPDATE SET grades = "
            f"(SELECT {' || '.join(kept)} FROM {_P} p WHERE p.run_id = tg.run_id "
            f"AND p.task_id = tg.task_id AND p.label = '{FINAL}')")
-    return sql, [run_id, *inserted_params, run_id, task_id, *kept_params]
+    return sql, [run_id, cohort_id, *inserted_params, run_id, task_id, *kept_params]
 
 
 def grade_at(index: int, alias: str = "tg") -> str:
     """SQL: the grade (an integer, NULL when missing) of the condition at `index` (0-based, the
-    protocol's order) in the `TaskGrades` row `alias` (NULL too when the task has no row)."""
-    char = f"SUBSTR({alias}.grades, {index + 1}, 1)"
-    return f"(CASE WHEN {char} BETWEEN '0' AND '9' THEN CAST({char} AS INTEGER) END)"
+    protocol's order) in the `TaskGrades` row `alias` (NULL too when the task has no row, or a
+    row shorter than the protocol): the character's code minus '0''s, '-' and none made NULL."""
+    code = "ASCII" if connection.vendor == "postgresql" else "UNICODE"
+    return f"(NULLIF(NULLIF({code}(SUBSTR({alias}.grades, {index + 1}, 1)), {ord(MISSING)}), 0) - {ord('0')})"

@@ -87,7 +87,8 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
                  [status, text, answer_sha, graded, answer_sha, FINAL, answer_sha, answer_sha, FINAL, slot.pk]),
                 # its task's TaskGrades: the answer's grade, if its text was graded already
                 task_grades_statement(
-                    slot.run_id, slot.task_id, slot.run.protocol.conditions, "p.slot_id = %s", [slot.pk],
+                    slot.run_id, slot.task_id, slot.run.protocol.cohort_id, slot.run.protocol.conditions,
+                    "p.slot_id = %s", [slot.pk],
                     *((f"(SELECT CAST(g.score AS CHAR(1)) FROM {G} g WHERE g.run_id = %s AND g.task_id = %s "
                        "AND g.answer_sha256 = %s AND g.score BETWEEN 0 AND 9 LIMIT 1)",
                        [slot.run_id, slot.task_id, answer_sha]) if graded else ("NULL", [])))]
@@ -109,7 +110,7 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
                    Prediction.Status.OK, Prediction.Status.EMPTY])
         digit = "-" if grade["score"] is None or not 0 <= grade["score"] <= 9 else str(grade["score"])
         grades = task_grades_statement(
-            slot.run_id, int(task_id), slot.run.protocol.conditions,
+            slot.run_id, int(task_id), slot.run.protocol.cohort_id, slot.run.protocol.conditions,
             "p.answer_sha256 = %s AND p.status IN (%s, %s)", [answer_sha, Prediction.Status.OK, Prediction.Status.EMPTY],
             "NULLIF(CAST(%s AS CHAR(1)), '-')", [digit])
         return [store, scored, grades]

@@ -11,8 +11,12 @@ from experiments.analysis.task_grades import refresh_task_grades
 
 
 def backfill(apps, schema_editor):
-    for run_id, conditions in apps.get_model("experiments", "Run").objects.values_list("pk", "protocol__conditions"):
-        refresh_task_grades(run_id, conditions or [])
+    runs = apps.get_model("experiments", "Run").objects.values_list("pk", "protocol__cohort_id", "protocol__conditions")
+    for run_id, cohort_id, conditions in runs:
+        refresh_task_grades(run_id, cohort_id, conditions or [])
+    if schema_editor.connection.vendor == "postgresql":
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute("ANALYZE experiments_taskgrades")  # its statistics now, not at autovacuum's next turn
 
 
 class Migration(migrations.Migration):
@@ -26,6 +30,7 @@ class Migration(migrations.Migration):
             name='TaskGrades',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('position', models.PositiveIntegerField(blank=True, null=True)),
                 ('grades', models.TextField(help_text="per condition of the protocol, in its order: '0'–'3' or '-'")),
                 ('run', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='experiments.run')),
                 ('task', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='experiments.task')),
