@@ -55,7 +55,8 @@ def hand_run(rated_run):
 
 
 @postgresql_only
-def test_the_engine_keeps_the_rows_through_its_journal_a_regrade_and_the_backfill(source, cast, server, http):  # noqa: F811
+def test_the_engine_keeps_the_rows_through_its_journal_a_regrade_and_the_backfill(
+        source, cast, server, http):  # noqa: F811
     # every answer and grade of this run came through the journal's one-statement result path
     stored = rows(source)
     assert_rows_right(source)
@@ -113,8 +114,9 @@ def test_the_journal_statement_writes_a_new_row_and_changes_only_its_conditions_
     conditions = run.protocol.conditions
     task = CohortTask.objects.filter(cohort=run.protocol.cohort).order_by("position")[1].task_id  # memory 1, OwnWords 2
     own = Prediction.objects.get(run=run, task_id=task, condition=OWNWORDS, label=FINAL)
-    statement = task_grades_statement(run.pk, task, run.protocol.cohort_id, conditions, "p.answer_sha256 = %s AND p.status IN (%s, %s)",
-                                      [own.answer_sha256, "ok", "empty"], "NULLIF(CAST(%s AS CHAR(1)), '-')", ["0"])
+    graded_own = ("p.answer_sha256 = %s AND p.status IN (%s, %s)", [own.answer_sha256, "ok", "empty"])
+    statement = task_grades_statement(run.pk, task, run.protocol.cohort_id, conditions, *graded_own,
+                                      "NULLIF(CAST(%s AS CHAR(1)), '-')", ["0"])
     TaskGrades.objects.filter(run=run, task_id=task).delete()
     journal_statement(*statement)
     expected = ["-"] * len(conditions)
@@ -128,8 +130,7 @@ def test_the_journal_statement_writes_a_new_row_and_changes_only_its_conditions_
     expected[conditions.index(OWNWORDS)] = "0"
     assert rows(run)[task] == "".join(expected)
     # a missing grade (the judge's reply had none) is '-'
-    journal_statement(*task_grades_statement(run.pk, task, run.protocol.cohort_id, conditions, "p.answer_sha256 = %s AND p.status IN (%s, %s)",
-                                             [own.answer_sha256, "ok", "empty"], "NULL", []))
+    journal_statement(*task_grades_statement(run.pk, task, run.protocol.cohort_id, conditions, *graded_own, "NULL", []))
     assert rows(run)[task][conditions.index(OWNWORDS)] == "-"
 
 

@@ -65,7 +65,8 @@ class _Sql:
 
     def text(self, *, for_sort: bool) -> tuple[str, list]:
         joins = self.joins + (self.sort_joins if for_sort else [])
-        sql = f"FROM {self.source} " + " ".join(j for j, _ in joins) + " WHERE " + " AND ".join(w for w, _ in self.where)
+        sql = (f"FROM {self.source} " + " ".join(j for j, _ in joins)
+               + " WHERE " + " AND ".join(w for w, _ in self.where))
         return sql, [v for _, ps in joins for v in ps] + [v for _, ps in self.where for v in ps]
 
     def is_whole_cohort(self) -> bool:

@@ -67,7 +67,8 @@ def refresh_task_grades(run_id: int, cohort_id: int, conditions, *, task_id: int
         cursor.execute(f"INSERT INTO {_TG} (run_id, task_id, position, grades) "
                        f"SELECT %s, p.task_id, {_POSITION.format(task='p.task_id')}, {row} FROM {_P} p "
                        f"WHERE p.run_id = %s AND p.label = '{FINAL}'{where} GROUP BY p.task_id "
-                       "ON CONFLICT (run_id, task_id) DO UPDATE SET position = excluded.position, grades = excluded.grades",
+                       "ON CONFLICT (run_id, task_id) DO UPDATE SET position = excluded.position, "
+                       "grades = excluded.grades",
                        [run_id, cohort_id, *row_params, run_id, *params])
 
 

@@ -111,7 +111,8 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
         digit = "-" if grade["score"] is None or not 0 <= grade["score"] <= 9 else str(grade["score"])
         grades = task_grades_statement(
             slot.run_id, int(task_id), slot.run.protocol.cohort_id, slot.run.protocol.conditions,
-            "p.answer_sha256 = %s AND p.status IN (%s, %s)", [answer_sha, Prediction.Status.OK, Prediction.Status.EMPTY],
+            "p.answer_sha256 = %s AND p.status IN (%s, %s)",
+            [answer_sha, Prediction.Status.OK, Prediction.Status.EMPTY],
             "NULLIF(CAST(%s AS CHAR(1)), '-')", [digit])
         return [store, scored, grades]
     return None
