@@ -144,6 +144,13 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
         sql.where.append((
             f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND label = '{FINAL}' AND chosen_label = %s "
             f"AND condition IN ({', '.join(['%s'] * len(selection))}))", [run.pk, query.chosen, *selection]))
+    if query.answered:  # the answers the dashboard's answer lengths count (`dashboard._answer_lengths`)
+        if all_finals_exist(run):  # answered: not among the few without a text (a partial index, 0020)
+            sql.where.append((f"ct.task_id NOT IN (SELECT task_id FROM {_P} WHERE run_id = %s AND condition = %s "
+                              f"AND label = '{FINAL}' AND text IS NULL)", [run.pk, query.answered]))
+        else:
+            sql.where.append((f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND condition = %s "
+                              f"AND label = '{FINAL}' AND text IS NOT NULL)", [run.pk, query.answered]))
     for key in query.extra:
         ids = sorted(set(TASK_FILTERS[key].task_ids(run)))
         sql.where.append((f"ct.task_id IN ({', '.join(['%s'] * len(ids))})" if ids else "1 = 0", ids))

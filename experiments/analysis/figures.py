@@ -183,9 +183,11 @@ def lengths(rows: list[dict], explore: str | None = None) -> dict | None:
     shown = [r for r in rows if r["words"]]
     if not shown:
         return None
-    # A box stands for all its condition's answers: its link is the trace's (`meta`), not one per answer.
+    # A box stands for all its condition's answers: its link is the trace's (`meta`), not one per
+    # answer — the tasks with an answer of the condition (the box's), its best grades first.
     fig = go.Figure([go.Box(x=r["words"], name=r["condition"], boxpoints=False,
-                            meta=condition_link(explore, r["condition"])) for r in shown])
+                            meta=explore_link(explore, answered=r["condition"], sort=f"-grade:{r['condition']}"))
+                     for r in shown])
     fig.update_layout(LAYOUT).update_layout(xaxis_title="answer length (words)", showlegend=False,
                       height=max(220, 60 + 40 * len(shown)))
     return _json(fig)
