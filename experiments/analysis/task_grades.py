@@ -78,22 +78,24 @@ def task_grades_statement(run_id: int, task_id: int, cohort_id: int, conditions,
     (PostgreSQL), run only when its `moved` CTE has a row. `written` (SQL over a final prediction
     `p` as the statement's snapshot shows it) is true for the predictions whose score the same
     statement writes, `char` (SQL, NULL for missing) the score's character; an existing row
-    changes only at those conditions (module: concurrent graders)."""
-    chosen = f"CASE WHEN {written} THEN {char} ELSE {_digit('p.score')} END"
-    inserted, inserted_params = _row(conditions, chosen, [*written_params, *char_params])
-    kept, kept_params = [], []
+    changes only at those conditions (module: concurrent graders).
+
+    Each condition of the protocol (an array, in its order) is joined to the task's final answer
+    under it, and the characters aggregated in that order: one statement text per protocol size
+    whatever its conditions, on the path of every answer."""
+    each = (f"FROM unnest(CAST(%s AS text[])) WITH ORDINALITY AS k(condition, place) LEFT JOIN {_P} p "
+            f"ON p.run_id = %s AND p.task_id = %s AND p.label = '{FINAL}' AND p.condition = k.condition")
     padded = f"tg.grades || '{MISSING * len(conditions)}'"  # a row shorter than the protocol
-    for i, key in enumerate(conditions):
-        kept.append(f"CASE WHEN MAX(CASE WHEN p.condition = %s AND {written} THEN 1 ELSE 0 END) = 1 "
-                    f"THEN COALESCE({char}, '{MISSING}') ELSE SUBSTR({padded}, {i + 1}, 1) END")
-        kept_params += [key, *written_params, *char_params]
     sql = (f"INSERT INTO {_TG} AS tg (run_id, task_id, position, grades) "
-           f"SELECT %s, p.task_id, {_POSITION.format(task='p.task_id')}, {inserted} FROM {_P} p "
-           f"WHERE p.run_id = %s AND p.task_id = %s AND p.label = '{FINAL}' AND EXISTS (SELECT 1 FROM moved) "
-           "GROUP BY p.task_id ON CONFLICT (run_id, task_id) DO UPDATE SET grades = "
-           f"(SELECT {' || '.join(kept)} FROM {_P} p WHERE p.run_id = tg.run_id "
-           f"AND p.task_id = tg.task_id AND p.label = '{FINAL}')")
-    return sql, [run_id, cohort_id, *inserted_params, run_id, task_id, *kept_params]
+           f"SELECT %s, %s, {_POSITION.format(task='%s')}, string_agg(COALESCE(CASE WHEN {written} THEN {char} "
+           f"ELSE {_digit('p.score')} END, '{MISSING}'), '' ORDER BY k.place) {each} "
+           "WHERE EXISTS (SELECT 1 FROM moved) HAVING COUNT(p.id) > 0 "  # no final answer yet: no row
+           "ON CONFLICT (run_id, task_id) DO UPDATE SET grades = (SELECT string_agg(CASE WHEN "
+           f"{written} THEN COALESCE({char}, '{MISSING}') ELSE SUBSTR({padded}, CAST(k.place AS integer), 1) END, "
+           f"'' ORDER BY k.place) {each})")
+    keys = list(conditions)
+    return sql, [run_id, task_id, cohort_id, task_id, *written_params, *char_params, keys, run_id, task_id,
+                 *written_params, *char_params, keys, run_id, task_id]
 
 
 def grade_at(index: int, alias: str = "tg") -> str:
