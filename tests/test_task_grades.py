@@ -88,7 +88,11 @@ def test_store_scores_keeps_the_row_of_a_task_an_answer_and_a_whole_run(hand_run
     # a regrade of one answer text: its grade changes, the row with it
     memory = Prediction.objects.get(run=run, task_id=ids[6], condition=MEMORY, label=FINAL)
     Grade.objects.filter(run=run, task_id=ids[6], answer_sha256=memory.answer_sha256).update(score=0)
-    store_scores(run.pk, task_id=ids[6], answer_sha256=memory.answer_sha256)
+    with CaptureQueriesContext(connection) as captured:
+        store_scores(run.pk, task_id=ids[6], answer_sha256=memory.answer_sha256)
+    # the scores, the protocol, the row's lock and the row (and a savepoint around them), whatever
+    # the number of conditions
+    assert len([q for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]) == 4
     assert rows(run)[ids[6]][order[0]] == "0"
     # a grade that goes missing, and an answer that becomes missing
     Grade.objects.filter(run=run, task_id=ids[6], answer_sha256=memory.answer_sha256).update(score=None)
