@@ -14,7 +14,8 @@ snapshot that lacks another worker's uncommitted grade, written after that worke
 lose that grade. So `refresh_task_grades` of one task first locks the row (an upsert that writes
 nothing new) and reads the predictions in a later statement, which sees every grade committed by
 whoever held the lock before it; and `task_grades_statement` changes in an existing row only the
-characters of the conditions it writes.
+characters of the conditions it writes. (Rows of more tasks at once are rewritten where no worker
+writes the run's grades: planning's operational zeros, a re-grade's copies, the migration.)
 """
 from __future__ import annotations
 
