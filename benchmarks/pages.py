@@ -226,6 +226,7 @@ def main():
         "a ≠ b, sort a−b": {"a": a, "b": b, "sort": "-diff"}, "sort by grade": {"sort": f"-grade:{a}"},
         "study": {"study": "study-3"}, "person": {"person": "person-77"}, "question text": {"q": "part 7"},
         "missing": {"missing": "1"}, "copied": {"copied": "1"}, "chosen": {"chosen": "b1"},
+        "answered": {"answered": CONDITIONS[-1], "sort": f"-grade:{CONDITIONS[-1]}"},
         "sort by person": {"sort": "person"},
         "everything": {"condition": a, "grade": "3", "a": a, "ga": "3", "b": b, "gb": "0", "study": "study-3",
                        "q": "part", "missing": "1", "sort": "-diff"},

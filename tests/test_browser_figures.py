@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
 
+from experiments.analysis.figures import HEATMAP_WIDTH
 from experiments.models import Membership, Project, Role
 from tests.figure_helpers import draw_every_figure
 from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
@@ -66,6 +67,10 @@ def test_the_partial_bundle_draws_every_figure_and_trace_type_without_a_console_
         assert page.evaluate("Plotly.version") == plotly.offline.get_plotlyjs_version()
         for trace, selector in TRACE_LAYERS.items():
             drawn[trace] = drawn.get(trace, 0) + page.locator(f".plot {selector}").count()
+        if path == figure_pages[0]:  # the dashboard's 4 × 4 grade grids keep their width on a wide page
+            widths = page.evaluate("Array.from(document.querySelectorAll('.plot')).filter(p => p.querySelector("
+                                   "'.heatmaplayer .hm')).map(p => p.querySelector('.main-svg').getBoundingClientRect().width)")
+            assert widths and all(width == HEATMAP_WIDTH for width in widths), widths
     page.close()
     threading.Thread(target=connections.close_all).start()
     assert all(drawn.values()), drawn

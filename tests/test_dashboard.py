@@ -229,12 +229,15 @@ def test_every_point_bar_box_and_cell_of_the_dashboard_opens_the_explorer(client
     assert {"forest", "means", "thresholds", "lengths", "cost"} <= set(links)
     for name, found in links.items():
         assert found and all(isinstance(link, str) and link.startswith(explorer) for link in found), (name, found)
-    # A condition's box of answer lengths opens the tasks it answered, its best grades first.
+    # A condition's box of answer lengths opens exactly the tasks it answered (the box's answers),
+    # its best grades first.
     grades = final_grades(finished_run)
     boxes = {trace["name"]: trace["meta"] for trace in context["lengths"]["data"]}
+    answers = {row["condition"]: row["answers"] for row in context["data"]["lengths"]}
     for condition, link in boxes.items():
-        assert parse_qs(urlsplit(link).query) == {"sort": [f"-grade:{condition}"]}
+        assert parse_qs(urlsplit(link).query) == {"answered": [condition], "sort": [f"-grade:{condition}"]}
         listed = client.get(link).context["page"]
+        assert listed.total == answers[condition] > 0
         shown = [grades[condition].get(row["task_id"]) for row in listed.rows]
         known = [g for g in shown if g is not None]
         assert known and known == sorted(known, reverse=True)

@@ -32,6 +32,7 @@ def test_the_grade_axis_title_fits_a_300_px_heatmap_for_every_condition():
     figure = transitions({"transitions": [[1, 0, 0, 0]] * 4,
                           "transition_axes": {"rows": "memory(concrete,100w)+one-shot", "columns": "whole-record"}})
     assert figure["layout"]["yaxis"]["title"]["text"] == "grade under<br>memory(concrete,100w)+<br>one-shot"
+    assert (figure["layout"]["width"], figure["layout"]["height"]) == (500, 300)  # not the page's width
 
 
 def test_the_protocol_form_without_a_cohort_says_what_to_do_and_links_to_it(client, imported, cast):

@@ -17,7 +17,8 @@ from django.urls import reverse
 from experiments.analysis.explorer import ExplorerQuery, explorer_page
 from experiments.models import CohortTask, Prediction
 from tests.annotations_helpers import MEMORY, OWNWORDS, QUESTION_ONLY
-from tests.explorer_helpers import FUSION, SELECTION, add_pools, grade_by_hand
+from experiments.core.conditions import FINAL
+from tests.explorer_helpers import FUSION, SELECTION, add_pools, cohort_task_ids, grade_by_hand, set_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -90,6 +91,19 @@ def test_sort_by_person_grade_and_difference(hand_run):
                   .values_list("task__session__person__label", flat=True))
     by_person = positions(run, sort="person")
     assert [labels[i] for i in by_person] == sorted(labels)
+
+
+def test_answered_lists_exactly_the_answers_the_dashboards_answer_lengths_count(hand_run):
+    from experiments.analysis.dashboard import _answer_lengths
+    run = hand_run
+    assert positions(run, answered=QUESTION_ONLY) == [i for i in range(20) if i != 5]  # no answer at task 5
+    assert positions(run, answered=MEMORY, condition=MEMORY, grade="3") == [3, 7, 11, 15, 19]
+    set_answer(run, cohort_task_ids(run)[2], MEMORY, FINAL, "", None)  # an empty answer is an answer (0 words)
+    for row in _answer_lengths(run):
+        assert len(positions(run, answered=row["condition"])) == row["answers"], row["condition"]
+    assert len(positions(run, answered=MEMORY)) == 20
+    query = ExplorerQuery.from_params(querydict({"answered": "nope"}), run.protocol.conditions)
+    assert query.answered == "" and query.errors == ("unknown condition 'nope'",)
 
 
 def test_bad_parameters_are_dropped_and_explained(hand_run):

@@ -3,10 +3,15 @@
 A run's grade of a task under a condition is the condition's `final` prediction's stored
 `score` (`analysis.grades.store_scores` keeps it equal to what `final_grades` computes). The
 explorer builds one SQL statement over the cohort's tasks that joins, for every condition a
-filter or the sort names, that prediction on the (run, condition, label, score, task) index,
-and lets the database filter, count, sort and cut the page (a count, then LIMIT/OFFSET over at
-most the cohort's tasks); nothing is scanned in Python. The SQL is standard (JOIN, IN, window
-functions, NULLS LAST), so it runs on PostgreSQL and SQLite alike (indexes: migrations 0006, 0008).
+filter or the sort names, that prediction on the (run, condition, label, score, task) index —
+or, once the run's final answers all exist and a filter reads grades, lists the run's
+`TaskGrades` rows, which hold every condition's grade of a task in one row and its cohort
+position (an a − b sort at a million predictions: one row per task instead of two index lookups,
+and no join to the cohort) — and lets the database filter, count, sort and cut the page (a
+count, then LIMIT/OFFSET over at most the cohort's tasks); nothing is scanned in Python. The SQL
+is standard (JOIN, IN, window functions, NULLS LAST) but for one function name
+(`task_grades.grade_at`), so it runs on PostgreSQL and SQLite alike (indexes: migrations 0006,
+0008, 0019).
 A sort by person or study and the question-text filter read facts copied onto the cohort's tasks
 (`experiments.cohort_facts`, migration 0017) instead of joining every task to its person, study or turn.
 Filters other apps provide (the judge–human disagreement) come from `analysis.task_filters`.
@@ -22,16 +27,17 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from experiments.analysis.explorer_query import ExplorerQuery
+from experiments.analysis.task_grades import grade_at
 from experiments.analysis.task_filters import TASK_FILTERS
 from experiments.cohort_facts import cohort_facts_copy, cohort_facts_missing
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
-from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task
+from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task, TaskGrades
 from experiments.models.runs import Phase
 
 PAGE_SIZE = 50
 
 _CT, _T, _S = CohortTask._meta.db_table, Task._meta.db_table, Session._meta.db_table
-_P = Prediction._meta.db_table
+_P, _TG = Prediction._meta.db_table, TaskGrades._meta.db_table
 _PERSON, _STUDY = Person._meta.db_table, Study._meta.db_table
 
 
@@ -48,31 +54,52 @@ def all_finals_exist(run: Run) -> bool:
 
 @dataclass
 class _Sql:
-    """The filtered tasks' FROM … WHERE …: joins that filter, joins only the sort reads, the
-    conditions, each with its parameters in the order they appear."""
+    """The filtered tasks' FROM … WHERE …: the listed tasks `ct` (the cohort's tasks, or, when a
+    filter reads grades, the run's TaskGrades rows, which carry a task id and cohort position too),
+    joins that filter, joins only the sort reads, the conditions, each with its parameters in the
+    order they appear."""
+    where: list[tuple[str, list]]
+    source: str = f"{_CT} ct"
     joins: list[tuple[str, list]] = field(default_factory=list)
     sort_joins: list[tuple[str, list]] = field(default_factory=list)
-    where: list[tuple[str, list]] = field(default_factory=list)
 
     def text(self, *, for_sort: bool) -> tuple[str, list]:
         joins = self.joins + (self.sort_joins if for_sort else [])
-        sql = f"FROM {_CT} ct " + " ".join(j for j, _ in joins) + " WHERE " + " AND ".join(w for w, _ in self.where)
+        sql = (f"FROM {self.source} " + " ".join(j for j, _ in joins)
+               + " WHERE " + " AND ".join(w for w, _ in self.where))
         return sql, [v for _, ps in joins for v in ps] + [v for _, ps in self.where for v in ps]
+
+    def is_whole_cohort(self) -> bool:
+        """Every task of the cohort: no join, only the first condition (the cohort's)."""
+        return not self.joins and len(self.where) == 1
 
 
 def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
     """The filtered tasks (see `_Sql`) and each scored condition's grade column.
 
-    A condition's grade is its final prediction's stored `score`: a filter on it is a join on the
-    (run, condition, label, score, task) index; a condition only sorted by is a LEFT JOIN that
-    the count leaves out.
+    Once every final answer exists, a filter on grades reads the tasks' `TaskGrades` rows (one
+    row per task, every condition's grade in it). Otherwise a condition's grade is its final
+    prediction's stored `score`: a filter on it is a join on the (run, condition, label, score,
+    task) index; a condition only sorted by is a LEFT JOIN that the count leaves out.
     """
     protocol = run.protocol
     sql = _Sql(where=[("ct.cohort_id = %s", [protocol.cohort_id])])
     filtered = [key for key, _ in query.grades] + [k for k, g in ((query.a, query.ga), (query.b, query.gb))
                                                    if k and (g is not None or (query.a and query.b))]
     score = {}
-    for i, key in enumerate(query.scored_conditions()):
+    scored = query.scored_conditions()
+    if any(key in filtered for key in scored) and all_finals_exist(run):
+        # A filter on grades reads every grade from the task's one TaskGrades row
+        # (`analysis.task_grades`; a task without one has no grade, so the filter drops it): the
+        # listed rows themselves, unless the query reads the cohort's copied facts. (A grade only
+        # sorted by, every task listed, keeps the predictions' index: as fast, and no row needed.)
+        if _reads_facts(query):
+            sql.joins.append((f"JOIN {_TG} tg ON tg.run_id = %s AND tg.task_id = ct.task_id", [run.pk]))
+            score = {key: grade_at(protocol.conditions.index(key), "tg") for key in scored}
+        else:
+            sql = _Sql(source=f"{_TG} ct", where=[("ct.run_id = %s", [run.pk])])
+            score = {key: grade_at(protocol.conditions.index(key), "ct") for key in scored}
+    for i, key in enumerate(scored if not score else ()):  # some final rows may not exist yet
         score[key] = f"p{i}.score"
         join = (f"JOIN {_P} p{i} ON p{i}.run_id = %s AND p{i}.condition = %s AND p{i}.label = '{FINAL}' "
                 f"AND p{i}.task_id = ct.task_id")
@@ -117,6 +144,13 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
         sql.where.append((
             f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND label = '{FINAL}' AND chosen_label = %s "
             f"AND condition IN ({', '.join(['%s'] * len(selection))}))", [run.pk, query.chosen, *selection]))
+    if query.answered:  # the answers the dashboard's answer lengths count (`dashboard._answer_lengths`)
+        if all_finals_exist(run):  # answered: not among the few without a text (a partial index, 0020)
+            sql.where.append((f"ct.task_id NOT IN (SELECT task_id FROM {_P} WHERE run_id = %s AND condition = %s "
+                              f"AND label = '{FINAL}' AND text IS NULL)", [run.pk, query.answered]))
+        else:
+            sql.where.append((f"ct.task_id IN (SELECT task_id FROM {_P} WHERE run_id = %s AND condition = %s "
+                              f"AND label = '{FINAL}' AND text IS NOT NULL)", [run.pk, query.answered]))
     for key in query.extra:
         ids = sorted(set(TASK_FILTERS[key].task_ids(run)))
         sql.where.append((f"ct.task_id IN ({', '.join(['%s'] * len(ids))})" if ids else "1 = 0", ids))
@@ -200,7 +234,7 @@ def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> E
                                 else ("", []))
     for _ in range(2):
         with connection.cursor() as cursor:
-            if sql.joins or len(sql.where) > 1:
+            if not sql.is_whole_cohort():
                 cursor.execute(f"WITH listed AS (SELECT ct.task_id AS task_id, ct.position AS position, "
                                f"{_numeric_key(query, score)} AS k {text}) "
                                f"SELECT task_id, position, (SELECT COUNT(*) FROM listed){facts_flag} FROM listed "

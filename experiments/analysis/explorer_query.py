@@ -36,6 +36,7 @@ class ExplorerQuery:
     missing: bool = False
     copied: bool = False
     chosen: str = ""
+    answered: str = ""  # a condition whose final answer has a text (the dashboard's answer lengths count it)
     extra: tuple[str, ...] = ()  # keys of filters other apps registered (`filter`)
     sort: str = "task"
     page: int = 1
@@ -91,6 +92,7 @@ class ExplorerQuery:
             grades=tuple(pairs), a=a, ga=grade(get("ga")) if a else None, b=b, gb=grade(get("gb")) if b else None,
             study=(get("study") or "").strip(), person=(get("person") or "").strip(), q=(get("q") or "").strip(),
             missing=get("missing") == "1", copied=get("copied") == "1", chosen=(get("chosen") or "").strip(),
+            answered=condition(get("answered") or ""),
             extra=tuple(extra), sort=sort, page=page, errors=tuple(errors),
         )
 
@@ -99,7 +101,7 @@ class ExplorerQuery:
         pairs: list[tuple[str, str]] = []
         for key, value in self.grades:
             pairs += [("condition", key), ("grade", str(value))]
-        for name in ("a", "ga", "b", "gb", "study", "person", "q", "chosen"):
+        for name in ("a", "ga", "b", "gb", "study", "person", "q", "chosen", "answered"):
             value = getattr(self, name)
             if value is not None and value != "":
                 pairs.append((name, str(value)))

@@ -136,6 +136,11 @@ def thresholds(contrasts: list[dict], explore: str | None = None) -> dict | None
     return _json(fig)
 
 
+# A 4 × 4 grid of grades needs no more: across a 1920 px page its cells were wide flat bands, read
+# with the eyes travelling from one side of the screen to the other (the height stays 300).
+HEATMAP_WIDTH = 500
+
+
 def transitions(contrast: dict, explore: str | None = None) -> dict | None:
     table = contrast.get("transitions")
     if not table:
@@ -147,8 +152,9 @@ def transitions(contrast: dict, explore: str | None = None) -> dict | None:
              for i in range(4)]
     fig = go.Figure(go.Heatmap(z=table, x=[0, 1, 2, 3], y=[0, 1, 2, 3], colorscale="Blues",
                                text=table, texttemplate="%{text}", customdata=links))
-    fig.update_layout(LAYOUT).update_layout(height=300, xaxis_title=f"grade under {axes['columns']}",
-                      yaxis_title=grade_axis_title(axes["rows"]), xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
+    fig.update_layout(LAYOUT).update_layout(
+        height=300, width=HEATMAP_WIDTH, xaxis_title=f"grade under {axes['columns']}",
+        yaxis_title=grade_axis_title(axes["rows"]), xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
     return _json(fig)
 
 
@@ -177,9 +183,11 @@ def lengths(rows: list[dict], explore: str | None = None) -> dict | None:
     shown = [r for r in rows if r["words"]]
     if not shown:
         return None
-    # A box stands for all its condition's answers: its link is the trace's (`meta`), not one per answer.
+    # A box stands for all its condition's answers: its link is the trace's (`meta`), not one per
+    # answer — the tasks with an answer of the condition (the box's), its best grades first.
     fig = go.Figure([go.Box(x=r["words"], name=r["condition"], boxpoints=False,
-                            meta=condition_link(explore, r["condition"])) for r in shown])
+                            meta=explore_link(explore, answered=r["condition"], sort=f"-grade:{r['condition']}"))
+                     for r in shown])
     fig.update_layout(LAYOUT).update_layout(xaxis_title="answer length (words)", showlegend=False,
                       height=max(220, 60 + 40 * len(shown)))
     return _json(fig)

@@ -9,14 +9,15 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import CharField, Case, OuterRef, PositiveSmallIntegerField, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
 from experiments.core.candidates import CANDIDATE_LABELS, derive_column, is_derived, parse_derived, pool_sources
 from experiments.core.canonical import canonical_json
 from experiments.core.conditions import FINAL
-from experiments.models import CohortTask, Grade, Prediction, Run
+from experiments.models import CohortTask, Grade, Prediction, Protocol, Run
+from experiments.analysis.task_grades import refresh_task_grades
 
 
 def final_grades(run: Run) -> dict[str, dict[int, int | None]]:
@@ -152,7 +153,8 @@ def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str 
                  status: str | None = None) -> int:
     """Write `Prediction.score` (the rule of `final_grades`, for every label) and `copied_label`
     for a run's predictions, or those of one task, of one answer text in it, or of one status;
-    one UPDATE.
+    one UPDATE, and then, in the same transaction, the `TaskGrades` rows of the tasks it touched
+    (`analysis.task_grades`).
     Called wherever an answer or a grade is written (planning, re-grade copies); returns the
     number of rows written."""
     predictions = Prediction.objects.filter(run_id=run_id)
@@ -167,11 +169,15 @@ def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str 
     candidate = (Prediction.objects.filter(run_id=OuterRef("run_id"), task_id=OuterRef("task_id"),
                                            condition=OuterRef("condition"), answer_sha256=OuterRef("answer_sha256"))
                  .exclude(label=FINAL).order_by("label").values("label")[:1])
-    return predictions.update(
-        score=Case(
-            When(status=Prediction.Status.INVALID_SELECTION, then=Value(0)),
-            When(status__in=(Prediction.Status.OK, Prediction.Status.EMPTY), then=Subquery(grade)),
-            default=None, output_field=PositiveSmallIntegerField()),
-        copied_label=Case(
-            When(Q(label=FINAL) & ~Q(answer_sha256=""), then=Coalesce(Subquery(candidate), Value(""))),
-            default=Value(""), output_field=CharField()))
+    with transaction.atomic():
+        written = predictions.update(
+            score=Case(
+                When(status=Prediction.Status.INVALID_SELECTION, then=Value(0)),
+                When(status__in=(Prediction.Status.OK, Prediction.Status.EMPTY), then=Subquery(grade)),
+                default=None, output_field=PositiveSmallIntegerField()),
+            copied_label=Case(
+                When(Q(label=FINAL) & ~Q(answer_sha256=""), then=Coalesce(Subquery(candidate), Value(""))),
+                default=Value(""), output_field=CharField()))
+        cohort_id, conditions = Protocol.objects.filter(runs=run_id).values_list("cohort_id", "conditions").get()
+        refresh_task_grades(run_id, cohort_id, conditions, task_id=task_id, answer_sha256=answer_sha256, status=status)
+    return written

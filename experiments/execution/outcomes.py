@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.db import connection
 
 from experiments.analysis.grades import store_scores
+from experiments.analysis.task_grades import task_grades_statement
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import FINAL, SELECTION, get_condition, prediction_labels
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
@@ -65,11 +66,13 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
     They keep `Prediction.score` and `copied_label` as `analysis.grades.store_scores` would:
     one statement cannot update a row twice, so the rule is written into the same UPDATE (a
     generation answer) or into a second one over other rows (a grade, onto the predictions
-    that gave its answer)."""
+    that gave its answer); and the task's `TaskGrades` row (`analysis.task_grades`)."""
     P, G = Prediction._meta.db_table, Grade._meta.db_table
     if is_survey_slot(slot):
         return None  # a survey answer is parsed per item (`survey.apply_survey_result`)
     if slot.phase == Phase.GENERATION:
+        if slot.task_id is None:
+            return None  # its task's TaskGrades row needs the task: `apply_result` refreshes the run's
         status, text, answer_sha = _answer_values(outcome_text)
         graded = status in (Prediction.Status.OK, Prediction.Status.EMPTY)
         # A final answer written here is a one-shot's: the first candidate of its own condition
@@ -81,7 +84,14 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
                  "WHERE c.run_id = p.run_id AND c.task_id = p.task_id AND c.condition = p.condition "
                  "AND c.answer_sha256 = %s AND c.label <> %s ORDER BY c.label LIMIT 1), '') ELSE '' END "
                  "WHERE p.slot_id = %s AND EXISTS (SELECT 1 FROM moved)",
-                 [status, text, answer_sha, graded, answer_sha, FINAL, answer_sha, answer_sha, FINAL, slot.pk])]
+                 [status, text, answer_sha, graded, answer_sha, FINAL, answer_sha, answer_sha, FINAL, slot.pk]),
+                # its task's TaskGrades: the answer's grade, if its text was graded already
+                task_grades_statement(
+                    slot.run_id, slot.task_id, slot.run.protocol.cohort_id, slot.run.protocol.conditions,
+                    "p.slot_id = %s", [slot.pk],
+                    *((f"(SELECT CAST(g.score AS CHAR(1)) FROM {G} g WHERE g.run_id = %s AND g.task_id = %s "
+                       "AND g.answer_sha256 = %s AND g.score BETWEEN 0 AND 9 LIMIT 1)",
+                       [slot.run_id, slot.task_id, answer_sha]) if graded else ("NULL", [])))]
     if slot.phase == Phase.JUDGING:
         _, task_id, answer_sha = slot.key.split("|")
         grade = {**_grade_values(outcome_text), "slot_id": slot.pk}
@@ -98,7 +108,13 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
                   "AND answer_sha256 = %s AND status IN (%s, %s) AND EXISTS (SELECT 1 FROM moved)",
                   [grade["score"], slot.run_id, int(task_id), answer_sha,
                    Prediction.Status.OK, Prediction.Status.EMPTY])
-        return [store, scored]
+        digit = "-" if grade["score"] is None or not 0 <= grade["score"] <= 9 else str(grade["score"])
+        grades = task_grades_statement(
+            slot.run_id, int(task_id), slot.run.protocol.cohort_id, slot.run.protocol.conditions,
+            "p.answer_sha256 = %s AND p.status IN (%s, %s)",
+            [answer_sha, Prediction.Status.OK, Prediction.Status.EMPTY],
+            "NULLIF(CAST(%s AS CHAR(1)), '-')", [digit])
+        return [store, scored, grades]
     return None
 
 

@@ -38,3 +38,4 @@ from experiments.models.survey import (  # noqa: F401,E402
     SurveySampleMember,
     SurveyStudy,
 )
+from experiments.models.task_grades import TaskGrades  # noqa: F401,E402

@@ -309,6 +309,9 @@ class Prediction(models.Model):
             # the explorer's "a grade is missing"
             models.Index(fields=["run", "label", "task"], condition=models.Q(score__isnull=True),
                          name="prediction_unscored"),
+            # the explorer's "answered by a condition", as "no final answer without a text"
+            models.Index(fields=["run", "condition", "task"], condition=models.Q(label="final", text__isnull=True),
+                         name="prediction_unanswered"),
         ]
 
 

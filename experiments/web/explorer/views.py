@@ -37,6 +37,8 @@ def run_explorer(request, slug, pk):
     - `missing=1`: some condition's grade is missing;
     - `copied=1`: a fusion condition's answer is a verbatim copy of one of its candidates;
     - `chosen=<label>`: a selection condition chose candidate `label` (b0, b1, b2);
+    - `answered=<condition>`: that condition's final answer has a text (an empty one too: the
+      answers the dashboard's answer-length box of the condition counts);
     - `filter=<key>` (repeatable): a filter another app registered (`analysis.task_filters`),
       e.g. `judge-human`: the human raters' consensus differs from the judge (offered only on
       runs with a rating campaign; annotations registers it, experiments never imports it);
