@@ -6,8 +6,6 @@ statements, so that the journal records an answer and its results in one round t
 """
 from __future__ import annotations
 
-from __future__ import annotations
-
 from django.db import connection
 
 from experiments.analysis.grades import store_scores
