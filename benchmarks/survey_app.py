@@ -66,8 +66,9 @@ def main():
     try:
         if args.workers:
             with Timer() as store:
-                result = survey_import(project=project, name="bench", respondents=PreparedStream([chunks], args.workers),
-                                       sources=["chunks"], synthetic=True)
+                stream = PreparedStream([chunks], args.workers)
+                result = survey_import(project=project, name="bench", respondents=stream, sources=["chunks"],
+                                       synthetic=True)
             print(f"read, validate and store ({args.workers} workers; {result.imported} stored, "
                   f"{result.excluded_respondents} excluded): {store}")
         else:

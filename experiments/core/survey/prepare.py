@@ -141,8 +141,8 @@ def survey_tasks(path: Path) -> Iterator[tuple]:
             for start in range(0, len(rows), BATCH_ROWS):
                 yield ("rows", path.name, rows[start:start + BATCH_ROWS])
         else:
-            raise SurveyImportError([SurveyProblem(path.name, "", "", "", "unknown file type: give a .parquet file, "
-                                                                          "a folder of them, a .jsonl or a .json file")])
+            raise SurveyImportError([SurveyProblem(path.name, "", "", "", "unknown file type: give a .parquet "
+                                                   "file, a folder of them, a .jsonl or a .json file")])
     except SurveyImportError as error:
         for problem in error.problems:
             yield ("problem", problem)
