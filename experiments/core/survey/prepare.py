@@ -24,7 +24,7 @@ from experiments.core.canonical import sha256_text
 from experiments.core.survey.leaks import LeakViolation, leak_violations
 from experiments.core.survey.questions import forget_shared
 from experiments.core.survey.reader import (
-    Unreadable, arrow_rows, decode_row, decode_utf8, json_rows, respondent_of_row,
+    Unreadable, arrow_rows, decode_row, decode_utf8, json_rows, parquet_batches, respondent_of_row,
 )
 from experiments.core.survey.records import Block, Respondent, SurveyImportError, SurveyProblem
 from experiments.core.survey.screener import ScreenerError, screener_text
@@ -151,18 +151,12 @@ def survey_tasks(path: Path) -> Iterator[tuple]:
 
 
 def _arrow_tasks(paths: list[Path], source: str) -> Iterator[tuple]:
-    import pyarrow.parquet as pq  # only the parquet path needs pyarrow
-
     for path in paths:
-        first = 1
-        try:
-            # Batch by batch is several times faster than reading the whole table first.
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, use_threads=False):
-                yield ("arrow", source, path.name, first, batch)
-                first += batch.num_rows
-        except Exception as error:  # pyarrow raises several types for a damaged or foreign file
-            yield ("rows", source, [(path.name if first == 1 else f"{path.name} row {first}", Unreadable(
-                f"not a readable parquet file ({type(error).__name__}: {error})"))])
+        for batch in parquet_batches(path, BATCH_ROWS):
+            if isinstance(batch, Unreadable):
+                yield ("rows", source, [(batch.location, batch)])
+            else:
+                yield ("arrow", source, path.name, batch[0], batch[1])
 
 
 # --- the stream -----------------------------------------------------------------------------------

@@ -94,15 +94,32 @@ def decode_utf8(data: bytes, source: str) -> str:
 
 def _parquet_rows(paths: list[Path]) -> Iterator[tuple[str, Mapping]]:
     """(location, row) of each parquet file in turn; a file that is no parquet is one problem."""
+    for path in paths:
+        for batch in parquet_batches(path, PARQUET_BATCH_ROWS):
+            if isinstance(batch, Unreadable):
+                yield batch.location, batch
+            else:
+                yield from arrow_rows(batch[1], path.name, batch[0])
+
+
+# Batch by batch is several times faster than reading the whole table at once (measured on the
+# full-size chunks: ~0.25 s against ~1.4 s per chunk of 294 respondents).
+PARQUET_BATCH_ROWS = 300
+
+
+def parquet_batches(path: Path, size: int) -> Iterator:
+    """(first row number, record batch) of a parquet file; an Unreadable (with its `location`)
+    where the file cannot be read any further."""
     import pyarrow.parquet as pq  # only the parquet path needs pyarrow
 
-    for path in paths:
-        try:
-            table = pq.read_table(path)
-        except Exception as error:  # pyarrow raises several types for a damaged or foreign file
-            yield f"{path.name}", Unreadable(f"not a readable parquet file ({type(error).__name__}: {error})")
-            continue
-        yield from arrow_rows(table, path.name, 1)
+    first = 1
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=size, use_threads=False):
+            yield first, batch
+            first += batch.num_rows
+    except Exception as error:  # pyarrow raises several types for a damaged or foreign file
+        yield Unreadable(f"not a readable parquet file ({type(error).__name__}: {error})",
+                         path.name if first == 1 else f"{path.name} row {first}")
 
 
 def arrow_rows(table, name: str, first: int) -> Iterator[tuple[str, dict]]:
@@ -115,10 +132,11 @@ def arrow_rows(table, name: str, first: int) -> Iterator[tuple[str, dict]]:
 
 
 class Unreadable:
-    """Stands in for a row (or file) that could not be read: carries the reason."""
+    """Stands in for a row (or file) that could not be read: carries the reason (and, for a
+    file, where reading stopped)."""
 
-    def __init__(self, reason: str):
-        self.reason = reason
+    def __init__(self, reason: str, location: str = ""):
+        self.reason, self.location = reason, location
 
 
 def parse_jsonl_text(text: str, source: str) -> list[Respondent]:
