@@ -142,3 +142,27 @@ def test_every_problem_of_every_batch_is_reported(tmp_path, small_batches):
         list(PreparedStream([path], 2))
     assert [(p.location, p.where) for p in caught.value.problems] == [
         (f"line {n}", "wave1_3_persona_json") for n in (2, 8, 12)]
+
+
+STOPPED_EARLY = """
+import signal, sys
+sys.path.insert(0, {repo!r})
+from experiments.core.survey import prepare
+# A parent whose SIGTERM handler does not stop it, as an rq worker's (a "warm shutdown"):
+signal.signal(signal.SIGTERM, lambda *args: print("warm shutdown requested", flush=True))
+prepare.BATCH_ROWS = 1
+stream = iter(prepare.PreparedStream([{sample!r}], 2))
+first = next(stream)
+stream.close()  # the import stops early (as on a database error): the pool must end, not hang
+print("closed", len(first), flush=True)
+"""
+
+
+def test_a_stream_stopped_early_ends_its_workers_even_under_an_rq_worker(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = STOPPED_EARLY.format(repo=str(Path(__file__).resolve().parents[1]), sample=str(SAMPLE))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["closed 1"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import signal
 from itertools import islice
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
@@ -161,6 +162,15 @@ def _arrow_tasks(paths: list[Path], source: str) -> Iterator[tuple]:
 
 # --- the stream -----------------------------------------------------------------------------------
 
+def _worker_signals() -> None:
+    """A forked worker inherits its parent's signal handlers: an rq worker's, for one, turns SIGTERM
+    into a "warm shutdown" request, so the pool's terminate (SIGTERM) would leave the worker
+    waiting on the pool's queue forever, and the import waiting for it. A worker dies on SIGTERM;
+    Ctrl-C is for the parent, which ends the pool."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class PreparedStream:
     """Batches of prepared respondents of some input paths, in order (see the module docstring).
 
@@ -179,7 +189,7 @@ class PreparedStream:
             return
         # fork: the workers need nothing but this module, and start at once; they compute only
         # (no database, no files but the ones sent). The pool ends with the stream, early or not.
-        with multiprocessing.get_context("fork").Pool(self.workers) as pool:
+        with multiprocessing.get_context("fork").Pool(self.workers, initializer=_worker_signals) as pool:
             yield from pool.imap(prepare_task, tasks)
 
     def __iter__(self) -> Iterator[list[PreparedRespondent]]:
