@@ -66,8 +66,9 @@ def survey_import_enqueue(*, project: Project, uploads, name: str, synthetic: bo
     names = []
     try:
         for number, upload in enumerate(uploads, 1):
-            # The client's name, without any folder part; a number keeps two equal names apart.
-            base = Path(upload.name).name or "upload"
+            # The client's name, without any folder part (and never "." or ".."); a number keeps two
+            # equal names apart. The name's ending tells the reader the file's type.
+            base = Path(upload.name or "").name.lstrip(".") or f"upload-{number}"
             stored = base if base not in names else f"{number}-{base}"
             with (folder / stored).open("wb") as target:
                 for chunk in upload.chunks():
