@@ -34,6 +34,7 @@ from experiments.core.survey import ownwords as ownwords_module
 from experiments.core.survey.answers import parse_survey_answer
 from experiments.core.survey.leaks import split_leaks
 from experiments.core.survey.ownwords import survey_ownwords
+from experiments.core.survey.prepare import PreparedStream
 from experiments.core.survey.reader import read_survey_path
 from experiments.core.survey.scores import score_items, summarize, survey_contrasts
 from experiments.core.survey.targets import respondent_samples, target_items
@@ -96,6 +97,10 @@ def main() -> None:
     print(f"  read and validate   {t_read}\n  leak check          {t_leaks}\n  targets             {t_targets}")
     print(f"  total {total:.2f} s wall, {total_cpu:.2f} s CPU (target <= 30 s); peak memory "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")
+    with Timer() as t_prepared:
+        prepared = sum(len(batch) for batch in PreparedStream([chunks], 2))
+    print(f"  as the app imports: {prepared} read, checked and prepared by 2 worker processes "
+          f"(prepare.PreparedStream) {t_prepared} (CPU of this process only)")
 
     _development, reported = respondent_samples([r.pid for r in clean], seed=SAMPLE_SEED,
                                                 sizes=(200, args.respondents))

@@ -9,25 +9,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Iterable
 
+from django.conf import settings
 from django.db import transaction
 
 from experiments.core.canonical import canonical_json, sha256_text
-from experiments.core.survey.leaks import split_leaks
+from experiments.core.survey.prepare import PreparedStream, prepared_batches
 from experiments.core.survey.records import Block, Question, Respondent, SurveyImportError, SurveyProblem
-from experiments.core.survey.screener import ScreenerError, screener_text
-from experiments.core.survey.targets import DEVELOPMENT_SIZE, REPORTED_SIZE, respondent_samples, target_items
+from experiments.core.survey.targets import DEVELOPMENT_SIZE, REPORTED_SIZE, respondent_samples
 from experiments.core.survey.scores import SURVEY_SEED
-from experiments.import_store import insert_rows, reserve_ids
+from experiments.import_store import cycle_collector_paused
 from experiments.models import (
     Cohort, Project, SurveyExclusion, SurveyItem, SurveyRespondent, SurveySampleMember, SurveyStudy,
 )
+from experiments.survey_store import SurveyWriter, use_fast_compression
 
 SAMPLE_NAMES = ("development", "reported")
-RESPONDENT_COLUMNS = ("id", "study_id", "pid", "persona_text", "persona_json", "earlier_json", "wave4_json",
-                      "location")
-ITEM_COLUMNS = ("respondent_id", "number", "key", "qid", "row_id", "block", "question", "row", "options", "kind",
-                "wave4", "earlier")
 
 
 @dataclass(frozen=True)
@@ -40,11 +38,6 @@ class SurveyImportResult:
 
 
 # --- blocks as JSON and back ----------------------------------------------------------------------
-
-def blocks_json(blocks: tuple[Block, ...]) -> str:
-    return json.dumps([[b.index, b.name, b.raw_name, [list(q) for q in b.questions]] for b in blocks],
-                      ensure_ascii=False)
-
 
 def _tupled(value):
     return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
@@ -64,14 +57,9 @@ def respondent_record(row: SurveyRespondent) -> Respondent:
 
 # --- import -------------------------------------------------------------------------------------
 
-def _screener_problems(respondents: list[Respondent]) -> list[SurveyProblem]:
-    problems = []
-    for respondent in respondents:
-        try:
-            screener_text(respondent)
-        except ScreenerError as error:
-            problems.append(SurveyProblem(respondent.location.split(" ")[0], "", respondent.pid, "screener", str(error)))
-    return problems
+def survey_import_workers() -> int:
+    """Processes that read and prepare an import's respondents (`prepare.PreparedStream`)."""
+    return int(getattr(settings, "OWNWORDS_SURVEY_IMPORT_WORKERS", 2))
 
 
 def sample_sizes(n: int) -> tuple[int, int]:
@@ -82,59 +70,64 @@ def sample_sizes(n: int) -> tuple[int, int]:
     return development, n - development
 
 
-def survey_import(*, project: Project, name: str, respondents: list[Respondent], sources: list[str],
-                  synthetic: bool = False, user=None, seed: int = SURVEY_SEED,
-                  sizes: tuple[int, int] | None = None) -> SurveyImportResult:
+def survey_import(*, project: Project, name: str, respondents: Iterable[Respondent] | PreparedStream,
+                  sources: list[str], synthetic: bool = False, user=None, seed: int = SURVEY_SEED,
+                  sizes: tuple[int, int] | None = None, on_batch=None) -> SurveyImportResult:
     """Store a study's respondents, exclusions and seeded samples in one transaction.
 
-    Raises SurveyImportError (nothing stored) for a name in use, a respondent without a usable
-    screener, too few respondents for the samples asked, or nothing left after the leak check."""
+    `respondents`: a list, the reader's stream (`reader.iter_survey_path`), or a `PreparedStream`
+    (read and prepared in worker processes while this writes). Each batch is written as it comes;
+    `on_batch(respondents read so far)` is called after each. Raises SurveyImportError (nothing
+    stored) for a name in use, any problem of the input (a stream raises after its last row), a
+    respondent without a usable screener, too few respondents for the samples asked, or nothing
+    left after the leak check."""
+    where = ", ".join(sources)
     if not name or len(name) > 80:
-        raise SurveyImportError([SurveyProblem(", ".join(sources), "", "", "", "the study needs a name of 1-80 characters")])
+        raise SurveyImportError([SurveyProblem(where, "", "", "", "the study needs a name of 1-80 characters")])
     if SurveyStudy.objects.filter(project=project, name=name).exists():
-        raise SurveyImportError([SurveyProblem(", ".join(sources), "", "", "",
+        raise SurveyImportError([SurveyProblem(where, "", "", "",
                                                f"a survey study named {name!r} exists in this project already")])
-    problems = _screener_problems(respondents)
-    if problems:
-        raise SurveyImportError(problems)
-    clean, violations = split_leaks(respondents)
-    if not clean:
-        raise SurveyImportError([SurveyProblem(", ".join(sources), "", "", "",
-                                               "no respondent is left after the leak check")])
-    sizes = sizes or sample_sizes(len(clean))
-    try:
-        samples = respondent_samples([r.pid for r in clean], seed=seed, sizes=sizes)
-    except ValueError as error:
-        raise SurveyImportError([SurveyProblem(", ".join(sources), "", "", "", str(error))]) from None
-    with transaction.atomic():
+    batches = respondents if isinstance(respondents, PreparedStream) else prepared_batches(respondents)
+    with cycle_collector_paused(), transaction.atomic():
+        use_fast_compression()
         study = SurveyStudy.objects.create(project=project, name=name, source_files=list(sources),
-                                           synthetic=synthetic, rows_read=len(respondents), imported_by=user)
-        # COPY with ids reserved up front (as interview imports do): Django's bulk_create quotes
-        # ~95,000-character personas into array literals, several times slower.
-        ids = reserve_ids(SurveyRespondent, len(clean))
-        rows = [(pk, study.pk, r.pid, r.persona_text, blocks_json(r.persona), blocks_json(r.earlier),
-                 blocks_json(r.wave4), r.location[:255]) for pk, r in zip(ids, clean)]
-        insert_rows(SurveyRespondent, RESPONDENT_COLUMNS, rows)
-        hashed = {row[2]: (row[0], row[2], row[3], row[6]) for row in rows}  # pid -> (pk, pid, persona, wave4)
-        del rows
-        item_rows = [(pk, i.number, i.key, i.qid, i.row_id, i.block, i.question, i.row,
-                      json.dumps(list(i.options), ensure_ascii=False), i.kind, i.wave4, i.earlier)
-                     for pk, r in zip(ids, clean) for i in target_items(r)]
-        insert_rows(SurveyItem, ITEM_COLUMNS, item_rows)
+                                           synthetic=synthetic, imported_by=user)
+        writer = SurveyWriter(study)
+        for batch in batches:
+            writer.write(batch)
+            if on_batch is not None:
+                on_batch(writer.read)
+        if writer.problems:
+            raise SurveyImportError(writer.problems)
+        if not writer.kept:
+            raise SurveyImportError([SurveyProblem(where, "", "", "", "no respondent is left after the leak check")])
+        sizes = sizes or sample_sizes(len(writer.kept))
+        try:
+            samples = respondent_samples([entry[1] for entry in writer.kept], seed=seed, sizes=sizes)
+        except ValueError as error:
+            raise SurveyImportError([SurveyProblem(where, "", "", "", str(error))]) from None
+        study.rows_read = writer.read
+        study.save(update_fields=["rows_read"])
         SurveyExclusion.objects.bulk_create([
-            SurveyExclusion(study=study, pid=v.pid, kind=v.kind, detail=v.detail) for v in violations
+            SurveyExclusion(study=study, pid=v.pid, kind=v.kind, detail=v.detail) for v in writer.violations
         ])
-        cohorts = [_sample_cohort(project, study, label, [hashed[pid] for pid in pids], seed, user, sizes)
+        kept = {entry[1]: entry for entry in writer.kept}
+        cohorts = [_sample_cohort(project, study, label, [kept[pid] for pid in pids], seed, user, sizes)
                    for label, pids in zip(SAMPLE_NAMES, samples)]
-    return SurveyImportResult(study, len(clean), [str(v) for v in violations], cohorts,
-                              len({v.pid for v in violations}))
+    return SurveyImportResult(study, len(writer.kept), [str(v) for v in writer.violations], cohorts,
+                              len({v.pid for v in writer.violations}))
 
 
 def canonical_respondent_list(respondents) -> str:
     """What a survey sample is hashed by: one JSON line per respondent (pid, persona text, wave-4
     blocks as stored), text through its sha256."""
-    return "".join(canonical_json({"pid": pid, "persona_sha256": sha256_text(persona),
-                                   "wave4_sha256": sha256_text(wave4)}) + "\n" for pid, persona, wave4 in respondents)
+    return canonical_hashed_list((pid, sha256_text(persona), sha256_text(wave4)) for pid, persona, wave4 in respondents)
+
+
+def canonical_hashed_list(respondents) -> str:
+    """`canonical_respondent_list` of (pid, persona sha256, wave-4 sha256)."""
+    return "".join(canonical_json({"pid": pid, "persona_sha256": persona, "wave4_sha256": wave4}) + "\n"
+                   for pid, persona, wave4 in respondents)
 
 
 def sample_list_sha256(cohort: Cohort) -> str:
@@ -148,7 +141,7 @@ def _sample_cohort(project, study, label, members, seed, user, sizes) -> Cohort:
         project=project, task_set=None, name=f"{study.name} {label}", seed=seed, requested_size=len(members),
         rule={"kind": "survey sample", "study": study.name, "sample": label, "sizes": list(sizes),
               "order": "core.survey.targets.seeded_order", "synthetic": study.synthetic},
-        task_list_sha256=sha256_text(canonical_respondent_list(m[1:] for m in members)), created_by=user,
+        task_list_sha256=sha256_text(canonical_hashed_list(m[1:] for m in members)), created_by=user,
     )
     SurveySampleMember.objects.bulk_create([SurveySampleMember(cohort=cohort, respondent_id=m[0], position=i)
                                             for i, m in enumerate(members)])

@@ -172,6 +172,12 @@ OWNWORDS_MAX_UPLOAD_MB = env_int("OWNWORDS_MAX_UPLOAD_MB", 50)
 OWNWORDS_BACKGROUND_IMPORT_MB = env_int("OWNWORDS_BACKGROUND_IMPORT_MB", 5)
 OWNWORDS_IMPORT_DIR = env_str("OWNWORDS_IMPORT_DIR", str(BASE_DIR / "var" / "imports"))
 FILE_UPLOAD_MAX_MEMORY_SIZE = env_int("FILE_UPLOAD_MAX_MEMORY_SIZE", 2_621_440)
+# Survey imports: processes reading and preparing respondents while the import writes (0 or 1:
+# in the importing process). Survey uploads (all files together): refused above
+# OWNWORDS_SURVEY_MAX_UPLOAD_MB before the body is read, a background job above OWNWORDS_SURVEY_BACKGROUND_MB.
+OWNWORDS_SURVEY_IMPORT_WORKERS = env_int("OWNWORDS_SURVEY_IMPORT_WORKERS", 2)
+OWNWORDS_SURVEY_MAX_UPLOAD_MB = env_int("OWNWORDS_SURVEY_MAX_UPLOAD_MB", 200)
+OWNWORDS_SURVEY_BACKGROUND_MB = env_int("OWNWORDS_SURVEY_BACKGROUND_MB", 5)
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # One queue per run phase, so a slow judge backlog never starves generation.

@@ -87,29 +87,29 @@ def job_import_file(project_id: int, user_id: int | None, path: str, fmt: str, l
         project = Project.objects.get(pk=project_id)
         user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
         stream = stream_binary(file.open, label, fmt, file.stat().st_size)
-        _record(job, status="running")
+        record_progress(job, status="running")
 
         def progress(sessions: int) -> None:
-            _record(job, sessions=sessions, bytes_read=stream.bytes_read)
+            record_progress(job, sessions=sessions, bytes_read=stream.bytes_read)
 
         summary = sessions_import(project=project, parsed=stream, source_format=fmt, source_file=label, user=user,
                                   on_batch=progress)
     except InterviewFileError as exc:
-        _record(job, status="failed", sessions=0, message=f"Nothing imported from {printable(label)}:\n{exc}")
+        record_progress(job, status="failed", sessions=0, message=f"Nothing imported from {printable(label)}:\n{exc}")
         return "failed"
     except Exception:
         logger.exception("import of %s failed", printable(label))
-        _record(job, status="failed", sessions=0, message="Nothing imported: the import stopped on an unexpected "
-                                                          "error (logged on the server).")
+        record_progress(job, status="failed", sessions=0,
+                        message="Nothing imported: the import stopped on an unexpected error (logged on the server).")
         raise
     finally:
         file.unlink(missing_ok=True)
-    _record(job, status="done", sessions=summary.sessions, bytes_read=stream.bytes_total,
+    record_progress(job, status="done", sessions=summary.sessions, bytes_read=stream.bytes_total,
             message=f"{printable(label)}: {summary}")
     return "done"
 
 
-def _record(job, **changes) -> None:
+def record_progress(job, **changes) -> None:
     if job is None:  # run outside a worker (a shell): nothing to show
         return
     if "message" in changes:
@@ -118,14 +118,15 @@ def _record(job, **changes) -> None:
     job.save_meta()
 
 
-def import_progress(job_id: str, project: Project) -> dict | None:
-    """What the progress page shows of one import of `project`, or None (no such import here)."""
+def import_progress(job_id: str, project: Project, kind: str = "interviews") -> dict | None:
+    """What the progress page shows of one import of `project`, or None (no such import here, or
+    one of another kind: interview imports carry none, survey imports "survey")."""
     try:
         job = Job.fetch(job_id, connection=import_queue().connection)
     except (NoSuchJobError, ValueError):
         return None
     meta = job.get_meta(refresh=True)
-    if meta.get("project") != project.pk:
+    if meta.get("project") != project.pk or meta.get("kind", "interviews") != kind:
         return None
     status = meta.get("status", "queued")
     if status in ("queued", "running") and job.is_failed:

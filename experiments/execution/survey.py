@@ -166,12 +166,27 @@ def apply_survey_result(slot: Slot, text: str | None) -> None:
 # --- expected calls -----------------------------------------------------------------------------
 
 MEMORY_CHARS = 6 * 100  # a memory of about 100 words, as the interview estimate counts them
+# Respondents whose prompts the estimate builds, spread evenly over the sample: their items (80 or
+# 84) and screeners differ, and rebuilding every respondent of a 400-person sample would make the
+# protocol page slow (a few milliseconds each).
+ESTIMATE_SPREAD = 25
+
+
+def estimate_spread(rows: list, size: int = ESTIMATE_SPREAD) -> list:
+    """Up to `size` of `rows`, evenly spread from the first to the last (all of them when fewer)."""
+    n = len(rows)
+    if n <= size:
+        return list(rows)
+    if size == 1:
+        return [rows[0]]
+    return [rows[round(i * (n - 1) / (size - 1))] for i in range(size)]
 
 
 def survey_estimate(protocol, output_cap: int) -> dict | None:
-    """The expected calls of one survey run (exact) and its input tokens (characters / 4: the first
-    respondent's screener-only prompt for the items, plus each condition's evidence at the sample's
-    mean persona length and a 100-word memory), in the shape of estimate_block.html."""
+    """The expected calls of one survey run (exact) and its input tokens (characters / 4: the
+    screener-only prompt with the items, averaged over respondents spread evenly over the sample
+    (`estimate_spread`), plus each condition's evidence at the sample's mean persona length and a
+    100-word memory), in the shape of estimate_block.html."""
     if not is_survey_cohort(protocol.cohort):
         return None
     conditions = [SURVEY_CONDITIONS[k] for k in protocol.conditions if k in SURVEY_CONDITIONS]
@@ -180,11 +195,14 @@ def survey_estimate(protocol, output_cap: int) -> dict | None:
         return None
     n = len(rows)
     persona = sum(len(r.persona_text) for r in rows) / n
-    first = respondent_record(rows[0])
-    asked = assemble_survey(SCREENER_ONLY, target_items(first), screener=screener_text(first))
-    base = len(asked.system) + len(asked.user)
-    memory_call = assemble_survey_memory(first.persona_text)
-    memory_prompt = len(memory_call.system) + len(memory_call.user) - len(first.persona_text)
+    spread = [respondent_record(row) for row in estimate_spread(rows)]
+    prompts, overheads = [], []
+    for respondent in spread:
+        asked = assemble_survey(SCREENER_ONLY, target_items(respondent), screener=screener_text(respondent))
+        prompts.append(len(asked.system) + len(asked.user))
+        memory_call = assemble_survey_memory(respondent.persona_text)
+        overheads.append(len(memory_call.system) + len(memory_call.user) - len(respondent.persona_text))
+    base, memory_prompt = sum(prompts) / len(spread), sum(overheads) / len(spread)
     evidence = {"memory": MEMORY_CHARS, "excerpts": MEMORY_CHARS, "persona": persona}
     phases = []
     if any(c.needs_memory for c in conditions):
@@ -193,7 +211,8 @@ def survey_estimate(protocol, output_cap: int) -> dict | None:
     answer_chars = sum(base + sum(evidence[e] for e in c.evidence) for c in conditions)
     phases.append({"phase": "answers", "calls": n * len(conditions), "input_tokens": round(n * answer_chars / 4),
                    "output_cap_tokens": n * len(conditions) * output_cap,
-                   "notes": ["one per respondent and condition; no judge"]})
+                   "notes": ["one per respondent and condition; no judge",
+                             f"prompt lengths averaged over {len(spread)} respondents spread over the sample"]})
     return {"phases": phases, "calls": sum(p["calls"] for p in phases),
             "input_tokens": sum(p["input_tokens"] for p in phases),
             "output_cap_tokens": sum(p["output_cap_tokens"] for p in phases)}

@@ -33,6 +33,8 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 def unstorable_text_problem(text: str) -> str | None:
     """Why `text` cannot be stored (NUL, lone surrogate), or None when it can."""
+    if storable_quickly(text):
+        return None
     match = _UNSTORABLE.search(text)
     if match is None:
         return None
@@ -40,6 +42,21 @@ def unstorable_text_problem(text: str) -> str | None:
         return "contains a NUL character, which cannot be stored"
     return (f"contains a lone surrogate (\\u{ord(match.group()):04x}) at character {match.start() + 1}, "
             "which is not a character and cannot be stored")
+
+
+def storable_quickly(text: str) -> bool:
+    """True when `text` certainly holds no NUL and no lone surrogate, checked in C at memory speed:
+    the regular expression takes ~0.5 ms on a 95,000-character persona, this a few microseconds.
+    (An ASCII text cannot hold a surrogate; any other encodes as UTF-8 only without one.)"""
+    if "\x00" in text:
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def printable(text: str) -> str:

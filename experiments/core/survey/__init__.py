@@ -5,6 +5,8 @@ The modules, in the order a run uses them:
 - `records`: what a respondent is once read (blocks, questions, answers) and the error an import raises;
 - `reader`: the `wave_split` release (parquet chunks) and the same rows as JSON/JSONL, validated whole
   (`questions`: the per-type checks of one column's blocks and questions);
+- `prepare`: respondents made ready to store in batches, in worker processes (`PreparedStream`), for
+  imports that write while they read;
 - `leaks`: the per-respondent leak check (persona vs targets; the two wave-4 columns);
 - `targets`: the closed-form single-answer wave-4 items and the seeded respondent samples;
 - `lines`: a respondent's answers as one line per answered item (what screener and OwnWords show);

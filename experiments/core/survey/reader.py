@@ -47,80 +47,132 @@ def read_survey_path(path: Path) -> list[Respondent]:
 
     Raises SurveyImportError listing every problem; never returns a partial list.
     """
+    return list(iter_survey_path(path))
+
+
+def iter_survey_path(path: Path) -> Iterator[Respondent]:
+    """The respondents of `read_survey_path` one at a time, as they are read and validated.
+
+    After the last row, raises SurveyImportError with every problem found if there was any (so a
+    consumer writing as it goes must do so in a transaction it can roll back); a file that is
+    unreadable as a whole, or of the full_persona configuration, raises at once.
+    """
+    path = Path(path)
+    source, rows = survey_rows(path)
+    return iter_rows(rows, source)
+
+
+def survey_rows(path: Path) -> tuple[str, Iterable[tuple[str, Mapping]]]:
+    """(source name, its rows as (location, row mapping or Unreadable)) of a survey input path.
+
+    Raises SurveyImportError for a folder without parquet, an unknown type or a text that is not UTF-8.
+    """
     path = Path(path)
     if path.is_dir():
         chunks = sorted(path.glob("*.parquet"))
         if not chunks:
             raise SurveyImportError([SurveyProblem(path.name, "", "", "", "the folder holds no .parquet file")])
-        return parse_rows(_parquet_rows(chunks), path.name)
+        return path.name, _parquet_rows(chunks)
     name = path.name.lower()
     if name.endswith(".parquet"):
-        return parse_rows(_parquet_rows([path]), path.name)
+        return path.name, _parquet_rows([path])
     if name.endswith((".jsonl", ".json")):
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise SurveyImportError([SurveyProblem(path.name, "", "", "",
-                                                   f"not valid UTF-8 at byte {error.start}")]) from None
+        text = decode_utf8(path.read_bytes(), path.name)
         if name.endswith(".jsonl"):
-            return parse_jsonl_text(text, path.name)
-        return parse_json_text(text, path.name)
+            return path.name, jsonl_rows(text)
+        return path.name, json_rows(text, path.name)
     raise SurveyImportError([SurveyProblem(
         path.name, "", "", "", "unknown file type: give a .parquet file, a folder of them, a .jsonl or a .json file")])
 
 
+def decode_utf8(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SurveyImportError([SurveyProblem(source, "", "", "", f"not valid UTF-8 at byte {error.start}")]) from None
+
+
 def _parquet_rows(paths: list[Path]) -> Iterator[tuple[str, Mapping]]:
     """(location, row) of each parquet file in turn; a file that is no parquet is one problem."""
+    for path in paths:
+        for batch in parquet_batches(path, PARQUET_BATCH_ROWS):
+            if isinstance(batch, Unreadable):
+                yield batch.location, batch
+            else:
+                yield from arrow_rows(batch[1], path.name, batch[0])
+
+
+# Batch by batch is several times faster than reading the whole table at once (measured on the
+# full-size chunks: ~0.25 s against ~1.4 s per chunk of 294 respondents).
+PARQUET_BATCH_ROWS = 300
+
+
+def parquet_batches(path: Path, size: int) -> Iterator:
+    """(first row number, record batch) of a parquet file; an Unreadable (with its `location`)
+    where the file cannot be read any further."""
     import pyarrow.parquet as pq  # only the parquet path needs pyarrow
 
-    for path in paths:
-        try:
-            table = pq.read_table(path)
-        except Exception as error:  # pyarrow raises several types for a damaged or foreign file
-            yield f"{path.name}", _Unreadable(f"not a readable parquet file ({type(error).__name__}: {error})")
-            continue
-        # Column by column is several times faster than row dictionaries from pyarrow.
-        columns = {name: table.column(name).to_pylist() for name in table.column_names}
-        names = list(columns)
-        for number, values in enumerate(zip(*columns.values()), 1):
-            yield f"{path.name} row {number}", dict(zip(names, values))
+    first = 1
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=size, use_threads=False):
+            yield first, batch
+            first += batch.num_rows
+    except Exception as error:  # pyarrow raises several types for a damaged or foreign file
+        yield Unreadable(f"not a readable parquet file ({type(error).__name__}: {error})",
+                         path.name if first == 1 else f"{path.name} row {first}")
 
 
-class _Unreadable:
-    """Stands in for a row (or file) that could not be read: carries the reason."""
+def arrow_rows(table, name: str, first: int) -> Iterator[tuple[str, dict]]:
+    """(location, row) of a pyarrow table or record batch whose first row is row `first` of file `name`."""
+    # Column by column is several times faster than row dictionaries from pyarrow.
+    columns = {column: table.column(column).to_pylist() for column in table.column_names}
+    names = list(columns)
+    for number, values in enumerate(zip(*columns.values()), first):
+        yield f"{name} row {number}", dict(zip(names, values))
 
-    def __init__(self, reason: str):
-        self.reason = reason
+
+class Unreadable:
+    """Stands in for a row (or file) that could not be read: carries the reason (and, for a
+    file, where reading stopped)."""
+
+    def __init__(self, reason: str, location: str = ""):
+        self.reason, self.location = reason, location
 
 
 def parse_jsonl_text(text: str, source: str) -> list[Respondent]:
     """Rows as JSON Lines (one object per line; blank lines ignored)."""
-    def rows():
-        for number, line in enumerate(text.split("\n"), 1):
-            if line.strip():
-                yield f"line {number}", _decode_row(line)
-    return parse_rows(rows(), source)
+    return parse_rows(jsonl_rows(text), source)
+
+
+def jsonl_rows(text: str) -> Iterator[tuple[str, object]]:
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.strip():
+            yield f"line {number}", decode_row(line)
 
 
 def parse_json_text(text: str, source: str) -> list[Respondent]:
     """Rows as one JSON list of objects."""
-    value = _decode_row(text)
-    if isinstance(value, _Unreadable):
+    return parse_rows(json_rows(text, source), source)
+
+
+def json_rows(text: str, source: str) -> list[tuple[str, object]]:
+    value = decode_row(text)
+    if isinstance(value, Unreadable):
         raise SurveyImportError([SurveyProblem(source, "", "", "", value.reason)])
     if not isinstance(value, list):
         raise SurveyImportError([SurveyProblem(source, "", "", "", "a .json file must hold a list of row objects")])
-    return parse_rows(((f"row {number}", row) for number, row in enumerate(value, 1)), source)
+    return [(f"row {number}", row) for number, row in enumerate(value, 1)]
 
 
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _decode_row(text: str):
+def decode_row(text: str):
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as error:
-        return _Unreadable(f"not valid JSON ({error})")
+        return Unreadable(f"not valid JSON ({error})")
 
 
 def parse_rows(rows: Iterable[tuple[str, Mapping]], source: str) -> list[Respondent]:
@@ -128,40 +180,31 @@ def parse_rows(rows: Iterable[tuple[str, Mapping]], source: str) -> list[Respond
 
     The building block of every reader; raises SurveyImportError with all problems.
     """
+    return list(iter_rows(rows, source))
+
+
+def iter_rows(rows: Iterable[tuple[str, Mapping]], source: str) -> Iterator[Respondent]:
+    """`parse_rows` one respondent at a time; the problems are raised after the last row."""
     try:
-        return _parse_rows(rows, source)
+        problems: list[SurveyProblem] = []
+        seen: dict[str, str] = {}
+        for location, row in rows:
+            respondent = respondent_of_row(row, source, location, problems)
+            if respondent is None:
+                continue
+            if respondent.pid in seen:
+                problems.append(SurveyProblem(source, location, respondent.pid, "pid",
+                                              f"the pid appears twice (first at {seen[respondent.pid]})"))
+                continue
+            seen[respondent.pid] = location
+            if not problems:  # after a problem nothing is used: only the rest of the problems count
+                yield respondent
+        if not seen and not problems:
+            problems.append(SurveyProblem(source, "", "", "", "the input holds no respondent"))
+        if problems:
+            raise SurveyImportError(problems)
     finally:
         forget_shared()  # the shared copies live as long as the respondents that use them
-
-
-def _parse_rows(rows: Iterable[tuple[str, Mapping]], source: str) -> list[Respondent]:
-    problems: list[SurveyProblem] = []
-    respondents: list[Respondent] = []
-    seen: dict[str, str] = {}
-    for location, row in rows:
-        if isinstance(row, _Unreadable):
-            problems.append(SurveyProblem(source, location, "", "", row.reason))
-            continue
-        if not isinstance(row, Mapping):
-            problems.append(SurveyProblem(source, location, "", "", "a row must be a JSON object"))
-            continue
-        if any(column in row for column in FULL_PERSONA_COLUMNS):
-            # One message says it all: every row of such a file is the same mistake.
-            raise SurveyImportError([SurveyProblem(source, location, "", "", FULL_PERSONA_MESSAGE)])
-        respondent = _respondent(row, source, location, problems)
-        if respondent is None:
-            continue
-        if respondent.pid in seen:
-            problems.append(SurveyProblem(source, location, respondent.pid, "pid",
-                                          f"the pid appears twice (first at {seen[respondent.pid]})"))
-            continue
-        seen[respondent.pid] = location
-        respondents.append(respondent)
-    if not respondents and not problems:
-        problems.append(SurveyProblem(source, "", "", "", "the input holds no respondent"))
-    if problems:
-        raise SurveyImportError(problems)
-    return respondents
 
 
 def _pid(value) -> str | None:
@@ -174,7 +217,19 @@ def _pid(value) -> str | None:
     return None
 
 
-def _respondent(row: Mapping, source: str, location: str, problems: list[SurveyProblem]) -> Respondent | None:
+def respondent_of_row(row, source: str, location: str, problems: list[SurveyProblem]) -> Respondent | None:
+    """The respondent of one row, or None with its problems added to `problems`.
+
+    Raises SurveyImportError at once for a row of the full_persona configuration."""
+    if isinstance(row, Unreadable):
+        problems.append(SurveyProblem(source, location, "", "", row.reason))
+        return None
+    if not isinstance(row, Mapping):
+        problems.append(SurveyProblem(source, location, "", "", "a row must be a JSON object"))
+        return None
+    if any(column in row for column in FULL_PERSONA_COLUMNS):
+        # One message says it all: every row of such a file is the same mistake.
+        raise SurveyImportError([SurveyProblem(source, location, "", "", FULL_PERSONA_MESSAGE)])
     missing = [column for column in COLUMNS if column not in row]
     unknown = sorted(str(column) for column in row if column not in COLUMNS)
     pid = _pid(row.get("pid"))

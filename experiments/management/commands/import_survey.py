@@ -1,16 +1,19 @@
 """import_survey: Twin-2K-500 wave_split files (parquet, a folder of chunks, JSON, JSONL) into a
-project as one survey study, whole or not at all, with its seeded development and reported samples."""
+project as one survey study, whole or not at all, with its seeded development and reported samples.
+
+The files are read, validated and prepared in `--workers` processes (default: the setting
+OWNWORDS_SURVEY_IMPORT_WORKERS, 2) while this process writes, in the one transaction."""
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from experiments.core.interviews.records import printable, unstorable_text_problem
-from experiments.core.survey.reader import read_survey_path
+from experiments.core.survey.prepare import PreparedStream
 from experiments.core.survey.records import SurveyImportError
 from experiments.core.survey.scores import SURVEY_SEED
 from experiments.data import project_get_or_create
-from experiments.survey_data import survey_import
+from experiments.survey_data import survey_import, survey_import_workers
 
 
 class Command(BaseCommand):
@@ -22,27 +25,18 @@ class Command(BaseCommand):
         parser.add_argument("--name", help="the study's name (default: the first file's stem)")
         parser.add_argument("--seed", type=int, default=SURVEY_SEED, help="seed of the samples' order")
         parser.add_argument("--synthetic", action="store_true", help="label the respondents as synthetic everywhere")
+        parser.add_argument("--workers", type=int, default=None,
+                            help="processes reading the files (0 or 1: this one; default OWNWORDS_SURVEY_IMPORT_WORKERS)")
 
-    def handle(self, paths, project, name, seed, synthetic, **options):
+    def handle(self, paths, project, name, seed, synthetic, workers, **options):
         if problem := unstorable_text_problem(project):
             raise CommandError(f"--project {printable(project)!r} {problem}")
         name = name or paths[0].stem
-        respondents, problems = [], []
-        for path in paths:
-            try:
-                respondents += read_survey_path(path)
-            except SurveyImportError as exc:
-                problems += exc.problems
-        if problems:
-            raise CommandError(str(SurveyImportError(problems)))
-        pids = [r.pid for r in respondents]
-        if len(set(pids)) != len(pids):
-            repeated = sorted({pid for pid in pids if pids.count(pid) > 1})[:10]
-            raise CommandError(f"nothing imported: respondent(s) {', '.join(repeated)} appear in more than one file")
+        workers = survey_import_workers() if workers is None else workers
         try:
             with transaction.atomic():  # a project made for the files goes if they are refused
                 result = survey_import(project=project_get_or_create(slug=project), name=name,
-                                       respondents=respondents, sources=[p.name for p in paths],
+                                       respondents=PreparedStream(paths, workers), sources=[p.name for p in paths],
                                        synthetic=synthetic, seed=seed)
         except SurveyImportError as exc:
             raise CommandError(str(exc)) from None

@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for, run_for
 from experiments.analysis.exports import csv_text
@@ -17,12 +18,16 @@ from experiments.audit import Kind, audit_record
 from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.survey.reader import parse_json_text, parse_jsonl_text, read_survey_path
 from experiments.core.survey.records import SurveyImportError, SurveyProblem
-from experiments.execution.imports import upload_limit_bytes
+from experiments.execution.imports import QueueUnavailable
+from experiments.execution.survey_imports import (
+    survey_background_bytes, survey_import_enqueue, survey_too_large_message, survey_upload_limit_bytes,
+)
+from experiments.execution.survey_imports import survey_import_progress as survey_import_progress_of
 from experiments.execution.policy import offline_roles
 from experiments.execution.survey import is_survey_protocol
 from experiments.models import SurveyAnswer, SurveyItem, SurveyStudy
 from experiments.survey_data import sample_respondents, sample_study, survey_import
-from experiments.web.projects.forms import MultipleFileField, upload_too_large_message
+from experiments.web.projects.forms import MultipleFileField
 from experiments.analysis import survey_figures as figures
 
 
@@ -33,9 +38,9 @@ class SurveyImportForm(forms.Form):
 
     def clean_files(self):
         files = self.cleaned_data["files"]
-        too_large = [f for f in files if f.size > upload_limit_bytes()]
-        if too_large:
-            raise forms.ValidationError([upload_too_large_message(f.name, f.size) for f in too_large])
+        total = sum(f.size for f in files)
+        if total > survey_upload_limit_bytes():
+            raise forms.ValidationError(survey_too_large_message(total))
         return files
 
 
@@ -59,38 +64,84 @@ def _read_upload(upload):
     raise SurveyImportError([SurveyProblem(upload.name, "", "", "", "unknown file type: give .parquet, .jsonl or .json")])
 
 
+# Room for the form's other fields and the multipart boundaries around the files.
+UPLOAD_OVERHEAD_BYTES = 64 * 1024
+
+
+@csrf_exempt
 @login_required
 def survey_import_view(request, slug):
-    """Template experiments/surveys/import.html: owners upload a study, imported whole or not at all."""
+    """Template experiments/surveys/import.html: owners upload a study, imported whole or not at all.
+
+    An upload larger than OWNWORDS_SURVEY_MAX_UPLOAD_MB is refused from its Content-Length before
+    its body is read (so this outer view runs before the CSRF check, which would read the body;
+    the inner one is CSRF-protected). Files over OWNWORDS_SURVEY_BACKGROUND_MB in all import as a
+    background job, followed on its progress page; smaller ones import in the request."""
     membership = membership_for(request, slug, roles=OWNERS)
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if (request.method == "POST" and declared.isdigit()
+            and int(declared) > survey_upload_limit_bytes() + UPLOAD_OVERHEAD_BYTES):
+        return _import_page(request, membership, SurveyImportForm(), survey_too_large_message(int(declared)), 413)
+    return _survey_import_checked(request, membership)
+
+
+@csrf_protect
+def _survey_import_checked(request, membership):
     project = membership.project
     error = None
     if request.method == "POST":
         form = SurveyImportForm(request.POST, request.FILES)
         if form.is_valid():
+            uploads, name = form.cleaned_data["files"], form.cleaned_data["name"]
             try:
+                if sum(u.size for u in uploads) > survey_background_bytes():
+                    if SurveyStudy.objects.filter(project=project, name=name).exists():
+                        raise SurveyImportError([SurveyProblem(", ".join(u.name for u in uploads), "", "", "", (
+                            f"a survey study named {name!r} exists in this project already"))])
+                    job_id = survey_import_enqueue(project=project, uploads=uploads, name=name,
+                                                   synthetic=form.cleaned_data["synthetic"], user=request.user)
+                    return redirect("survey_import_progress", slug=project.slug, job_id=job_id)
                 respondents, problems = [], []
-                for upload in form.cleaned_data["files"]:
+                for upload in uploads:
                     try:
                         respondents += _read_upload(upload)
                     except SurveyImportError as exc:
                         problems += exc.problems
                 if problems:
                     raise SurveyImportError(problems)
-                result = survey_import(project=project, name=form.cleaned_data["name"], respondents=respondents,
-                                       sources=[u.name for u in form.cleaned_data["files"]],
+                result = survey_import(project=project, name=name, respondents=respondents,
+                                       sources=[u.name for u in uploads],
                                        synthetic=form.cleaned_data["synthetic"], user=request.user)
             except SurveyImportError as exc:
                 error = str(exc)
+            except QueueUnavailable:
+                error = ("Nothing imported: the files are large enough to import in the background, and the "
+                         "background queue does not answer. Try again later, or use manage.py import_survey.")
             else:
                 messages.success(request, f"{result.imported} respondent(s) imported; "
                                           f"{result.excluded_respondents} excluded by the leak check.")
-                return redirect("survey_study", slug=slug, pk=result.study.pk)
+                return redirect("survey_study", slug=project.slug, pk=result.study.pk)
     else:
         form = SurveyImportForm()
+    return _import_page(request, membership, form, error, 400 if error else 200)
+
+
+def _import_page(request, membership, form, error, status):
     return render(request, "experiments/surveys/import.html",
-                  {"membership": membership, "project": project, "form": form, "error": error},
-                  status=400 if error else 200)
+                  {"membership": membership, "project": membership.project, "form": form, "error": error,
+                   "max_upload_mb": survey_upload_limit_bytes() / 2**20,
+                   "background_mb": survey_background_bytes() / 2**20}, status=status)
+
+
+@login_required
+def survey_import_progress(request, slug, job_id):
+    """Template experiments/surveys/import_progress.html: a background survey import's progress (owners)."""
+    membership = membership_for(request, slug, roles=OWNERS)
+    progress = survey_import_progress_of(job_id, membership.project)
+    if progress is None:
+        raise Http404("No such import")
+    return render(request, "experiments/surveys/import_progress.html",
+                  {"membership": membership, "project": membership.project, "progress": progress})
 
 
 @login_required
