@@ -6,6 +6,7 @@ each holder's own cap and the leases stay Redis's:
   places do go from thread to thread;
 - a place is not handed to a waiter whose own cap the count exceeds: it is given back instead;
 - a handed-over place's lease is the new holder's (renewed), not what was left of the old one;
+- within `HOLD_S` beyond a lease a hand-over needs no Redis; past it, the token is renewed;
 - the journal hands a place on before the receipt is stored only for an answer: a quota answer
   keeps its place until the circuit is open in the database.
 """
@@ -19,6 +20,7 @@ import pytest
 import redis
 from django.conf import settings
 
+from experiments.execution import concurrency
 from experiments.execution.concurrency import HandoverLimiter, InflightLimiter
 from experiments.execution.driver import run_drive
 from experiments.execution.journal import slot_execute
@@ -143,6 +145,41 @@ def test_a_handed_over_place_carries_the_new_holders_lease(redis_connection):
     assert "asking" in got
     for place in (got["asking"], blocker):
         InflightLimiter(redis_connection).release(place)
+    assert here.in_flight(name) == 0
+
+
+def test_a_place_is_counted_in_redis_through_every_holders_lease_and_renewed_only_past_the_hold(
+        redis_connection, monkeypatch):
+    """Redis counts a place a hand-over limiter took for lease + HOLD_S: a hand-over within that
+    margin touches no Redis (the token's expiry unchanged), one past it renews the token for the
+    new holder's lease + HOLD_S; a holder that dies holding it loses it at that expiry."""
+    monkeypatch.setattr(concurrency, "HOLD_S", 1.0)
+    name = f"test:{uuid.uuid4().hex}"
+    key = concurrency.KEY_PREFIX + name
+
+    def counted_for_s(token):  # seconds Redis still counts the token, by Redis's clock
+        seconds, micros = redis_connection.time()
+        return redis_connection.zscore(key, token) - (seconds + micros / 1e6)
+
+    here = CountingHandover(InflightLimiter(redis_connection))
+    place = here.acquire(name, 1, lease_s=0.5)
+    assert 1.3 < counted_for_s(place.token) <= 1.5
+    expiry = redis_connection.zscore(key, place.token)
+
+    handed = here._take_over(place, 1, 0.5)  # within the hold: this process only
+    assert handed is not None and handed.token == place.token
+    assert redis_connection.zscore(key, place.token) == expiry
+    assert handed.expires >= place.expires and handed.counted_until == place.counted_until
+
+    time.sleep(1.1)  # now + lease is past what Redis counts: the hand-over asks Redis
+    renewed = here._take_over(handed, 1, 0.5)
+    assert renewed is not None and renewed.token == place.token
+    assert 1.3 < counted_for_s(place.token) <= 1.5 and renewed.counted_until > handed.counted_until + 1.0
+    assert here.kept == 2 and here.in_flight(name) == 1
+
+    time.sleep(0.6)  # past the new holder's lease, within the hold: still counted
+    assert here.in_flight(name) == 1
+    time.sleep(1.0)  # the holder "died" without giving it back: Redis dropped it
     assert here.in_flight(name) == 0
 
 
