@@ -149,9 +149,10 @@ class InflightLimiter(Holding):
         self._release = client.register_script(_RELEASE)
         self._count = client.register_script(_COUNT)
 
-    def acquire(self, name: str, cap: int, *, lease_s: float, hold_s: float = 0.0) -> Place:
+    def acquire(self, name: str, cap: int, *, lease_s: float, hold_s: float = 0.0, ticket=None) -> Place:
         """Wait for one of `cap` places under `name`, however long Redis is away. Redis counts
-        it for `lease_s` + `hold_s` (`HandoverLimiter`: time to hand it on without Redis)."""
+        it for `lease_s` + `hold_s` (`HandoverLimiter`: time to hand it on without Redis).
+        `ticket` is for `HandoverLimiter`; here nobody hands a place on."""
         key = KEY_PREFIX + name
         wake = key + WAKE_SUFFIX
         token = uuid.uuid4().hex
@@ -207,14 +208,32 @@ HOLD_S = 5.0
 
 
 class _Waiter:
-    """A thread of this process waiting for a place: handed one (`place`), or told to take
-    its turn asking Redis (`place` None)."""
+    """A thread of this process waiting for a place: handed one (`place`; `taken` when the
+    giver took it over for it), or told to take its turn asking Redis (`place` None)."""
 
-    __slots__ = ("event", "place")
+    __slots__ = ("event", "place", "taken", "cap", "lease_s", "ticket")
 
-    def __init__(self):
+    def __init__(self, cap: int, lease_s: float, ticket):
         self.event = threading.Event()
         self.place: Place | None = None
+        self.taken = False
+        self.cap, self.lease_s, self.ticket = max(int(cap), 1), lease_s, ticket
+
+
+class Handing:
+    """A place given to a waiting thread of this process (`HandoverLimiter.hand_on`). With a
+    `ticket` (the waiter's, opaque here) the waiter is woken only by `complete`, after the giver
+    did what the ticket asks (the journal: reserve the waiter's attempt with its own receipt)."""
+
+    def __init__(self, waiter: _Waiter | None = None, place: Place | None = None):
+        self._waiter, self._place = waiter, place
+        self.ticket = waiter.ticket if waiter is not None else None
+
+    def complete(self) -> None:
+        if self._waiter is not None:
+            self._waiter.place, self._waiter.taken = self._place, True
+            self._waiter.event.set()
+            self._waiter = None
 
 
 class HandoverLimiter(Holding):
@@ -241,17 +260,21 @@ class HandoverLimiter(Holding):
         self._waiting: dict[str, deque[_Waiter]] = {}
         self._asking: set[str] = set()  # names one of this process's threads is asking Redis for
 
-    def acquire(self, name: str, cap: int, *, lease_s: float) -> Place:
+    def acquire(self, name: str, cap: int, *, lease_s: float, ticket=None) -> Place:
+        """A place under `name`. `ticket`: what a thread handing this one its place may do for
+        it first, with its place already taken over (`hand_on`, `Handing.complete`)."""
         while True:
             waiter = None
             with self._lock:
                 if name in self._asking:
-                    waiter = _Waiter()
+                    waiter = _Waiter(cap, lease_s, ticket)
                     self._waiting.setdefault(name, deque()).append(waiter)
                 else:
                     self._asking.add(name)
             if waiter is not None:
                 waiter.event.wait()
+                if waiter.taken:
+                    return waiter.place
                 if waiter.place is not None:
                     place = self._take_over(waiter.place, cap, lease_s)
                     if place is not None:
@@ -290,6 +313,24 @@ class HandoverLimiter(Holding):
         if not self.pass_on(place):
             self.limiter.release(place)
 
+    def hand_on(self, place: Place) -> Handing | None:
+        """Give the place to a thread of this process waiting under its name, if one waits (None:
+        the place is still the caller's). Touches nothing but this process. When the first
+        waiter brought a ticket and the place needs no Redis to be its (the same cap, counted
+        long enough), the place is taken over for it now and the caller must `complete` the
+        returned `Handing` once it did what the ticket asks; otherwise the waiter has it already."""
+        with self._lock:
+            queue = self._waiting.get(place.name)
+            waiter = queue[0] if queue else None
+            if waiter is None:
+                return None
+            now = time.monotonic()
+            if (waiter.ticket is not None and waiter.cap == place.cap
+                    and now + waiter.lease_s <= place.counted_until):
+                queue.popleft()
+                return Handing(waiter, replace(place, expires=now + waiter.lease_s))
+        return Handing() if self.pass_on(place) else None
+
     def pass_on(self, place: Place) -> bool:
         """Hand the place to a thread of this process waiting under its name, if one waits;
         False (the place still the caller's) otherwise. Touches nothing but this process."""
@@ -309,7 +350,7 @@ class HandoverLimiter(Holding):
 class NoLimiter(Holding):
     """For inline runs (one process, one request at a time): nothing to share."""
 
-    def acquire(self, name: str, cap: int, *, lease_s: float) -> None:
+    def acquire(self, name: str, cap: int, *, lease_s: float, ticket=None) -> None:
         return None
 
     def release(self, place) -> None:
