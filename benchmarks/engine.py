@@ -24,28 +24,35 @@ other user's traffic is counted); `--shared-redis` uses REDIS_URL instead.
 
     .venv/bin/python benchmarks/engine.py --levels 8:0.2 32:0.2 128:1 --processes 4
 
-Measured 3 Dec 2026, 18:56-19:07 UTC (issue 13), on this shared 2-CPU machine with a load average
-of 17-24 from other work: the engine before this round (commit 00cec64) and after it, run
-alternately with the same command (4 processes; whole run / best phase; CPU per call = workers +
-the benchmark database's PostgreSQL backends + Redis):
-                                   before (00cec64)                       after
-    K=8,   L=0.2 s, 4 × 4 slots:   63.4 / 63.9 %, CPU 13.0 / 12.1 ms      72.7 / 75.3 % (phase 83.5 %), CPU 11.0 / 9.9 ms
-    K=32,  L=0.2 s, 4 × 10 slots:  44.2 / 41.5 %, CPU 11.7 / 11.4 ms      51.3 / 52.5 % (phase 61.5 %), CPU 8.6 / 8.5 ms
-    K=128, L=1 s,   4 × 34 slots:  68.2 %, CPU 12.1 ms, 8.6 s between     78.7 % (phase 86.9 %), CPU 9.6 ms, 1.8 s between
-                                   the phases                             the phases
-The same day at 19:12-19:19 UTC, load average 7-12 (whole run / best phase, CPU per call):
-    after:   K=8 84.1, 85.3, 84.9 % (phase up to 92.0 %), CPU 9.0, 8.4, 9.8 ms
-             K=32 70.6, 70.7, 79.2 % (phase up to 84.7 %), CPU 7.7, 9.0, 7.3 ms
-             K=128 91.1 % (phase 93.1 %), CPU 8.9 ms, 0.9 s between the phases
-    before, between them: K=8 80.5 % (13.7 ms), K=32 72.7 % (9.1 ms), K=128 84.0 % (10.4 ms,
-             3.7 s between the phases)
-PostgreSQL's share fell from 3.6-3.8 to 2.1-2.8 ms per call (its statements are now really
-prepared), Redis's from 0.4-0.7 to 0.3-0.5 ms (a freed place goes to a waiting slot thread of
-the same process, one script instead of a release, a wake-up and an acquire). At such a load the
-throughput is what the other work leaves (the engine and the model server need 1.4 cores at
-160 calls/s); the targets (95 % of K/L, ≤ 10 ms of CPU per call) are for a quiet machine. Even
-there the whole-run figure has a floor below 100 %: each phase's last round ends over one
-latency (about L/2 of every place idle per phase end), about 2 % of a 400-call run at K=8.
+Phases are sized by `--phase-seconds` (default 20 s at the ideal rate: 800 calls per phase at
+K=8, 3,200 at K=32, 2,560 at K=128): each phase's last round leaves every place idle for about
+L/2 (nothing left to send), which is 2.5 % of a 20 s phase at L = 1 s and must not dominate as it
+did with 25 rounds (0.5-1.2 % per round of L). `--spare` 6 slots per process keep a few slot
+threads waiting in each process, so a place freed by an answer goes to one of them.
+
+Measured 4 Dec 2026, 17:57-18:19 UTC (issue 13), on this shared 2-CPU machine (load average 1-8
+from other work), `--levels 8:0.2 32:0.2 128:1 --processes 4 --repeat 2`, whole run (first
+reservation → run finished) / each phase, CPU per call (workers + the benchmark database's
+PostgreSQL backends + Redis):
+                                 before (c4bb4e6, this script)      after
+    K=8,   L=0.2 s, 4 × 8 slots:  95.5, 94.8 % (95.1-96.2 %)         96.6, 96.7 % (96.8-97.4 %)
+                                  CPU 5.0, 5.3 ms                    CPU 5.4, 5.2 ms
+    K=32,  L=0.2 s, 4 × 14 slots: 91.3, 89.8 % (87.4-94.1 %)         94.3, 92.8 % (93.4-96.7 %)
+                                  CPU 5.4, 5.1 ms                    CPU 4.4, 4.4 ms
+    K=128, L=1 s,   4 × 38 slots: 93.4, 91.8 % (91.8-95.5 %)         94.7-94.9 % in four runs (95.4-96.1 %),
+                                  CPU 5.6, 6.2 ms                    CPU 5.0-5.5 ms (1 ms GIL switch: see below)
+With the same script at commit c4bb4e6's sizing (25 rounds, 2 spare slots) the figures were
+85.3 % (phases 88 %), 86.7 %, 92.1 % at 17:35 UTC: most of the change at K=8 is the sizing.
+What changed in the engine: a place freed in a process goes to a waiting slot thread of the same
+process without Redis (Redis counts it for lease + 5 s), and that thread's first attempt is
+reserved in the same statement as the answer's receipt (one commit, one WAL flush, for both).
+Sampled during K=32 before that (pg_stat_activity every 10 ms): on average 0.7-1.3 backends
+waiting on another backend's WAL flush, 0.2 on their own, 0.2 running; fdatasync on this disk
+takes 3.4 ms (`pg_test_fsync`). Nothing commits asynchronously: a receipt must be durable before
+anything else, a reservation before its send, so every request still waits for one WAL flush.
+What is left per call at K=8 (about 8 ms): the HTTP client and this script's Python server
+(2.5-4 ms beyond L), the statement and its flush (4-5 ms), a thread switch. Each phase's last
+round and the planning between the phases (0.1-0.3 s) cost the rest of the whole-run figure.
 
     createdb -h 127.0.0.1 -U postgres bench_engine     # once (the script also creates it)
     .venv/bin/python benchmarks/engine.py                        # PostgreSQL bench_engine, Redis db 14
