@@ -39,8 +39,12 @@ PostgreSQL backends + Redis):
                                   CPU 5.0, 5.3 ms                    CPU 5.4, 5.2 ms
     K=32,  L=0.2 s, 4 × 14 slots: 91.3, 89.8 % (87.4-94.1 %)         94.3, 92.8 % (93.4-96.7 %)
                                   CPU 5.4, 5.1 ms                    CPU 4.4, 4.4 ms
-    K=128, L=1 s,   4 × 38 slots: 93.4, 91.8 % (91.8-95.5 %)         94.7-94.9 % in four runs (95.4-96.1 %),
-                                  CPU 5.6, 6.2 ms                    CPU 5.0-5.5 ms (1 ms GIL switch: see below)
+    K=128, L=1 s,   4 × 38 slots: 93.4, 91.8 % (91.8-95.5 %)         92.5, 94.1 % (93.8-95.4 %)
+                                  CPU 5.6, 6.2 ms                    CPU 5.9, 5.7 ms
+K=128 again at 18:20-18:24 (load 1.7-5.6), the workers' GIL switch interval (`MultiSlotWorker`,
+OWNWORDS_WORKER_SWITCH_S) at Python's 5 ms: 94.3, 93.3 % (CPU 5.6, 5.5 ms); at 1 ms (the
+default now): 95.1, 95.0 % (phases 95.8-96.0 %, CPU 4.9, 5.2 ms). Before the 1 ms switch, four
+runs at 17:52-18:02 gave 94.7-94.9 % (CPU 5.0-5.5 ms).
 With the same script at commit c4bb4e6's sizing (25 rounds, 2 spare slots) the figures were
 85.3 % (phases 88 %), 86.7 %, 92.1 % at 17:35 UTC: most of the change at K=8 is the sizing.
 What changed in the engine: a place freed in a process goes to a waiting slot thread of the same
