@@ -250,6 +250,9 @@ class HandoverLimiter(Holding):
     counted for lease + `HOLD_S` again) decides. Only one thread of the process per name waits
     on Redis at a time; the others wait here, in arrival order. The cap is Redis's as for
     `InflightLimiter`; a dead holder's place is dropped by Redis at most `HOLD_S` later.
+    Should Redis lose its data (a restart without persistence), the places in flight go
+    uncounted until given back, as with `InflightLimiter`; here hand-overs may keep one so for
+    at most `HOLD_S` more.
     """
 
     def __init__(self, limiter: InflightLimiter):
