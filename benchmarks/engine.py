@@ -44,7 +44,7 @@ PostgreSQL backends + Redis):
 K=128 again at 18:20-18:24 (load 1.7-5.6), the workers' GIL switch interval (`MultiSlotWorker`,
 OWNWORDS_WORKER_SWITCH_S) at Python's 5 ms: 94.3, 93.3 % (CPU 5.6, 5.5 ms); at 1 ms (the
 default now): 95.1, 95.0 % (phases 95.8-96.0 %, CPU 4.9, 5.2 ms). Before the 1 ms switch, four
-runs at 17:52-18:02 gave 94.7-94.9 % (CPU 5.0-5.5 ms). With OWNWORDS_RESERVE_WITH_RECEIPT=0
+runs at 17:52-18:02 gave 94.6-94.9 % (CPU 5.0-5.5 ms). With OWNWORDS_RESERVE_WITH_RECEIPT=0
 (each thread reserves its own attempt; 18:25-18:28, load 2.9-3.8): K=8 95.0, 94.5 % (CPU 5.1,
 6.1 ms), K=32 93.1, 90.3 % (CPU 5.0, 4.8 ms).
 With the same script at commit c4bb4e6's sizing (25 rounds, 2 spare slots) the figures were
