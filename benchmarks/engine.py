@@ -46,7 +46,9 @@ OWNWORDS_WORKER_SWITCH_S) at Python's 5 ms: 94.3, 93.3 % (CPU 5.6, 5.5 ms); at 1
 default now): 95.1, 95.0 % (phases 95.8-96.0 %, CPU 4.9, 5.2 ms). Before the 1 ms switch, four
 runs at 17:52-18:02 gave 94.6-94.9 % (CPU 5.0-5.5 ms). With OWNWORDS_RESERVE_WITH_RECEIPT=0
 (each thread reserves its own attempt; 18:25-18:28, load 2.9-3.8): K=8 95.0, 94.5 % (CPU 5.1,
-6.1 ms), K=32 93.1, 90.3 % (CPU 5.0, 4.8 ms).
+6.1 ms), K=32 93.1, 90.3 % (CPU 5.0, 4.8 ms). The final code once more at 18:30-18:36 while
+other helpers ran browser tests (load 3.7-5.7): K=8 93.0, 95.1 %; K=32 92.6, 91.7 %; K=128
+91.6, 92.9 % (CPU 5.5-5.6, 4.8-5.4, 6.8-7.0 ms): on this machine the figures follow its load.
 With the same script at commit c4bb4e6's sizing (25 rounds, 2 spare slots) the figures were
 85.3 % (phases 88 %), 86.7 %, 92.1 % at 17:35 UTC: most of the change at K=8 is the sizing.
 What changed in the engine: a place freed in a process goes to a waiting slot thread of the same
