@@ -24,28 +24,43 @@ other user's traffic is counted); `--shared-redis` uses REDIS_URL instead.
 
     .venv/bin/python benchmarks/engine.py --levels 8:0.2 32:0.2 128:1 --processes 4
 
-Measured 3 Dec 2026, 18:56-19:07 UTC (issue 13), on this shared 2-CPU machine with a load average
-of 17-24 from other work: the engine before this round (commit 00cec64) and after it, run
-alternately with the same command (4 processes; whole run / best phase; CPU per call = workers +
-the benchmark database's PostgreSQL backends + Redis):
-                                   before (00cec64)                       after
-    K=8,   L=0.2 s, 4 × 4 slots:   63.4 / 63.9 %, CPU 13.0 / 12.1 ms      72.7 / 75.3 % (phase 83.5 %), CPU 11.0 / 9.9 ms
-    K=32,  L=0.2 s, 4 × 10 slots:  44.2 / 41.5 %, CPU 11.7 / 11.4 ms      51.3 / 52.5 % (phase 61.5 %), CPU 8.6 / 8.5 ms
-    K=128, L=1 s,   4 × 34 slots:  68.2 %, CPU 12.1 ms, 8.6 s between     78.7 % (phase 86.9 %), CPU 9.6 ms, 1.8 s between
-                                   the phases                             the phases
-The same day at 19:12-19:19 UTC, load average 7-12 (whole run / best phase, CPU per call):
-    after:   K=8 84.1, 85.3, 84.9 % (phase up to 92.0 %), CPU 9.0, 8.4, 9.8 ms
-             K=32 70.6, 70.7, 79.2 % (phase up to 84.7 %), CPU 7.7, 9.0, 7.3 ms
-             K=128 91.1 % (phase 93.1 %), CPU 8.9 ms, 0.9 s between the phases
-    before, between them: K=8 80.5 % (13.7 ms), K=32 72.7 % (9.1 ms), K=128 84.0 % (10.4 ms,
-             3.7 s between the phases)
-PostgreSQL's share fell from 3.6-3.8 to 2.1-2.8 ms per call (its statements are now really
-prepared), Redis's from 0.4-0.7 to 0.3-0.5 ms (a freed place goes to a waiting slot thread of
-the same process, one script instead of a release, a wake-up and an acquire). At such a load the
-throughput is what the other work leaves (the engine and the model server need 1.4 cores at
-160 calls/s); the targets (95 % of K/L, ≤ 10 ms of CPU per call) are for a quiet machine. Even
-there the whole-run figure has a floor below 100 %: each phase's last round ends over one
-latency (about L/2 of every place idle per phase end), about 2 % of a 400-call run at K=8.
+Phases are sized by `--phase-seconds` (default 20 s at the ideal rate: 800 calls per phase at
+K=8, 3,200 at K=32, 2,560 at K=128): each phase's last round leaves every place idle for about
+L/2 (nothing left to send), which is 2.5 % of a 20 s phase at L = 1 s and must not dominate as it
+did with 25 rounds (0.5-1.2 % per round of L). `--spare` 6 slots per process keep a few slot
+threads waiting in each process, so a place freed by an answer goes to one of them.
+
+Measured 4 Dec 2026, 17:57-18:19 UTC (issue 13), on this shared 2-CPU machine (load average 1-8
+from other work), `--levels 8:0.2 32:0.2 128:1 --processes 4 --repeat 2`, whole run (first
+reservation → run finished) / each phase, CPU per call (workers + the benchmark database's
+PostgreSQL backends + Redis):
+                                 before (c4bb4e6, this script)      after
+    K=8,   L=0.2 s, 4 × 8 slots:  95.5, 94.8 % (95.1-96.2 %)         96.6, 96.7 % (96.8-97.4 %)
+                                  CPU 5.0, 5.3 ms                    CPU 5.4, 5.2 ms
+    K=32,  L=0.2 s, 4 × 14 slots: 91.3, 89.8 % (87.4-94.1 %)         94.3, 92.8 % (93.4-96.7 %)
+                                  CPU 5.4, 5.1 ms                    CPU 4.4, 4.4 ms
+    K=128, L=1 s,   4 × 38 slots: 93.4, 91.8 % (91.8-95.5 %)         92.5, 94.1 % (93.8-95.4 %)
+                                  CPU 5.6, 6.2 ms                    CPU 5.9, 5.7 ms
+K=128 again at 18:20-18:24 (load 1.7-5.6), the workers' GIL switch interval (`MultiSlotWorker`,
+OWNWORDS_WORKER_SWITCH_S) at Python's 5 ms: 94.3, 93.3 % (CPU 5.6, 5.5 ms); at 1 ms (the
+default now): 95.1, 95.0 % (phases 95.8-96.0 %, CPU 4.9, 5.2 ms). Before the 1 ms switch, four
+runs at 17:52-18:02 gave 94.6-94.9 % (CPU 5.0-5.5 ms). With OWNWORDS_RESERVE_WITH_RECEIPT=0
+(each thread reserves its own attempt; 18:25-18:28, load 2.9-3.8): K=8 95.0, 94.5 % (CPU 5.1,
+6.1 ms), K=32 93.1, 90.3 % (CPU 5.0, 4.8 ms). The final code once more at 18:30-18:36 while
+other helpers ran browser tests (load 3.7-5.7): K=8 93.0, 95.1 %; K=32 92.6, 91.7 %; K=128
+91.6, 92.9 % (CPU 5.5-5.6, 4.8-5.4, 6.8-7.0 ms): on this machine the figures follow its load.
+With the same script at commit c4bb4e6's sizing (25 rounds, 2 spare slots) the figures were
+85.3 % (phases 88 %), 86.7 %, 92.1 % at 17:35 UTC: most of the change at K=8 is the sizing.
+What changed in the engine: a place freed in a process goes to a waiting slot thread of the same
+process without Redis (Redis counts it for lease + 5 s), and that thread's first attempt is
+reserved in the same statement as the answer's receipt (one commit, one WAL flush, for both).
+Sampled during K=32 before that (pg_stat_activity every 10 ms): on average 0.7-1.3 backends
+waiting on another backend's WAL flush, 0.2 on their own, 0.2 running; fdatasync on this disk
+takes 3.4 ms (`pg_test_fsync`). Nothing commits asynchronously: a receipt must be durable before
+anything else, a reservation before its send, so every request still waits for one WAL flush.
+What is left per call at K=8 (about 8 ms): the HTTP client and this script's Python server
+(2.5-4 ms beyond L), the statement and its flush (4-5 ms), a thread switch. Each phase's last
+round and the planning between the phases (0.1-0.3 s) cost the rest of the whole-run figure.
 
     createdb -h 127.0.0.1 -U postgres bench_engine     # once (the script also creates it)
     .venv/bin/python benchmarks/engine.py                        # PostgreSQL bench_engine, Redis db 14
@@ -376,8 +391,10 @@ def levels_main(args):
                 cap_text, _, delay_text = level.partition(":")
                 cap, delay_s = int(cap_text), float(delay_text or DELAY_S)
                 ideal = cap / delay_s
-                # Enough calls per phase for rounds * K: the phase's ramp-up and tail cost little.
-                tasks = cap * args.rounds
+                # Enough calls per phase for `--phase-seconds` at the ideal rate: each phase's last
+                # round leaves places idle for about L/2 (nothing left to send), a cost that must be
+                # small beside the phase, as it is in a real run of thousands of calls.
+                tasks = cap * args.rounds if args.rounds else math.ceil(ideal * args.phase_seconds / 5) * 5
                 slots = math.ceil(cap / args.processes) + args.spare
                 # The warm-up run has a call for every slot thread of every worker, so each has
                 # started and opened its database connection before the measured run.
@@ -398,7 +415,7 @@ def levels_main(args):
                     print(f"{'':>10} per call and place: send beyond L {m['send_extra_ms']:.1f} ms, reserved→recorded "
                           f"beyond send {m['db_inside_ms']:.1f} ms, place empty {m['empty_ms']:.1f} ms; between "
                           f"phases {m['between_s']:.2f} s, analysis tail {m['tail_s']:.2f} s", flush=True)
-                    summary.append((cap, delay_s, m["rate"] / ideal, max(phase_rates), m["cpu_total_ms"]))
+                    summary.append((cap, delay_s, m["rate"] / ideal, phase_rates, m["cpu_total_ms"]))
     finally:
         redis.flushdb()
     print("of ideal = calls/s over the whole run (first reservation → run finished, both phases, the planning "
@@ -413,8 +430,10 @@ def levels_main(args):
         by_level.setdefault((cap, delay_s), []).append((whole, phase, cpu))
     for (cap, delay_s), rows in by_level.items():
         wholes, phases_, cpus = zip(*rows)
+        every_phase = [rate for rates in phases_ for rate in rates]
         print(f"K={cap} L={delay_s:g}s over {len(rows)} runs: of ideal best {max(wholes):.1%} median "
-              f"{statistics.median(wholes):.1%} (best phase {max(phases_):.1%}); CPU ms/call best {min(cpus):.1f} "
+              f"{statistics.median(wholes):.1%} (phases: best {max(every_phase):.1%} median "
+              f"{statistics.median(every_phase):.1%}); CPU ms/call best {min(cpus):.1f} "
               f"median {statistics.median(cpus):.1f}")
 
 
@@ -429,8 +448,11 @@ def main():
     parser.add_argument("--processes", type=int, default=4, help="multi-slot worker processes (with --levels)")
     parser.add_argument("--level-class", choices=list(WORKER_CLASSES), default="multi",
                         help="worker class with --levels (resilient: the single-slot workers before issue 13)")
-    parser.add_argument("--spare", type=int, default=2, help="slots per worker beyond ceil(K / processes)")
-    parser.add_argument("--rounds", type=int, default=25, help="calls per phase = rounds × K (with --levels)")
+    parser.add_argument("--spare", type=int, default=6, help="slots per worker beyond ceil(K / processes)")
+    parser.add_argument("--phase-seconds", type=float, default=20.0,
+                        help="calls per phase = K / L × this (with --levels): the ideal duration of each phase")
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="calls per phase = rounds × K instead of --phase-seconds (with --levels)")
     parser.add_argument("--shared-redis", action="store_true", help="use REDIS_URL, not a private redis-server")
     args = parser.parse_args()
     if args.levels:

@@ -6,8 +6,11 @@ each holder's own cap and the leases stay Redis's:
   places do go from thread to thread;
 - a place is not handed to a waiter whose own cap the count exceeds: it is given back instead;
 - a handed-over place's lease is the new holder's (renewed), not what was left of the old one;
+- within `HOLD_S` beyond a lease a hand-over needs no Redis; past it, the token is renewed;
 - the journal hands a place on before the receipt is stored only for an answer: a quota answer
-  keeps its place until the circuit is open in the database.
+  keeps its place until the circuit is open in the database;
+- a waiting thread's first attempt is reserved in the same statement as the answer that frees
+  its place (one commit for both).
 """
 import threading
 import time
@@ -18,7 +21,9 @@ import httpx
 import pytest
 import redis
 from django.conf import settings
+from django.db import connection
 
+from experiments.execution import concurrency
 from experiments.execution.concurrency import HandoverLimiter, InflightLimiter
 from experiments.execution.driver import run_drive
 from experiments.execution.journal import slot_execute
@@ -146,6 +151,41 @@ def test_a_handed_over_place_carries_the_new_holders_lease(redis_connection):
     assert here.in_flight(name) == 0
 
 
+def test_a_place_is_counted_in_redis_through_every_holders_lease_and_renewed_only_past_the_hold(
+        redis_connection, monkeypatch):
+    """Redis counts a place a hand-over limiter took for lease + HOLD_S: a hand-over within that
+    margin touches no Redis (the token's expiry unchanged), one past it renews the token for the
+    new holder's lease + HOLD_S; a holder that dies holding it loses it at that expiry."""
+    monkeypatch.setattr(concurrency, "HOLD_S", 1.0)
+    name = f"test:{uuid.uuid4().hex}"
+    key = concurrency.KEY_PREFIX + name
+
+    def counted_for_s(token):  # seconds Redis still counts the token, by Redis's clock
+        seconds, micros = redis_connection.time()
+        return redis_connection.zscore(key, token) - (seconds + micros / 1e6)
+
+    here = CountingHandover(InflightLimiter(redis_connection))
+    place = here.acquire(name, 1, lease_s=0.5)
+    assert 1.3 < counted_for_s(place.token) <= 1.5
+    expiry = redis_connection.zscore(key, place.token)
+
+    handed = here._take_over(place, 1, 0.5)  # within the hold: this process only
+    assert handed is not None and handed.token == place.token
+    assert redis_connection.zscore(key, place.token) == expiry
+    assert handed.expires >= place.expires and handed.counted_until == place.counted_until
+
+    time.sleep(1.1)  # now + lease is past what Redis counts: the hand-over asks Redis
+    renewed = here._take_over(handed, 1, 0.5)
+    assert renewed is not None and renewed.token == place.token
+    assert 1.3 < counted_for_s(place.token) <= 1.5 and renewed.counted_until > handed.counted_until + 1.0
+    assert here.kept == 2 and here.in_flight(name) == 1
+
+    time.sleep(0.6)  # past the new holder's lease, within the hold: still counted
+    assert here.in_flight(name) == 1
+    time.sleep(1.0)  # the holder "died" without giving it back: Redis dropped it
+    assert here.in_flight(name) == 0
+
+
 # --- the journal's side: who may take a place before the receipt is stored ----------------------
 
 
@@ -208,4 +248,65 @@ def test_an_answer_hands_its_place_on_before_its_receipt_a_quota_answer_only_aft
     limiter.release(got[1])
     for waiter in waiters:
         waiter.join(timeout=10)
+    assert limiter.in_flight(name) == 0
+
+
+def test_a_waiting_threads_first_attempt_is_reserved_in_the_statement_of_the_answer_that_frees_its_place(
+        transactional_db, project, server, redis_connection):
+    """One place (cap 1), three slot threads of one "process": A sends; B asks Redis; C waits in
+    the process with its ticket. A's answer frees the place for C, and C's first attempt is
+    reserved in the same statement (one transaction) as A's receipt; B gets the place through
+    Redis afterwards, reserving on its own. Each slot gets one call and one answer."""
+    run = make_run(project, build_cohort(project, sessions=3, name="ticket"), conditions=[QUESTION_ONLY],
+                   generator=openai_model(server), concurrency={"openai": 1})
+    first, asking, waiting = run_drive(run.pk).slot_ids
+    limiter = HandoverLimiter(InflightLimiter(redis_connection))
+    name = limiter_name(model_config(run.protocol.generator))
+    errors = []
+
+    def execute(slot_id):
+        try:
+            with httpx.Client(trust_env=False) as client:
+                slot_execute(slot_id, limiter=limiter, client=client, worker=f"test-{slot_id}", sleep=Sleeps())
+        except Exception as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = {slot_id: threading.Thread(target=execute, args=(slot_id,)) for slot_id in (first, asking, waiting)}
+
+    def reply(request):
+        threads[asking].start()
+        wait_until(lambda: name in limiter._asking)  # B asks Redis (the cap is full)
+        threads[waiting].start()
+        wait_until(lambda: len(limiter._waiting.get(name, ())) == 1)  # C waits here, with its ticket
+        return answer(request, "The first answer.")
+
+    reservations = {}
+
+    def reply_to_c(request):
+        # C's request, in flight: its call row is as its reservation left it (A's row as A's receipt).
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SELECT slot_id, xmin::text, reserved_at, finished_at FROM {ModelCall._meta.db_table} "
+                               "WHERE run_id = %s", [run.pk])
+                reservations.update({slot_id: rest for slot_id, *rest in cursor.fetchall()})
+        finally:
+            connection.close()
+        return answer(request, "The second answer.")
+
+    server.script(Reply(body=reply), Reply(body=reply_to_c))
+    threads[first].start()
+    for thread in threads.values():
+        thread.join(timeout=30)
+    assert not errors and not any(thread.is_alive() for thread in threads.values()), errors
+    assert set(Slot.objects.filter(run=run).values_list("status", flat=True)) == {Slot.Status.OK}
+    assert ModelCall.objects.filter(run=run).count() == 3  # one call each
+    assert set(reservations) == {first, waiting}  # B had not reserved yet: the place was C's
+    # C's reservation and A's receipt: one transaction (the same xmin), one time.
+    assert reservations[waiting][0] == reservations[first][0]
+    assert reservations[waiting][1] == reservations[first][2]
+    # B reserved on its own, after C's answer gave the place back through Redis.
+    b_call = ModelCall.objects.get(slot_id=asking)
+    assert b_call.reserved_at > ModelCall.objects.get(slot_id=waiting).finished_at
     assert limiter.in_flight(name) == 0

@@ -7,8 +7,12 @@ plans the whole phase under the run's lock because the parts never came — ever
 of a task gets exactly one judge slot, each slot is handed out once, and the run finishes with
 one call per slot.
 """
+import threading
+import time
+
 import httpx
 import pytest
+from django.db import connection, transaction
 
 from experiments.execution import driver
 from experiments.execution.concurrency import NoLimiter
@@ -85,3 +89,53 @@ def test_a_drive_before_the_rest_was_planned_plans_the_whole_phase_under_its_loc
     assert not late.plan_rest and not late.slot_ids
     assert Slot.objects.filter(run=run, phase=Phase.JUDGING).count() == TASKS
     _finish(run, client, first.slot_ids + again.slot_ids)
+
+
+def _waiting_on_a_lock(exclude_pid: int) -> bool:
+    with connection.cursor() as cursor:
+        # Statistics are a snapshot per transaction unless cleared: the caller is inside one.
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> %s AND wait_event_type = 'Lock'", [exclude_pid])
+        return cursor.fetchone()[0] > 0
+
+
+def test_a_part_planned_while_a_drive_holds_the_run_waits_for_it_without_a_deadlock(transactional_db, generated,
+                                                                                    client):
+    """A drive holding the run FOR UPDATE plans the whole phase while a part (no run lock) plans
+    the same keys: the part must wait for the drive before it inserts anything (a deadlock at
+    K = 128 before: the part's foreign-key checks, deferred to its commit, waited for the drive, the drive's insert for
+    the part's keys)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks are PostgreSQL's")
+    run = generated
+    first = run_drive(run.pk)
+    assert first.plan_rest and len(first.slot_ids) == FIRST
+    part, errors = [], []
+
+    def plan_a_part():
+        try:
+            part.append(run_plan_part(run.pk))
+        except Exception as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=plan_a_part)
+    with transaction.atomic():
+        Run.objects.select_for_update(of=("self",)).get(pk=run.pk)  # the drive's lock, taken first
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            own_pid = cursor.fetchone()[0]
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not _waiting_on_a_lock(own_pid):  # the part is blocked on the run's row
+            assert time.monotonic() < deadline and thread.is_alive(), errors
+            time.sleep(0.02)
+        time.sleep(0.2)
+        whole = run_drive(run.pk)  # plans every key, those of the waiting part included
+    thread.join(timeout=30)
+    assert not thread.is_alive() and not errors, errors
+    assert not whole.plan_rest and len(whole.slot_ids) == TASKS - FIRST
+    assert part and not part[0].slot_ids  # everything was handed out by the drive, once
+    _finish(run, client, first.slot_ids + whole.slot_ids)

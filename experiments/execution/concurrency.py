@@ -97,12 +97,14 @@ REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 @dataclass(frozen=True)
 class Place:
-    """One in-flight place taken under `name`, until `expires` (time.monotonic) at the latest."""
+    """One in-flight place taken under `name`, until `expires` (time.monotonic) at the latest.
+    Redis counts its token until `counted_until` at least (never before `expires`)."""
 
     name: str
     token: str
     cap: int
     expires: float
+    counted_until: float = 0.0
 
 
 def backoff_delays(first: float = BACKOFF_FIRST_S, most: float = BACKOFF_MAX_S):
@@ -147,16 +149,20 @@ class InflightLimiter(Holding):
         self._release = client.register_script(_RELEASE)
         self._count = client.register_script(_COUNT)
 
-    def acquire(self, name: str, cap: int, *, lease_s: float) -> Place:
-        """Wait for one of `cap` places under `name`, however long Redis is away."""
+    def acquire(self, name: str, cap: int, *, lease_s: float, hold_s: float = 0.0, ticket=None) -> Place:
+        """Wait for one of `cap` places under `name`, however long Redis is away. Redis counts
+        it for `lease_s` + `hold_s` (`HandoverLimiter`: time to hand it on without Redis).
+        `ticket` is for `HandoverLimiter`; here nobody hands a place on."""
         key = KEY_PREFIX + name
         wake = key + WAKE_SUFFIX
         token = uuid.uuid4().hex
         delays = None
         while True:
             try:
-                if self._acquire(keys=[key], args=[cap, lease_s, token]):
-                    return Place(name, token, max(int(cap), 1), time.monotonic() + lease_s)
+                asked = time.monotonic()  # Redis's expiry is later than this + its lease
+                if self._acquire(keys=[key], args=[cap, lease_s + hold_s, token]):
+                    return Place(name, token, max(int(cap), 1), time.monotonic() + lease_s,
+                                 counted_until=asked + lease_s + hold_s)
                 self.client.blpop([wake], timeout=WAKE_TIMEOUT_S)
                 delays = None
             except REDIS_DOWN as exc:
@@ -183,7 +189,7 @@ class InflightLimiter(Holding):
 
     def _release_later(self, place: Place) -> None:
         for delay in backoff_delays():
-            if time.monotonic() > place.expires:
+            if time.monotonic() > max(place.expires, place.counted_until):
                 return  # Redis drops the token by itself now
             time.sleep(delay)
             if self._try_release(place):
@@ -194,27 +200,59 @@ class InflightLimiter(Holding):
         return int(self._count(keys=[KEY_PREFIX + name]))
 
 
+# How much longer than its holder's lease Redis counts a place a `HandoverLimiter` took or renewed:
+# hand-overs within this margin need no Redis at all; a holder that died keeps its place counted
+# for at most this much longer. A call takes L (0.2-1 s in the benchmark), so a place is renewed
+# in Redis once every few seconds instead of at every hand-over.
+HOLD_S = 5.0
+
+
 class _Waiter:
-    """A thread of this process waiting for a place: handed one (`place`), or told to take
-    its turn asking Redis (`place` None)."""
+    """A thread of this process waiting for a place: handed one (`place`; `taken` when the
+    giver took it over for it), or told to take its turn asking Redis (`place` None)."""
 
-    __slots__ = ("event", "place")
+    __slots__ = ("event", "place", "taken", "cap", "lease_s", "ticket")
 
-    def __init__(self):
+    def __init__(self, cap: int, lease_s: float, ticket):
         self.event = threading.Event()
         self.place: Place | None = None
+        self.taken = False
+        self.cap, self.lease_s, self.ticket = max(int(cap), 1), lease_s, ticket
+
+
+class Handing:
+    """A place given to a waiting thread of this process (`HandoverLimiter.hand_on`). With a
+    `ticket` (the waiter's, opaque here) the waiter is woken only by `complete`, after the giver
+    did what the ticket asks (the journal: reserve the waiter's attempt with its own receipt)."""
+
+    def __init__(self, waiter: _Waiter | None = None, place: Place | None = None):
+        self._waiter, self._place = waiter, place
+        self.ticket = waiter.ticket if waiter is not None else None
+
+    def complete(self) -> None:
+        if self._waiter is not None:
+            self._waiter.place, self._waiter.taken = self._place, True
+            self._waiter.event.set()
+            self._waiter = None
 
 
 class HandoverLimiter(Holding):
     """`InflightLimiter` for the many slot threads of one process (`workers.MultiSlotWorker`).
 
     A place given back while another thread of the process waits for one under the same name
-    goes to that thread directly: one Redis script (`_HANDOVER`: the token still counted, the
-    count within the new holder's cap, its lease renewed) instead of a release, a wake-up of
-    some waiter in some process and that waiter's own acquire — the in-flight place stays empty
-    for one round trip instead of three and a process switch. Only one thread of the process
-    per name waits on Redis at a time; the others wait here, in arrival order. The cap, the
-    leases and a dead holder's expiry are Redis's exactly as for `InflightLimiter`.
+    goes to that thread directly, instead of a release, a wake-up of some waiter in some
+    process and that waiter's own acquire. Redis counts a place this limiter took for its
+    lease plus `HOLD_S`, so within that margin a hand-over to a holder with the same cap
+    touches nothing but this process: Redis still counts the token for the whole of the new
+    holder's lease, and the count is unchanged (one holder out, one in: the cap cannot be
+    passed). Past the margin, or to a holder with another cap, one Redis script
+    (`_HANDOVER`: the token still counted, the count within the new holder's cap, the token
+    counted for lease + `HOLD_S` again) decides. Only one thread of the process per name waits
+    on Redis at a time; the others wait here, in arrival order. The cap is Redis's as for
+    `InflightLimiter`; a dead holder's place is dropped by Redis at most `HOLD_S` later.
+    Should Redis lose its data (a restart without persistence), the places in flight go
+    uncounted until given back, as with `InflightLimiter`; here hand-overs may keep one so for
+    at most `HOLD_S` more.
     """
 
     def __init__(self, limiter: InflightLimiter):
@@ -225,24 +263,28 @@ class HandoverLimiter(Holding):
         self._waiting: dict[str, deque[_Waiter]] = {}
         self._asking: set[str] = set()  # names one of this process's threads is asking Redis for
 
-    def acquire(self, name: str, cap: int, *, lease_s: float) -> Place:
+    def acquire(self, name: str, cap: int, *, lease_s: float, ticket=None) -> Place:
+        """A place under `name`. `ticket`: what a thread handing this one its place may do for
+        it first, with its place already taken over (`hand_on`, `Handing.complete`)."""
         while True:
             waiter = None
             with self._lock:
                 if name in self._asking:
-                    waiter = _Waiter()
+                    waiter = _Waiter(cap, lease_s, ticket)
                     self._waiting.setdefault(name, deque()).append(waiter)
                 else:
                     self._asking.add(name)
             if waiter is not None:
                 waiter.event.wait()
+                if waiter.taken:
+                    return waiter.place
                 if waiter.place is not None:
                     place = self._take_over(waiter.place, cap, lease_s)
                     if place is not None:
                         return place
                     continue  # the place was not this thread's to keep: queue again
             try:
-                return self.limiter.acquire(name, cap, lease_s=lease_s)
+                return self.limiter.acquire(name, cap, lease_s=lease_s, hold_s=HOLD_S)
             finally:
                 self._pass_the_asking(name)
 
@@ -255,19 +297,42 @@ class HandoverLimiter(Holding):
                 self._asking.discard(name)
 
     def _take_over(self, place: Place, cap: int, lease_s: float) -> Place | None:
-        key = KEY_PREFIX + place.name
         started = time.monotonic()
+        if max(int(cap), 1) == place.cap and started + lease_s <= place.counted_until:
+            return replace(place, expires=started + lease_s)  # Redis counts it long enough already
+        key = KEY_PREFIX + place.name
         try:
-            kept = self._handover(keys=[key, key + WAKE_SUFFIX], args=[place.token, cap, lease_s])
+            kept = self._handover(keys=[key, key + WAKE_SUFFIX], args=[place.token, cap, lease_s + HOLD_S])
         except REDIS_DOWN:
             self.limiter.release(place)  # retried in the background until its lease runs out
             return None
-        return replace(place, cap=max(int(cap), 1), expires=started + lease_s) if kept else None
+        if not kept:
+            return None
+        return replace(place, cap=max(int(cap), 1), expires=started + lease_s,
+                       counted_until=started + lease_s + HOLD_S)
 
     def release(self, place: Place) -> None:
         """Hand the place to a thread of this process waiting under its name, else give it back."""
         if not self.pass_on(place):
             self.limiter.release(place)
+
+    def hand_on(self, place: Place) -> Handing | None:
+        """Give the place to a thread of this process waiting under its name, if one waits (None:
+        the place is still the caller's). Touches nothing but this process. When the first
+        waiter brought a ticket and the place needs no Redis to be its (the same cap, counted
+        long enough), the place is taken over for it now and the caller must `complete` the
+        returned `Handing` once it did what the ticket asks; otherwise the waiter has it already."""
+        with self._lock:
+            queue = self._waiting.get(place.name)
+            waiter = queue[0] if queue else None
+            if waiter is None:
+                return None
+            now = time.monotonic()
+            if (waiter.ticket is not None and waiter.cap == place.cap
+                    and now + waiter.lease_s <= place.counted_until):
+                queue.popleft()
+                return Handing(waiter, replace(place, expires=now + waiter.lease_s))
+        return Handing() if self.pass_on(place) else None
 
     def pass_on(self, place: Place) -> bool:
         """Hand the place to a thread of this process waiting under its name, if one waits;
@@ -288,7 +353,7 @@ class HandoverLimiter(Holding):
 class NoLimiter(Holding):
     """For inline runs (one process, one request at a time): nothing to share."""
 
-    def acquire(self, name: str, cap: int, *, lease_s: float) -> None:
+    def acquire(self, name: str, cap: int, *, lease_s: float, ticket=None) -> None:
         return None
 
     def release(self, place) -> None:

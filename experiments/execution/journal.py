@@ -10,7 +10,9 @@
 - the answer's receipt is committed before the in-flight place is given back: a Redis blip
   at that moment (issue 11) costs a logged, retried release, never the answer (an answer or an
   unusable response, which changes no one's right to send, may hand its place first to a
-  thread of the same process waiting for one: in-process, nothing there can fail);
+  thread of the same process waiting for one: in-process, nothing there can fail; that thread's
+  first attempt is then reserved in the receipt's own statement, `receipt_sql`, and it sends
+  only after that commit);
 - a reservation whose lease ran out without an outcome is *unknown* (`expire_leases`) and never
   re-sent automatically; a slot whose worker died while it waited for its recovery sent
   nothing unanswered, and goes back to pending with its recovery still due.
@@ -35,7 +37,8 @@ from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt
 from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
 )
-from experiments.execution.reservation import Reservation, hot_cursor, reserve, settle
+from experiments.execution.receipt_sql import record_receipt as _record_receipt
+from experiments.execution.reservation import NextReservation, Reservation, hot_cursor, next_reservation, reserve, settle
 from experiments.models import ModelCall, Protocol, Run, Slot
 
 logger = logging.getLogger(__name__)
@@ -47,13 +50,15 @@ UNKNOWN_OUTCOME = "unknown"
 OPEN_STATUSES = (Slot.Status.PENDING, Slot.Status.IN_FLIGHT, Slot.Status.HELD)
 
 
-def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | None = None) -> bool:
+def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | None = None,
+            next_ticket: NextReservation | None = None) -> bool:
     """Store the attempt's receipt and what it means for the slot and the run.
 
     Returns False when the receipt came too late: the reservation's lease had run out and
     the slot is counted unknown. The receipt is kept, the slot stays as it is, nothing is
     retried. Statements are conditional updates in the order run (only for quota or a
-    fatal error) → attempt → slot → results, the order run_drive uses.
+    fatal error) → attempt → slot → results, the order run_drive uses. `next_ticket`: another
+    slot's first attempt, reserved in the receipt's statement when that is one statement.
     """
     usage = outcome.usage
     kind = outcome.kind
@@ -87,7 +92,8 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         # result has its statements (`outcomes.result_statements`): the path of nearly every answer.
         result = result_statements(slot, outcome.text if kind == OutcomeKind.OK else None)
         if result is not None:
-            if _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now, result=result):
+            if _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now, result=result,
+                               next_ticket=next_ticket):
                 slot.status, slot.status_note, slot.retry_at = status, note, retry_at
                 return True
             return _late(call_id, receipt, slot, outcome)
@@ -128,44 +134,6 @@ def _late(call_id: int, receipt: dict, slot: Slot, outcome: Outcome) -> bool:
                         f"{current}" + (f"; {outcome.error}" if outcome.error else ""))
     ModelCall.objects.filter(pk=call_id).update(**receipt)
     return False
-
-
-_RECORD_SQL = """
-WITH attempt AS (
-    UPDATE {call} SET {receipt}
-    WHERE id = %s AND outcome = ''
-    RETURNING slot_id
-), moved AS (
-    UPDATE {slot} SET status = %s, status_note = %s, retry_at = %s, updated_at = %s
-    WHERE id = %s AND status = %s AND EXISTS (SELECT 1 FROM attempt)
-    RETURNING id
-){result}
-SELECT (SELECT count(*) FROM attempt), (SELECT count(*) FROM moved)
-"""
-_RECEIPT_FIELDS = ("finished_at", "outcome", "http_status", "response_id", "model_version", "finish_reason", "text",
-                   "input_tokens", "output_tokens", "reasoning_tokens", "total_tokens", "elapsed_s", "error",
-                   "raw_body")
-
-
-def _record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now, result=None) -> bool:
-    """The attempt's receipt, if the attempt is still open, and the slot's new state, if it is
-    still in flight: True when both happened (one statement on PostgreSQL). `result`:
-    statements (sql, params) storing the slot's result, run in the same statement only if the
-    slot moved (their SQL may read the `moved` CTE)."""
-    if connection.vendor == "postgresql":
-        sql = _RECORD_SQL.format(call=ModelCall._meta.db_table, slot=Slot._meta.db_table,
-                                 receipt=", ".join(f"{name} = %s" for name in _RECEIPT_FIELDS),
-                                 result="".join(f", result{i} AS ({sql})" for i, (sql, _) in enumerate(result or ())))
-        params = [receipt[name] for name in _RECEIPT_FIELDS]
-        params += [call_id, status, note, retry_at, now, slot_id, Slot.Status.IN_FLIGHT]
-        params += [value for _, values in (result or ()) for value in values]
-        with hot_cursor() as cursor:
-            cursor.execute(sql, params, prepare=True)
-            recorded, moved = cursor.fetchone()
-        return bool(recorded and moved)
-    return bool(ModelCall.objects.filter(pk=call_id, outcome="").update(**receipt)
-                and Slot.objects.filter(pk=slot_id, status=Slot.Status.IN_FLIGHT)
-                .update(status=status, status_note=note, retry_at=retry_at, updated_at=now))
 
 
 _SLOT_SQL = """
@@ -244,11 +212,16 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
         basis, justification = ModelCall.Basis.RECOVERY, slot.status_note
     while True:
         # The place is given back only after the outcome is committed (`release` never raises),
-        # or handed to a waiting thread of this process once a usable answer is in (`_pass_on`).
-        place = limiter.acquire(name, cap, lease_s=lease_s)
+        # or handed to a waiting thread of this process once a usable answer is in (`_hand_on`),
+        # whose first attempt may be reserved with that answer's receipt (`ticket`).
+        ticket = next_reservation(slot_id, basis=basis, worker=worker, lease_s=lease_s, policy=policy)
+        place = limiter.acquire(name, cap, lease_s=lease_s, ticket=ticket)
+        handing = None
         try:
-            reservation = db(reserve, slot_id, basis=basis, justification=justification, worker=worker,
-                             lease_s=lease_s, policy=policy, after_call=after_call)
+            reservation = ticket.reservation() if ticket is not None else None
+            if reservation is None:
+                reservation = db(reserve, slot_id, basis=basis, justification=justification, worker=worker,
+                                 lease_s=lease_s, policy=policy, after_call=after_call)
             if reservation is None:
                 return slot
             outcome = llm_client.send(config, prepared, client=client)
@@ -258,13 +231,17 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
                 # An unexpected model version is recorded as it is, never a reason to redraw (B.2).
                 outcome = _as_unusable(outcome, f"returned model {outcome.model_version!r}, expected "
                                                   f"{config.expected_model_version!r}")
-            if outcome.kind in (OutcomeKind.OK, OutcomeKind.UNUSABLE) and _pass_on(limiter, place):
+            if outcome.kind in (OutcomeKind.OK, OutcomeKind.UNUSABLE):
                 # Nothing is in flight any more and this answer changes no one's right to send
                 # (a quota or fatal answer, or a retry, keeps its place until recorded): a thread
-                # of this process waiting for a place takes it now, while the receipt is stored.
-                place = None
-            decision, recorded = db(_decide_and_record, retry_policy, policy, run, slot, reservation, outcome)
+                # of this process waiting for a place takes it now, or with the receipt's commit.
+                handing = _hand_on(limiter, place)
+                place = None if handing is not None else place
+            decision, recorded = db(_decide_and_record, retry_policy, policy, run, slot, reservation, outcome,
+                                    handing.ticket if handing is not None else None)
         finally:
+            if handing is not None:
+                handing.complete()  # the waiting thread sends, or reserves itself (no ticket filled)
             if place is not None:
                 limiter.release(place)
         if not recorded or not decision.retry:
@@ -273,11 +250,11 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
         basis, justification, after_call = ModelCall.Basis.RECOVERY, decision.justification, reservation.call_id
 
 
-def _pass_on(limiter, place) -> bool:
-    """Hand the place to a waiting thread of this process (`HandoverLimiter.pass_on`): never
+def _hand_on(limiter, place):
+    """Hand the place to a waiting thread of this process (`HandoverLimiter.hand_on`): never
     through Redis, so nothing can fail here before the receipt is stored (issue 11)."""
-    pass_on = getattr(limiter, "pass_on", None)
-    return place is not None and pass_on is not None and pass_on(place)
+    hand_on = getattr(limiter, "hand_on", None)
+    return hand_on(place) if place is not None and hand_on is not None else None
 
 
 def _prepare(slot_id: int):
@@ -297,9 +274,9 @@ def _prepare(slot_id: int):
 
 
 def _decide_and_record(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reservation,
-                       outcome: Outcome) -> tuple[Decision, bool]:
+                       outcome: Outcome, next_ticket: NextReservation | None = None) -> tuple[Decision, bool]:
     decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
-    return decision, _record(reservation.call_id, outcome, decision, slot)
+    return decision, _record(reservation.call_id, outcome, decision, slot, next_ticket)
 
 
 def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):

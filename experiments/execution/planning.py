@@ -298,11 +298,26 @@ def plan_judging(run: Run, *, first: int | None = None) -> bool:
     else:
         complete = True
     with transaction.atomic():
+        _share_the_run(run)
         insert_slots(slots)
         Grade.objects.bulk_create(grades, ignore_conflicts=True)
         # empty answers are graded now (operational zeros); every other score comes with its grade
         store_scores(run.pk, status=Prediction.Status.EMPTY)
     return complete
+
+
+def _share_the_run(run: Run) -> None:
+    """Take the run's row FOR KEY SHARE before inserting anything that refers to it.
+
+    A part planned without the run's lock (`driver.run_plan_part`) would otherwise take that lock
+    only in its foreign-key checks (deferred to its commit), after its new slots' keys are in the
+    unique index: a drive holding the run FOR UPDATE and planning the same keys then waits for
+    the part while the part waits for the drive (a deadlock, seen at 128 in flight). Taken first, the part
+    waits for the drive before it holds anything the drive needs. Under the drive's own lock
+    (a whole phase planned by `run_drive`) it is a no-op."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {Run._meta.db_table} WHERE id = %s FOR KEY SHARE", [run.pk])
 
 
 def _by_kind(phase, interview_planner):

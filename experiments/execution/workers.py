@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -78,6 +79,10 @@ DEFAULT_SLOTS = 16
 # up to this many slots each keep a connection of their own.
 DEFAULT_DB_THREADS = 16
 HEARTBEAT_EVERY_S = 5.0
+# How long a thread may run Python before another gets the GIL (Python's default: 5 ms). A slot
+# thread woken with an in-flight place (`concurrency.Handing`) waits for the GIL behind threads
+# parsing answers and building records; that wait is on the path of the next request.
+SWITCH_INTERVAL_S = float(os.environ.get("OWNWORDS_WORKER_SWITCH_S") or 0.001)
 
 
 def _env_count(name: str, default: int) -> int:
@@ -159,6 +164,7 @@ class MultiSlotWorker(ResilientSimpleWorker):
     def __init__(self, *args, **kwargs):
         self._last_beat = self._last_suspension_check = 0.0
         super().__init__(*args, **kwargs)
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.slots = _env_count("OWNWORDS_WORKER_SLOTS", DEFAULT_SLOTS)
         self._free = threading.BoundedSemaphore(self.slots)
         self._slot_threads = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="slot")
