@@ -349,3 +349,29 @@ def test_a_page_past_the_end_shows_the_last_page_and_a_equal_to_b_is_refused(cli
     query = response.context["query"]
     assert query.b == "" and any("same condition" in error for error in query.errors)
     assert response.context["page"].total == client.get(url).context["page"].total  # no filter applied
+
+
+def test_search_and_comparison_name_the_offline_runs_once(client, hand_run, cast):
+    """The stand-in's predictions and numbers never pass for a model's: the search and the
+    comparison name the offline runs once per page, and say nothing when no run is offline."""
+    from experiments.models import Protocol, Run
+    run = hand_run
+    project = run.protocol.project
+    Prediction.objects.filter(run=run, condition=OWNWORDS, label="final",
+                              task_id=CohortTask.objects.get(cohort=run.protocol.cohort, position=2).task_id
+                              ).update(text="The zebra sleeps under the hive")
+    rerun = Run.objects.create(protocol=run.protocol, status=Run.Status.FINISHED)
+    client.force_login(cast["analyst"])
+    search = reverse("project_search", args=[project.slug])
+    compare = reverse("run_compare", args=[project.slug])
+    body = client.get(search, {"q": "zebra"}).content.decode()
+    assert body.count('id="offline-notice"') == 1 and f"run {run.pk} come from the offline stand-in" in body
+    assert 'id="offline-notice"' not in client.get(search, {"q": "no-such-word-anywhere"}).content.decode()
+    body = client.get(compare, {"run": [run.pk, rerun.pk], "condition": OWNWORDS}).content.decode()
+    assert body.count('id="offline-notice"') == 1 and f"runs {run.pk}, {rerun.pk} come from" in body
+    # the same protocol with a model as generator and judge: no notice on either page
+    Protocol.objects.filter(pk=run.protocol_id).update(generator={"provider": "openai", "model": "m"},
+                                                       judge={"provider": "openai", "model": "m"})
+    assert 'id="offline-notice"' not in client.get(search, {"q": "zebra"}).content.decode()
+    body = client.get(compare, {"run": [run.pk, rerun.pk], "condition": OWNWORDS}).content.decode()
+    assert 'id="compare-means"' in body and 'id="offline-notice"' not in body

@@ -126,9 +126,17 @@ def project_search(request, slug):
     predictions = search_predictions(project, text) if text else []
     if text:
         audit_record(request, project, Kind.TASK, f"search for {text!r}")
+    runs = Run.objects.select_related("protocol").filter(pk__in={row["prediction"].run_id for row in predictions})
     return render(request, "experiments/predictions/project_search.html", {
         "membership": membership, "project": project, "q": text, "tasks": tasks, "predictions": predictions,
+        "offline_runs": offline_run_numbers(runs, "generator"),
     })
+
+
+def offline_run_numbers(runs, role: str = "any") -> list[int]:
+    """The runs among `runs` whose `role` (generator, judge or any) is the offline stand-in,
+    in order: a page mixing runs names them once, so no stand-in output passes for a model's."""
+    return sorted(run.pk for run in runs if offline_roles(run.protocol)[role])
 
 
 @login_required
@@ -156,4 +164,5 @@ def run_compare(request, slug):
     return render(request, "experiments/predictions/run_compare.html", {
         "membership": membership, "project": project, "runs": runs, "choices": choices,
         "comparison": comparison, "error": error, "can_read_text": membership.can_read_text(),
+        "offline_runs": offline_run_numbers(runs) if comparison else [],
     })
