@@ -375,3 +375,27 @@ def test_search_and_comparison_name_the_offline_runs_once(client, hand_run, cast
     assert 'id="offline-notice"' not in client.get(search, {"q": "zebra"}).content.decode()
     body = client.get(compare, {"run": [run.pk, rerun.pk], "condition": OWNWORDS}).content.decode()
     assert 'id="compare-means"' in body and 'id="offline-notice"' not in body
+
+
+def test_the_explorer_marks_the_column_it_sorts_by(client, hand_run, cast):
+    """The sorted column carries aria-sort and an arrow; sorted by a − b, the count line says so
+    and offers the reverse order instead of the same link again."""
+    client.force_login(cast["analyst"])
+    url = reverse("run_explorer", args=[hand_run.protocol.project.slug, hand_run.pk])
+
+    def sorted_headers(body):
+        return re.findall(r'<th[^>]*aria-sort="(\w+)"[^>]*>(.*?)</th>', body)
+
+    body = client.get(url, {"sort": f"-grade:{OWNWORDS}"}).content.decode()
+    [(direction, cell)] = sorted_headers(body)
+    assert direction == "descending" and "▼" in cell and "ownwords" in cell
+    body = client.get(url, {"sort": "person"}).content.decode()
+    [(direction, cell)] = sorted_headers(body)
+    assert direction == "ascending" and re.search(r"person</a><span[^>]*>▲", cell)
+    body = client.get(url, {"a": OWNWORDS, "b": MEMORY, "sort": "diff"}).content.decode()
+    assert sorted_headers(body) == [] and "sorted by a − b, ascending" in body
+    assert re.search(r'<a href="\?[^"]*sort=-diff">reverse</a>', body), body
+    body = client.get(url, {"a": OWNWORDS, "b": MEMORY}).content.decode()
+    assert 'id="diff-sorted"' not in body and re.search(r'<a href="\?[^"]*sort=diff">sort by a − b</a>', body)
+    [(direction, cell)] = sorted_headers(body)  # cohort order, the default: the # column, no arrow
+    assert direction == "ascending" and ">#</a>" in cell and "sort-arrow" not in cell

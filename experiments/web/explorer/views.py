@@ -55,6 +55,9 @@ def run_explorer(request, slug, pk):
     audit_record(request, membership.project, Kind.TASK, f"explorer of run {run.pk}, page {page.number}")
     filters = urlencode(query.params())
     sorts = {"task": "task", "person": "person", "study": "study"}
+    # The current sort, marked on its column (aria-sort and an arrow): a second click reverses it.
+    sort_key = query.sort.lstrip("-")
+    sort_direction = "descending" if query.sort.startswith("-") else "ascending"
     return render(request, "experiments/predictions/run_explorer.html", {
         "membership": membership, "project": membership.project, "run": run, "protocol": protocol,
         "query": query, "page": page, "filters": filters,
@@ -66,7 +69,10 @@ def run_explorer(request, slug, pk):
         "selection_labels": _selection_labels(protocol.conditions),
         "task_filters": offered_filters(run),
         "sort_links": {name: _with(query, sort=_toggled(query.sort, value)) for name, value in sorts.items()},
-        "grade_sort_links": [(key, _with(query, sort=_toggled(query.sort, f"grade:{key}"))) for key in protocol.conditions],
+        "grade_sort_links": [(key, _with(query, sort=_toggled(query.sort, f"grade:{key}")), sort_key == f"grade:{key}")
+                             for key in protocol.conditions],
+        "sort_key": sort_key, "sort_direction": sort_direction,
+        "sort_arrow": "▼" if sort_direction == "descending" else "▲",
         "diff_sort_link": _with(query, sort=_toggled(query.sort, "diff")) if query.a and query.b else "",
         "previous_link": _with(query, page=page.number - 1), "next_link": _with(query, page=page.number + 1),
         "last_link": _with(query, page=page.pages),
