@@ -399,3 +399,21 @@ def test_the_explorer_marks_the_column_it_sorts_by(client, hand_run, cast):
     assert 'id="diff-sorted"' not in body and re.search(r'<a href="\?[^"]*sort=diff">sort by a − b</a>', body)
     [(direction, cell)] = sorted_headers(body)  # cohort order, the default: the # column, no arrow
     assert direction == "ascending" and ">#</a>" in cell and "sort-arrow" not in cell
+
+
+def test_back_to_the_list_opens_the_page_holding_the_task(client, hand_run, cast, monkeypatch):
+    """With 20 tasks and pages of 8, the 10th task of the list is on page 2: "back to the list"
+    and the crumb open page 2 with the filters and sort kept; a task on page 1 gets no page."""
+    import experiments.web.predictions.views as task_views
+    monkeypatch.setattr(task_views, "PAGE_SIZE", 8)  # the page size the task page counts with
+    client.force_login(cast["analyst"])
+    slug = hand_run.protocol.project.slug
+    ids = list(CohortTask.objects.filter(cohort=hand_run.protocol.cohort).order_by("-position")
+               .values_list("task_id", flat=True))
+    explorer_url = reverse("run_explorer", args=[slug, hand_run.pk])
+    body = client.get(reverse("prediction_detail", args=[slug, hand_run.pk, ids[9]]), {"sort": "-task"}).content.decode()
+    assert "task 10 of 20" in body
+    assert f'<a id="task-list" href="{explorer_url}?sort=-task&amp;page=2">' in body
+    assert f'<a href="{explorer_url}?sort=-task&amp;page=2">explorer</a>' in body
+    body = client.get(reverse("prediction_detail", args=[slug, hand_run.pk, ids[7]]), {"sort": "-task"}).content.decode()
+    assert "task 8 of 20" in body and f'<a id="task-list" href="{explorer_url}?sort=-task">' in body
