@@ -189,3 +189,18 @@ def test_a_survey_run_offers_no_regrade_and_refuses_one(client, project, cast, o
                            {"judge_choice": "same", "name": "survey-regrade"})
     assert response.status_code == 200 and "is a survey run" in response.content.decode()
     assert (Run.objects.count(), Protocol.objects.count()) == before
+
+
+@pytest.mark.django_db
+def test_the_run_page_of_an_offline_survey_run_speaks_of_answers_not_grades(client, project, cast, offline_survey_run):
+    """No judge grades a survey run, even when its protocol names the offline judge."""
+    from experiments.models import Protocol
+    run = offline_survey_run
+    assert run.protocol.judge["provider"] == "offline"
+    client.force_login(cast["viewer"])
+    url = reverse("run_detail", args=[project.slug, run.pk])
+    page = client.get(url).content.decode()
+    assert "answers\n  of this run come from the offline stand-in" in page and "answers and grades" not in page
+    Protocol.objects.filter(pk=run.protocol_id).update(
+        generator={"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"})
+    assert 'id="offline-notice"' not in client.get(url).content.decode()  # only the unused judge is offline
