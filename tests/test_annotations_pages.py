@@ -233,3 +233,29 @@ def test_the_campaign_list_per_role(client, cast, campaign):
     login(client, cast["owner"])
     page = client.get(reverse("campaign_list", args=[slug])).content.decode()
     assert campaign.name in page and reverse("campaign_create", args=[slug, campaign.run_id]) in page
+
+
+def test_owner_pages_of_an_offline_campaign_name_the_stand_in(client, cast, campaign):
+    """The campaign page, its results (raters vs judge) and adjudication say when the judge or
+    the answers were the offline stand-in's; the rater's page stays blind; a model run says nothing."""
+    from experiments.models import Protocol
+    login(client, cast["owner"])
+    slug, pk = campaign.project.slug, campaign.pk
+    pages = [reverse(name, args=[slug, pk]) for name in ("campaign_detail", "campaign_results", "campaign_adjudication")]
+    for url in pages:
+        body = client.get(url).content.decode()
+        assert body.count('id="offline-notice"') == 1, url
+        assert f"the predicted answers and the judge's grades\n  of run {campaign.run_id} come from the offline stand-in" in body
+    login(client, rater_user(campaign))
+    assert 'offline-notice' not in client.get(reverse("rate_page", args=[slug, pk])).content.decode()
+    Protocol.objects.filter(pk=campaign.run.protocol_id).update(
+        generator={**campaign.run.protocol.generator, "provider": "openai"})
+    login(client, cast["owner"])
+    for url in pages:
+        body = client.get(url).content.decode()
+        assert body.count('id="offline-notice"') == 1 and "the predicted answers" not in body, url
+        assert "the judge's grades\n  of run" in body
+    Protocol.objects.filter(pk=campaign.run.protocol_id).update(judge={**campaign.run.protocol.judge, "provider": "openai"})
+    for url in pages:
+        body = client.get(url).content.decode()
+        assert 'id="offline-notice"' not in body and campaign.name in body, url

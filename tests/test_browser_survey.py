@@ -55,3 +55,40 @@ def test_survey_dashboard_draws_its_figures_without_a_console_message(survey_pag
     assert bars == 2 and points == 2
     assert "Synthetic data" in synthetic and "Offline stand-in" in offline
     assert not problems, problems
+
+
+@pytest.fixture
+def six_condition_survey(transactional_db):
+    """The demo's survey protocol: six conditions, eight option columns on a respondent's page."""
+    from experiments.core.survey import prompt
+    project = Project.objects.create(slug="svy6", name="Survey six")
+    call_command("import_survey", str(SAMPLE), "--project", "svy6", "--name", "twin", "--synthetic")
+    conditions = [prompt.SCREENER_ONLY, prompt.MEMORY, prompt.OWNWORDS, prompt.MEMORY_PLUS_OWNWORDS,
+                  prompt.WHOLE_PERSONA, prompt.MEMORY_PLUS_WHOLE_PERSONA]
+    run = make_run(project, Cohort.objects.get(name="twin development"), conditions=conditions,
+                   generator=OFFLINE, bootstrap={"draws": 200})
+    run = run_inline(run.pk)
+    owner = get_user_model().objects.create_user("fiona", password=PASSWORD)
+    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    return f"/p/svy6/runs/{run.pk}/survey/"
+
+
+def test_a_respondent_page_leaves_the_item_column_readable_at_1280(six_condition_survey, live_server, browser):
+    """Eight option columns once squeezed the item to ~110 px, a word or two a line."""
+    survey_page = six_condition_survey
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(live_server.url + "/accounts/login/")
+    page.fill("#id_username", "fiona")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.goto(live_server.url + survey_page + "respondents/")
+    page.click("main li a")
+    page.wait_for_selector("#respondent-items")
+    item = page.locator("#respondent-items thead th").nth(1)
+    assert item.inner_text() == "Item" and item.bounding_box()["width"] >= 200
+    # ... and the table still fits inside the page's content column
+    assert page.evaluate("""() => { const main = document.querySelector('main'), style = getComputedStyle(main);
+        const right = main.getBoundingClientRect().right - parseFloat(style.paddingRight);
+        return document.querySelector('#respondent-items').getBoundingClientRect().right <= right + 1; }""")
+    page.close()
+    threading.Thread(target=connections.close_all).start()

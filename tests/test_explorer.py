@@ -349,3 +349,71 @@ def test_a_page_past_the_end_shows_the_last_page_and_a_equal_to_b_is_refused(cli
     query = response.context["query"]
     assert query.b == "" and any("same condition" in error for error in query.errors)
     assert response.context["page"].total == client.get(url).context["page"].total  # no filter applied
+
+
+def test_search_and_comparison_name_the_offline_runs_once(client, hand_run, cast):
+    """The stand-in's predictions and numbers never pass for a model's: the search and the
+    comparison name the offline runs once per page, and say nothing when no run is offline."""
+    from experiments.models import Protocol, Run
+    run = hand_run
+    project = run.protocol.project
+    Prediction.objects.filter(run=run, condition=OWNWORDS, label="final",
+                              task_id=CohortTask.objects.get(cohort=run.protocol.cohort, position=2).task_id
+                              ).update(text="The zebra sleeps under the hive")
+    rerun = Run.objects.create(protocol=run.protocol, status=Run.Status.FINISHED)
+    client.force_login(cast["analyst"])
+    search = reverse("project_search", args=[project.slug])
+    compare = reverse("run_compare", args=[project.slug])
+    body = client.get(search, {"q": "zebra"}).content.decode()
+    assert body.count('id="offline-notice"') == 1 and f"run {run.pk} come from the offline stand-in" in body
+    assert 'id="offline-notice"' not in client.get(search, {"q": "no-such-word-anywhere"}).content.decode()
+    body = client.get(compare, {"run": [run.pk, rerun.pk], "condition": OWNWORDS}).content.decode()
+    assert body.count('id="offline-notice"') == 1 and f"runs {run.pk}, {rerun.pk} come from" in body
+    # the same protocol with a model as generator and judge: no notice on either page
+    Protocol.objects.filter(pk=run.protocol_id).update(generator={"provider": "openai", "model": "m"},
+                                                       judge={"provider": "openai", "model": "m"})
+    assert 'id="offline-notice"' not in client.get(search, {"q": "zebra"}).content.decode()
+    body = client.get(compare, {"run": [run.pk, rerun.pk], "condition": OWNWORDS}).content.decode()
+    assert 'id="compare-means"' in body and 'id="offline-notice"' not in body
+
+
+def test_the_explorer_marks_the_column_it_sorts_by(client, hand_run, cast):
+    """The sorted column carries aria-sort and an arrow; sorted by a − b, the count line says so
+    and offers the reverse order instead of the same link again."""
+    client.force_login(cast["analyst"])
+    url = reverse("run_explorer", args=[hand_run.protocol.project.slug, hand_run.pk])
+
+    def sorted_headers(body):
+        return re.findall(r'<th[^>]*aria-sort="(\w+)"[^>]*>(.*?)</th>', body)
+
+    body = client.get(url, {"sort": f"-grade:{OWNWORDS}"}).content.decode()
+    [(direction, cell)] = sorted_headers(body)
+    assert direction == "descending" and "▼" in cell and "ownwords" in cell
+    body = client.get(url, {"sort": "person"}).content.decode()
+    [(direction, cell)] = sorted_headers(body)
+    assert direction == "ascending" and re.search(r"person</a><span[^>]*>▲", cell)
+    body = client.get(url, {"a": OWNWORDS, "b": MEMORY, "sort": "diff"}).content.decode()
+    assert sorted_headers(body) == [] and "sorted by a − b, ascending" in body
+    assert re.search(r'<a href="\?[^"]*sort=-diff">reverse</a>', body), body
+    body = client.get(url, {"a": OWNWORDS, "b": MEMORY}).content.decode()
+    assert 'id="diff-sorted"' not in body and re.search(r'<a href="\?[^"]*sort=diff">sort by a − b</a>', body)
+    [(direction, cell)] = sorted_headers(body)  # cohort order, the default: the # column, no arrow
+    assert direction == "ascending" and ">#</a>" in cell and "sort-arrow" not in cell
+
+
+def test_back_to_the_list_opens_the_page_holding_the_task(client, hand_run, cast, monkeypatch):
+    """With 20 tasks and pages of 8, the 10th task of the list is on page 2: "back to the list"
+    and the crumb open page 2 with the filters and sort kept; a task on page 1 gets no page."""
+    import experiments.web.predictions.views as task_views
+    monkeypatch.setattr(task_views, "PAGE_SIZE", 8)  # the page size the task page counts with
+    client.force_login(cast["analyst"])
+    slug = hand_run.protocol.project.slug
+    ids = list(CohortTask.objects.filter(cohort=hand_run.protocol.cohort).order_by("-position")
+               .values_list("task_id", flat=True))
+    explorer_url = reverse("run_explorer", args=[slug, hand_run.pk])
+    body = client.get(reverse("prediction_detail", args=[slug, hand_run.pk, ids[9]]), {"sort": "-task"}).content.decode()
+    assert "task 10 of 20" in body
+    assert f'<a id="task-list" href="{explorer_url}?sort=-task&amp;page=2">' in body
+    assert f'<a href="{explorer_url}?sort=-task&amp;page=2">explorer</a>' in body
+    body = client.get(reverse("prediction_detail", args=[slug, hand_run.pk, ids[7]]), {"sort": "-task"}).content.decode()
+    assert "task 8 of 20" in body and f'<a id="task-list" href="{explorer_url}?sort=-task">' in body

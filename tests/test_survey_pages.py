@@ -161,3 +161,46 @@ def test_the_protocol_form_offers_survey_conditions_and_makes_a_survey_protocol(
     assert response.status_code == 302, (response.context["editor"].main.errors, response.context["editor"].judge.errors)
     protocol = Protocol.objects.get(name="p-new")
     assert protocol.conditions == [SCREENER_ONLY, MEMORY, OWNWORDS]  # the paper's order
+
+
+@pytest.fixture
+def offline_survey_run(project):
+    from django.core.management import call_command
+    call_command("import_survey", str(SAMPLE), "--project", project.slug, "--name", "twin", "--synthetic")
+    offline = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+    run = make_run(project, Cohort.objects.get(name="twin development"), conditions=[SCREENER_ONLY, OWNWORDS],
+                   generator=offline, bootstrap={"draws": 200})
+    run = run_inline(run.pk)
+    assert run.phase == "done", run.status_reason
+    return run
+
+
+@pytest.mark.django_db
+def test_a_survey_run_offers_no_regrade_and_refuses_one(client, project, cast, offline_survey_run):
+    """A survey run is scored against the recorded options, not by a judge: no re-grade form on
+    its page, and a posted re-grade is refused with a reason and creates nothing."""
+    from experiments.models import Protocol, Run
+    run = offline_survey_run
+    client.force_login(cast["owner"])
+    page = client.get(reverse("run_detail", args=[project.slug, run.pk])).content.decode()
+    assert 'id="survey-links"' in page and 'id="regrade"' not in page
+    before = (Run.objects.count(), Protocol.objects.count())
+    response = client.post(reverse("run_regrade", args=[project.slug, run.pk]),
+                           {"judge_choice": "same", "name": "survey-regrade"})
+    assert response.status_code == 200 and "is a survey run" in response.content.decode()
+    assert (Run.objects.count(), Protocol.objects.count()) == before
+
+
+@pytest.mark.django_db
+def test_the_run_page_of_an_offline_survey_run_speaks_of_answers_not_grades(client, project, cast, offline_survey_run):
+    """No judge grades a survey run, even when its protocol names the offline judge."""
+    from experiments.models import Protocol
+    run = offline_survey_run
+    assert run.protocol.judge["provider"] == "offline"
+    client.force_login(cast["viewer"])
+    url = reverse("run_detail", args=[project.slug, run.pk])
+    page = client.get(url).content.decode()
+    assert "answers\n  of this run come from the offline stand-in" in page and "answers and grades" not in page
+    Protocol.objects.filter(pk=run.protocol_id).update(
+        generator={"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"})
+    assert 'id="offline-notice"' not in client.get(url).content.decode()  # only the unused judge is offline

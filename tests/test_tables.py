@@ -288,3 +288,21 @@ def test_the_run_page_and_run_report_say_which_criteria_are_met(client, cast, ta
     call_command("run_report", str(tables_run.pk), stdout=out)
     assert "criterion not worse: met" in out.getvalue()
     assert f"criterion whole record beats memory: {expected}" in out.getvalue()
+
+
+def test_the_tables_of_an_offline_run_say_so(client, cast, tables_run):
+    """The pages and the LaTeX caption name the offline stand-in; with a model, neither does."""
+    client.force_login(cast["viewer"])
+    slug = tables_run.protocol.project.slug
+    run_url = reverse("run_tables", args=[slug, tables_run.pk])
+    runs_url = reverse("project_tables", args=[slug]) + f"?run={tables_run.pk}"
+    for url in (run_url, runs_url):
+        assert client.get(url).content.decode().count('id="offline-notice"') == 1, url
+        latex = client.get(url + ("&" if "?" in url else "?") + "format=latex").content.decode()
+        assert f"{tables_run.pk}: offline stand-in, not model results" in latex, url
+    model = {"provider": "openai", "base_url": "", "model": "m"}
+    Protocol.objects.filter(pk=tables_run.protocol_id).update(generator=model, judge=model)
+    for url in (run_url, runs_url):
+        body = client.get(url).content.decode()
+        assert 'id="offline-notice"' not in body and "tables-csv" in body, url
+        assert "offline" not in client.get(url + ("&" if "?" in url else "?") + "format=latex").content.decode()

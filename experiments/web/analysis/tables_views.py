@@ -14,6 +14,7 @@ from experiments.analysis.exports import csv_text
 from experiments.audit import Kind, audit_record
 from experiments.core import paper_tables
 from experiments.core.criteria import CriteriaError, evaluate_criteria
+from experiments.execution.policy import offline_roles
 from experiments.models import Run
 
 FORMATS = ("csv", "latex")
@@ -40,6 +41,15 @@ def _download(request, project, rows, *, stem: str, what: str, fmt: str, caption
     return response
 
 
+def offline_caption(runs) -> str:
+    """What a LaTeX caption adds when some of `runs` ran on the offline stand-in: a table pasted
+    into a paper must not pass its numbers for a model's."""
+    offline = [run.pk for run in runs if offline_roles(run.protocol)["any"]]
+    if not offline:
+        return ""
+    return f" (run{'s' if len(offline) > 1 else ''} {', '.join(map(str, offline))}: offline stand-in, not model results)"
+
+
 def _format(request) -> str | None:
     fmt = request.GET.get("format") or None
     if fmt is not None and fmt not in FORMATS:
@@ -59,12 +69,13 @@ def run_tables(request, slug, pk):
         if not rows:
             return HttpResponse("The analysis is not computed yet.", status=404, content_type="text/plain")
         return _download(request, membership.project, rows, stem=f"run-{run.pk}-tables",
-                         what=f"run {run.pk}: paper-style tables", fmt=fmt, caption=f"Run {run.pk}")
+                         what=f"run {run.pk}: paper-style tables", fmt=fmt,
+                         caption=f"Run {run.pk}" + offline_caption([run]))
     verdicts, criteria_problem = criteria_verdicts(run.protocol, dashboard.payload if dashboard else None)
     return render(request, "experiments/analysis/run_tables.html", {
         "membership": membership, "project": membership.project, "run": run, "dashboard": dashboard,
         "tables": tables, "groups": paper_tables.grouped(rows), "verdicts": verdicts,
-        "criteria_problem": criteria_problem})
+        "criteria_problem": criteria_problem, "offline": offline_roles(run.protocol)["any"]})
 
 
 @login_required
@@ -92,8 +103,9 @@ def project_tables(request, slug):
             return HttpResponse("No chosen run has its analysis computed.", status=404, content_type="text/plain")
         return _download(request, project, rows, stem=f"{project.slug}-runs-" + "-".join(map(str, ids)),
                          what=f"runs {', '.join(map(str, ids))}: paper-style tables", fmt=fmt,
-                         caption="Runs " + ", ".join(map(str, ids)))
+                         caption="Runs " + ", ".join(map(str, ids)) + offline_caption(found.values()))
     choices = Run.objects.filter(protocol__project=project).select_related("protocol").order_by("-pk")[:200]
     return render(request, "experiments/analysis/project_tables.html", {
         "membership": membership, "project": project, "entries": entries, "choices": choices, "ids": ids,
-        "groups": paper_tables.grouped(rows)})
+        "groups": paper_tables.grouped(rows),
+        "offline_runs": sorted(run.pk for run in found.values() if offline_roles(run.protocol)["any"])})

@@ -55,6 +55,9 @@ def run_explorer(request, slug, pk):
     audit_record(request, membership.project, Kind.TASK, f"explorer of run {run.pk}, page {page.number}")
     filters = urlencode(query.params())
     sorts = {"task": "task", "person": "person", "study": "study"}
+    # The current sort, marked on its column (aria-sort and an arrow): a second click reverses it.
+    sort_key = query.sort.lstrip("-")
+    sort_direction = "descending" if query.sort.startswith("-") else "ascending"
     return render(request, "experiments/predictions/run_explorer.html", {
         "membership": membership, "project": membership.project, "run": run, "protocol": protocol,
         "query": query, "page": page, "filters": filters,
@@ -66,7 +69,10 @@ def run_explorer(request, slug, pk):
         "selection_labels": _selection_labels(protocol.conditions),
         "task_filters": offered_filters(run),
         "sort_links": {name: _with(query, sort=_toggled(query.sort, value)) for name, value in sorts.items()},
-        "grade_sort_links": [(key, _with(query, sort=_toggled(query.sort, f"grade:{key}"))) for key in protocol.conditions],
+        "grade_sort_links": [(key, _with(query, sort=_toggled(query.sort, f"grade:{key}")), sort_key == f"grade:{key}")
+                             for key in protocol.conditions],
+        "sort_key": sort_key, "sort_direction": sort_direction,
+        "sort_arrow": "▼" if sort_direction == "descending" else "▲",
         "diff_sort_link": _with(query, sort=_toggled(query.sort, "diff")) if query.a and query.b else "",
         "previous_link": _with(query, page=page.number - 1), "next_link": _with(query, page=page.number + 1),
         "last_link": _with(query, page=page.pages),
@@ -126,9 +132,17 @@ def project_search(request, slug):
     predictions = search_predictions(project, text) if text else []
     if text:
         audit_record(request, project, Kind.TASK, f"search for {text!r}")
+    runs = Run.objects.select_related("protocol").filter(pk__in={row["prediction"].run_id for row in predictions})
     return render(request, "experiments/predictions/project_search.html", {
         "membership": membership, "project": project, "q": text, "tasks": tasks, "predictions": predictions,
+        "offline_runs": offline_run_numbers(runs, "generator"),
     })
+
+
+def offline_run_numbers(runs, role: str = "any") -> list[int]:
+    """The runs among `runs` whose `role` (generator, judge or any) is the offline stand-in,
+    in order: a page mixing runs names them once, so no stand-in output passes for a model's."""
+    return sorted(run.pk for run in runs if offline_roles(run.protocol)[role])
 
 
 @login_required
@@ -156,4 +170,5 @@ def run_compare(request, slug):
     return render(request, "experiments/predictions/run_compare.html", {
         "membership": membership, "project": project, "runs": runs, "choices": choices,
         "comparison": comparison, "error": error, "can_read_text": membership.can_read_text(),
+        "offline_runs": offline_run_numbers(runs) if comparison else [],
     })

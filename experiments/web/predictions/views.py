@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 from experiments.access import TEXT_READERS, run_for
 from experiments.audit import Kind, audit_record
-from experiments.analysis.explorer import ExplorerQuery, explorer_neighbours
+from experiments.analysis.explorer import PAGE_SIZE, ExplorerQuery, explorer_neighbours
 from experiments.analysis.grades import final_grades
 from experiments.web.predictions.task_page import task_cards, transcript
 
@@ -59,10 +59,14 @@ def prediction_detail(request, slug, pk, task_pk):
     query = ExplorerQuery.from_params(request.GET, protocol.conditions)
     cards = task_cards(run, task)
     filters = urlencode(query.params())
+    neighbours = explorer_neighbours(run, query, task.pk, entry.position)
+    # "back to the list" opens the explorer page holding this task, not always the first one.
+    list_page = (neighbours["place"] - 1) // PAGE_SIZE + 1 if neighbours.get("place") else 1
+    list_filters = urlencode([*query.params(), ("page", list_page)]) if list_page > 1 else filters
     return render(request, "experiments/predictions/prediction_detail.html", {
         "membership": membership, "project": membership.project, "run": run, "protocol": protocol,
         "task": task, "position": entry.position + 1, "columns": cards["columns"],
         "identical": cards["identical"], "transcript": transcript(task, cards["columns"]),
-        "neighbours": explorer_neighbours(run, query, task.pk, entry.position), "filters": filters, "query": query,
+        "neighbours": neighbours, "filters": filters, "list_filters": list_filters, "query": query,
         "reference_words": len(task.answer_turn.text.split()), "offline": offline_roles(protocol),
     })

@@ -18,6 +18,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from experiments.access import OWNERS, run_for
 from experiments.analysis.judges import contrasts_side_by_side
 from experiments.execution import control, jobs, policy, progress
+from experiments.execution.survey import is_survey_protocol
 from experiments.models import Run
 from experiments.web.runs.forms import ModelConfigForm, model_initial
 from experiments.web.text_input import StorableTextMixin
@@ -84,6 +85,9 @@ def run_regrade(request, slug, pk):
 
 def _refusal(run: Run) -> str | None:
     """Why no re-grade can start from this page now (nothing is created then), or None."""
+    if is_survey_protocol(run.protocol):  # scored against the recorded options: no judge to replace
+        return (f"Run {run.pk} is a survey run: its answers are scored against the recorded options, "
+                "not graded by a judge, so there is nothing to re-grade and nothing was created.")
     if run.status != Run.Status.FINISHED:
         return (f"Run {run.pk} is {run.get_status_display().lower()}: only a finished run can be re-graded, "
                 "so nothing was created.")
@@ -98,7 +102,7 @@ def regrade_context(membership, run: Run) -> dict:
     """What the run page shows about re-grades: the owner's form on a finished run, the runs
     re-grading this one, and for a re-grade run its source and the judge–judge comparison."""
     context = {"regrades": Run.objects.filter(protocol__regrade_of=run).select_related("protocol")}
-    if membership.is_owner() and run.status == Run.Status.FINISHED:
+    if membership.is_owner() and run.status == Run.Status.FINISHED and not is_survey_protocol(run.protocol):
         context["regrade_form"] = RegradeForm(source=run)
     protocol = run.protocol
     if protocol.is_regrade():
