@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from experiments.core.assembly import (Assembled, TaskInput, assemble, assemble_archive_queries, assemble_judge,
-                                       assemble_memory_request)
+                                       assemble_memory_request, judge_assembler)
 from experiments.core.conditions import CONDITIONS, get_condition, ownwords_condition
 from experiments.core.evidence import INTERVIEWER, PARTICIPANT, RankedMemories, TurnText, question_free, recency
 from experiments.core.parsers import selection_payload
@@ -267,6 +267,16 @@ def test_judge_request_sees_question_reference_and_prediction_only():
     )
     assert (sent.evidence, sent.evidence_chars, sent.budget) == ("", 0, None)
     assert sent.prompt_refs == (ref("judge_system"), ref("judge_user"))
+
+
+def test_judge_assembler_sends_what_assemble_judge_sends():
+    # The planner's way (prompt files read once) must send byte for byte the same requests.
+    assemble_one = judge_assembler()
+    for question, reference, prediction in [("Why {x}?", "Because of cost.", "Price, mostly."),
+                                            ("Qu'est-ce ? {prediction}", "", "ünïcode {question} \\n"),
+                                            ("", "[ACTUAL ANSWER]", "")]:
+        assert assemble_one(question, reference, prediction) == assemble_judge(question, reference, prediction)
+    assert assemble_one("a", "b", "c") != assemble_one("a", "b", "d")
 
 
 def test_mem0_fills_the_budget_from_its_ranking_and_shows_the_kept_memories_in_extraction_order():

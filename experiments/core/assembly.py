@@ -27,7 +27,7 @@ from experiments.core.conditions import (
 )
 from experiments.core.evidence import RankedMemories, TurnText
 from experiments.core.parsers import selection_payload
-from experiments.core.prompts import PromptRef, render_prompt
+from experiments.core.prompts import PromptRef, fill_prompt, loaded_prompt, render_prompt
 
 # Blocks of a composite evidence are shown, and counted, joined by one blank line.
 EVIDENCE_PART_SEPARATOR = "\n\n"
@@ -204,5 +204,19 @@ def assemble_judge(question: str, reference: str, prediction: str) -> Assembled:
     return Assembled(system, user, "", 0, (system_ref, user_ref))
 
 
+def judge_assembler():
+    """`assemble_judge` for many calls: both prompt files read and hashed once (each text and
+    its reference from the same bytes, as in `render_prompt`), filled per call."""
+    system_name, user_name = JUDGE_PROMPTS
+    system, system_ref = render_prompt(system_name)
+    user_template, user_ref = loaded_prompt(user_name)
+    refs = (system_ref, user_ref)
+
+    def assemble_one(question: str, reference: str, prediction: str) -> Assembled:
+        user = fill_prompt(user_template, question=question, reference=reference, prediction=prediction)
+        return Assembled(system, user, "", 0, refs)
+    return assemble_one
+
+
 __all__ = ["Assembled", "TaskInput", "TurnText", "assemble", "assemble_archive_queries", "assemble_memory_request",
-           "assemble_judge"]
+           "assemble_judge", "judge_assembler"]

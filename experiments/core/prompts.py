@@ -95,12 +95,18 @@ def fill_prompt(template: str, **values: str) -> str:
     return _FIELD.sub(lambda match: values[match.group(1)], template)
 
 
+def loaded_prompt(name: str) -> tuple[str, PromptRef]:
+    """Prompt `name`'s template (fields unfilled) and its reference, from one read of its file:
+    a planner that fills it for thousands of calls reads and hashes it once."""
+    data = prompt_path(name).read_bytes()
+    return strip_comments(data.decode("utf-8")), PromptRef(name, hashlib.sha256(data).hexdigest())
+
+
 def render_prompt(name: str, **values: str) -> tuple[str, PromptRef]:
     """Load, fill and identify prompt `name` in one step.
 
     The hash is of the same bytes that were loaded, so the text and its reference always
     agree even if the file changes on disk meanwhile.
     """
-    data = prompt_path(name).read_bytes()
-    text = fill_prompt(strip_comments(data.decode("utf-8")), **values)
-    return text, PromptRef(name, hashlib.sha256(data).hexdigest())
+    template, ref = loaded_prompt(name)
+    return fill_prompt(template, **values), ref

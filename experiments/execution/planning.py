@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from experiments.analysis.grades import store_scores
-from experiments.core.assembly import TaskInput, assemble, assemble_archive_queries, assemble_judge, assemble_memory_request
+from experiments.core.assembly import TaskInput, assemble, assemble_archive_queries, assemble_memory_request, judge_assembler
 from experiments.core.candidates import display_key
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition, memory_key, prediction_labels
@@ -77,30 +77,40 @@ def _new_slot(run, phase, key, role, assembled, *, task=None, task_id=None, sess
 _INSERT_SLOTS_SQL = """
 INSERT INTO {slot} (run_id, phase, role, key, task_id, session_id, system, "user", request_sha256, prompt_refs,
                     status, status_note, amended_attempts, updated_at)
-SELECT %s, %s, %s, x.key, x.task_id, x.session_id, x.system, x.user_text, x.sha, CAST(x.refs AS jsonb),
-       %s, '', 0, %s
-FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[])
-     AS x(key, task_id, session_id, system, user_text, sha, refs)
+SELECT %s, %s, %s, x->>0, (x->>1)::bigint, (x->>2)::bigint, x->>3, x->>4, x->>5, (x->6)::jsonb, %s, '', 0, %s
+FROM jsonb_array_elements(%s::jsonb) AS x
 ON CONFLICT (run_id, key) DO NOTHING
 """
 
 
 def insert_slots(slots: list[Slot]) -> None:
     """`Slot.objects.bulk_create(slots, ignore_conflicts=True)` for slots of one run, phase and
-    role (as each planner makes them). On PostgreSQL one statement with its columns bound as
-    arrays on the server: the ORM's per-field preparation and client-side quoting of thousands
-    of prompts cost most of a phase's planning, between the last answer of one phase and the
-    first request of the next."""
+    role (as each planner makes them). On PostgreSQL one statement (`insert_slot_rows`): the
+    ORM's per-field preparation and client-side quoting of thousands of prompts cost most of a
+    phase's planning, between the last answer of one phase and the first request of the next."""
     groups = {(slot.run_id, slot.phase, slot.role) for slot in slots}
     if connection.vendor != "postgresql" or len(groups) != 1:
         Slot.objects.bulk_create(slots, ignore_conflicts=True)
         return
     (run_id, phase, role), = groups
+    insert_slot_rows(run_id, phase, role, [
+        (slot.key, slot.task_id, slot.session_id, slot.system, slot.user, slot.request_sha256, slot.prompt_refs)
+        for slot in slots])
+
+
+def insert_slot_rows(run_id: int, phase: str, role: str, rows: list[tuple]) -> None:
+    """New slots of one run, phase and role as plain rows (key, task id, session id, system,
+    user, request sha256, prompt refs), those whose key is planned already left alone. On
+    PostgreSQL the rows travel as one JSON document, encoded in C and unpacked by the server
+    (binding thousands of prompts as arrays dumps every element in Python)."""
+    if connection.vendor != "postgresql":
+        Slot.objects.bulk_create([
+            Slot(run_id=run_id, phase=phase, role=role, key=key, task_id=task_id, session_id=session_id,
+                 system=system, user=user, request_sha256=sha, prompt_refs=refs)
+            for key, task_id, session_id, system, user, sha, refs in rows], ignore_conflicts=True)
+        return
     sql = _INSERT_SLOTS_SQL.format(slot=Slot._meta.db_table)
-    params = [run_id, phase, role, Slot.Status.PENDING, timezone.now(),
-              [slot.key for slot in slots], [slot.task_id for slot in slots], [slot.session_id for slot in slots],
-              [slot.system for slot in slots], [slot.user for slot in slots],
-              [slot.request_sha256 for slot in slots], [json.dumps(slot.prompt_refs) for slot in slots]]
+    params = [run_id, phase, role, Slot.Status.PENDING, timezone.now(), json.dumps(rows, ensure_ascii=False)]
     with hot_cursor() as cursor:
         cursor.execute(sql, params)
 
@@ -277,29 +287,33 @@ def plan_judging(run: Run, *, first: int | None = None) -> bool:
                      "task__answer_turn__text")
     )
     planned = set(Slot.objects.filter(run=run, phase=Phase.JUDGING).values_list("key", flat=True))
-    slots, grades, seen = [], [], set()
+    assemble_one = judge_assembler()  # the prompt files read once per part, not twice per call
+    rows, grades, seen = [], [], set()
     for task_id, answer_sha, status, text, question, reference in answers.iterator(chunk_size=2000):
         key = (task_id, answer_sha)
         if key in seen:
             continue
         seen.add(key)
-        if f"judge|{task_id}|{answer_sha}" in planned:
+        slot_key = f"judge|{task_id}|{answer_sha}"
+        if slot_key in planned:
             continue  # planned by an earlier part
         if status == Prediction.Status.EMPTY:
             grades.append(Grade(run=run, task_id=task_id, answer_sha256=answer_sha,
                                 status=Grade.Status.OPERATIONAL_ZERO, score=0))
             continue
-        if first is not None and len(slots) == first:
+        if first is not None and len(rows) == first:
             complete = False
             break
-        assembled = assemble_judge(question, reference, text)
-        slots.append(_new_slot(run, Phase.JUDGING, f"judge|{task_id}|{answer_sha}", Slot.Role.JUDGE, assembled,
-                               task_id=task_id))
+        assembled = assemble_one(question, reference, text)
+        # The row `_new_slot` would make, without a model instance per call.
+        rows.append((slot_key, task_id, None, assembled.system, assembled.user,
+                     sha256_text(assembled.system + "\x00" + assembled.user),
+                     [[ref.name, ref.sha256] for ref in assembled.prompt_refs]))
     else:
         complete = True
     with transaction.atomic():
         _share_the_run(run)
-        insert_slots(slots)
+        insert_slot_rows(run.pk, Phase.JUDGING, Slot.Role.JUDGE, rows)
         Grade.objects.bulk_create(grades, ignore_conflicts=True)
         # empty answers are graded now (operational zeros); every other score comes with its grade
         store_scores(run.pk, status=Prediction.Status.EMPTY)
