@@ -82,6 +82,13 @@ def cast(project):
     return users
 
 
+@pytest.fixture
+def owner_client(client, cast):
+    """The test client logged in as the project's owner."""
+    client.force_login(cast["owner"])
+    return client
+
+
 def qa_turns(n_pairs, *, answer="I would say it depends on the day really", question="Could you tell me more about that part?"):
     """An interview of `n_pairs` substantive question/answer pairs."""
     turns = []

@@ -135,12 +135,6 @@ def test_command_names(db, tmp_path, imported, kind):
     assert Session.objects.get(external_id="odd").source_file == "caf\\udce9.jsonl"
 
 
-@pytest.fixture
-def owner_client(client, cast):
-    client.force_login(cast["owner"])
-    return client
-
-
 @pytest.mark.parametrize("kind", sorted(BAD))
 @pytest.mark.parametrize("where", JSONL_FIELDS)
 def test_jsonl_through_the_upload_page(owner_client, where, kind):

@@ -13,12 +13,6 @@ def upload(name, content):
     return SimpleUploadedFile(name, content.encode("utf-8") if isinstance(content, str) else content)
 
 
-@pytest.fixture
-def owner_client(client, cast):
-    client.force_login(cast["owner"])
-    return client
-
-
 def test_an_owner_uploads_a_jsonl_file_and_lands_on_the_project_page(owner_client):
     response = owner_client.post(URL, {"files": [upload("a.jsonl", jsonl_line() + "\n")]}, follow=True)
     assert response.redirect_chain[-1][0] == reverse("project_detail", args=["alpha"])

@@ -29,12 +29,6 @@ def jsonl(n: int, *, bad_line: int | None = None) -> bytes:
 
 
 @pytest.fixture
-def owner_client(client, cast):
-    client.force_login(cast["owner"])
-    return client
-
-
-@pytest.fixture
 def private_queue(monkeypatch, settings, tmp_path):
     """A queue of this test's own; files over 20 KB go to it, copied under tmp_path."""
     with private_rq_queue("test-imports") as queue:

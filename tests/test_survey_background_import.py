@@ -20,12 +20,6 @@ URL = reverse("survey_import", args=["alpha"])
 
 
 @pytest.fixture
-def owner_client(client, cast):
-    client.force_login(cast["owner"])
-    return client
-
-
-@pytest.fixture
 def private_queue(monkeypatch, settings, tmp_path):
     """A queue of this test's own; uploads over 1 MB (the 1.4 MB sample) go to it, copied under tmp_path."""
     with private_rq_queue("test-survey-imports") as queue:
