@@ -13,6 +13,7 @@ from typing import Iterable
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models.functions import Length
 
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.survey.prepare import PreparedStream, prepared_batches
@@ -157,6 +158,13 @@ def is_survey_cohort(cohort: Cohort) -> bool:
 def sample_respondents(cohort: Cohort) -> list[SurveyRespondent]:
     return [m.respondent for m in SurveySampleMember.objects.filter(cohort=cohort)
             .select_related("respondent__study").order_by("position")]
+
+
+def sample_persona_lengths(cohort: Cohort) -> list[tuple[int, int]]:
+    """(respondent id, persona length in characters) of a sample's members, in sample order: the
+    lengths counted by the database, so an estimate does not load every persona."""
+    return list(SurveySampleMember.objects.filter(cohort=cohort).order_by("position")
+                .annotate(chars=Length("respondent__persona_text")).values_list("respondent_id", "chars"))
 
 
 def sample_study(cohort: Cohort) -> SurveyStudy | None:

@@ -3,7 +3,7 @@ respondents spread evenly across the sample, not the first respondent alone."""
 import pytest
 from django.core.management import call_command
 
-from experiments.core.survey.prompt import MEMORY, SCREENER_ONLY, assemble_survey
+from experiments.core.survey.prompt import MEMORY, SCREENER_ONLY, assemble_survey, assemble_survey_memory
 from experiments.core.survey.screener import screener_text
 from experiments.core.survey.targets import target_items
 from experiments.execution.survey import MEMORY_CHARS, estimate_spread, survey_estimate
@@ -45,3 +45,9 @@ def test_the_estimate_measures_every_respondent_of_a_small_sample():
     assert answers["input_tokens"] != round(n * (2 * lengths[0] + MEMORY_CHARS) / 4)
     assert f"averaged over {n} respondents" in " ".join(answers["notes"])
     assert estimate["calls"] == n + 2 * n  # a memory per respondent, then the answers
+    # the memory call: each persona (lengths counted by the database) and the prompt around it
+    persona = sum(len(r.persona_text) for r in respondents) / n
+    overhead = sum(len(c.system) + len(c.user) - len(r.persona_text)
+                   for r, c in ((r, assemble_survey_memory(r.persona_text)) for r in respondents)) / n
+    memories = next(p for p in estimate["phases"] if p["phase"] == "memories")
+    assert memories["input_tokens"] == round(n * (persona + overhead) / 4)

@@ -23,9 +23,11 @@ from experiments.core.survey.prompt import (
 )
 from experiments.core.survey.screener import screener_text
 from experiments.core.survey.targets import target_items
-from experiments.models import Run, Slot, SurveyAnswer, SurveyItem, SurveyMemory
+from experiments.models import Run, Slot, SurveyAnswer, SurveyItem, SurveyMemory, SurveyRespondent
 from experiments.models.runs import Phase
-from experiments.survey_data import is_survey_cohort, respondent_record, sample_list_sha256, sample_respondents
+from experiments.survey_data import (
+    is_survey_cohort, respondent_record, sample_list_sha256, sample_persona_lengths, sample_respondents,
+)
 
 SURVEY_PREFIX = "survey:"
 MEMORY_SLOT = "survey-memory"
@@ -190,12 +192,14 @@ def survey_estimate(protocol, output_cap: int) -> dict | None:
     if not is_survey_cohort(protocol.cohort):
         return None
     conditions = [SURVEY_CONDITIONS[k] for k in protocol.conditions if k in SURVEY_CONDITIONS]
-    rows = sample_respondents(protocol.cohort)
-    if not conditions or not rows:
+    lengths = sample_persona_lengths(protocol.cohort)
+    if not conditions or not lengths:
         return None
-    n = len(rows)
-    persona = sum(len(r.persona_text) for r in rows) / n
-    spread = [respondent_record(row) for row in estimate_spread(rows)]
+    n = len(lengths)
+    persona = sum(chars for _, chars in lengths) / n
+    spread_ids = [respondent_id for respondent_id, _ in estimate_spread(lengths)]
+    stored = SurveyRespondent.objects.in_bulk(spread_ids)
+    spread = [respondent_record(stored[respondent_id]) for respondent_id in spread_ids]
     prompts, overheads = [], []
     for respondent in spread:
         asked = assemble_survey(SCREENER_ONLY, target_items(respondent), screener=screener_text(respondent))
