@@ -171,3 +171,21 @@ def test_a_phase_not_planned_yet_is_planning_and_one_the_run_went_past_empty_is_
     memories = report["phases"][0]
     assert memories["phase"] == Phase.MEMORIES and memories["not_needed"]
     assert not report["phases"][2]["not_needed"]  # decisions are still ahead
+
+
+def test_a_finished_run_shows_its_rate_over_the_whole_run(client, run, cast):
+    # 50 calls in the 100 s the run took, an hour ago: the last minute would say 0.00.
+    finished = timezone.now() - timedelta(hours=1)
+    set_time(run, started_at=finished - timedelta(seconds=100), finished_at=finished,
+             status=Run.Status.FINISHED, phase=Phase.DONE)
+    add_slots(run, 50, ended_at=[finished - timedelta(seconds=2 * i) for i in range(50)])
+    shown = progress.run_progress(run)
+    assert shown["calls_per_second"] == pytest.approx(0.5)
+    assert shown["rate_basis"] == "the whole run, pauses included"
+    client.force_login(cast["owner"])
+    page = client.get(reverse("run_detail", args=[run.protocol.project.slug, run.pk])).content.decode()
+    assert "0.50 <span class=\"muted\">(the whole run, pauses included)" in page
+    # a running run keeps the recent window
+    set_time(run, status=Run.Status.RUNNING, finished_at=None, phase=Phase.GENERATION)
+    shown = progress.run_progress(run)
+    assert shown["calls_per_second"] == 0 and shown["rate_basis"].startswith("the last minute")

@@ -52,29 +52,37 @@ def run_progress(run: Run) -> dict:
             # Whole percents for the bar, rounded down so a phase shows 100 only when it is complete.
             "percent": (100 * done // total) if total else 0,
         })
-    # Calls per second over the last minute, or since the start when that is shorter.
     now = timezone.now()
-    window_s = 60.0
-    if run.started_at is not None:
-        window_s = min(window_s, max((now - run.started_at).total_seconds(), 1.0))
-    # Every phase named: the (run, phase, finished_at) index finds the window's calls.
-    recent = (ModelCall.objects.filter(run=run, phase__in=Phase.values,
-                                       finished_at__gte=now - timedelta(seconds=window_s)).count())
-    rate = recent / window_s
+    rows = per_phase_calls.values()
+    attempts = sum(row["attempts"] for row in rows)
+    if run.status == Run.Status.FINISHED and run.started_at and run.finished_at:
+        # A finished run's last minute says nothing: its calls over its whole time, pauses included.
+        rate_basis = "the whole run, pauses included"
+        rate = attempts / max((run.finished_at - run.started_at).total_seconds(), 1.0)
+    else:
+        # Calls per second over the last minute, or since the start when that is shorter.
+        rate_basis = "the last minute, or since the start when shorter"
+        window_s = 60.0
+        if run.started_at is not None:
+            window_s = min(window_s, max((now - run.started_at).total_seconds(), 1.0))
+        # Every phase named: the (run, phase, finished_at) index finds the window's calls.
+        recent = (ModelCall.objects.filter(run=run, phase__in=Phase.values,
+                                           finished_at__gte=now - timedelta(seconds=window_s)).count())
+        rate = recent / window_s
     pace = phase_pace(run, next((p for p in phases if p["phase"] == run.phase), None), now=now)
     # A count no attempt reported stays None (unknown, not zero: App. B.3, Table 14), and
     # `unreported` says how many finished attempts gave no usage at all.
-    rows = per_phase_calls.values()
     tokens = {field: _sum_known(row[field] for row in rows) for field in TOKEN_FIELDS}
     tokens["unreported"] = sum(row["unreported"] for row in rows)
     return {
         "phases": phases,
         "slot_counts": counts,  # phase → slot status → number (run_next and the run page read it too)
         "calls_per_second": rate,
+        "rate_basis": rate_basis,
         "pace": pace,
         "eta_s": pace["eta_s"],
         "tokens": tokens,
-        "attempts": sum(row["attempts"] for row in rows),
+        "attempts": attempts,
     }
 
 

@@ -37,7 +37,7 @@ def _header(run: Run, counts: dict) -> str:
         f"run {run.pk} of protocol {protocol.name!r} (cohort {protocol.cohort.name}): {run.get_status_display().lower()}, "
         f"phase {run.get_phase_display().lower()}{' (inline)' if run.inline else ''}",
         f"circuit: {'OPEN — quota exhausted, nothing is sent until an owner resumes' if run.circuit_open else 'closed'}",
-        f"calls/s (recent): {counts['calls_per_second']:.2f} · time left: {progress.pace_text(counts['pace'])} · "
+        f"calls/s ({counts['rate_basis']}): {counts['calls_per_second']:.2f} · time left: {progress.pace_text(counts['pace'])} · "
         f"attempts: {counts['attempts']}",
         f"tokens: input {_reported(tokens['input_tokens'])}, output {_reported(tokens['output_tokens'])}, "
         f"reasoning {_reported(tokens['reasoning_tokens'])} ({tokens['unreported']} attempts reported no usage)",
