@@ -33,6 +33,18 @@ def jsonl(rows: list[dict]) -> str:
     return "".join(json.dumps(row) + "\n" for row in rows)
 
 
+def bad_answer_rows(index: int) -> tuple[list[dict], str, str]:
+    """The sample's rows with respondent `index` (from 0) giving an answer outside its options:
+    (rows, that respondent's pid, the question's id)."""
+    rows = sample_rows()
+    bad = decoded(rows[index])
+    question = next(q for b in bad["wave4_Q_wave4_A"] for q in b["Questions"]
+                    if q.get("QuestionType") == "MC" and q.get("Answers"))
+    question["Answers"]["SelectedByPosition"] = 99
+    rows[index] = encoded(bad)
+    return rows, str(bad["pid"]), question["QuestionID"]
+
+
 def find_question(blocks: list, qid: str) -> dict:
     for block in blocks:
         for question in block["Questions"]:

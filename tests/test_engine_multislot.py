@@ -10,7 +10,6 @@ LLM server, which counts the requests it holds at every moment.
   sent again until the owner decides (here: continue with them missing), and the run finishes
   with every other slot requested exactly as often as it has attempts.
 """
-import os
 import subprocess
 import sys
 import threading
@@ -18,7 +17,6 @@ import time
 from collections import Counter
 
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from experiments.execution import control
@@ -27,7 +25,9 @@ from experiments.models import ModelCall, Prediction, Project, Run, Slot
 from experiments.models.runs import Phase
 from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, journal, make_run, openai_model, request_bytes
 from tests.llm_fake_server import Reply, openai_insufficient_quota, running_fake_llm
-from tests.test_engine_queue import QUEUES, REPO, Workers, live_database, redis_connection, wait_for  # noqa: F401
+from tests.test_engine_queue import (  # noqa: F401 - fixtures
+    QUEUES, REPO, Workers, live_database, redis_connection, wait_for, worker_env,
+)
 
 pytestmark = [
     pytest.mark.slow,
@@ -78,11 +78,6 @@ class InFlightCount:
             return Reply(status=reply.status, body=answered, headers=reply.headers, delay_s=reply.delay_s)
 
         server._next_reply = counted
-
-
-def worker_env(live_database) -> dict:
-    return {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.test_settings", "DATABASE_URL": live_database,
-            "REDIS_URL": settings.REDIS_URL, "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "INFO"}
 
 
 def test_multi_slot_workers_keep_the_global_cap_and_send_nothing_after_a_quota_answer(

@@ -146,6 +146,12 @@ def live_database(transactional_db, tmp_path):
             connection.connection = kept
 
 
+def worker_env(live_database) -> dict:
+    """The environment of this test's worker processes: the live database and the test's Redis."""
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.test_settings", "DATABASE_URL": live_database,
+            "REDIS_URL": settings.REDIS_URL, "PYTHONUNBUFFERED": "1", "LOG_LEVEL": "INFO"}
+
+
 class Workers:
     """rqworker processes of this test, each in its own process group (worker, work horse and
     scheduler die together, as on a machine that crashes)."""
@@ -218,10 +224,7 @@ def wait_for(condition, deadline_s, what, workers=None):
 @pytest.mark.slow
 def test_a_worker_killed_mid_request_never_causes_a_repeat_request(live_database, redis_connection, tmp_path):
     redis_connection.flushdb()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.test_settings",
-           "DATABASE_URL": live_database, "REDIS_URL": settings.REDIS_URL, "PYTHONUNBUFFERED": "1",
-           "LOG_LEVEL": "INFO"}
-    workers = Workers(env, tmp_path)
+    workers = Workers(worker_env(live_database), tmp_path)
     try:
         with running_fake_llm() as server:
             server.default_delay_s = 0.3

@@ -13,7 +13,7 @@ from experiments.core.survey import prepare
 from experiments.execution import imports
 from experiments.models import SurveyRespondent, SurveyStudy
 from tests.conftest import private_rq_queue
-from tests.survey_helpers import SAMPLE, decoded, encoded, jsonl, sample_rows
+from tests.survey_helpers import SAMPLE, jsonl, bad_answer_rows, sample_rows
 from tests.test_survey_import import _counts
 
 URL = reverse("survey_import", args=["alpha"])
@@ -61,19 +61,14 @@ def test_an_upload_over_the_threshold_imports_in_the_background_with_progress(ow
 
 @pytest.mark.slow
 def test_a_late_bad_respondent_in_the_background_imports_nothing_and_says_where(owner_client, private_queue, cast):
-    rows = sample_rows()
-    bad = decoded(rows[10])
-    question = next(q for b in bad["wave4_Q_wave4_A"] for q in b["Questions"]
-                    if q.get("QuestionType") == "MC" and q.get("Answers"))
-    question["Answers"]["SelectedByPosition"] = 99
-    rows[10] = encoded(bad)
+    rows, pid, qid = bad_answer_rows(10)
     before = _counts()
     response = owner_client.post(URL, upload("late.jsonl", jsonl(rows).encode()))
     assert response.status_code == 302
     run_worker(private_queue)
     page = owner_client.get(response.url).content.decode()
     assert 'data-status="failed"' in page and "Nothing imported as twin" in page
-    assert f"late.jsonl, line 11, respondent {bad['pid']}" in page and question["QuestionID"] in page
+    assert f"late.jsonl, line 11, respondent {pid}" in page and qid in page
     assert _counts() == before  # the nine respondents written before line 11 were rolled back
     # Only owners of the project follow an import.
     owner_client.force_login(cast["analyst"])

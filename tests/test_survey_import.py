@@ -9,7 +9,7 @@ from experiments.models import (
 )
 from experiments.survey_data import respondent_record, sample_respondents
 from experiments.core.survey.reader import read_survey_path
-from tests.survey_helpers import FULL_PERSONA_SAMPLE, SAMPLE, decoded, encoded, find_question, jsonl, sample_rows
+from tests.survey_helpers import FULL_PERSONA_SAMPLE, SAMPLE, bad_answer_rows, decoded, encoded, find_question, jsonl, sample_rows
 
 
 def _counts():
@@ -53,19 +53,14 @@ def test_full_persona_refused_and_nothing_changes():
 
 @pytest.mark.django_db
 def test_bad_answer_names_respondent_and_question_and_changes_nothing(tmp_path):
-    rows = sample_rows()
-    bad = decoded(rows[3])
-    question = next(q for b in bad["wave4_Q_wave4_A"] for q in b["Questions"]
-                    if q.get("QuestionType") == "MC" and q.get("Answers"))
-    question["Answers"]["SelectedByPosition"] = 99
-    rows[3] = encoded(bad)
+    rows, pid, qid = bad_answer_rows(3)
     path = tmp_path / "bad.jsonl"
     path.write_text(jsonl(rows))
     before = _counts()
     with pytest.raises(CommandError) as caught:
         call_command("import_survey", str(path), "--project", "svy")
     message = str(caught.value)
-    assert f"respondent {bad['pid']}" in message and question["QuestionID"] in message
+    assert f"respondent {pid}" in message and qid in message
     assert "nothing was imported" in message
     assert _counts() == before
 

@@ -15,7 +15,7 @@ from experiments.core.survey.reader import iter_survey_path, read_survey_path
 from experiments.core.survey.records import SurveyImportError
 from experiments.models import Cohort, Project, SurveyItem, SurveyRespondent
 from experiments.survey_data import survey_import
-from tests.survey_helpers import FULL_PERSONA_SAMPLE, SAMPLE, decoded, encoded, jsonl, sample_rows
+from tests.survey_helpers import FULL_PERSONA_SAMPLE, SAMPLE, jsonl, bad_answer_rows, sample_rows
 from tests.test_survey_import import _counts
 
 
@@ -66,16 +66,11 @@ def test_parquet_folder_through_workers(tmp_path, small_batches):
 
 
 def _late_bad_file(tmp_path):
-    """The sample with respondent 11 of 12 giving an answer outside its options."""
-    rows = sample_rows()
-    bad = decoded(rows[10])
-    question = next(q for b in bad["wave4_Q_wave4_A"] for q in b["Questions"]
-                    if q.get("QuestionType") == "MC" and q.get("Answers"))
-    question["Answers"]["SelectedByPosition"] = 99
-    rows[10] = encoded(bad)
+    """The sample with respondent 11 of 12 giving an answer outside its options, as a file."""
+    rows, pid, qid = bad_answer_rows(10)
     path = tmp_path / "late.jsonl"
     path.write_text(jsonl(rows))
-    return path, str(bad["pid"]), question["QuestionID"]
+    return path, pid, qid
 
 
 @pytest.mark.django_db(transaction=True)

@@ -3,11 +3,9 @@ memories, one answer call per respondent and condition, and the analysis, each a
 worker process takes from the queues, against the tests' local LLM server over real HTTP.
 
 The Redis database of REDIS_URL is flushed before and after (as in test_engine_queue)."""
-import os
 from collections import Counter
 
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 
 from experiments.core.survey.prompt import MEMORY, OWNWORDS, SCREENER_ONLY
@@ -15,7 +13,7 @@ from experiments.execution.jobs import run_enqueue
 from experiments.models import Cohort, Project, Run, Slot, SurveyAnswer, SurveyItem, SurveyMemory
 from tests.engine_helpers import Roles, make_run, openai_model
 from tests.survey_helpers import SAMPLE
-from tests.test_engine_queue import Workers, live_database, redis_connection, wait_for  # noqa: F401 - fixtures
+from tests.test_engine_queue import Workers, live_database, redis_connection, wait_for, worker_env  # noqa: F401 - fixtures
 from tests.test_survey_run import survey_reply
 
 CONDITIONS = [SCREENER_ONLY, MEMORY, OWNWORDS]
@@ -26,10 +24,7 @@ MEMORY_TEXT = "Votes, reads the news, shops carefully."
 def test_a_survey_run_finishes_through_real_worker_processes(live_database, redis_connection, tmp_path,  # noqa: F811
                                                                server):
     redis_connection.flushdb()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.test_settings",
-           "DATABASE_URL": live_database, "REDIS_URL": settings.REDIS_URL, "PYTHONUNBUFFERED": "1",
-           "LOG_LEVEL": "INFO"}
-    workers = Workers(env, tmp_path)
+    workers = Workers(worker_env(live_database), tmp_path)
     try:
         project = Project.objects.create(slug="svyq", name="Survey through the queue")
         call_command("import_survey", str(SAMPLE), "--project", "svyq", "--name", "twin", "--synthetic")
