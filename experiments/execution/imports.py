@@ -50,6 +50,18 @@ def import_dir() -> Path:
     return Path(getattr(settings, "OWNWORDS_IMPORT_DIR", Path(settings.BASE_DIR) / "var" / "imports"))
 
 
+def megabytes(size: int) -> str:
+    """A size in MB as messages show it: at most two decimals, no trailing zeros."""
+    return f"{size / MB:,.2f}".rstrip("0").rstrip(".")
+
+
+def save_upload(upload, path: Path) -> None:
+    """Write an uploaded file to `path` chunk by chunk (never whole in memory)."""
+    with path.open("wb") as target:
+        for chunk in upload.chunks():
+            target.write(chunk)
+
+
 def import_queue():
     return django_rq.get_queue("default")
 
@@ -64,9 +76,7 @@ def import_enqueue(*, project: Project, upload, fmt: str, label: str, user=None)
     folder = import_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{job_id}.upload"
-    with path.open("wb") as target:
-        for chunk in upload.chunks():
-            target.write(chunk)
+    save_upload(upload, path)
     meta = {"project": project.pk, "label": printable(label), "format": fmt, "status": "queued", "sessions": 0,
             "bytes_read": 0, "bytes_total": path.stat().st_size, "message": ""}
     try:

@@ -30,7 +30,8 @@ from experiments.core.survey.prepare import PreparedStream
 from experiments.core.survey.records import SurveyImportError
 from experiments.execution import imports
 from experiments.execution.imports import (
-    JOB_TIMEOUT_S, MB, RESULT_TTL_S, QueueUnavailable, import_dir, import_progress, record_progress,
+    JOB_TIMEOUT_S, MB, RESULT_TTL_S, QueueUnavailable, import_dir, import_progress, megabytes, record_progress,
+    save_upload,
 )
 from experiments.models import Project
 from experiments.survey_data import survey_import, survey_import_workers
@@ -49,13 +50,9 @@ def survey_background_bytes() -> int:
 
 
 def survey_too_large_message(size: int) -> str:
-    return (f"The upload is {_mb(size)} MB; this server takes survey uploads of at most "
-            f"{_mb(survey_upload_limit_bytes())} MB in all. Upload fewer chunks at a time into separate studies, "
+    return (f"The upload is {megabytes(size)} MB; this server takes survey uploads of at most "
+            f"{megabytes(survey_upload_limit_bytes())} MB in all. Upload fewer chunks at a time into separate studies, "
             "or import the files with manage.py import_survey. Nothing was imported.")
-
-
-def _mb(size: int) -> str:
-    return f"{size / MB:,.2f}".rstrip("0").rstrip(".")
 
 
 def survey_import_enqueue(*, project: Project, uploads, name: str, synthetic: bool, user=None) -> str:
@@ -70,9 +67,7 @@ def survey_import_enqueue(*, project: Project, uploads, name: str, synthetic: bo
             # equal names apart. The name's ending tells the reader the file's type.
             base = Path(upload.name or "").name.lstrip(".") or f"upload-{number}"
             stored = base if base not in names else f"{number}-{base}"
-            with (folder / stored).open("wb") as target:
-                for chunk in upload.chunks():
-                    target.write(chunk)
+            save_upload(upload, folder / stored)
             names.append(stored)
         total = sum((folder / n).stat().st_size for n in names)
         meta = {"project": project.pk, "kind": SURVEY_JOB, "label": printable(name), "files": names,

@@ -3,7 +3,7 @@ from django import forms
 
 from experiments.core.interviews.readers import FORMATS
 from experiments.core.tasks import PAPER_RULE
-from experiments.execution.imports import upload_limit_bytes
+from experiments.execution.imports import megabytes, upload_limit_bytes
 from experiments.web.text_input import StorableTextMixin
 
 FORMAT_CHOICES = [("", "Guess from the file name")] + [(f, f) for f in FORMATS]
@@ -43,12 +43,23 @@ class ImportForm(StorableTextMixin, forms.Form):
 
 def upload_too_large_message(name: str | None, size: int) -> str:
     what = f"{name} is" if name else "The upload is"
-    return (f"{what} {_mb(size)} MB; this server takes files of at most {_mb(upload_limit_bytes())} MB. "
+    return (f"{what} {megabytes(size)} MB; this server takes files of at most {megabytes(upload_limit_bytes())} MB. "
             "Split the file (a JSONL file can be cut at any line) or import it with manage.py import_sessions.")
 
 
-def _mb(size: int) -> str:
-    return f"{size / 2**20:,.2f}".rstrip("0").rstrip(".")
+# Room for the form's other fields and the multipart boundaries around the files.
+UPLOAD_OVERHEAD_BYTES = 64 * 1024
+
+
+def declared_upload_over(request, limit_bytes: int) -> int | None:
+    """The Content-Length a POST declares, when its files cannot fit in `limit_bytes`; else None.
+
+    Read before the body (and so before the CSRF check, which reads it): the views that call
+    this run CSRF-exempt and hand over to a CSRF-protected inner view."""
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if request.method == "POST" and declared.isdigit() and int(declared) > limit_bytes + UPLOAD_OVERHEAD_BYTES:
+        return int(declared)
+    return None
 
 
 class TaskRuleForm(StorableTextMixin, forms.Form):

@@ -23,7 +23,7 @@ from experiments.web.projects.next_step import next_step
 from experiments.core.fixed_inputs import FixedInputError
 from experiments.fixed_inputs import cohort_draw_excluding
 from experiments.web.projects.forms import (FIXED_INPUT_MAX_BYTES, CohortForm, ImportForm, TaskListForm, TaskRuleForm,
-                                            upload_too_large_message)
+                                            declared_upload_over, upload_too_large_message)
 from experiments.core.interviews.readers import GENAGENTS_FILES, parse_genagents, stream_binary
 from experiments.core.interviews.records import InterviewFileError, Problem, decode_utf8, unstorable_text_problem
 from experiments.models import Cohort, Membership, Session, Study, Task, Turn
@@ -150,10 +150,6 @@ def session_detail(request, slug, session_id):
     )
 
 
-# Room for the form's other fields and the multipart boundaries around the files.
-UPLOAD_OVERHEAD_BYTES = 64 * 1024
-
-
 @csrf_exempt
 @login_required
 def session_import(request, slug):
@@ -164,10 +160,9 @@ def session_import(request, slug):
     read the body) and the inner one is CSRF-protected.
     """
     membership = membership_for(request, slug, roles=OWNERS)
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if request.method == "POST" and declared.isdigit() and int(declared) > upload_limit_bytes() + UPLOAD_OVERHEAD_BYTES:
+    if (declared := declared_upload_over(request, upload_limit_bytes())) is not None:
         return _import_page(request, membership, ImportForm(), status=413,
-                            results=[(False, upload_too_large_message(None, int(declared)))])
+                            results=[(False, upload_too_large_message(None, declared))])
     return _session_import_checked(request, membership)
 
 

@@ -27,7 +27,7 @@ from experiments.execution.policy import offline_roles
 from experiments.execution.survey import is_survey_protocol
 from experiments.models import SurveyAnswer, SurveyItem, SurveyStudy
 from experiments.survey_data import sample_respondents, sample_study, survey_import
-from experiments.web.projects.forms import MultipleFileField
+from experiments.web.projects.forms import MultipleFileField, declared_upload_over
 from experiments.analysis import survey_figures as figures
 
 
@@ -64,10 +64,6 @@ def _read_upload(upload):
     raise SurveyImportError([SurveyProblem(upload.name, "", "", "", "unknown file type: give .parquet, .jsonl or .json")])
 
 
-# Room for the form's other fields and the multipart boundaries around the files.
-UPLOAD_OVERHEAD_BYTES = 64 * 1024
-
-
 @csrf_exempt
 @login_required
 def survey_import_view(request, slug):
@@ -78,10 +74,8 @@ def survey_import_view(request, slug):
     the inner one is CSRF-protected). Files over OWNWORDS_SURVEY_BACKGROUND_MB in all import as a
     background job, followed on its progress page; smaller ones import in the request."""
     membership = membership_for(request, slug, roles=OWNERS)
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if (request.method == "POST" and declared.isdigit()
-            and int(declared) > survey_upload_limit_bytes() + UPLOAD_OVERHEAD_BYTES):
-        return _import_page(request, membership, SurveyImportForm(), survey_too_large_message(int(declared)), 413)
+    if (declared := declared_upload_over(request, survey_upload_limit_bytes())) is not None:
+        return _import_page(request, membership, SurveyImportForm(), survey_too_large_message(declared), 413)
     return _survey_import_checked(request, membership)
 
 
