@@ -2,10 +2,11 @@
 first part at once and the rest is planned part by part while those calls are sent, without the
 run's lock, each part handed out as soon as it is planned.
 
-Whichever way the rest gets planned — `run_plan_part` (the queue's way) or a later drive that
-plans the whole phase under the run's lock because the parts never came — every distinct answer
-of a task gets exactly one judge slot, each slot is handed out once, and the run finishes with
-one call per slot.
+Whichever way the rest gets planned — `run_plan_part` (the queue's way, also after a delayed
+look while calls are under way) or a later drive that plans the whole phase under the run's
+lock because the parts never came and nothing is under way — every distinct answer of a task
+gets exactly one judge slot, each slot is handed out once, and the run finishes with one call
+per slot.
 """
 import threading
 import time
@@ -44,9 +45,13 @@ def generated(project, server, client, monkeypatch):
     return run
 
 
-def _finish(run, client, slot_ids):
+def _answer(client, slot_ids):
     for slot_id in slot_ids:
         slot_execute(slot_id, limiter=NoLimiter(), client=client, worker="test", sleep=Sleeps())
+
+
+def _finish(run, client, slot_ids):
+    _answer(client, slot_ids)
     finished = run_inline(run.pk, client=client, sleep=Sleeps())
     assert finished.status == Run.Status.FINISHED
     judged = Slot.objects.filter(run=run, phase=Phase.JUDGING)
@@ -78,17 +83,36 @@ def test_the_first_part_is_handed_out_before_the_rest_is_planned_and_every_slot_
     _finish(run, client, handed)
 
 
-def test_a_drive_before_the_rest_was_planned_plans_the_whole_phase_under_its_lock(generated, client):
+def test_a_look_while_the_first_part_is_under_way_leaves_the_rest_to_parts_planned_without_the_lock(
+        generated, client):
+    """A delayed look comes while the first part's calls are under way (and, say, the part's
+    planner died): planning the rest under the run's lock would make every reservation and
+    answer wait for it, so the look leaves it to `run_plan_part`, which checks the seal then."""
     run = generated
     first = run_drive(run.pk)
-    assert first.plan_rest
-    again = run_drive(run.pk)  # no part came (its worker died): this look plans the rest
+    assert first.plan_rest and first.seal_checked
+    again = run_drive(run.pk)
+    assert again.plan_rest and not again.seal_checked and not again.slot_ids
+    assert Slot.objects.filter(run=run, phase=Phase.JUDGING).count() == FIRST  # nothing planned under the lock
+    rest, step = (), again
+    while step.plan_rest:  # what the queue's driver job does next
+        step = run_plan_part(run.pk)
+        rest += step.slot_ids
+    assert len(rest) == TASKS - FIRST and not set(first.slot_ids) & set(rest)
+    _finish(run, client, first.slot_ids + rest)
+
+
+def test_a_look_with_nothing_under_way_plans_the_whole_rest_under_its_lock(generated, client):
+    run = generated
+    first = run_drive(run.pk)
+    _answer(client, first.slot_ids)  # the first part answered, and no part came (its worker died)
+    again = run_drive(run.pk)  # this look plans the rest
     assert not again.plan_rest and len(again.slot_ids) == TASKS - FIRST
     assert not set(first.slot_ids) & set(again.slot_ids)
     late = run_plan_part(run.pk)  # late and harmless: nothing more to plan or hand out
     assert not late.plan_rest and not late.slot_ids
     assert Slot.objects.filter(run=run, phase=Phase.JUDGING).count() == TASKS
-    _finish(run, client, first.slot_ids + again.slot_ids)
+    _finish(run, client, again.slot_ids)
 
 
 def _waiting_on_a_lock(exclude_pid: int) -> bool:
@@ -111,6 +135,7 @@ def test_a_part_planned_while_a_drive_holds_the_run_waits_for_it_without_a_deadl
     run = generated
     first = run_drive(run.pk)
     assert first.plan_rest and len(first.slot_ids) == FIRST
+    _answer(client, first.slot_ids)  # nothing under way: a drive plans the rest under its lock
     part, errors = [], []
 
     def plan_a_part():
@@ -138,4 +163,4 @@ def test_a_part_planned_while_a_drive_holds_the_run_waits_for_it_without_a_deadl
     assert not thread.is_alive() and not errors, errors
     assert not whole.plan_rest and len(whole.slot_ids) == TASKS - FIRST
     assert part and not part[0].slot_ids  # everything was handed out by the drive, once
-    _finish(run, client, first.slot_ids + whole.slot_ids)
+    _finish(run, client, whole.slot_ids)

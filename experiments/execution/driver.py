@@ -15,7 +15,7 @@ from datetime import timedelta
 
 import httpx
 from django.db import connection, transaction
-from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models import Count, F, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -54,6 +54,7 @@ class Step:
     phase: str = ""
     analyze: bool = False  # the analysis phase is due: run `run_analyze`
     plan_rest: bool = False  # the phase is planned in part: `run_plan_part` plans and hands out the next
+    seal_checked: bool = False  # by this look, before its part (the next part need not check it again)
 
 
 def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
@@ -81,38 +82,40 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
             if run.phase == Phase.ANALYSIS:
                 return Step(phase=Phase.ANALYSIS, analyze=True)
             if run.planned_phase != run.phase:
-                if not seal_checked and not _seal_holds(run):
-                    return Step()
-                seal_checked = True  # once per look: nothing is read from disk twice in one transaction
                 planner = plan_regrade if run.protocol.is_regrade() else PLANNERS[run.phase]
                 interview_judging = (run.phase == Phase.JUDGING and planner is not plan_regrade
                                      and not is_survey_protocol(run.protocol))
-                if interview_judging and not Slot.objects.filter(run=run, phase=run.phase).exists():
-                    # Every in-flight place is empty until the phase's first calls are handed out:
-                    # a large phase hands out its first part now and the rest is planned without
-                    # the run's lock while these are sent (`run_plan_part`).
-                    complete = plan_judging(run, first=_first_part(run))
+                slots = Slot.objects.filter(run=run, phase=run.phase)
+                if interview_judging and slots.filter(status__in=OPEN_STATUSES).exists():
+                    # Planned in parts and its first calls under way: the rest is planned without
+                    # the run's lock (`run_plan_part`, which checks the seal then), not here, where
+                    # every reservation and answer would wait for it. (With none under way the rest
+                    # is planned here, and a seal that no longer holds stops the run saying why.)
+                    complete = False
                 else:
-                    planner(run)
+                    if not seal_checked and not _seal_holds(run):
+                        return Step()
+                    seal_checked = True  # once per look: nothing is read from disk twice in one transaction
+                    if interview_judging and not slots.exists():
+                        # Every in-flight place is empty until the phase's first calls are handed
+                        # out: a large phase hands out its first part now and the rest is planned
+                        # without the run's lock while these are sent (`run_plan_part`).
+                        complete = plan_judging(run, first=_first_part(run))
+                    else:
+                        planner(run)
                 if complete:
                     run.planned_phase = run.phase
                     run.save(update_fields=["planned_phase"])
             expire_leases(run)
             cooling_s = _continue_allowances(run)
             slots = Slot.objects.filter(run=run, phase=run.phase)
-            undispatched = Q(dispatched_at__isnull=True)
-            if redispatch_after_s is not None:
-                undispatched |= Q(dispatched_at__lte=timezone.now() - timedelta(seconds=redispatch_after_s))
-            to_send = list(slots.filter(undispatched, status=Slot.Status.PENDING)
-                           .order_by("pk").values_list("pk", flat=True))
-            if to_send:
-                Slot.objects.filter(pk__in=to_send).update(dispatched_at=timezone.now())
+            to_send = _hand_out(run.pk, run.phase, redispatch_after_s)
             if not complete or cooling_s is not None or to_send or slots.filter(status__in=OPEN_STATUSES).exists():
                 recheck_in_s = _next_deadline_s(run)
                 if cooling_s is not None:
                     recheck_in_s = min(recheck_in_s, cooling_s + 0.1)
                 return Step(slot_ids=tuple(to_send), recheck_in_s=recheck_in_s, phase=run.phase,
-                            plan_rest=not complete)
+                            plan_rest=not complete, seal_checked=seal_checked)
             if slots_awaiting_decision(run).exists():
                 # Unknown slots (and slots an amendment's allowance left without an answer) are the
                 # owner's decision, never a silent loss: the phase waits for it (App. B.2).
@@ -153,15 +156,23 @@ def run_plan_part(run_id: int, *, check_seal: bool = True) -> Step:
     if complete:
         Run.objects.filter(pk=run_id, phase=Phase.JUDGING).exclude(planned_phase=Phase.JUDGING).update(
             planned_phase=Phase.JUDGING)
-    slot_ids: tuple[int, ...] = ()
-    if run.may_send():
-        # One statement: a slot another look hands out at the same moment is not taken twice.
-        with connection.cursor() as cursor:
-            cursor.execute(f"UPDATE {Slot._meta.db_table} SET dispatched_at = %s WHERE run_id = %s AND phase = %s "
-                           "AND status = %s AND dispatched_at IS NULL RETURNING id",
-                           [timezone.now(), run_id, Phase.JUDGING, Slot.Status.PENDING])
-            slot_ids = tuple(sorted(row[0] for row in cursor.fetchall()))
+    slot_ids = _hand_out(run_id, Phase.JUDGING) if run.may_send() else ()
     return Step(slot_ids=slot_ids, phase=Phase.JUDGING, plan_rest=not complete)
+
+
+def _hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None) -> tuple[int, ...]:
+    """The phase's pending slots not handed out yet (or, with `redispatch_after_s`, handed out at
+    least that long ago), marked handed out now. One statement: a slot that two looks hand out
+    at the same moment (a delayed look and a part's planner) goes to one of them only; a slot
+    job handed out twice costs a reservation refused, and many would stall every worker."""
+    now = timezone.now()
+    due, params = "dispatched_at IS NULL", []
+    if redispatch_after_s is not None:
+        due, params = "(dispatched_at IS NULL OR dispatched_at <= %s)", [now - timedelta(seconds=redispatch_after_s)]
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {Slot._meta.db_table} SET dispatched_at = %s WHERE run_id = %s AND phase = %s "
+                       f"AND status = %s AND {due} RETURNING id", [now, run_id, phase, Slot.Status.PENDING, *params])
+        return tuple(sorted(row[0] for row in cursor.fetchall()))
 
 
 def _expire_while_stopped(run: Run) -> Step:

@@ -142,9 +142,11 @@ def job_drive(run_id: int) -> None:
     redispatch = REDISPATCH_AFTER_S if _slot_queues_idle() else None
     step = run_drive(run_id, redispatch_after_s=redispatch)
     dispatch(run_id, step)
+    check_seal = not step.seal_checked
     while step.plan_rest:
         # The phase's first calls are on their way: plan the next part and hand it out, until done.
-        step = run_plan_part(run_id, check_seal=False)  # run_drive checked it before the first part
+        step = run_plan_part(run_id, check_seal=check_seal)  # unless run_drive checked it just now
+        check_seal = False
         dispatch(run_id, step)
 
 
