@@ -320,6 +320,40 @@ def test_a_reservation_waits_for_the_circuit_being_opened_and_then_sees_it_open(
     assert Run.objects.get(pk=run.pk).circuit_open
 
 
+@pytest.mark.skipif(connection.vendor == "sqlite", reason="concurrent row locks need PostgreSQL (CI runs this there)")
+def test_a_slot_job_handed_out_twice_is_refused_without_waiting_for_the_runs_lock(transactional_db, server):
+    """The second job of a slot already in flight must not queue for the run's row: while one
+    waits FOR UPDATE, every other reservation (FOR SHARE) queues behind it (seen as seconds of
+    idle places when a part of a phase was handed out twice)."""
+    project = Project.objects.create(slug="twice", name="Twice")
+    run = make_run(project, build_cohort(project, sessions=1, name="twice"), conditions=[QUESTION_ONLY],
+                   generator=openai_model(server))
+    slot_id = run_drive(run.pk).slot_ids[0]
+    assert _reserve(slot_id, basis=FIRST, justification="", worker="a", lease_s=30) is not None
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_run():
+        try:
+            with transaction.atomic():  # a drive holding the run's row
+                Run.objects.select_for_update().get(pk=run.pk)
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_run)
+    holder.start()
+    try:
+        assert held.wait(10)
+        started = time.monotonic()
+        assert _reserve(slot_id, basis=FIRST, justification="", worker="b", lease_s=30) is None
+        assert time.monotonic() - started < 2.0 and not release.is_set()  # answered while the lock was held
+    finally:
+        release.set()
+        holder.join(10)
+    assert ModelCall.objects.filter(slot_id=slot_id).count() == 1
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(connection.vendor == "sqlite", reason="concurrent row locks need PostgreSQL (CI runs this there)")
 def test_many_workers_one_quota_answer_no_attempt_reserved_after_the_circuit_opened(
