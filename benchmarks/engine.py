@@ -261,7 +261,6 @@ def measure(run: Run, cap: int = CAP, delay_s: float = DELAY_S) -> dict:
     start = min(c[1] for c in calls)
     end = run.finished_at
     wall = (end - start).total_seconds()
-    busy = sum((f - r).total_seconds() for _, r, f, _, _ in calls)
     send = sum(e for *_, e, _ in calls)
     n = len(calls)
     phases, spans = {}, {}
@@ -275,8 +274,11 @@ def measure(run: Run, cap: int = CAP, delay_s: float = DELAY_S) -> dict:
         "calls": n, "wall": wall, "rate": n / wall, "phases": phases,
         "overhead_ms": (place_s - delay_s) * 1000,
         "send_extra_ms": (send / n - delay_s) * 1000,
-        "db_inside_ms": (busy - send) / n * 1000,
-        "empty_ms": (cap * wall - busy) / n * 1000,
+        # Within the phases, each place's time not spent in a send (between an answer and the
+        # next send: the journal's statements, the hand-over, a job's start; and each phase's
+        # first and last round). (Reservation → receipt no longer says it: a waiting thread's
+        # attempt is reserved ahead of its place.)
+        "idle_ms": (cap * sum((b - a).total_seconds() for a, b in spans.values()) - send) / n * 1000,
         "median_send_ms": statistics.median(e for *_, e, _ in calls) * 1000,
         # between phases: the last answer recorded → the first judge call reserved (the driver
         # plans the judging and enqueues it); the last judge call → the run finished (analysis)
@@ -412,9 +414,9 @@ def levels_main(args):
                           f"{m['cpu_total_ms']:>11.1f}  ({cpu['workers']:.1f} / {cpu['postgres']:.1f} / "
                           f"{cpu['redis']:.1f}; {cpu['server+bench']:.1f}; PostgreSQL's background "
                           f"processes {cpu['pg shared']:.1f})", flush=True)
-                    print(f"{'':>10} per call and place: send beyond L {m['send_extra_ms']:.1f} ms, reserved→recorded "
-                          f"beyond send {m['db_inside_ms']:.1f} ms, place empty {m['empty_ms']:.1f} ms; between "
-                          f"phases {m['between_s']:.2f} s, analysis tail {m['tail_s']:.2f} s", flush=True)
+                    print(f"{'':>10} per call and place: send beyond L {m['send_extra_ms']:.1f} ms, place not "
+                          f"sending within the phases {m['idle_ms']:.1f} ms; between phases {m['between_s']:.2f} s, "
+                          f"analysis tail {m['tail_s']:.2f} s", flush=True)
                     summary.append((cap, delay_s, m["rate"] / ideal, phase_rates, m["cpu_total_ms"]))
     finally:
         redis.flushdb()
@@ -471,7 +473,7 @@ def main():
     print(f"server delay {DELAY_S * 1000:.0f} ms, cap {CAP} in flight: ideal {IDEAL:.0f} calls/s; "
           f"{cohort.cohort_tasks.count()} tasks → {2 * cohort.cohort_tasks.count()} calls per run")
     print(f"{'workers':>16} {'calls':>5} {'wall s':>7} {'calls/s':>8} {'of ideal':>8} {'gen/s':>6} {'judge/s':>7} "
-          f"{'overhead/call':>13} {'send+':>6} {'db in':>6} {'empty':>6} {'between':>7} {'tail':>5}")
+          f"{'overhead/call':>13} {'send+':>6} {'idle':>6} {'between':>7} {'tail':>5}")
     try:
         with running_fake_llm() as server:
             server.default_delay_s = DELAY_S
@@ -485,7 +487,7 @@ def main():
                         print(f"{worker_class + ' × ' + str(n):>16} {m['calls']:>5} {m['wall']:>7.2f} "
                               f"{m['rate']:>8.1f} {m['rate'] / IDEAL:>8.0%} {m['phases']['generation'][1]:>6.1f} "
                               f"{m['phases']['judging'][1]:>7.1f} {m['overhead_ms']:>10.1f} ms "
-                              f"{m['send_extra_ms']:>6.1f} {m['db_inside_ms']:>6.1f} {m['empty_ms']:>6.1f} "
+                              f"{m['send_extra_ms']:>6.1f} {m['idle_ms']:>6.1f} "
                               f"{m['between_s']:>6.2f}s {m['tail_s']:>4.2f}s",
                               flush=True)
                         print(" " * 17 + "CPU per call: " + ", ".join(
@@ -493,8 +495,8 @@ def main():
     finally:
         redis.flushdb()
     print("overhead/call = 8 × wall / calls − 200 ms; send+ = time in send beyond the server's 200 ms; "
-          "db in = reserved→recorded minus send; empty = a place with no reservation (limiter, queue, job "
-          "start, the reservation's own transaction, the driver). All in ms per call. between = last answer → "
+          "idle = a place not sending within the phases (the journal's statements, the hand-over, job start, "
+          "each phase's first and last round). All in ms per call. between = last answer → "
           "first judge call (the driver plans and enqueues the judging); tail = last judge call → run finished "
           "(analysis).")
 

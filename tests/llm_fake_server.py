@@ -22,6 +22,7 @@ import contextlib
 import json
 import socketserver
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -65,7 +66,7 @@ class Reply:
     status: int = 200
     body: bytes | dict | list | Callable[[RecordedRequest], object] | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0  # wait before answering (longer than the client timeout: a timeout)
+    delay_s: float = 0.0  # answer this long after the request arrived (longer than the client timeout: a timeout)
     drop: bool = False  # close the connection without sending any response
     cut_body: bool = False  # send the status line and headers, then only half the body
     trickle_s: float = 0.0  # send the body a byte at a time, this long apart (never idle long enough for a read timeout)
@@ -127,6 +128,12 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms stall
     server: FakeLLMServer
 
+    def parse_request(self):
+        # The request line is in: a reply's delay counts from here, so that the server's own
+        # reading and parsing (slow under load in this Python server) is not added to it.
+        self.arrived = time.monotonic()
+        return super().parse_request()
+
     def do_POST(self):
         length = int(self.headers.get("content-length") or 0)
         request = RecordedRequest(
@@ -146,7 +153,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._write(refusal[0], json.dumps(refusal[1]).encode(), {})
             return
         reply = self.server._next_reply(request)
-        if reply.delay_s and self.server.stopping.wait(reply.delay_s):
+        if reply.delay_s and self.server.stopping.wait(max(reply.delay_s - (time.monotonic() - self.arrived), 0.0)):
             return
         if reply.drop:
             self.close_connection = True  # the client sees the socket close with no response
