@@ -30,37 +30,10 @@ L/2 (nothing left to send), which is 2.5 % of a 20 s phase at L = 1 s and must n
 did with 25 rounds (0.5-1.2 % per round of L). `--spare` 6 slots per process keep a few slot
 threads waiting in each process, so a place freed by an answer goes to one of them.
 
-Measured 4 Dec 2026, 17:57-18:19 UTC (issue 13), on this shared 2-CPU machine (load average 1-8
-from other work), `--levels 8:0.2 32:0.2 128:1 --processes 4 --repeat 2`, whole run (first
-reservation → run finished) / each phase, CPU per call (workers + the benchmark database's
-PostgreSQL backends + Redis):
-                                 before (c4bb4e6, this script)      after
-    K=8,   L=0.2 s, 4 × 8 slots:  95.5, 94.8 % (95.1-96.2 %)         96.6, 96.7 % (96.8-97.4 %)
-                                  CPU 5.0, 5.3 ms                    CPU 5.4, 5.2 ms
-    K=32,  L=0.2 s, 4 × 14 slots: 91.3, 89.8 % (87.4-94.1 %)         94.3, 92.8 % (93.4-96.7 %)
-                                  CPU 5.4, 5.1 ms                    CPU 4.4, 4.4 ms
-    K=128, L=1 s,   4 × 38 slots: 93.4, 91.8 % (91.8-95.5 %)         92.5, 94.1 % (93.8-95.4 %)
-                                  CPU 5.6, 6.2 ms                    CPU 5.9, 5.7 ms
-K=128 again at 18:20-18:24 (load 1.7-5.6), the workers' GIL switch interval (`MultiSlotWorker`,
-OWNWORDS_WORKER_SWITCH_S) at Python's 5 ms: 94.3, 93.3 % (CPU 5.6, 5.5 ms); at 1 ms (the
-default now): 95.1, 95.0 % (phases 95.8-96.0 %, CPU 4.9, 5.2 ms). Before the 1 ms switch, four
-runs at 17:52-18:02 gave 94.6-94.9 % (CPU 5.0-5.5 ms). With OWNWORDS_RESERVE_WITH_RECEIPT=0
-(each thread reserves its own attempt; 18:25-18:28, load 2.9-3.8): K=8 95.0, 94.5 % (CPU 5.1,
-6.1 ms), K=32 93.1, 90.3 % (CPU 5.0, 4.8 ms). The final code once more at 18:30-18:36 while
-other helpers ran browser tests (load 3.7-5.7): K=8 93.0, 95.1 %; K=32 92.6, 91.7 %; K=128
-91.6, 92.9 % (CPU 5.5-5.6, 4.8-5.4, 6.8-7.0 ms): on this machine the figures follow its load.
-With the same script at commit c4bb4e6's sizing (25 rounds, 2 spare slots) the figures were
-85.3 % (phases 88 %), 86.7 %, 92.1 % at 17:35 UTC: most of the change at K=8 is the sizing.
-What changed in the engine: a place freed in a process goes to a waiting slot thread of the same
-process without Redis (Redis counts it for lease + 5 s), and that thread's first attempt is
-reserved in the same statement as the answer's receipt (one commit, one WAL flush, for both).
-Sampled during K=32 before that (pg_stat_activity every 10 ms): on average 0.7-1.3 backends
-waiting on another backend's WAL flush, 0.2 on their own, 0.2 running; fdatasync on this disk
-takes 3.4 ms (`pg_test_fsync`). Nothing commits asynchronously: a receipt must be durable before
-anything else, a reservation before its send, so every request still waits for one WAL flush.
-What is left per call at K=8 (about 8 ms): the HTTP client and this script's Python server
-(2.5-4 ms beyond L), the statement and its flush (4-5 ms), a thread switch. Each phase's last
-round and the planning between the phases (0.1-0.3 s) cost the rest of the whole-run figure.
+What each change did, with the figures measured on this machine, is in `engine-results.md`
+beside this script; the latest (quiet machine, `--repeat 2`): K=8 97.3 %, K=32 96.0-96.3 %,
+K=128 93.9-95.6 % of K/L over the whole run (94.1-96.5 % within the phases), 5.2-6.4 ms of CPU
+per call.
 
     createdb -h 127.0.0.1 -U postgres bench_engine     # once (the script also creates it)
     .venv/bin/python benchmarks/engine.py                        # PostgreSQL bench_engine, Redis db 14
@@ -68,13 +41,8 @@ round and the planning between the phases (0.1-0.3 s) cost the rest of the whole
 
 The database and Redis database 14 are emptied first; do not point them at real data.
 
-Measured on a shared 2-CPU machine (other test suites running), PostgreSQL, 400 calls per run:
-before the engine work (commit 9c222c5) 49–59 % of ideal with SimpleWorkers (63 ms of CPU per
-call, the run's row lock on every reservation and record, the driver after every slot);
-after it 83–89 % (26 ms of CPU per call), 91–92 % for 800 calls, 93–95 % within a phase.
-rq's default forking Worker reaches 28 %: each job forks and imports the engine afresh and
-opens new database, Redis and HTTP connections; run workers with
-`--worker-class rq.worker.SimpleWorker`.
+The older per-configuration mode (`--workers`, `--classes`) compares worker classes at K=8
+(`engine-results.md`: rq's forking Worker reaches 28 %; run workers with a SimpleWorker class).
 """
 import argparse
 import math
