@@ -244,8 +244,7 @@ def measure(run: Run, cap: int = CAP, delay_s: float = DELAY_S) -> dict:
         "send_extra_ms": (send / n - delay_s) * 1000,
         # Within the phases, each place's time not spent in a send (between an answer and the
         # next send: the journal's statements, the hand-over, a job's start; and each phase's
-        # first and last round). (Reservation → receipt no longer says it: a waiting thread's
-        # attempt is reserved ahead of its place.)
+        # first and last round).
         "idle_ms": (cap * sum((b - a).total_seconds() for a, b in spans.values()) - send) / n * 1000,
         "median_send_ms": statistics.median(e for *_, e, _ in calls) * 1000,
         # between phases: the last answer recorded → the first judge call reserved (the driver

@@ -10,8 +10,7 @@ each holder's own cap and the leases stay Redis's:
 - the journal hands a place on before the receipt is stored only for an answer: a quota answer
   keeps its place until the circuit is open in the database;
 - a waiting thread's first attempt is reserved in the same statement as the answer that frees
-  its place (one commit for both), and the next waiting thread's ahead of its place: it sends
-  the moment a place comes, unless the run stopped sending meanwhile (then it is withdrawn).
+  its place (one commit for both).
 """
 import threading
 import time
@@ -24,7 +23,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from experiments.execution import concurrency, control
+from experiments.execution import concurrency
 from experiments.execution.concurrency import HandoverLimiter, InflightLimiter
 from experiments.execution.driver import run_drive
 from experiments.execution.journal import slot_execute
@@ -311,90 +310,3 @@ def test_a_waiting_threads_first_attempt_is_reserved_in_the_statement_of_the_ans
     b_call = ModelCall.objects.get(slot_id=asking)
     assert b_call.reserved_at > ModelCall.objects.get(slot_id=waiting).finished_at
     assert limiter.in_flight(name) == 0
-
-
-def _four_slot_threads(project, server, redis_connection, name_of_cohort, pause_during_second=False):
-    """One place (cap 1), four slot threads of one "process": A sends; B asks Redis; C and D wait
-    in the process with their tickets. A's answer hands the place to C and reserves C's attempt
-    and, ahead of its place, D's in its own statement; C's answer hands the place to D.
-    Returns the run, the slot ids (A, B, C, D) and the call rows as seen during C's request."""
-    run = make_run(project, build_cohort(project, sessions=4, name=name_of_cohort), conditions=[QUESTION_ONLY],
-                   generator=openai_model(server), concurrency={"openai": 1})
-    a, b, c, d = run_drive(run.pk).slot_ids
-    limiter = HandoverLimiter(InflightLimiter(redis_connection))
-    name = limiter_name(model_config(run.protocol.generator))
-    errors = []
-
-    def execute(slot_id):
-        try:
-            with httpx.Client(trust_env=False) as client:
-                slot_execute(slot_id, limiter=limiter, client=client, worker=f"test-{slot_id}", sleep=Sleeps())
-        except Exception as exc:  # reported below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = {slot_id: threading.Thread(target=execute, args=(slot_id,)) for slot_id in (a, b, c, d)}
-
-    def reply_to_a(request):
-        threads[b].start()
-        wait_until(lambda: name in limiter._asking)  # B asks Redis (the cap is full)
-        threads[c].start()
-        wait_until(lambda: len(limiter._waiting.get(name, ())) == 1)
-        threads[d].start()
-        wait_until(lambda: len(limiter._waiting.get(name, ())) == 2)  # C, then D, wait here
-        return answer(request, "A's answer.")
-
-    seen = {}
-
-    def reply_to_c(request):
-        # C's request, in flight: D's attempt is reserved already, in A's receipt's statement.
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(f"SELECT slot_id, xmin::text, reserved_at, finished_at FROM {ModelCall._meta.db_table} "
-                               "WHERE run_id = %s", [run.pk])
-                seen.update({slot_id: rest for slot_id, *rest in cursor.fetchall()})
-            if pause_during_second:
-                control.run_pause(run=Run.objects.get(pk=run.pk), user=None, reason="the owner stops to look")
-        finally:
-            connection.close()
-        return answer(request, "C's answer.")
-
-    server.script(Reply(body=reply_to_a), Reply(body=reply_to_c))
-    threads[a].start()
-    for thread in threads.values():
-        thread.join(timeout=30)
-    assert not errors and not any(thread.is_alive() for thread in threads.values()), errors
-    assert limiter.in_flight(name) == 0
-    return run, (a, b, c, d), seen
-
-
-def test_the_next_waiting_threads_attempt_is_reserved_ahead_of_its_place_and_sent_when_the_place_comes(
-        transactional_db, project, server, redis_connection):
-    run, (a, b, c, d), seen = _four_slot_threads(project, server, redis_connection, "ahead")
-    assert set(Slot.objects.filter(run=run).values_list("status", flat=True)) == {Slot.Status.OK}
-    assert ModelCall.objects.filter(run=run).count() == 4 and len(server.requests) == 4  # one call each
-    assert set(seen) == {a, c, d}  # during C's request: D reserved, B not yet
-    # C's and D's reservations and A's receipt: one transaction, one time.
-    assert seen[c][0] == seen[d][0] == seen[a][0]
-    assert seen[c][1] == seen[d][1] == seen[a][2]
-    # D sent after C's answer, under the reservation made ahead (not a new one).
-    d_call = ModelCall.objects.get(slot_id=d)
-    assert d_call.reserved_at == seen[d][1] and d_call.finished_at > ModelCall.objects.get(slot_id=c).finished_at
-
-
-def test_an_attempt_reserved_ahead_is_withdrawn_unsent_when_the_run_paused_before_its_place_came(
-        transactional_db, project, server, redis_connection):
-    run, (a, b, c, d), seen = _four_slot_threads(project, server, redis_connection, "ahead-paused",
-                                                 pause_during_second=True)
-    assert seen[d][0] == seen[a][0]  # D's attempt was reserved ahead, with A's receipt
-    run.refresh_from_db()
-    assert run.status == Run.Status.PAUSED
-    # Nothing was sent after the pause: D's reservation is gone, its slot pending and not handed out,
-    # so that a resume hands it out again; B never reserved.
-    assert len(server.requests) == 2
-    assert set(ModelCall.objects.filter(run=run).values_list("slot_id", flat=True)) == {a, c}
-    for slot_id in (b, d):
-        slot = Slot.objects.get(pk=slot_id)
-        assert slot.status == Slot.Status.PENDING
-    assert Slot.objects.get(pk=d).dispatched_at is None

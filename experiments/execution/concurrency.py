@@ -19,7 +19,6 @@ place's lease has run out (after which Redis drops the token by itself).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import uuid
@@ -210,41 +209,27 @@ HOLD_S = 5.0
 
 class _Waiter:
     """A thread of this process waiting for a place: handed one (`place`; `taken` when the
-    giver took it over for it), or told to take its turn asking Redis (`place` None).
-    `filling`: set once a giver's statement that reserves this waiter's attempt ahead of its
-    place (`Handing`) is done; None while nobody reserves it."""
+    giver took it over for it), or told to take its turn asking Redis (`place` None)."""
 
-    __slots__ = ("event", "place", "taken", "cap", "lease_s", "ticket", "filling")
+    __slots__ = ("event", "place", "taken", "cap", "lease_s", "ticket")
 
     def __init__(self, cap: int, lease_s: float, ticket):
         self.event = threading.Event()
         self.place: Place | None = None
         self.taken = False
         self.cap, self.lease_s, self.ticket = max(int(cap), 1), lease_s, ticket
-        self.filling: threading.Event | None = None
-
-
-# OWNWORDS_RESERVE_AHEAD=0: a waiting thread's attempt is reserved only with the answer that
-# frees its place (for comparisons).
-RESERVE_AHEAD = os.environ.get("OWNWORDS_RESERVE_AHEAD", "1") != "0"
 
 
 class Handing:
-    """A place given to a waiting thread of this process (`HandoverLimiter.hand_on`), and the
-    waiters' tickets (opaque here) the giver is to fill in its own statement: `tickets`, pairs
-    (ticket, ahead). The first waiter's, when nobody fills it yet: that waiter is woken only by
-    `complete`, with the place. And the next waiter's (`ahead`): its attempt is reserved before
-    it has a place, so that it can send the moment one is handed to it, with no commit of its
-    own on the path of its request. `complete` tells each waiter its ticket is done."""
+    """A place given to a waiting thread of this process (`HandoverLimiter.hand_on`). With a
+    `ticket` (the waiter's, opaque here) the waiter is woken only by `complete`, after the giver
+    did what the ticket asks (the journal: reserve the waiter's attempt with its own receipt)."""
 
-    def __init__(self, waiter: _Waiter | None = None, place: Place | None = None, ahead: _Waiter | None = None):
-        self._waiter, self._place, self._ahead = waiter, place, ahead
-        self.tickets = [(w.ticket, w is ahead) for w in (waiter, ahead) if w is not None]
+    def __init__(self, waiter: _Waiter | None = None, place: Place | None = None):
+        self._waiter, self._place = waiter, place
+        self.ticket = waiter.ticket if waiter is not None else None
 
     def complete(self) -> None:
-        if self._ahead is not None:
-            self._ahead.filling.set()
-            self._ahead = None
         if self._waiter is not None:
             self._waiter.place, self._waiter.taken = self._place, True
             self._waiter.event.set()
@@ -280,26 +265,16 @@ class HandoverLimiter(Holding):
 
     def acquire(self, name: str, cap: int, *, lease_s: float, ticket=None) -> Place:
         """A place under `name`. `ticket`: what a thread handing this one its place may do for
-        it first (`hand_on`, `Handing`): reserve its attempt, with the place or ahead of it.
-        Returns once that is done, whoever did it."""
-        waiter = _Waiter(cap, lease_s, ticket)
-        try:
-            return self._wait_for_place(name, cap, lease_s, waiter)
-        finally:
-            if waiter.filling is not None:
-                waiter.filling.wait()  # the statement reserving its attempt ahead has committed (or failed)
-
-    def _wait_for_place(self, name: str, cap: int, lease_s: float, waiter: _Waiter) -> Place:
+        it first, with its place already taken over (`hand_on`, `Handing.complete`)."""
         while True:
+            waiter = None
             with self._lock:
-                asking = name not in self._asking
-                if asking:
-                    self._asking.add(name)
-                else:
-                    waiter.event.clear()
-                    waiter.place, waiter.taken = None, False
+                if name in self._asking:
+                    waiter = _Waiter(cap, lease_s, ticket)
                     self._waiting.setdefault(name, deque()).append(waiter)
-            if not asking:
+                else:
+                    self._asking.add(name)
+            if waiter is not None:
                 waiter.event.wait()
                 if waiter.taken:
                     return waiter.place
@@ -345,10 +320,8 @@ class HandoverLimiter(Holding):
         """Give the place to a thread of this process waiting under its name, if one waits (None:
         the place is still the caller's). Touches nothing but this process. When the first
         waiter brought a ticket and the place needs no Redis to be its (the same cap, counted
-        long enough), the place is taken over for it now: it goes at once if its attempt is
-        reserved already (ahead), else the caller reserves it (`Handing.tickets`) and wakes it
-        (`Handing.complete`); the next waiter's attempt is then reserved ahead of its place in the
-        same statement. Otherwise the waiter has the place already."""
+        long enough), the place is taken over for it now and the caller must `complete` the
+        returned `Handing` once it did what the ticket asks; otherwise the waiter has it already."""
         with self._lock:
             queue = self._waiting.get(place.name)
             waiter = queue[0] if queue else None
@@ -358,17 +331,7 @@ class HandoverLimiter(Holding):
             if (waiter.ticket is not None and waiter.cap == place.cap
                     and now + waiter.lease_s <= place.counted_until):
                 queue.popleft()
-                handed = replace(place, expires=now + waiter.lease_s)
-                ahead = queue[0] if RESERVE_AHEAD and queue else None
-                if ahead is not None and (ahead.ticket is None or ahead.filling is not None):
-                    ahead = None  # nothing to reserve, or reserved (being reserved) already
-                if ahead is not None:
-                    ahead.filling = threading.Event()
-                if waiter.filling is None:
-                    return Handing(waiter, handed, ahead)
-                waiter.place, waiter.taken = handed, True  # reserved ahead: it sends now
-                waiter.event.set()
-                return Handing(ahead=ahead)
+                return Handing(waiter, replace(place, expires=now + waiter.lease_s))
         return Handing() if self.pass_on(place) else None
 
     def pass_on(self, place: Place) -> bool:

@@ -38,8 +38,7 @@ from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
 )
 from experiments.execution.receipt_sql import record_receipt as _record_receipt
-from experiments.execution.reservation import (NextReservation, Reservation, confirm_ahead, hot_cursor, next_reservation,
-                                                reserve, settle)
+from experiments.execution.reservation import NextReservation, Reservation, hot_cursor, next_reservation, reserve, settle
 from experiments.models import ModelCall, Protocol, Run, Slot
 
 logger = logging.getLogger(__name__)
@@ -52,14 +51,14 @@ OPEN_STATUSES = (Slot.Status.PENDING, Slot.Status.IN_FLIGHT, Slot.Status.HELD)
 
 
 def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | None = None,
-            next_tickets: list[tuple[NextReservation, bool]] = ()) -> bool:
+            next_ticket: NextReservation | None = None) -> bool:
     """Store the attempt's receipt and what it means for the slot and the run.
 
     Returns False when the receipt came too late: the reservation's lease had run out and
     the slot is counted unknown. The receipt is kept, the slot stays as it is, nothing is
     retried. Statements are conditional updates in the order run (only for quota or a
-    fatal error) → attempt → slot → results, the order run_drive uses. `next_tickets`: other
-    slots' first attempts, reserved in the receipt's statement when that is one statement.
+    fatal error) → attempt → slot → results, the order run_drive uses. `next_ticket`: another
+    slot's first attempt, reserved in the receipt's statement when that is one statement.
     """
     usage = outcome.usage
     kind = outcome.kind
@@ -94,7 +93,7 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         result = result_statements(slot, outcome.text if kind == OutcomeKind.OK else None)
         if result is not None:
             if _record_receipt(call_id, receipt, slot.pk, status, note, retry_at, now, result=result,
-                               next_tickets=next_tickets):
+                               next_ticket=next_ticket):
                 slot.status, slot.status_note, slot.retry_at = status, note, retry_at
                 return True
             return _late(call_id, receipt, slot, outcome)
@@ -214,15 +213,12 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
     while True:
         # The place is given back only after the outcome is committed (`release` never raises),
         # or handed to a waiting thread of this process once a usable answer is in (`_hand_on`),
-        # whose first attempt may be reserved with that answer's receipt, or with an earlier
-        # one, ahead of its place (`ticket`).
+        # whose first attempt may be reserved with that answer's receipt (`ticket`).
         ticket = next_reservation(slot_id, basis=basis, worker=worker, lease_s=lease_s, policy=policy)
         place = limiter.acquire(name, cap, lease_s=lease_s, ticket=ticket)
         handing = None
         try:
             reservation = ticket.reservation() if ticket is not None else None
-            if reservation is not None and ticket.ahead:  # reserved while this thread waited
-                reservation = db(confirm_ahead, reservation, send_within_s=config.timeout_s + 1.0)
             if reservation is None:
                 reservation = db(reserve, slot_id, basis=basis, justification=justification, worker=worker,
                                  lease_s=lease_s, policy=policy, after_call=after_call)
@@ -242,7 +238,7 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
                 handing = _hand_on(limiter, place)
                 place = None if handing is not None else place
             decision, recorded = db(_decide_and_record, retry_policy, policy, run, slot, reservation, outcome,
-                                    handing.tickets if handing is not None else ())
+                                    handing.ticket if handing is not None else None)
         finally:
             if handing is not None:
                 handing.complete()  # the waiting thread sends, or reserves itself (no ticket filled)
@@ -278,9 +274,9 @@ def _prepare(slot_id: int):
 
 
 def _decide_and_record(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reservation,
-                       outcome: Outcome, next_tickets: list = ()) -> tuple[Decision, bool]:
+                       outcome: Outcome, next_ticket: NextReservation | None = None) -> tuple[Decision, bool]:
     decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
-    return decision, _record(reservation.call_id, outcome, decision, slot, next_tickets)
+    return decision, _record(reservation.call_id, outcome, decision, slot, next_ticket)
 
 
 def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):

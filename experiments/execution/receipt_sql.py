@@ -1,11 +1,10 @@
 """The receipt of an attempt as one statement on PostgreSQL (the journal's path of nearly every answer).
 
-Receipt, slot and the slot's result in one statement, its own transaction; and, when slot
-threads of the same process wait for in-flight places, their first attempts reserved in the same
-statement (`reservation.NextReservation`): that of the thread this answer's place goes to, when
-it has none yet (it is woken only after the commit), and that of the next one in line, ahead of
-its place. One commit, so one WAL flush, for all. Durability is unchanged: the receipt is
-durable no later than the reservations, and each reservation before its thread sends.
+Receipt, slot and the slot's result in one statement, its own transaction; and, when a slot
+thread of the same process waits for the in-flight place this answer frees, that thread's first
+attempt reserved in the same statement (`reservation.NextReservation`): one commit, so one WAL
+flush, for both. Durability is unchanged: the receipt is durable no later than the reservation,
+which is durable before its thread sends; the thread is woken only after the commit.
 """
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ WITH attempt AS (
     WHERE id = %s AND status = %s AND EXISTS (SELECT 1 FROM attempt)
     RETURNING id
 ){result}
-SELECT (SELECT count(*) FROM attempt), (SELECT count(*) FROM moved){next_calls}
+SELECT (SELECT count(*) FROM attempt), (SELECT count(*) FROM moved), {next_call}
 """
 _RECEIPT_FIELDS = ("finished_at", "outcome", "http_status", "response_id", "model_version", "finish_reason", "text",
                    "input_tokens", "output_tokens", "reasoning_tokens", "total_tokens", "elapsed_s", "error",
@@ -36,41 +35,37 @@ _RECEIPT_FIELDS = ("finished_at", "outcome", "http_status", "response_id", "mode
 
 
 def record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now, result=None,
-                   next_tickets: list[tuple[NextReservation, bool]] = ()) -> bool:
+                   next_ticket: NextReservation | None = None) -> bool:
     """The attempt's receipt, if the attempt is still open, and the slot's new state, if it is
     still in flight: True when both happened (one statement on PostgreSQL). `result`:
     statements (sql, params) storing the slot's result, run in the same statement only if the
-    slot moved (their SQL may read the `moved` CTE). `next_tickets`: waiting threads' first
-    attempts (ticket, reserved ahead of its place?), reserved in the same statement (one commit,
-    one WAL flush, for all: the receipt is durable no later than the reservations, and each
-    reservation before its thread sends); should that part fail, the receipt is stored alone
-    and the tickets' threads reserve themselves."""
+    slot moved (their SQL may read the `moved` CTE). `next_ticket`: a waiting thread's first
+    attempt, reserved in the same statement (one commit, one WAL flush, for both: the receipt
+    is durable no later than the reservation, and the reservation before its thread sends);
+    should that part fail, the receipt is stored alone and the ticket's thread reserves itself."""
     if connection.vendor == "postgresql":
-        ctes, extra = [], []
-        for index, (ticket, ahead) in enumerate(next_tickets if not connection.in_atomic_block else ()):
-            ticket.ahead = ahead
-            sql, params = first_reservation_ctes(ticket, now, suffix=str(index))
-            ctes.append(sql)
-            extra += params
+        ctes, extra = ("", [])
+        if next_ticket is not None and not connection.in_atomic_block:
+            ctes, extra = first_reservation_ctes(next_ticket, now)
         sql = _RECORD_SQL.format(call=ModelCall._meta.db_table, slot=Slot._meta.db_table,
                                  receipt=", ".join(f"{name} = %s" for name in _RECEIPT_FIELDS),
                                  result="".join(f", result{i} AS ({sql})" for i, (sql, _) in enumerate(result or ()))
-                                 + "".join(", " + cte for cte in ctes),
-                                 next_calls="".join(f", (SELECT id FROM reserved{i})" for i in range(len(ctes))))
+                                 + (", " + ctes if ctes else ""),
+                                 next_call="(SELECT id FROM reserved)" if ctes else "NULL")
         params = [receipt[name] for name in _RECEIPT_FIELDS]
         params += [call_id, status, note, retry_at, now, slot_id, Slot.Status.IN_FLIGHT]
         params += [value for _, values in (result or ()) for value in values] + extra
         try:
             with hot_cursor() as cursor:
                 cursor.execute(sql, params, prepare=True)
-                recorded, moved, *next_calls = cursor.fetchone()
+                recorded, moved, next_call = cursor.fetchone()
         except DatabaseError:
             if not ctes:
                 raise
-            logger.exception("a receipt with other slots' reservations failed; storing the receipt alone")
+            logger.exception("a receipt with another slot's reservation failed; storing the receipt alone")
             return record_receipt(call_id, receipt, slot_id, status, note, retry_at, now, result=result)
-        for (ticket, _), next_call in zip(next_tickets, next_calls):
-            ticket.call_id = next_call
+        if ctes:
+            next_ticket.call_id = next_call
         return bool(recorded and moved)
     return bool(ModelCall.objects.filter(pk=call_id, outcome="").update(**receipt)
                 and Slot.objects.filter(pk=slot_id, status=Slot.Status.IN_FLIGHT)

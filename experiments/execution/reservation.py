@@ -142,34 +142,33 @@ def _stop(run: Run, reached: str) -> None:
 # statement wait for its commit, and PostgreSQL then re-checks the run's conditions against
 # the row as committed (READ COMMITTED's re-check of locked rows), so an opened circuit is seen.
 _FIRST_CTES = """
-sending{n} AS (
+sending AS (
     SELECT r.id FROM {run} r JOIN {slot} s ON s.run_id = r.id
     WHERE s.id = %s AND r.status = %s AND NOT r.circuit_open AND r.phase = s.phase
     FOR SHARE OF r
-), claimed{n} AS (
+), claimed AS (
     UPDATE {slot} SET status = %s, retry_at = NULL, updated_at = %s
-    WHERE id = %s AND status = %s AND amended_attempts = 0 AND run_id IN (SELECT id FROM sending{n})
+    WHERE id = %s AND status = %s AND amended_attempts = 0 AND run_id IN (SELECT id FROM sending)
     RETURNING id, run_id, phase
-), reserved{n} AS (
+), reserved AS (
     INSERT INTO {call} (slot_id, run_id, phase, attempt, basis, justification, worker, reserved_at, lease_until,
                         outcome, response_id, model_version, finish_reason, error, raw_body)
-    SELECT id, run_id, phase, 1, %s, '', %s, %s, %s, '', '', '', '', '', '' FROM claimed{n}
+    SELECT id, run_id, phase, 1, %s, '', %s, %s, %s, '', '', '', '', '', '' FROM claimed
     RETURNING id
 )"""
+
 
 @dataclass
 class NextReservation:
     """A first attempt a slot thread waiting for an in-flight place asks the thread that hands
     it the place to reserve in the same statement as its own receipt (`first_reservation_ctes`):
     one commit, so one WAL flush, instead of two on the path of every request. `call_id` is set
-    once that statement committed with the reservation in it; None: reserve it yourself. `ahead`:
-    reserved before the thread had its place (`confirm_ahead` before it sends)."""
+    once that statement committed with the reservation in it; None: reserve it yourself."""
 
     slot_id: int
     worker: str
     lease_s: float
     call_id: int | None = None
-    ahead: bool = False
 
     def reservation(self) -> Reservation | None:
         return Reservation(self.call_id, ModelCall.Basis.FIRST, 0) if self.call_id is not None else None
@@ -188,52 +187,17 @@ def next_reservation(slot_id: int, *, basis: str, worker: str, lease_s: float, p
     return NextReservation(slot_id, worker, lease_s)
 
 
-def first_reservation_ctes(ticket: NextReservation, now, suffix: str = "") -> tuple[str, list]:
-    """`_reserve_first`'s statement as CTEs (sending, claimed, reserved: the new call's id; each
-    name followed by `suffix`) for another statement's WITH list, and their parameters.
-    Durability is the reservation's own: the statement they join commits before the ticket's
-    thread may send."""
-    return _first_ctes(ticket.slot_id, ticket.worker, ticket.lease_s, now, suffix)
+def first_reservation_ctes(ticket: NextReservation, now) -> tuple[str, list]:
+    """`_reserve_first`'s statement as CTEs (sending, claimed, reserved: the new call's id) for
+    another statement's WITH list, and their parameters. Durability is the reservation's own:
+    the statement they join commits before the ticket's thread may send."""
+    return _first_ctes(ticket.slot_id, ticket.worker, ticket.lease_s, now)
 
 
-def _first_ctes(slot_id: int, worker: str, lease_s: float, now, suffix: str = "") -> tuple[str, list]:
-    sql = _FIRST_CTES.format(slot=Slot._meta.db_table, run=Run._meta.db_table, call=ModelCall._meta.db_table,
-                             n=suffix)
+def _first_ctes(slot_id: int, worker: str, lease_s: float, now) -> tuple[str, list]:
+    sql = _FIRST_CTES.format(slot=Slot._meta.db_table, run=Run._meta.db_table, call=ModelCall._meta.db_table)
     return sql, [slot_id, Run.Status.RUNNING, Slot.Status.IN_FLIGHT, now, slot_id, Slot.Status.PENDING,
                  ModelCall.Basis.FIRST, worker[:200], now, now + timedelta(seconds=lease_s)]
-
-
-# A reservation made ahead of its place (`NextReservation.ahead`) is checked once more when the
-# place comes, right before the send: the run may have paused or its circuit opened meanwhile (no
-# request is sent after that), or the wait may have used up too much of its lease.
-_AHEAD_SQL = """
-SELECT 1 FROM {call} c JOIN {run} r ON r.id = c.run_id
-WHERE c.id = %s AND c.outcome = '' AND c.lease_until > %s AND r.status = %s AND NOT r.circuit_open
-  AND r.phase = c.phase
-"""
-# Nothing was sent under it: the attempt is withdrawn (the journal keeps only attempts that may
-# have been sent) and the slot is pending again, to be handed out again (unless this thread
-# reserves it afresh at once).
-_WITHDRAW_SQL = """
-WITH withdrawn AS (DELETE FROM {call} WHERE id = %s AND outcome = '' RETURNING slot_id)
-UPDATE {slot} SET status = %s, dispatched_at = NULL, updated_at = %s
-WHERE id IN (SELECT slot_id FROM withdrawn) AND status = %s
-"""
-
-
-def confirm_ahead(reservation: Reservation, *, send_within_s: float) -> Reservation | None:
-    """The reservation, when the run may still send and its lease covers a send of up to
-    `send_within_s`; else None, the attempt withdrawn (the caller may reserve afresh)."""
-    names = dict(call=ModelCall._meta.db_table, run=Run._meta.db_table, slot=Slot._meta.db_table)
-    now = timezone.now()
-    with hot_cursor() as cursor:
-        cursor.execute(_AHEAD_SQL.format(**names),
-                       [reservation.call_id, now + timedelta(seconds=send_within_s), Run.Status.RUNNING], prepare=True)
-        if cursor.fetchone():
-            return reservation
-        cursor.execute(_WITHDRAW_SQL.format(**names),
-                       [reservation.call_id, Slot.Status.PENDING, now, Slot.Status.IN_FLIGHT], prepare=True)
-    return None
 
 
 def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
