@@ -31,8 +31,8 @@ did with 25 rounds (0.5-1.2 % per round of L). `--spare` 6 slots per process kee
 threads waiting in each process, so a place freed by an answer goes to one of them.
 
 What each change did, with the figures measured on this machine, is in `engine-results.md`
-beside this script; the latest (quiet machine, `--repeat 2`): K=8 97.3 %, K=32 96.0-96.3 %,
-K=128 93.9-95.6 % of K/L over the whole run (94.1-96.5 % within the phases), 5.2-6.4 ms of CPU
+beside this script; the latest (4 Dec 2026, quiet machine): K=8 96.3-96.9 %, K=32 95.0-96.3 %,
+K=128 94.0-95.6 % of K/L over the whole run (94.6-97.7 % within the phases), 4.0-6.1 ms of CPU
 per call.
 
     createdb -h 127.0.0.1 -U postgres bench_engine     # once (the script also creates it)
