@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import signal
+from collections import deque
 from itertools import islice
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
@@ -162,11 +163,71 @@ def _arrow_tasks(paths: list[Path], source: str) -> Iterator[tuple]:
 
 # --- the stream -----------------------------------------------------------------------------------
 
+def _in_workers(tasks: Iterator[tuple], workers: int) -> Iterator[PreparedBatch]:
+    """`prepare_task` of each task in `workers` forked processes, the results in task order.
+
+    Each worker has a pipe of its own and one task at a time: it gets its next task as soon as
+    its result is in, and results are taken in the order the tasks went out. (multiprocessing's
+    Pool shares one result queue and its lock among the workers: stopping early, its terminate
+    could wait forever for that lock, held by a worker with a large result half written — an
+    import that hung now and then.) The workers end with the stream, early or not: killed and
+    reaped; nothing they hold is shared."""
+    context = multiprocessing.get_context("fork")  # they need nothing but this module, and start at once
+    pipes, processes = [], []
+    try:
+        for _ in range(workers):
+            parent_end, child_end = context.Pipe()
+            process = context.Process(target=_work, args=(child_end,), daemon=True)
+            process.start()
+            child_end.close()  # the worker's own now: its death reads as the end of the pipe
+            pipes.append(parent_end)
+            processes.append(process)
+        waiting: deque[int] = deque()  # the workers holding a task, in the order the tasks went out
+        for index, pipe in enumerate(pipes):
+            if (task := next(tasks, None)) is None:
+                break
+            pipe.send(task)
+            waiting.append(index)
+        while waiting:
+            index = waiting.popleft()
+            try:
+                failed, value = pipes[index].recv()
+            except EOFError:
+                raise RuntimeError("a survey import worker process ended without its result") from None
+            if failed:
+                raise value
+            if (task := next(tasks, None)) is not None:
+                pipes[index].send(task)  # the worker goes on while the caller stores this batch
+                waiting.append(index)
+            yield value
+    finally:
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.join()
+        for pipe in pipes:
+            pipe.close()
+
+
+def _work(pipe) -> None:
+    """A worker of `_in_workers`: tasks in, (failed, batch or exception) out, until killed."""
+    _worker_signals()
+    while True:
+        try:
+            task = pipe.recv()
+        except EOFError:
+            return
+        try:
+            result = (False, prepare_task(task))
+        except Exception as exc:  # the caller raises it
+            result = (True, exc)
+        pipe.send(result)
+
+
 def _worker_signals() -> None:
     """A forked worker inherits its parent's signal handlers: an rq worker's, for one, turns SIGTERM
-    into a "warm shutdown" request, so the pool's terminate (SIGTERM) would leave the worker
-    waiting on the pool's queue forever, and the import waiting for it. A worker dies on SIGTERM;
-    Ctrl-C is for the parent, which ends the pool."""
+    into a "warm shutdown" request. A worker dies on SIGTERM; Ctrl-C is for the parent, which
+    ends the workers."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -187,10 +248,7 @@ class PreparedStream:
         if self.workers <= 1:
             yield from map(prepare_task, tasks)
             return
-        # fork: the workers need nothing but this module, and start at once; they compute only
-        # (no database, no files but the ones sent). The pool ends with the stream, early or not.
-        with multiprocessing.get_context("fork").Pool(self.workers, initializer=_worker_signals) as pool:
-            yield from pool.imap(prepare_task, tasks)
+        yield from _in_workers(tasks, self.workers)
 
     def __iter__(self) -> Iterator[list[PreparedRespondent]]:
         problems: list[SurveyProblem] = []
