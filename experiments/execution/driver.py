@@ -73,6 +73,7 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
         seal_checked = False
         while run.may_send():
             complete = True
+            slots = Slot.objects.filter(run=run, phase=run.phase)
             if run.phase == Phase.DONE:
                 run.status = Run.Status.FINISHED
                 run.finished_at = timezone.now()
@@ -85,7 +86,6 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                 planner = plan_regrade if run.protocol.is_regrade() else PLANNERS[run.phase]
                 interview_judging = (run.phase == Phase.JUDGING and planner is not plan_regrade
                                      and not is_survey_protocol(run.protocol))
-                slots = Slot.objects.filter(run=run, phase=run.phase)
                 if interview_judging and slots.filter(status__in=OPEN_STATUSES).exists():
                     # Planned in parts and its first calls under way: the rest is planned without
                     # the run's lock (`run_plan_part`, which checks the seal then), not here, where
@@ -108,7 +108,6 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                     run.save(update_fields=["planned_phase"])
             expire_leases(run)
             cooling_s = _continue_allowances(run)
-            slots = Slot.objects.filter(run=run, phase=run.phase)
             to_send = _hand_out(run.pk, run.phase, redispatch_after_s)
             if not complete or cooling_s is not None or to_send or slots.filter(status__in=OPEN_STATUSES).exists():
                 recheck_in_s = _next_deadline_s(run)

@@ -183,11 +183,17 @@ def _in_workers(tasks: Iterator[tuple], workers: int) -> Iterator[PreparedBatch]
             pipes.append(parent_end)
             processes.append(process)
         waiting: deque[int] = deque()  # the workers holding a task, in the order the tasks went out
-        for index, pipe in enumerate(pipes):
+
+        def hand_next_task(index: int) -> bool:
             if (task := next(tasks, None)) is None:
-                break
-            pipe.send(task)
+                return False
+            pipes[index].send(task)
             waiting.append(index)
+            return True
+
+        for index in range(len(pipes)):  # one task each to begin with
+            if not hand_next_task(index):
+                break
         while waiting:
             index = waiting.popleft()
             try:
@@ -196,9 +202,7 @@ def _in_workers(tasks: Iterator[tuple], workers: int) -> Iterator[PreparedBatch]
                 raise RuntimeError("a survey import worker process ended without its result") from None
             if failed:
                 raise value
-            if (task := next(tasks, None)) is not None:
-                pipes[index].send(task)  # the worker goes on while the caller stores this batch
-                waiting.append(index)
+            hand_next_task(index)  # the worker goes on while the caller stores this batch
             yield value
     finally:
         for process in processes:
