@@ -167,21 +167,32 @@ def canonical_task_list(tasks) -> str:
     Text enters through its sha256, so the hash binds the questions and reference
     answers without the task list itself holding private text.
     """
+    return canonical_task_lines(
+        (task.session.external_id, task.session.person.label, task.session.study.key, task.position,
+         task.question_turn.index, task.answer_turn.index, task.cut, task.record_cut,
+         sha256_text(task.question_turn.text), sha256_text(task.answer_turn.text))
+        for task in tasks)
+
+
+def canonical_task_lines(rows) -> str:
+    """`canonical_task_list` from plain rows: (session, person, study, position, question turn,
+    answer turn, cut, record cut, question sha256, answer sha256), in cohort order."""
     lines = []
-    for task in tasks:
+    for (session, person, study, position, question_turn, answer_turn, cut, record_cut,
+         question_sha256, answer_sha256) in rows:
         lines.append(
             canonical_json(
                 {
-                    "session": task.session.external_id,
-                    "person": task.session.person.label,
-                    "study": task.session.study.key,
-                    "position": task.position,
-                    "question_turn": task.question_turn.index,
-                    "answer_turn": task.answer_turn.index,
-                    "cut": task.cut,
-                    "record_cut": task.record_cut,
-                    "question_sha256": sha256_text(task.question_turn.text),
-                    "answer_sha256": sha256_text(task.answer_turn.text),
+                    "session": session,
+                    "person": person,
+                    "study": study,
+                    "position": position,
+                    "question_turn": question_turn,
+                    "answer_turn": answer_turn,
+                    "cut": cut,
+                    "record_cut": record_cut,
+                    "question_sha256": question_sha256,
+                    "answer_sha256": answer_sha256,
                 }
             )
         )

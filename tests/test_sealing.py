@@ -198,3 +198,16 @@ def test_a_condition_removed_from_the_registry_is_a_mismatch_not_a_crash(project
         f"the settings changed ({protocol.seal['settings_sha256'][:12]} → "
         f"{sealing.protocol_hashes(protocol)['settings_sha256'][:12]})",
     ]
+
+
+def test_the_task_list_hash_the_database_computes_is_the_canonical_one_for_any_text(project):
+    """The seal check hashes question and answer texts in the database (PostgreSQL) or here: the
+    same sha256 of the same UTF-8 bytes as `canonical_task_list`, whatever the text holds."""
+    cohort = build_cohort(project, sessions=2, targets=2, name="unicode")
+    texts = ["Grüße, ça va? «Oui» — 你好 🌱", "line one\nline two\u2028\u0301é\t\"quoted\" \\ back", "ﬁ ẞ 𝔘𝔫𝔦", ""]
+    turn_ids = [turn_id for task in cohort_tasks(cohort) for turn_id in (task.question_turn_id, task.answer_turn_id)]
+    for i, turn_id in enumerate(turn_ids):
+        Turn.objects.filter(pk=turn_id).update(text=texts[i % len(texts)] + f" {i}")
+    expected = hashlib.sha256(canonical_task_list(cohort_tasks(cohort)).encode()).hexdigest()
+    assert sealing.cohort_task_list_sha256(cohort) == expected
+    assert expected != cohort.task_list_sha256  # the texts did change: the hash follows them

@@ -124,9 +124,10 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
         return _expire_while_stopped(run)
 
 
-# The first part of a large judging phase: enough calls to keep every place busy for a few
-# rounds while the rest is planned.
-FIRST_PART_ROUNDS, FIRST_PART_MIN = 4, 64
+# The first part of a large judging phase: enough calls to keep every place busy for a round
+# while the next part is planned. It is planned under the run's lock between the phases, while
+# every place is empty: at K = 128, four rounds (512 calls) took 0.2 s there, one takes 0.05 s.
+FIRST_PART_ROUNDS, FIRST_PART_MIN = 1, 64
 
 
 def _first_part(run: Run) -> int:

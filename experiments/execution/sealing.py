@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import CharField, Func
 from django.utils import timezone
 
 from experiments.core.candidates import derived_problem, is_derived
@@ -29,7 +29,7 @@ from experiments.execution.policy import DEFAULT_RETRY, RunError, is_number, mod
 from experiments.execution.regrade import answers_digest
 from experiments.models import CohortTask, Protocol, Run
 from experiments.core.prompts import PromptError, prompt_sha256
-from experiments.data import canonical_task_list, cohort_tasks
+from experiments.data import canonical_task_lines, cohort_tasks
 from experiments.execution.survey import (
     SURVEY_PREFIX, is_survey_protocol, survey_condition_spec, survey_list_sha256, survey_prompt_names, survey_problems,
 )
@@ -100,29 +100,37 @@ def _uses_mem0(protocol: Protocol) -> str | None:
     """The protocol's Mem0 condition key, if it has one."""
     return next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == MEM0), None)
 _TASK_FIELDS = ("task__session__external_id", "task__session__person__label", "task__session__study__key",
-                "task__position", "task__question_turn__index", "task__question_turn__text",
-                "task__answer_turn__index", "task__answer_turn__text", "task__cut", "task__record_cut")
+                "task__position", "task__question_turn__index", "task__answer_turn__index", "task__cut",
+                "task__record_cut")
+_TEXT_FIELDS = ("task__question_turn__text", "task__answer_turn__text")
 
 
-def _cohort_task_list(cohort) -> list[SimpleNamespace]:
-    """The cohort's tasks in cohort order as `canonical_task_list` reads them, from one plain
-    query: the driver checks the seal before each phase, between the last answer of one phase
-    and the first request of the next, where building five model instances per task cost
-    most of the boundary's time on large cohorts."""
-    tasks = []
-    for (session, person, study, position, question_index, question_text, answer_index, answer_text,
-         cut, record_cut) in CohortTask.objects.filter(cohort=cohort).order_by("position").values_list(*_TASK_FIELDS):
-        tasks.append(SimpleNamespace(
-            session=SimpleNamespace(external_id=session, person=SimpleNamespace(label=person),
-                                    study=SimpleNamespace(key=study)),
-            position=position, cut=cut, record_cut=record_cut,
-            question_turn=SimpleNamespace(index=question_index, text=question_text),
-            answer_turn=SimpleNamespace(index=answer_index, text=answer_text)))
-    return tasks
+class _TextSha256(Func):
+    """The hex sha256 of a text's UTF-8 bytes, computed by PostgreSQL (as `sha256_text`)."""
+
+    template = "ENCODE(SHA256(CONVERT_TO(%(expressions)s, 'UTF8')), 'hex')"
+    output_field = CharField()
+
+
+def cohort_task_list_sha256(cohort) -> str:
+    """The sha256 of the cohort's `canonical_task_list`, from one plain query.
+
+    The driver checks the seal before each phase, between the last answer of one phase and the
+    first request of the next, under the run's lock: building five model instances per task
+    cost most of that time on large cohorts, and so did moving every question and answer text
+    to this process only to hash it. On PostgreSQL the database hashes the texts (the same
+    sha256 of the same UTF-8 bytes) and only the hashes cross the wire."""
+    rows = CohortTask.objects.filter(cohort=cohort).order_by("position")
+    if connection.vendor == "postgresql":
+        hashed = rows.annotate(**{f"sha_{i}": _TextSha256(name) for i, name in enumerate(_TEXT_FIELDS)})
+        lines = hashed.values_list(*_TASK_FIELDS, "sha_0", "sha_1")
+    else:
+        lines = ((*row[:-2], sha256_text(row[-2]), sha256_text(row[-1]))
+                 for row in rows.values_list(*_TASK_FIELDS, *_TEXT_FIELDS))
+    return sha256_text(canonical_task_lines(lines))
 
 
 def protocol_hashes(protocol: Protocol) -> dict:
-    tasks = _cohort_task_list(protocol.cohort)
     prompts = {}
     for name in prompt_names(protocol):
         try:
@@ -136,7 +144,7 @@ def protocol_hashes(protocol: Protocol) -> dict:
     hashes = {
         "prompts": prompts,
         "task_list_sha256": (survey_list_sha256(protocol.cohort) if is_survey_protocol(protocol)
-                             else sha256_text(canonical_task_list(tasks))),
+                             else cohort_task_list_sha256(protocol.cohort)),
         "settings_sha256": sha256_text(canonical_json(protocol_settings(protocol))),
         "code_version": code_version(),
     }
