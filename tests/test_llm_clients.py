@@ -11,6 +11,8 @@ from email.utils import format_datetime
 from datetime import datetime, timedelta, timezone
 
 import httpx
+
+from experiments.core.llm.transport import StdlibTransport
 import pytest
 
 from experiments.core.llm import offline as offline_backend
@@ -43,11 +45,14 @@ def fake_llm():
         yield server
 
 
-@pytest.fixture(scope="module")
-def client():
+@pytest.fixture(scope="module", params=["httpx-transport", "stdlib-transport"])
+def client(request):
+    """Every wire test runs over httpx's own transport and over the engine workers' one
+    (`StdlibTransport`): the same outcomes, faults included, from both."""
     # One client for the module: each new httpx.Client builds an SSL context (~0.1 s).
     # trust_env=False: a proxy from the environment must not sit between us and 127.0.0.1.
-    with httpx.Client(trust_env=False) as http_client:
+    transport = StdlibTransport() if request.param == "stdlib-transport" else None
+    with httpx.Client(trust_env=False, transport=transport) as http_client:
         yield http_client
 
 
