@@ -90,3 +90,17 @@ def test_kept_alive_connections_are_reused_and_many_threads_share_the_transport(
 
 def test_the_engine_workers_client_uses_it():
     assert isinstance(jobs.http_client()._transport, StdlibTransport)
+
+
+@pytest.mark.parametrize("transport_kind", ["httpx", "stdlib"])
+def test_an_illegal_header_is_an_httpx_error_and_sends_nothing(transport_kind):
+    """As over httpx's own transport (a configuration error, never a crash of the slot's job);
+    this transport never quotes the value, which may hold a key."""
+    transport = StdlibTransport() if transport_kind == "stdlib" else None
+    with running_fake_llm() as server, httpx.Client(transport=transport, trust_env=False) as client:
+        url = server.openai_base_url.rstrip("/") + "/chat/completions"
+        with pytest.raises(httpx.HTTPError) as raised:
+            client.post(url, content=b"{}", headers={"authorization": "Bearer sk-secret\r\nx-injected: 1"}, timeout=5)
+        assert server.requests == []
+        if transport_kind == "stdlib":
+            assert "sk-secret" not in str(raised.value) and "authorization" in str(raised.value)

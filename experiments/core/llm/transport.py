@@ -66,7 +66,10 @@ class StdlibTransport(httpx.BaseTransport):
             connection.sock.settimeout(timeouts.get("write"))
             connection.putrequest(request.method, target, skip_host=True, skip_accept_encoding=True)
             for name, value in request.headers.raw:
-                connection.putheader(name, value)
+                try:
+                    connection.putheader(name, value)
+                except ValueError:  # a line break in a header: its value (maybe a key) is never quoted
+                    raise httpx.LocalProtocolError(f"illegal header {name.decode('latin-1')!r}") from None
             connection.endheaders(body or None)
         except TimeoutError as exc:
             raise httpx.WriteTimeout(str(exc) or "timed out while sending the request") from exc
