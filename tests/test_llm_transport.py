@@ -2,7 +2,10 @@
 one the server closed meanwhile never carries a request (a request is sent once, never again
 by the transport), and many threads share one transport. The wire outcomes over it (faults
 included) are `test_llm_clients.py`'s, which runs every test over both transports."""
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -104,3 +107,32 @@ def test_an_illegal_header_is_an_httpx_error_and_sends_nothing(transport_kind):
         assert server.requests == []
         if transport_kind == "stdlib":
             assert "sk-secret" not in str(raised.value) and "authorization" in str(raised.value)
+
+
+def _self_signed(tmp_path):
+    """A certificate for 127.0.0.1, made by the openssl command."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_https_is_verified_and_its_connections_reused(tmp_path):
+    cert, key = _self_signed(tmp_path)
+    with running_fake_llm() as server:
+        server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        server_context.load_cert_chain(cert, key)
+        server.socket = server_context.wrap_socket(server.socket, server_side=True)
+        url = f"https://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
+        body = b'{"model": "gpt-test-1", "messages": [{"role": "user", "content": "Hello?"}]}'
+        trusted = StdlibTransport(ssl_context=ssl.create_default_context(cafile=str(cert)))
+        with httpx.Client(transport=trusted, trust_env=False) as client:
+            for _ in range(3):
+                assert client.post(url, content=body, timeout=5).json()["choices"][0]["message"]["content"]
+            assert len(trusted._idle[("https", "127.0.0.1", server.server_address[1])]) == 1
+        with httpx.Client(transport=StdlibTransport(), trust_env=False) as client:  # httpx's CA bundle: refused
+            with pytest.raises(httpx.ConnectError):
+                client.post(url, content=body, timeout=5)
+        assert len(server.requests) == 3
