@@ -289,7 +289,10 @@ def plan_judging(run: Run, *, first: int | None = None) -> bool:
     planned = set(Slot.objects.filter(run=run, phase=Phase.JUDGING).values_list("key", flat=True))
     assemble_one = judge_assembler()  # the prompt files read once per part, not twice per call
     rows, grades, seen = [], [], set()
-    for task_id, answer_sha, status, text, question, reference in answers.iterator(chunk_size=2000):
+    # A part fetches about what it plans: the first part, planned while every place is empty,
+    # need not wait for 2,000 answers with their texts.
+    chunk_size = 2000 if first is None else min(2000, max(100, 2 * first))
+    for task_id, answer_sha, status, text, question, reference in answers.iterator(chunk_size=chunk_size):
         key = (task_id, answer_sha)
         if key in seen:
             continue
@@ -314,9 +317,10 @@ def plan_judging(run: Run, *, first: int | None = None) -> bool:
     with transaction.atomic():
         _share_the_run(run)
         insert_slot_rows(run.pk, Phase.JUDGING, Slot.Role.JUDGE, rows)
-        Grade.objects.bulk_create(grades, ignore_conflicts=True)
-        # empty answers are graded now (operational zeros); every other score comes with its grade
-        store_scores(run.pk, status=Prediction.Status.EMPTY)
+        if grades:
+            Grade.objects.bulk_create(grades, ignore_conflicts=True)
+            # empty answers are graded now (operational zeros); every other score comes with its grade
+            store_scores(run.pk, status=Prediction.Status.EMPTY)
     return complete
 
 
