@@ -125,6 +125,9 @@ def test_https_is_verified_and_its_connections_reused(tmp_path):
         server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         server_context.load_cert_chain(cert, key)
         server.socket = server_context.wrap_socket(server.socket, server_side=True)
+        accepted = []
+        accept = server.get_request
+        server.get_request = lambda: accepted.append(1) or accept()
         url = f"https://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
         body = b'{"model": "gpt-test-1", "messages": [{"role": "user", "content": "Hello?"}]}'
         trusted = StdlibTransport(ssl_context=ssl.create_default_context(cafile=str(cert)))
@@ -132,6 +135,7 @@ def test_https_is_verified_and_its_connections_reused(tmp_path):
             for _ in range(3):
                 assert client.post(url, content=body, timeout=5).json()["choices"][0]["message"]["content"]
             assert len(trusted._idle[("https", "127.0.0.1", server.server_address[1])]) == 1
+        assert len(accepted) == 1  # three requests over one TLS connection (TLS 1.3's tickets do not spoil it)
         with httpx.Client(transport=StdlibTransport(), trust_env=False) as client:  # httpx's CA bundle: refused
             with pytest.raises(httpx.ConnectError):
                 client.post(url, content=body, timeout=5)
