@@ -34,8 +34,8 @@ What each change did, with the figures measured on this machine, is in `engine-r
 beside this script. The figures follow the machine: on 4 Dec 2026 (20:20 UTC) one 2-core machine
 gave K=8 96.3-96.9 %, K=32 95.0-96.3 %, K=128 94.0-95.6 % of K/L over the whole run with 4.0-6.1
 ms of CPU per call; another, whose speed varied twofold within hours, gave 94.5-95.3 %,
-91.4-94.3 %, 92.4-94.5 % with 6.1-8.8 ms at its faster times (5 Dec, 00:00-00:45 UTC, commit
-bda90d4). Compare two versions only in runs taken together.
+91.4-94.3 %, 92.6-94.5 % with 6.1-8.8 ms at its faster times (4-5 Dec, 23:48-00:45 UTC, the
+code of commit bda90d4). Compare two versions only in runs taken together.
 
     createdb -h 127.0.0.1 -U postgres bench_engine     # once (the script also creates it)
     .venv/bin/python benchmarks/engine.py                        # PostgreSQL bench_engine, Redis db 14
