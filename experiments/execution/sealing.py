@@ -99,6 +99,8 @@ def protocol_settings(protocol: Protocol) -> dict:
 def _uses_mem0(protocol: Protocol) -> str | None:
     """The protocol's Mem0 condition key, if it has one."""
     return next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == MEM0), None)
+
+
 _TASK_FIELDS = ("task__session__external_id", "task__session__person__label", "task__session__study__key",
                 "task__position", "task__question_turn__index", "task__answer_turn__index", "task__cut",
                 "task__record_cut")
