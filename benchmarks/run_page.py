@@ -9,7 +9,9 @@ its generation phase with SLOTS slots (default 1,000,000): 70% answered, each wi
 finished over the past hour at a steady rate (the last two minutes included), 30% pending; and a
 pause and a resume amendment. Then it prints the server time (median and best of REPEAT requests,
 the Django test client) and the number of queries of: `progress.run_progress` alone, the run page,
-and its JSON poll. The page must not grow its query count with the run; issue 13 asks ≤ 200 ms.
+and its JSON poll, and of the lookups a reservation makes under the run's lock (the phase's
+recoveries; the attempts against HTTP ceilings). The page must not grow its query count with the
+run; issue 13 asks ≤ 200 ms.
 REUSE=1 migrates the database a previous run built and brings its last 15 minutes of calls up to now
 again (so the run is "running" as measured), instead of dropping it.
 """
@@ -54,6 +56,7 @@ from django.urls import reverse  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from experiments.execution import progress  # noqa: E402
+from experiments.execution.reservation import ceiling_reached, phase_recoveries  # noqa: E402
 from django.db.models import F, Max  # noqa: E402
 
 from experiments.models import (Amendment, Cohort, Membership, ModelCall, Project, Protocol, Role,  # noqa: E402
@@ -148,6 +151,15 @@ def main():
             fn()
         median, best = timed(fn)
         print(f"{label:16} median {median:7.1f} ms  best {best:7.1f} ms  queries {len(queries)}")
+    # What a reservation asks under the run's lock: the phase's recoveries (every recovery) and,
+    # with HTTP ceilings set, the attempts reserved (every reservation).
+    ceilings = {"phase_http_ceilings": {"generation": 10 ** 9}, "run_http_ceiling": 10 ** 9}
+    lookups = {"phase recoveries": lambda: phase_recoveries(run.pk, run.phase),
+               "ceiling check": lambda: ceiling_reached(run, run.phase, ceilings)}
+    for label, fn in lookups.items():
+        fn()
+        median, best = timed(fn)
+        print(f"{label:16} median {median:7.1f} ms  best {best:7.1f} ms")
     print(f"(issue 13: the run page ≤ 200 ms with a number of queries that does not grow with the run; "
           f"{REPEAT} requests each, wall clock: see `uptime`)")
 

@@ -6,12 +6,14 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
 from experiments.data import cohort_draw
 from experiments.execution import progress
-from experiments.execution.run_counts import counted, run_counts
+from experiments.execution.reservation import phase_recoveries
+from experiments.execution.run_counts import counted, reserved_attempts, run_counts
 from experiments.models import ModelCall, Run, RunTally, Slot
 from experiments.models.runs import Phase
 from tests.test_pages_runs import finished_run, make_protocol, started_run
@@ -34,6 +36,13 @@ def assert_tallies_are_the_counts(run):
     assert run_counts(run) == tallied  # folding again changes nothing
     # everything folded: at most one row per run, phase and status, and no delta left over
     assert not RunTally.objects.filter(run_id=run.pk, folded=False).exists()
+    # what a reservation reads under the run's lock (HTTP ceilings, the recovery allowance): the
+    # tally and the recoveries' index, equal to the calls of the run's slots counted through the slots
+    calls = ModelCall.objects.filter(slot__run=run)
+    attempts = dict(calls.values_list("slot__phase").annotate(n=Count("*")).order_by())
+    assert reserved_attempts(run) == attempts
+    for phase in Phase.values:
+        assert phase_recoveries(run.pk, phase) == calls.filter(slot__phase=phase, basis=ModelCall.Basis.RECOVERY).count()
 
 
 def test_a_whole_offline_run_is_tallied_as_counted(postgresql, imported, cast, cohort):

@@ -23,6 +23,7 @@ from experiments.analysis.dashboard import dashboard_refresh, run_summary
 from experiments.analysis.judges import judge_comparison
 from experiments.analysis.pools import pools_refresh, run_pools
 from experiments.analysis.tables import tables_refresh
+from experiments.core.llm.transport import StdlibTransport
 from experiments.core.rankers import RankerError
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
@@ -306,12 +307,10 @@ def _advance(run: Run) -> None:
     run.save(update_fields=["phase"])
 
 
-
-
 def run_inline(run_id: int, *, client: httpx.Client | None = None, sleep=time.sleep) -> Run:
     """Drive a run to its end in this process, one request at a time (no queue)."""
     own_client = client is None
-    client = client or httpx.Client()
+    client = client or httpx.Client(transport=StdlibTransport())  # as the workers' (`jobs.http_client`)
     try:
         while True:
             # Every slot handed out is executed before the next drive, so a pending slot handed

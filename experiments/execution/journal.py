@@ -38,7 +38,9 @@ from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
 )
 from experiments.execution.receipt_sql import record_receipt as _record_receipt
-from experiments.execution.reservation import NextReservation, Reservation, hot_cursor, next_reservation, reserve, settle
+from experiments.execution.reservation import (
+    NextReservation, Reservation, hot_cursor, next_reservation, phase_recoveries, reserve, settle,
+)
 from experiments.models import ModelCall, Protocol, Run, Slot
 
 logger = logging.getLogger(__name__)
@@ -294,9 +296,7 @@ def _decide(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reser
     recoveries = reservation.recoveries + (reservation.basis == ModelCall.Basis.RECOVERY)
     allowance_left = 0
     if outcome.kind == OutcomeKind.TRANSIENT:
-        allowance_left = policy["phase_allowance"] - ModelCall.objects.filter(
-            slot__run_id=run.pk, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
-        ).count()
+        allowance_left = policy["phase_allowance"] - phase_recoveries(run.pk, slot.phase)
     return decide_retry(retry_policy, outcome, recoveries, allowance_left)
 
 
@@ -313,8 +313,6 @@ def phase_open(run_id: int, phase: str) -> bool:
 
 def _as_unusable(outcome: Outcome, why: str) -> Outcome:
     return replace(outcome, kind=OutcomeKind.UNUSABLE, error=why)
-
-
 
 
 def expire_leases(run: Run) -> None:

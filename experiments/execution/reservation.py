@@ -25,6 +25,7 @@ from django.utils import timezone
 from experiments.execution.hot_sql import hot_cursor
 from experiments.execution.outcomes import apply_result
 from experiments.execution.policy import OPTIONAL_RETRY, effective_http_ceilings
+from experiments.execution.run_counts import reserved_attempts
 from experiments.models import ModelCall, Run, Slot
 
 
@@ -81,10 +82,7 @@ def reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_
                                                f"{' (circuit open)' if run.circuit_open else ''}; "
                                                "held for the owner's amendment")
                 return None
-            phase_recoveries = ModelCall.objects.filter(
-                slot__run=run, slot__phase=slot.phase, basis=ModelCall.Basis.RECOVERY
-            ).count()
-            if phase_recoveries >= policy["phase_allowance"]:
+            if phase_recoveries(run.pk, slot.phase) >= policy["phase_allowance"]:
                 settle(slot, Slot.Status.FAILED, "no retry: the phase's recovery allowance is used up")
                 return None
         elif not run.may_send() or slot.status != Slot.Status.PENDING:
@@ -115,16 +113,28 @@ def reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_
         return Reservation(call.pk, basis, used.get(ModelCall.Basis.RECOVERY, 0))
 
 
+def phase_recoveries(run_id: int, phase: str) -> int:
+    """Recoveries reserved in the run's phase. Read from their partial index
+    (`model_call_recoveries`): the cost follows the recoveries, at most the phase's allowance,
+    not the run's size (a recovery counts them under the run's lock)."""
+    return ModelCall.objects.filter(run_id=run_id, phase=phase, basis=ModelCall.Basis.RECOVERY).count()
+
+
 def ceiling_reached(run: Run, phase: str, policy: dict) -> str:
     """Which HTTP ceiling one more attempt would pass, in words; "" when none (App. B.2).
-    The ceilings are the protocol's as the owner's amendments raised them."""
+    The ceilings are the protocol's as the owner's amendments raised them. With a ceiling, every
+    reservation asks this under the run's lock: the attempts come from the run's tally
+    (`run_counts.reserved_attempts`), whose cost does not grow with the run."""
     phase_ceiling, run_ceiling = effective_http_ceilings(run, phase, policy)
+    if phase_ceiling is None and run_ceiling is None:
+        return ""
+    attempts = reserved_attempts(run)
     if phase_ceiling is not None:
-        reserved = ModelCall.objects.filter(slot__run=run, slot__phase=phase).count()
+        reserved = attempts.get(phase, 0)
         if reserved >= phase_ceiling:
             return f"the {phase} phase's HTTP ceiling was reached ({reserved} of {phase_ceiling} attempts reserved)"
     if run_ceiling is not None:
-        reserved = ModelCall.objects.filter(slot__run=run).count()
+        reserved = sum(attempts.values())
         if reserved >= run_ceiling:
             return f"the run's HTTP ceiling was reached ({reserved} of {run_ceiling} attempts reserved)"
     return ""

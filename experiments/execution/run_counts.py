@@ -61,6 +61,13 @@ def run_counts(run) -> tuple[dict[str, dict[str, int]], dict[str, dict]]:
     return counts, calls
 
 
+def reserved_attempts(run) -> dict[str, int]:
+    """Phase → attempts reserved (ModelCall rows): from the tally on PostgreSQL, else counted."""
+    if connection.vendor != "postgresql":
+        return dict(ModelCall.objects.filter(run=run).values_list("phase").annotate(n=Count("*")).order_by())
+    return {phase: calls["attempts"] for phase, calls in run_counts(run)[1].items()}
+
+
 def counted(run) -> tuple[dict[str, dict[str, int]], dict[str, dict]]:
     """`run_counts` by counting the rows: one aggregate over the slots, one over the calls."""
     counts: dict[str, dict[str, int]] = {}

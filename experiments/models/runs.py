@@ -238,6 +238,9 @@ class ModelCall(models.Model):
             # the run page: a phase's calls that ended in a recent window (its time left, calls per second);
             # the slot and reservation time ride along, so the window's calls are read from the index alone
             models.Index(fields=["run", "phase", "finished_at", "slot", "reserved_at"], name="model_call_phase"),
+            # a phase's recoveries, counted under the run's lock at every recovery (its allowance):
+            # the cost follows the recoveries (at most the allowance), not the run's size
+            models.Index(fields=["run", "phase"], condition=models.Q(basis="recovery"), name="model_call_recoveries"),
         ]
 
 
