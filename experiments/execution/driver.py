@@ -9,6 +9,7 @@ calls it — an RQ job (`execution.jobs`) or `run_inline` — only moves ids.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -56,9 +57,12 @@ class Step:
     analyze: bool = False  # the analysis phase is due: run `run_analyze`
     plan_rest: bool = False  # the phase is planned in part: `run_plan_part` plans and hands out the next
     seal_checked: bool = False  # by this look, before its part (the next part need not check it again)
+    # The window was filled and slots may be left to hand out: when the phase's unfinished slot
+    # jobs fall to this many, the next are handed out (`jobs.job_refill`). None: nothing to refill.
+    refill_at: int | None = None
 
 
-def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
+def run_drive(run_id: int, *, redispatch_after_s: float | None = None, queued: int | None = None) -> Step:
     """Advance the run as far as it can go without sending anything.
 
     Marks reservations whose lease ran out as unknown, finishes a phase whose slots are
@@ -68,10 +72,15 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
     `redispatch_after_s`: hand out again pending slots handed out at least this long ago
     (their job was lost, e.g. the driver died between committing and enqueuing). A slot
     handed out twice is still sent at most once: `_reserve` decides under the slot's lock.
+
+    `queued`: the phase's slot jobs handed out and not yet finished (the queue's count): the
+    look hands out no more than the rest of the phase's window (`hand_out_window`). None (the
+    inline driver, which runs what it is handed): every pending slot.
     """
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
         seal_checked = False
+        looked_at = run.phase  # `queued` counts this phase's jobs; a phase begun by this look has none
         while run.may_send():
             complete = True
             slots = Slot.objects.filter(run=run, phase=run.phase)
@@ -109,13 +118,16 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None) -> Step:
                     run.save(update_fields=["planned_phase"])
             expire_leases(run)
             cooling_s = _continue_allowances(run)
-            to_send = _hand_out(run.pk, run.phase, redispatch_after_s)
+            if queued is not None and run.phase != looked_at:
+                queued = 0
+            to_send = _hand_out(run.pk, run.phase, redispatch_after_s, limit=_room(run, queued))
             if not complete or cooling_s is not None or to_send or slots.filter(status__in=OPEN_STATUSES).exists():
                 recheck_in_s = _next_deadline_s(run)
                 if cooling_s is not None:
                     recheck_in_s = min(recheck_in_s, cooling_s + 0.1)
                 return Step(slot_ids=tuple(to_send), recheck_in_s=recheck_in_s, phase=run.phase,
-                            plan_rest=not complete, seal_checked=seal_checked)
+                            plan_rest=not complete, seal_checked=seal_checked,
+                            refill_at=_refill_at(run, queued, to_send))
             if slots_awaiting_decision(run).exists():
                 # Unknown slots (and slots an amendment's allowance left without an answer) are the
                 # owner's decision, never a silent loss: the phase waits for it (App. B.2).
@@ -136,7 +148,7 @@ def _first_part(run: Run) -> int:
     return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * cap)
 
 
-def run_plan_part(run_id: int, *, check_seal: bool = True) -> Step:
+def run_plan_part(run_id: int, *, check_seal: bool = True, queued: int | None = None) -> Step:
     """The next part of a judging phase whose first part `run_drive` planned and handed out;
     the phase is marked planned with its last part. Returns the part's slots to hand out.
 
@@ -157,22 +169,77 @@ def run_plan_part(run_id: int, *, check_seal: bool = True) -> Step:
     if complete:
         Run.objects.filter(pk=run_id, phase=Phase.JUDGING).exclude(planned_phase=Phase.JUDGING).update(
             planned_phase=Phase.JUDGING)
-    slot_ids = _hand_out(run_id, Phase.JUDGING) if run.may_send() else ()
-    return Step(slot_ids=slot_ids, phase=Phase.JUDGING, plan_rest=not complete)
+    slot_ids = _hand_out(run_id, Phase.JUDGING, limit=_room(run, queued)) if run.may_send() else ()
+    return Step(slot_ids=slot_ids, phase=Phase.JUDGING, plan_rest=not complete,
+                refill_at=_refill_at(run, queued, slot_ids))
 
 
-def _hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None) -> tuple[int, ...]:
+def run_refill(run_id: int, phase: str, *, queued: int) -> Step:
+    """The next slots of a phase whose window of handed-out slots is running low (`queued` of
+    them unfinished): up to the window, without the run's lock (the hand-out is one conditional
+    statement, so a slot goes to one hand-out only). Nothing while the run may not send or has
+    moved on; the delayed looks hand out what a lost refill left."""
+    run = Run.objects.select_related("protocol").get(pk=run_id)
+    if run.phase != phase or not run.may_send():
+        return Step()
+    slot_ids = _hand_out(run_id, phase, limit=_room(run, queued))
+    return Step(slot_ids=slot_ids, phase=phase, refill_at=_refill_at(run, queued, slot_ids))
+
+
+# A phase's slots are handed out (put on the queue) a window at a time: a million-slot phase would
+# otherwise hold a million jobs in Redis (about 600 bytes each) and take a minute to enqueue.
+# The window is many rounds of the phase's in-flight cap, refilled when half of it is left, so
+# the queue never runs dry while the next half is handed out.
+HAND_OUT_MIN, HAND_OUT_ROUNDS = 4096, 32
+
+
+def hand_out_window(run: Run) -> int:
+    """How many of the phase's slots may be handed out and unfinished at once
+    (`OWNWORDS_HAND_OUT_WINDOW` overrides it)."""
+    override = os.environ.get("OWNWORDS_HAND_OUT_WINDOW", "")
+    if override.isdigit() and int(override) > 0:
+        return int(override)
+    role = Slot.Role.JUDGE if run.phase == Phase.JUDGING else Slot.Role.GENERATOR
+    return max(HAND_OUT_MIN, HAND_OUT_ROUNDS * effective_concurrency(run, role_config(run, role).provider))
+
+
+def _room(run: Run, queued: int | None) -> int | None:
+    return None if queued is None else max(hand_out_window(run) - max(queued, 0), 0)
+
+
+def _refill_at(run: Run, queued: int | None, handed: tuple[int, ...]) -> int | None:
+    """The unfinished count at which to hand out more, when this hand-out filled the window
+    (slots may be left); None when it did not (every pending slot is out) or has no window."""
+    room = _room(run, queued)
+    return hand_out_window(run) // 2 if room is not None and len(handed) >= room else None
+
+
+def _hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None,
+              limit: int | None = None) -> tuple[int, ...]:
     """The phase's pending slots not handed out yet (or, with `redispatch_after_s`, handed out at
-    least that long ago), marked handed out now. One statement: a slot that two looks hand out
-    at the same moment (a delayed look and a part's planner) goes to one of them only; a slot
-    job handed out twice costs a reservation refused, and many would stall every worker."""
+    least that long ago), the first `limit` of them in planning order (None: all), marked handed
+    out now. One conditional statement: a slot that two looks hand out at the same moment (a
+    delayed look and a part's planner) goes to one of them only (the outer conditions are
+    checked again on the row as the other left it); a slot job handed out twice costs a
+    reservation refused, and many would stall every worker. The slots not handed out yet are
+    read from their partial index (`slot_to_hand_out`), so a window costs its own size."""
+    if limit == 0:
+        return ()
     now = timezone.now()
     due, params = "dispatched_at IS NULL", []
     if redispatch_after_s is not None:
         due, params = "(dispatched_at IS NULL OR dispatched_at <= %s)", [now - timedelta(seconds=redispatch_after_s)]
+    where = f"run_id = %s AND phase = %s AND status = %s AND {due}"
+    where_params = [run_id, phase, Slot.Status.PENDING, *params]
+    table = Slot._meta.db_table
+    if limit is None:
+        sql, sql_params = f"UPDATE {table} SET dispatched_at = %s WHERE {where} RETURNING id", [now, *where_params]
+    else:
+        sql = (f"UPDATE {table} SET dispatched_at = %s WHERE {where} AND id IN "
+               f"(SELECT id FROM {table} WHERE {where} ORDER BY id LIMIT %s) RETURNING id")
+        sql_params = [now, *where_params, *where_params, limit]
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {Slot._meta.db_table} SET dispatched_at = %s WHERE run_id = %s AND phase = %s "
-                       f"AND status = %s AND {due} RETURNING id", [now, run_id, phase, Slot.Status.PENDING, *params])
+        cursor.execute(sql, sql_params)
         return tuple(sorted(row[0] for row in cursor.fetchall()))
 
 

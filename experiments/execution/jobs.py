@@ -25,9 +25,11 @@ from rq import Queue
 
 from experiments.core.llm.transport import StdlibTransport
 from experiments.execution.concurrency import REDIS_DOWN, HandoverLimiter, InflightLimiter, wait_for_redis
-from experiments.execution.driver import Step, run_analyze, run_drive, run_plan_part
+from experiments.execution.driver import Step, run_analyze, run_drive, run_plan_part, run_refill
 from experiments.execution.journal import in_this_thread, phase_open, slot_execute
 from experiments.execution.workers import SLOT_JOB_PREFIX
+from experiments.models import Run
+from experiments.models.runs import Phase
 
 # The command that serves every queue; pages and commands print it when no worker answers.
 WORKER_COMMAND = ("manage.py rqworker --with-scheduler --worker-class experiments.execution.workers.ResilientSimpleWorker "
@@ -38,7 +40,11 @@ REDISPATCH_AFTER_S = 60.0
 RECHECK_KEY = "ownwords:recheck:{run_id}"
 SLOT_RESULT_TTL_S = 60
 QUEUED_KEY = "ownwords:queued:{run_id}:{phase}"  # slot jobs of the run and phase not yet finished
+# When QUEUED_KEY falls to this value, the next slots of the phase are handed out (`job_refill`);
+# set by a hand-out that filled the phase's window (`driver.hand_out_window`), gone when none did.
+REFILL_KEY = "ownwords:refill:{run_id}:{phase}"
 DISPATCH_CHUNK = 64
+KEY_TTL_S = 7 * 24 * 3600
 
 _http_client: httpx.Client | None = None
 _limiter: HandoverLimiter | None = None
@@ -93,8 +99,9 @@ def dispatch(run_id: int, step: Step) -> None:
         queue = _queue(step.phase)
         connection = _redis()
         key = QUEUED_KEY.format(run_id=run_id, phase=step.phase)
-        connection.incrby(key, len(step.slot_ids))
-        connection.expire(key, 7 * 24 * 3600)
+        refill_key = REFILL_KEY.format(run_id=run_id, phase=step.phase)
+        connection.eval(_COUNT_HANDED_OUT, 2, key, refill_key, len(step.slot_ids),
+                        "" if step.refill_at is None else step.refill_at, KEY_TTL_S)
         # The journal is the record; rq keeps a finished job a minute (deleting it at once,
         # result_ttl=0, costs the worker more than letting it expire). In chunks, each its own
         # pipeline: the first requests of a phase start while the rest are still being queued.
@@ -104,6 +111,22 @@ def dispatch(run_id: int, step: Step) -> None:
                                 for slot_id in step.slot_ids[start:start + DISPATCH_CHUNK]])
     if step.recheck_in_s is not None:
         schedule_recheck(run_id, step.recheck_in_s)
+
+
+# The phase's count of unfinished slot jobs goes up by the slots handed out, and the refill mark is
+# set with it, atomically: a refill triggers when a finished job takes the count down to the mark
+# (`_after_slot`), and the count passes every value below where it stands, so the mark is put below
+# it (a refill that handed out while the last jobs finished leaves a count under the usual mark).
+_COUNT_HANDED_OUT = """
+local count = redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+if ARGV[2] == '' then
+    redis.call('DEL', KEYS[2])
+else
+    redis.call('SET', KEYS[2], math.max(math.min(tonumber(ARGV[2]), count - 1), 0), 'EX', ARGV[3])
+end
+return count
+"""
 
 
 def slot_job_id(slot_id: int) -> str:
@@ -140,16 +163,31 @@ def _slot_queues_idle() -> bool:
         return not any(pipeline.execute())
 
 
+def _queued(run_id: int, phase: str | None = None) -> int:
+    """The slot jobs of the run's phase (its current one when None) handed out and not yet
+    finished; a count gone (expired) reads 0."""
+    if phase is None:
+        phase = Run.objects.values_list("phase", flat=True).get(pk=run_id)
+    return int(_redis().get(QUEUED_KEY.format(run_id=run_id, phase=phase)) or 0)
+
+
 def job_drive(run_id: int) -> None:
     redispatch = REDISPATCH_AFTER_S if _slot_queues_idle() else None
-    step = run_drive(run_id, redispatch_after_s=redispatch)
+    # (Read before the look, which may move the run into its next phase: that one's count is 0.)
+    step = run_drive(run_id, redispatch_after_s=redispatch, queued=_queued(run_id))
     dispatch(run_id, step)
     check_seal = not step.seal_checked
     while step.plan_rest:
         # The phase's first calls are on their way: plan the next part and hand it out, until done.
-        step = run_plan_part(run_id, check_seal=check_seal)  # unless run_drive checked it just now
+        step = run_plan_part(run_id, check_seal=check_seal,  # unless run_drive checked it just now
+                             queued=_queued(run_id, Phase.JUDGING))
         check_seal = False
         dispatch(run_id, step)
+
+
+def job_refill(run_id: int, phase: str) -> None:
+    """The phase's next window of slots (its unfinished slot jobs fell to the refill mark)."""
+    dispatch(run_id, run_refill(run_id, phase, queued=_queued(run_id, phase)))
 
 
 def job_recheck(run_id: int, due: str) -> None:
@@ -181,9 +219,13 @@ def _after_slot(slot, done_key: str | None = None) -> None:
     # the delayed look drives then. An expired count reads below zero: every job looks.)
     with limiter().client.pipeline(transaction=False) as pipeline:  # one round trip
         pipeline.decr(QUEUED_KEY.format(run_id=slot.run_id, phase=slot.phase))
+        pipeline.get(REFILL_KEY.format(run_id=slot.run_id, phase=slot.phase))
         if done_key is not None:
             pipeline.delete(done_key)
-        left = pipeline.execute()[0]
+        left, refill_at = pipeline.execute()[:2]
+    if refill_at is not None and left == int(refill_at):
+        # The count passes each value once on its way down: one refill per time the window runs low.
+        _queue("default").enqueue(job_refill, slot.run_id, slot.phase)
     if left <= 0 and not phase_open(slot.run_id, slot.phase):  # the next phase may start
         job_drive(slot.run_id)
 
