@@ -10,8 +10,9 @@ finished over the past hour at a steady rate (the last two minutes included), 30
 pause and a resume amendment. Then it prints the server time (median and best of REPEAT requests,
 the Django test client) and the number of queries of: `progress.run_progress` alone, the run page,
 and its JSON poll, and of the lookups a reservation makes under the run's lock (the phase's
-recoveries; the attempts against HTTP ceilings). The page must not grow its query count with the
-run; issue 13 asks ≤ 200 ms.
+recoveries; the attempts against HTTP ceilings), and a look's hand-out of one window of pending
+slots against all of them, with the Redis memory of a queued slot job. The page must not grow its
+query count with the run; issue 13 asks ≤ 200 ms.
 REUSE=1 migrates the database a previous run built and brings its last 15 minutes of calls up to now
 again (so the run is "running" as measured), instead of dropping it.
 """
@@ -133,6 +134,43 @@ def timed(fn, repeat=REPEAT):
     return statistics.median(times), min(times)
 
 
+def hand_out(run) -> None:
+    """A look's hand-out of the pending slots, rolled back each time: one window (what the queue's
+    driver hands out) and all of them (what it did before issue 13's window); and the Redis memory
+    of a slot job, which the window bounds."""
+    from django.db import transaction
+    from django_rq import get_connection
+    from rq import Queue
+
+    from experiments.execution import driver, jobs
+
+    window = driver.hand_out_window(run)
+    for label, limit in ((f"a window ({window:,})", window), ("every pending slot", None)):
+        times, handed = [], 0
+        for _ in range(3):
+            with transaction.atomic():
+                start = time.perf_counter()
+                handed = len(driver._hand_out(run.pk, run.phase, limit=limit))
+                times.append((time.perf_counter() - start) * 1000)
+                transaction.set_rollback(True)
+        print(f"hand-out of {label:>18}: {handed:,} slots, median {statistics.median(times):7.1f} ms "
+              f"(under the run's lock in a look)")
+    connection_ = get_connection("default")
+    queue = Queue(f"bench-hand-out-{os.getpid()}", connection=connection_)
+    before = connection_.info("memory")["used_memory"]
+    start = time.perf_counter()
+    for first in range(0, window, jobs.DISPATCH_CHUNK):
+        queue.enqueue_many([Queue.prepare_data(jobs.job_slot, (i,), result_ttl=jobs.SLOT_RESULT_TTL_S,
+                                               job_id=jobs.slot_job_id(i))
+                            for i in range(first, min(window, first + jobs.DISPATCH_CHUNK))])
+    elapsed = time.perf_counter() - start
+    per_job = (connection_.info("memory")["used_memory"] - before) / window
+    queue.empty()
+    queue.delete(delete_jobs=True)
+    print(f"slot jobs on the queue: {per_job:,.0f} bytes of Redis each, {window / elapsed:,.0f} enqueued a second: "
+          f"a window {per_job * window / 1e6:.1f} MB, all {SLOTS:,} slots {per_job * SLOTS / 1e6:,.0f} MB")
+
+
 def main():
     started = time.perf_counter()
     project, run, owner = existing() if REUSE else build()
@@ -160,6 +198,7 @@ def main():
         fn()
         median, best = timed(fn)
         print(f"{label:16} median {median:7.1f} ms  best {best:7.1f} ms")
+    hand_out(run)
     print(f"(issue 13: the run page ≤ 200 ms with a number of queries that does not grow with the run; "
           f"{REPEAT} requests each, wall clock: see `uptime`)")
 
