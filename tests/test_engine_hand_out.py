@@ -1,9 +1,10 @@
 """A phase's slots go onto the queue a window at a time (issue 13: a million-slot phase would hold a
 million jobs in Redis and take a minute to enqueue).
 
-- `run_drive` and `run_refill` hand out at most the window's room, in planning order, never a slot
-  twice, and say when to refill (only when the window was filled);
-- the refill mark is set with the count, below it, so the count always passes it;
+- `run_drive` and `run_refill` hand out at most the window's room (counted in the database), in
+  planning order, never a slot twice, and say when to refill (only while slots are left); slots
+  whose jobs were lost fill the window until a look hands them out again, whatever the room;
+- the refill mark is set with the count, relative to it, so the count always passes it;
 - through the real queue (multi-slot workers, PostgreSQL, Redis, HTTP to the local server) with a
   window of 6 and no scheduler, so no delayed look can help: the refills alone carry a run of 120
   slots to its end, with never more than two windows handed out and unfinished, and every request
@@ -45,24 +46,33 @@ def test_a_look_hands_out_the_rooms_worth_in_planning_order_and_a_refill_the_nex
                    conditions=[QUESTION_ONLY], generator={"provider": "offline", "base_url": "", "model": "stand-in"})
     assert hand_out_window(run) == 4
     first = run_drive(run.pk)  # plans the generation phase; the inline driver's way: everything
-    assert len(first.slot_ids) == 10 and first.refill_at is None
+    assert len(first.slot_ids) == 10 and first.refill_after is None
     Slot.objects.filter(run=run).update(dispatched_at=None)
-
-    step = run_drive(run.pk, queued=1)  # one job of the phase unfinished: room for three
     planned = list(Slot.objects.filter(run=run, phase=Phase.GENERATION).order_by("pk").values_list("pk", flat=True))
-    assert step.slot_ids == tuple(planned[:3]) and step.refill_at == 2
-    assert run_drive(run.pk, queued=4).slot_ids == ()  # the window is full
-    refill = run_refill(run.pk, Phase.GENERATION, queued=2)
-    assert refill.slot_ids == tuple(planned[3:5]) and refill.refill_at == 2
-    assert run_refill(run.pk, Phase.JUDGING, queued=0) == driver.Step()  # not the run's phase
-    last = run_refill(run.pk, Phase.GENERATION, queued=-3)  # an expired count reads as none
-    assert last.slot_ids == tuple(planned[5:9]) and last.refill_at == 2
-    tail = run_refill(run.pk, Phase.GENERATION, queued=0)
-    assert tail.slot_ids == tuple(planned[9:]) and tail.refill_at is None  # all out: nothing to refill
+
+    def settle(ids):
+        Slot.objects.filter(pk__in=ids).update(status=Slot.Status.OK)
+
+    step = run_drive(run.pk, windowed=True)
+    assert step.slot_ids == tuple(planned[:4]) and step.refill_after == 2  # refill when two are left
+    assert run_drive(run.pk, windowed=True).slot_ids == ()  # the window is full
+    settle(planned[:3])
+    refill = run_refill(run.pk, Phase.GENERATION)
+    assert refill.slot_ids == tuple(planned[4:7]) and refill.refill_after == 2
+    assert run_refill(run.pk, Phase.JUDGING) == driver.Step()  # not the run's phase
+    # planned[3:7] are out and their jobs were lost (no outcome, no count comes down): the window
+    # is full of them until a look hands them out again, regardless of the room they fill
+    assert run_refill(run.pk, Phase.GENERATION).slot_ids == ()
+    again = run_drive(run.pk, windowed=True, redispatch_after_s=0)
+    assert again.slot_ids == tuple(planned[3:7]) and again.refill_after == 2
+    settle(planned[3:7])
+    tail = run_refill(run.pk, Phase.GENERATION)
+    assert tail.slot_ids == tuple(planned[7:]) and tail.refill_after is None  # all out: nothing to refill
+    assert run_refill(run.pk, Phase.GENERATION).slot_ids == ()
     assert handed_out(run) == planned
     Run.objects.filter(pk=run.pk).update(status=Run.Status.PAUSED)
-    Slot.objects.filter(run=run).update(dispatched_at=None)
-    assert run_refill(run.pk, Phase.GENERATION, queued=0).slot_ids == ()  # a paused run hands out nothing
+    Slot.objects.filter(run=run).update(dispatched_at=None, status=Slot.Status.PENDING)
+    assert run_refill(run.pk, Phase.GENERATION).slot_ids == ()  # a paused run hands out nothing
 
 
 def test_the_window_is_many_rounds_of_the_cap(db, monkeypatch):
@@ -77,9 +87,9 @@ def test_the_window_is_many_rounds_of_the_cap(db, monkeypatch):
     assert hand_out_window(large) == driver.HAND_OUT_ROUNDS * 1000
 
 
-def test_the_refill_mark_is_set_where_the_count_will_pass_it(redis_connection):
-    """The mark goes with the count (one script): a refill whose slots were counted after the
-    jobs before them had finished leaves a count below the usual mark, and the mark below it."""
+def test_the_refill_mark_is_set_below_the_count_it_goes_with(redis_connection):
+    """The mark goes with the count (one script), `refill_after` below it: the count passes it on
+    its way down even when lost jobs left the count too high for good."""
     from django_rq import get_queue
 
     from experiments.execution import jobs
@@ -87,12 +97,13 @@ def test_the_refill_mark_is_set_where_the_count_will_pass_it(redis_connection):
     count_key = jobs.QUEUED_KEY.format(run_id=run_id, phase=Phase.GENERATION)
     mark_key = jobs.REFILL_KEY.format(run_id=run_id, phase=Phase.GENERATION)
     try:
-        jobs.dispatch(run_id, driver.Step(slot_ids=(1, 2, 3), phase=Phase.GENERATION, refill_at=3))
-        assert redis_connection.get(count_key) == b"3" and redis_connection.get(mark_key) == b"2"
-        jobs.dispatch(run_id, driver.Step(slot_ids=tuple(range(4, 10)), phase=Phase.GENERATION, refill_at=3))
-        assert redis_connection.get(count_key) == b"9" and redis_connection.get(mark_key) == b"3"
+        jobs.dispatch(run_id, driver.Step(slot_ids=(1, 2, 3), phase=Phase.GENERATION, refill_after=2))
+        assert redis_connection.get(count_key) == b"3" and redis_connection.get(mark_key) == b"1"
+        redis_connection.incrby(count_key, 100)  # a hundred jobs lost with their workers
+        jobs.dispatch(run_id, driver.Step(slot_ids=tuple(range(4, 10)), phase=Phase.GENERATION, refill_after=4))
+        assert redis_connection.get(count_key) == b"109" and redis_connection.get(mark_key) == b"105"
         jobs.dispatch(run_id, driver.Step(slot_ids=(10,), phase=Phase.GENERATION))  # the last: nothing to refill
-        assert redis_connection.get(count_key) == b"10" and redis_connection.get(mark_key) is None
+        assert redis_connection.get(count_key) == b"110" and redis_connection.get(mark_key) is None
         assert 0 < redis_connection.ttl(count_key) <= jobs.KEY_TTL_S
     finally:
         redis_connection.delete(count_key, mark_key)

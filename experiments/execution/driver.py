@@ -57,12 +57,12 @@ class Step:
     analyze: bool = False  # the analysis phase is due: run `run_analyze`
     plan_rest: bool = False  # the phase is planned in part: `run_plan_part` plans and hands out the next
     seal_checked: bool = False  # by this look, before its part (the next part need not check it again)
-    # The window was filled and slots may be left to hand out: when the phase's unfinished slot
-    # jobs fall to this many, the next are handed out (`jobs.job_refill`). None: nothing to refill.
-    refill_at: int | None = None
+    # Slots of the phase are left to hand out: after this many more of its slot jobs finish, the
+    # next are handed out (`jobs.job_refill`). None: nothing left to refill.
+    refill_after: int | None = None
 
 
-def run_drive(run_id: int, *, redispatch_after_s: float | None = None, queued: int | None = None) -> Step:
+def run_drive(run_id: int, *, redispatch_after_s: float | None = None, windowed: bool = False) -> Step:
     """Advance the run as far as it can go without sending anything.
 
     Marks reservations whose lease ran out as unknown, finishes a phase whose slots are
@@ -73,14 +73,13 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None, queued: i
     (their job was lost, e.g. the driver died between committing and enqueuing). A slot
     handed out twice is still sent at most once: `_reserve` decides under the slot's lock.
 
-    `queued`: the phase's slot jobs handed out and not yet finished (the queue's count): the
-    look hands out no more than the rest of the phase's window (`hand_out_window`). None (the
-    inline driver, which runs what it is handed): every pending slot.
+    `windowed` (the queue's driver): hand out no more than the room left in the phase's window
+    (`hand_out_window`). Otherwise (the inline driver, which runs what it is handed): every
+    pending slot.
     """
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
         seal_checked = False
-        looked_at = run.phase  # `queued` counts this phase's jobs; a phase begun by this look has none
         while run.may_send():
             complete = True
             slots = Slot.objects.filter(run=run, phase=run.phase)
@@ -118,16 +117,13 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None, queued: i
                     run.save(update_fields=["planned_phase"])
             expire_leases(run)
             cooling_s = _continue_allowances(run)
-            if queued is not None and run.phase != looked_at:
-                queued = 0
-            to_send = _hand_out(run.pk, run.phase, redispatch_after_s, limit=_room(run, queued))
+            to_send, refill_after = _hand_out_next(run, redispatch_after_s, windowed=windowed)
             if not complete or cooling_s is not None or to_send or slots.filter(status__in=OPEN_STATUSES).exists():
                 recheck_in_s = _next_deadline_s(run)
                 if cooling_s is not None:
                     recheck_in_s = min(recheck_in_s, cooling_s + 0.1)
                 return Step(slot_ids=tuple(to_send), recheck_in_s=recheck_in_s, phase=run.phase,
-                            plan_rest=not complete, seal_checked=seal_checked,
-                            refill_at=_refill_at(run, queued, to_send))
+                            plan_rest=not complete, seal_checked=seal_checked, refill_after=refill_after)
             if slots_awaiting_decision(run).exists():
                 # Unknown slots (and slots an amendment's allowance left without an answer) are the
                 # owner's decision, never a silent loss: the phase waits for it (App. B.2).
@@ -148,7 +144,7 @@ def _first_part(run: Run) -> int:
     return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * cap)
 
 
-def run_plan_part(run_id: int, *, check_seal: bool = True, queued: int | None = None) -> Step:
+def run_plan_part(run_id: int, *, check_seal: bool = True, windowed: bool = False) -> Step:
     """The next part of a judging phase whose first part `run_drive` planned and handed out;
     the phase is marked planned with its last part. Returns the part's slots to hand out.
 
@@ -169,21 +165,20 @@ def run_plan_part(run_id: int, *, check_seal: bool = True, queued: int | None = 
     if complete:
         Run.objects.filter(pk=run_id, phase=Phase.JUDGING).exclude(planned_phase=Phase.JUDGING).update(
             planned_phase=Phase.JUDGING)
-    slot_ids = _hand_out(run_id, Phase.JUDGING, limit=_room(run, queued)) if run.may_send() else ()
-    return Step(slot_ids=slot_ids, phase=Phase.JUDGING, plan_rest=not complete,
-                refill_at=_refill_at(run, queued, slot_ids))
+    slot_ids, refill_after = _hand_out_next(run, windowed=windowed) if run.may_send() else ((), None)
+    return Step(slot_ids=slot_ids, phase=Phase.JUDGING, plan_rest=not complete, refill_after=refill_after)
 
 
-def run_refill(run_id: int, phase: str, *, queued: int) -> Step:
-    """The next slots of a phase whose window of handed-out slots is running low (`queued` of
-    them unfinished): up to the window, without the run's lock (the hand-out is one conditional
-    statement, so a slot goes to one hand-out only). Nothing while the run may not send or has
-    moved on; the delayed looks hand out what a lost refill left."""
+def run_refill(run_id: int, phase: str) -> Step:
+    """The next slots of a phase whose window of handed-out slots is running low: up to the
+    window, without the run's lock (the hand-out is one conditional statement, so a slot goes to
+    one hand-out only). Nothing while the run may not send or has moved on; the delayed looks
+    hand out what a lost refill left."""
     run = Run.objects.select_related("protocol").get(pk=run_id)
     if run.phase != phase or not run.may_send():
         return Step()
-    slot_ids = _hand_out(run_id, phase, limit=_room(run, queued))
-    return Step(slot_ids=slot_ids, phase=phase, refill_at=_refill_at(run, queued, slot_ids))
+    slot_ids, refill_after = _hand_out_next(run, windowed=True)
+    return Step(slot_ids=slot_ids, phase=phase, refill_after=refill_after)
 
 
 # A phase's slots are handed out (put on the queue) a window at a time: a million-slot phase would
@@ -203,24 +198,45 @@ def hand_out_window(run: Run) -> int:
     return max(HAND_OUT_MIN, HAND_OUT_ROUNDS * effective_concurrency(run, role_config(run, role).provider))
 
 
-def _room(run: Run, queued: int | None) -> int | None:
-    return None if queued is None else max(hand_out_window(run) - max(queued, 0), 0)
+def _hand_out_next(run: Run, redispatch_after_s: float | None = None, *,
+                   windowed: bool) -> tuple[tuple[int, ...], int | None]:
+    """The slots to put on the queue now and, when slots are left, after how many more finished
+    slot jobs to hand out the next (`Step.refill_after`).
+
+    The room is counted in the database — the phase's slots handed out and not settled — not
+    from the queue's count, which a lost job (its worker killed, a step that raised) would leave
+    too high for good. Slots handed out again (`redispatch_after_s`: their jobs were lost) are
+    in the window already and go regardless of its room. Whether slots are left is asked after
+    the hand-out: a concurrent hand-out may have taken some of the rows this one chose."""
+    redispatched = (_hand_out(run.pk, run.phase, redispatch_after_s, fresh=False)
+                    if redispatch_after_s is not None else ())
+    if not windowed:
+        return tuple(sorted((*redispatched, *_hand_out(run.pk, run.phase)))), None
+    window = hand_out_window(run)
+    out = _handed_out_unsettled(run.pk, run.phase)  # the redispatched among them
+    fresh = _hand_out(run.pk, run.phase, limit=max(window - out, 0))
+    left = Slot.objects.filter(run_id=run.pk, phase=run.phase, status=Slot.Status.PENDING,
+                               dispatched_at__isnull=True).exists()
+    # Refill when the unfinished fall to half the window (at least one more must finish first).
+    refill_after = max(out + len(fresh) - window // 2, 1) if left else None
+    return tuple(sorted((*redispatched, *fresh))), refill_after
 
 
-def _refill_at(run: Run, queued: int | None, handed: tuple[int, ...]) -> int | None:
-    """The unfinished count at which to hand out more, when this hand-out filled the window
-    (slots may be left); None when it did not (every pending slot is out) or has no window."""
-    room = _room(run, queued)
-    return hand_out_window(run) // 2 if room is not None and len(handed) >= room else None
+def _handed_out_unsettled(run_id: int, phase: str) -> int:
+    """The phase's slots handed out whose jobs have not finished: pending with a job on the
+    queue (or lost), or in flight. Read from their partial index (`slot_handed_out`): the cost
+    follows the window, not the phase."""
+    return Slot.objects.filter(run_id=run_id, phase=phase, status__in=(Slot.Status.PENDING, Slot.Status.IN_FLIGHT),
+                               dispatched_at__isnull=False).count()
 
 
-def _hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None,
+def _hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None, *, fresh: bool = True,
               limit: int | None = None) -> tuple[int, ...]:
-    """The phase's pending slots not handed out yet (or, with `redispatch_after_s`, handed out at
-    least that long ago), the first `limit` of them in planning order (None: all), marked handed
-    out now. One conditional statement: a slot that two looks hand out at the same moment (a
-    delayed look and a part's planner) goes to one of them only (the outer conditions are
-    checked again on the row as the other left it); a slot job handed out twice costs a
+    """The phase's pending slots not handed out yet (`fresh`) and/or, with `redispatch_after_s`,
+    handed out at least that long ago, the first `limit` of them in planning order (None: all),
+    marked handed out now. One conditional statement: a slot that two looks hand out at the same
+    moment (a delayed look and a part's planner) goes to one of them only (the outer conditions
+    are checked again on the row as the other left it); a slot job handed out twice costs a
     reservation refused, and many would stall every worker. The slots not handed out yet are
     read from their partial index (`slot_to_hand_out`), so a window costs its own size."""
     if limit == 0:
@@ -228,7 +244,8 @@ def _hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None,
     now = timezone.now()
     due, params = "dispatched_at IS NULL", []
     if redispatch_after_s is not None:
-        due, params = "(dispatched_at IS NULL OR dispatched_at <= %s)", [now - timedelta(seconds=redispatch_after_s)]
+        stale, params = "dispatched_at <= %s", [now - timedelta(seconds=redispatch_after_s)]
+        due = f"(dispatched_at IS NULL OR {stale})" if fresh else stale
     where = f"run_id = %s AND phase = %s AND status = %s AND {due}"
     where_params = [run_id, phase, Slot.Status.PENDING, *params]
     table = Slot._meta.db_table

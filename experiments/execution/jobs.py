@@ -28,8 +28,6 @@ from experiments.execution.concurrency import REDIS_DOWN, HandoverLimiter, Infli
 from experiments.execution.driver import Step, run_analyze, run_drive, run_plan_part, run_refill
 from experiments.execution.journal import in_this_thread, phase_open, slot_execute
 from experiments.execution.workers import SLOT_JOB_PREFIX
-from experiments.models import Run
-from experiments.models.runs import Phase
 
 # The command that serves every queue; pages and commands print it when no worker answers.
 WORKER_COMMAND = ("manage.py rqworker --with-scheduler --worker-class experiments.execution.workers.ResilientSimpleWorker "
@@ -41,7 +39,7 @@ RECHECK_KEY = "ownwords:recheck:{run_id}"
 SLOT_RESULT_TTL_S = 60
 QUEUED_KEY = "ownwords:queued:{run_id}:{phase}"  # slot jobs of the run and phase not yet finished
 # When QUEUED_KEY falls to this value, the next slots of the phase are handed out (`job_refill`);
-# set by a hand-out that filled the phase's window (`driver.hand_out_window`), gone when none did.
+# set by a hand-out that left slots to hand out (`Step.refill_after`), gone after one that did not.
 REFILL_KEY = "ownwords:refill:{run_id}:{phase}"
 DISPATCH_CHUNK = 64
 KEY_TTL_S = 7 * 24 * 3600
@@ -101,7 +99,7 @@ def dispatch(run_id: int, step: Step) -> None:
         key = QUEUED_KEY.format(run_id=run_id, phase=step.phase)
         refill_key = REFILL_KEY.format(run_id=run_id, phase=step.phase)
         connection.eval(_COUNT_HANDED_OUT, 2, key, refill_key, len(step.slot_ids),
-                        "" if step.refill_at is None else step.refill_at, KEY_TTL_S)
+                        "" if step.refill_after is None else step.refill_after, KEY_TTL_S)
         # The journal is the record; rq keeps a finished job a minute (deleting it at once,
         # result_ttl=0, costs the worker more than letting it expire). In chunks, each its own
         # pipeline: the first requests of a phase start while the rest are still being queued.
@@ -114,16 +112,17 @@ def dispatch(run_id: int, step: Step) -> None:
 
 
 # The phase's count of unfinished slot jobs goes up by the slots handed out, and the refill mark is
-# set with it, atomically: a refill triggers when a finished job takes the count down to the mark
-# (`_after_slot`), and the count passes every value below where it stands, so the mark is put below
-# it (a refill that handed out while the last jobs finished leaves a count under the usual mark).
+# set with it, atomically, `refill_after` below the new count: a refill triggers when a finished
+# job takes the count down to the mark (`_after_slot`), and on its way down the count passes every
+# value below where it stands. Relative to the count, not an absolute level: a count left too high
+# by lost jobs still reaches a mark set below it.
 _COUNT_HANDED_OUT = """
 local count = redis.call('INCRBY', KEYS[1], ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 if ARGV[2] == '' then
     redis.call('DEL', KEYS[2])
 else
-    redis.call('SET', KEYS[2], math.max(math.min(tonumber(ARGV[2]), count - 1), 0), 'EX', ARGV[3])
+    redis.call('SET', KEYS[2], math.max(count - tonumber(ARGV[2]), 0), 'EX', ARGV[3])
 end
 return count
 """
@@ -163,31 +162,21 @@ def _slot_queues_idle() -> bool:
         return not any(pipeline.execute())
 
 
-def _queued(run_id: int, phase: str | None = None) -> int:
-    """The slot jobs of the run's phase (its current one when None) handed out and not yet
-    finished; a count gone (expired) reads 0."""
-    if phase is None:
-        phase = Run.objects.values_list("phase", flat=True).get(pk=run_id)
-    return int(_redis().get(QUEUED_KEY.format(run_id=run_id, phase=phase)) or 0)
-
-
 def job_drive(run_id: int) -> None:
     redispatch = REDISPATCH_AFTER_S if _slot_queues_idle() else None
-    # (Read before the look, which may move the run into its next phase: that one's count is 0.)
-    step = run_drive(run_id, redispatch_after_s=redispatch, queued=_queued(run_id))
+    step = run_drive(run_id, redispatch_after_s=redispatch, windowed=True)
     dispatch(run_id, step)
     check_seal = not step.seal_checked
     while step.plan_rest:
         # The phase's first calls are on their way: plan the next part and hand it out, until done.
-        step = run_plan_part(run_id, check_seal=check_seal,  # unless run_drive checked it just now
-                             queued=_queued(run_id, Phase.JUDGING))
+        step = run_plan_part(run_id, check_seal=check_seal, windowed=True)  # unless run_drive checked it
         check_seal = False
         dispatch(run_id, step)
 
 
 def job_refill(run_id: int, phase: str) -> None:
     """The phase's next window of slots (its unfinished slot jobs fell to the refill mark)."""
-    dispatch(run_id, run_refill(run_id, phase, queued=_queued(run_id, phase)))
+    dispatch(run_id, run_refill(run_id, phase))
 
 
 def job_recheck(run_id: int, due: str) -> None:

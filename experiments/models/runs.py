@@ -187,6 +187,9 @@ class Slot(models.Model):
             # window at a time (`driver._hand_out`), each window read at its own cost
             models.Index(fields=["run", "phase", "id"], name="slot_to_hand_out",
                          condition=models.Q(status="pending", dispatched_at__isnull=True)),
+            # the slots handed out whose jobs have not finished: the room left in the window
+            models.Index(fields=["run", "phase"], name="slot_handed_out",
+                         condition=models.Q(status__in=["pending", "in_flight"], dispatched_at__isnull=False)),
         ]
 
     def __str__(self):
