@@ -142,15 +142,15 @@ def hand_out(run) -> None:
     from django_rq import get_connection
     from rq import Queue
 
-    from experiments.execution import driver, jobs
+    from experiments.execution import hand_out, jobs
 
-    window = driver.hand_out_window(run)
+    window = hand_out.hand_out_window(run)
     for label, windowed in ((f"a window ({window:,})", True), ("every pending slot", False)):
         times, handed = [], 0
         for _ in range(3):
             with transaction.atomic():
                 start = time.perf_counter()
-                handed = len(driver._hand_out_next(run, windowed=windowed)[0])
+                handed = len(hand_out.hand_out_next(run, windowed=windowed)[0])
                 times.append((time.perf_counter() - start) * 1000)
                 transaction.set_rollback(True)
         print(f"hand-out of {label:>18}: {handed:,} slots, median {statistics.median(times):7.1f} ms "

@@ -19,7 +19,8 @@ import pytest
 from django.db import connection
 
 from experiments.execution import driver
-from experiments.execution.driver import hand_out_window, run_drive, run_refill
+from experiments.execution.driver import run_drive, run_refill
+from experiments.execution.hand_out import HAND_OUT_MIN, HAND_OUT_ROUNDS, hand_out_window
 from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Project, Run, Slot
 from experiments.models.runs import Phase
@@ -81,10 +82,10 @@ def test_the_window_is_many_rounds_of_the_cap(db, monkeypatch):
     cohort = build_cohort(project, sessions=1, targets=1, name="rounds")
     offline = {"provider": "offline", "base_url": "", "model": "stand-in"}
     small = make_run(project, cohort, conditions=[QUESTION_ONLY], generator=offline)
-    assert hand_out_window(small) == driver.HAND_OUT_MIN
+    assert hand_out_window(small) == HAND_OUT_MIN
     large = make_run(project, cohort, name="large", conditions=[QUESTION_ONLY], generator=offline,
                      concurrency={"offline": 1000})
-    assert hand_out_window(large) == driver.HAND_OUT_ROUNDS * 1000
+    assert hand_out_window(large) == HAND_OUT_ROUNDS * 1000
 
 
 def test_the_refill_mark_is_set_below_the_count_it_goes_with(redis_connection):

@@ -9,13 +9,12 @@ calls it — an RQ job (`execution.jobs`) or `run_inline` — only moves ids.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass
 from datetime import timedelta
 
 import httpx
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, F, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -28,6 +27,7 @@ from experiments.core.llm.transport import StdlibTransport
 from experiments.core.rankers import RankerError
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
+from experiments.execution.hand_out import hand_out_next
 from experiments.execution import mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.analysis.survey import survey_summary
@@ -74,7 +74,7 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None, windowed:
     handed out twice is still sent at most once: `_reserve` decides under the slot's lock.
 
     `windowed` (the queue's driver): hand out no more than the room left in the phase's window
-    (`hand_out_window`). Otherwise (the inline driver, which runs what it is handed): every
+    (`hand_out.hand_out_window`). Otherwise (the inline driver, which runs what it is handed): every
     pending slot.
     """
     with transaction.atomic():
@@ -117,7 +117,7 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None, windowed:
                     run.save(update_fields=["planned_phase"])
             expire_leases(run)
             cooling_s = _continue_allowances(run)
-            to_send, refill_after = _hand_out_next(run, redispatch_after_s, windowed=windowed)
+            to_send, refill_after = hand_out_next(run, redispatch_after_s, windowed=windowed)
             if not complete or cooling_s is not None or to_send or slots.filter(status__in=OPEN_STATUSES).exists():
                 recheck_in_s = _next_deadline_s(run)
                 if cooling_s is not None:
@@ -165,7 +165,7 @@ def run_plan_part(run_id: int, *, check_seal: bool = True, windowed: bool = Fals
     if complete:
         Run.objects.filter(pk=run_id, phase=Phase.JUDGING).exclude(planned_phase=Phase.JUDGING).update(
             planned_phase=Phase.JUDGING)
-    slot_ids, refill_after = _hand_out_next(run, windowed=windowed) if run.may_send() else ((), None)
+    slot_ids, refill_after = hand_out_next(run, windowed=windowed) if run.may_send() else ((), None)
     return Step(slot_ids=slot_ids, phase=Phase.JUDGING, plan_rest=not complete, refill_after=refill_after)
 
 
@@ -177,87 +177,8 @@ def run_refill(run_id: int, phase: str) -> Step:
     run = Run.objects.select_related("protocol").get(pk=run_id)
     if run.phase != phase or not run.may_send():
         return Step()
-    slot_ids, refill_after = _hand_out_next(run, windowed=True)
+    slot_ids, refill_after = hand_out_next(run, windowed=True)
     return Step(slot_ids=slot_ids, phase=phase, refill_after=refill_after)
-
-
-# A phase's slots are handed out (put on the queue) a window at a time: a million-slot phase would
-# otherwise hold a million jobs in Redis (about 600 bytes each) and take a minute to enqueue.
-# The window is many rounds of the phase's in-flight cap, refilled when half of it is left, so
-# the queue never runs dry while the next half is handed out.
-HAND_OUT_MIN, HAND_OUT_ROUNDS = 4096, 32
-
-
-def hand_out_window(run: Run) -> int:
-    """How many of the phase's slots may be handed out and unfinished at once
-    (`OWNWORDS_HAND_OUT_WINDOW` overrides it)."""
-    override = os.environ.get("OWNWORDS_HAND_OUT_WINDOW", "")
-    if override.isdigit() and int(override) > 0:
-        return int(override)
-    role = Slot.Role.JUDGE if run.phase == Phase.JUDGING else Slot.Role.GENERATOR
-    return max(HAND_OUT_MIN, HAND_OUT_ROUNDS * effective_concurrency(run, role_config(run, role).provider))
-
-
-def _hand_out_next(run: Run, redispatch_after_s: float | None = None, *,
-                   windowed: bool) -> tuple[tuple[int, ...], int | None]:
-    """The slots to put on the queue now and, when slots are left, after how many more finished
-    slot jobs to hand out the next (`Step.refill_after`).
-
-    The room is counted in the database — the phase's slots handed out and not settled — not
-    from the queue's count, which a lost job (its worker killed, a step that raised) would leave
-    too high for good. Slots handed out again (`redispatch_after_s`: their jobs were lost) are
-    in the window already and go regardless of its room. Whether slots are left is asked after
-    the hand-out: a concurrent hand-out may have taken some of the rows this one chose."""
-    redispatched = (_hand_out(run.pk, run.phase, redispatch_after_s, fresh=False)
-                    if redispatch_after_s is not None else ())
-    if not windowed:
-        return tuple(sorted((*redispatched, *_hand_out(run.pk, run.phase)))), None
-    window = hand_out_window(run)
-    out = _handed_out_unsettled(run.pk, run.phase)  # the redispatched among them
-    fresh = _hand_out(run.pk, run.phase, limit=max(window - out, 0))
-    left = Slot.objects.filter(run_id=run.pk, phase=run.phase, status=Slot.Status.PENDING,
-                               dispatched_at__isnull=True).exists()
-    # Refill when the unfinished fall to half the window (at least one more must finish first).
-    refill_after = max(out + len(fresh) - window // 2, 1) if left else None
-    return tuple(sorted((*redispatched, *fresh))), refill_after
-
-
-def _handed_out_unsettled(run_id: int, phase: str) -> int:
-    """The phase's slots handed out whose jobs have not finished: pending with a job on the
-    queue (or lost), or in flight. Read from their partial index (`slot_handed_out`): the cost
-    follows the window, not the phase."""
-    return Slot.objects.filter(run_id=run_id, phase=phase, status__in=(Slot.Status.PENDING, Slot.Status.IN_FLIGHT),
-                               dispatched_at__isnull=False).count()
-
-
-def _hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None, *, fresh: bool = True,
-              limit: int | None = None) -> tuple[int, ...]:
-    """The phase's pending slots not handed out yet (`fresh`) and/or, with `redispatch_after_s`,
-    handed out at least that long ago, the first `limit` of them in planning order (None: all),
-    marked handed out now. One conditional statement: a slot that two looks hand out at the same
-    moment (a delayed look and a part's planner) goes to one of them only (the outer conditions
-    are checked again on the row as the other left it); a slot job handed out twice costs a
-    reservation refused, and many would stall every worker. The slots not handed out yet are
-    read from their partial index (`slot_to_hand_out`), so a window costs its own size."""
-    if limit == 0:
-        return ()
-    now = timezone.now()
-    due, params = "dispatched_at IS NULL", []
-    if redispatch_after_s is not None:
-        stale, params = "dispatched_at <= %s", [now - timedelta(seconds=redispatch_after_s)]
-        due = f"(dispatched_at IS NULL OR {stale})" if fresh else stale
-    where = f"run_id = %s AND phase = %s AND status = %s AND {due}"
-    where_params = [run_id, phase, Slot.Status.PENDING, *params]
-    table = Slot._meta.db_table
-    if limit is None:
-        sql, sql_params = f"UPDATE {table} SET dispatched_at = %s WHERE {where} RETURNING id", [now, *where_params]
-    else:
-        sql = (f"UPDATE {table} SET dispatched_at = %s WHERE {where} AND id IN "
-               f"(SELECT id FROM {table} WHERE {where} ORDER BY id LIMIT %s) RETURNING id")
-        sql_params = [now, *where_params, *where_params, limit]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, sql_params)
-        return tuple(sorted(row[0] for row in cursor.fetchall()))
 
 
 def _expire_while_stopped(run: Run) -> Step:

@@ -184,7 +184,7 @@ class Slot(models.Model):
             # progress counters per phase and status on the run page
             models.Index(fields=["run", "phase", "status"], name="slot_progress"),
             # the slots not handed out yet, in planning order: the driver hands out a phase a
-            # window at a time (`driver._hand_out`), each window read at its own cost
+            # window at a time (`execution.hand_out`), each window read at its own cost
             models.Index(fields=["run", "phase", "id"], name="slot_to_hand_out",
                          condition=models.Q(status="pending", dispatched_at__isnull=True)),
             # the slots handed out whose jobs have not finished: the room left in the window

@@ -1,0 +1,96 @@
+"""Handing a phase's slots out to the queue, a window at a time (issue 13).
+
+A slot handed out has its `dispatched_at` set and a job on its phase's queue (`jobs.dispatch`).
+The queue's driver hands out at most a window of a phase's slots that are handed out and not
+settled; a refill (`jobs.job_refill`) hands out the next when about half the window is left.
+The inline driver hands out everything at once (it runs what it is handed).
+"""
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from experiments.execution.policy import effective_concurrency, role_config
+from experiments.models import Run, Slot
+from experiments.models.runs import Phase
+
+# A phase's slots are handed out (put on the queue) a window at a time: a million-slot phase would
+# otherwise hold a million jobs in Redis (about 600 bytes each) and take a minute to enqueue.
+# The window is many rounds of the phase's in-flight cap, refilled when half of it is left, so
+# the queue never runs dry while the next half is handed out.
+HAND_OUT_MIN, HAND_OUT_ROUNDS = 4096, 32
+
+
+def hand_out_window(run: Run) -> int:
+    """How many of the phase's slots may be handed out and unfinished at once
+    (`OWNWORDS_HAND_OUT_WINDOW` overrides it)."""
+    override = os.environ.get("OWNWORDS_HAND_OUT_WINDOW", "")
+    if override.isdigit() and int(override) > 0:
+        return int(override)
+    role = Slot.Role.JUDGE if run.phase == Phase.JUDGING else Slot.Role.GENERATOR
+    return max(HAND_OUT_MIN, HAND_OUT_ROUNDS * effective_concurrency(run, role_config(run, role).provider))
+
+
+def hand_out_next(run: Run, redispatch_after_s: float | None = None, *,
+                  windowed: bool) -> tuple[tuple[int, ...], int | None]:
+    """The slots to put on the queue now and, when slots are left, after how many more finished
+    slot jobs to hand out the next (`driver.Step.refill_after`).
+
+    The room is counted in the database — the phase's slots handed out and not settled — not
+    from the queue's count, which a lost job (its worker killed, a step that raised) would leave
+    too high for good. Slots handed out again (`redispatch_after_s`: their jobs were lost) are
+    in the window already and go regardless of its room. Whether slots are left is asked after
+    the hand-out: a concurrent hand-out may have taken some of the rows this one chose."""
+    redispatched = (hand_out(run.pk, run.phase, redispatch_after_s, fresh=False)
+                    if redispatch_after_s is not None else ())
+    if not windowed:
+        return tuple(sorted((*redispatched, *hand_out(run.pk, run.phase)))), None
+    window = hand_out_window(run)
+    out = handed_out_unsettled(run.pk, run.phase)  # the redispatched among them
+    fresh = hand_out(run.pk, run.phase, limit=max(window - out, 0))
+    left = Slot.objects.filter(run_id=run.pk, phase=run.phase, status=Slot.Status.PENDING,
+                               dispatched_at__isnull=True).exists()
+    # Refill when the unfinished fall to half the window (at least one more must finish first).
+    refill_after = max(out + len(fresh) - window // 2, 1) if left else None
+    return tuple(sorted((*redispatched, *fresh))), refill_after
+
+
+def handed_out_unsettled(run_id: int, phase: str) -> int:
+    """The phase's slots handed out whose jobs have not finished: pending with a job on the
+    queue (or lost), or in flight. Read from their partial index (`slot_handed_out`): the cost
+    follows the window, not the phase."""
+    return Slot.objects.filter(run_id=run_id, phase=phase, status__in=(Slot.Status.PENDING, Slot.Status.IN_FLIGHT),
+                               dispatched_at__isnull=False).count()
+
+
+def hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None, *, fresh: bool = True,
+              limit: int | None = None) -> tuple[int, ...]:
+    """The phase's pending slots not handed out yet (`fresh`) and/or, with `redispatch_after_s`,
+    handed out at least that long ago, the first `limit` of them in planning order (None: all),
+    marked handed out now. One conditional statement: a slot that two looks hand out at the same
+    moment (a delayed look and a part's planner) goes to one of them only (the outer conditions
+    are checked again on the row as the other left it); a slot job handed out twice costs a
+    reservation refused, and many would stall every worker. The slots not handed out yet are
+    read from their partial index (`slot_to_hand_out`), so a window costs its own size."""
+    if limit == 0:
+        return ()
+    now = timezone.now()
+    due, params = "dispatched_at IS NULL", []
+    if redispatch_after_s is not None:
+        stale, params = "dispatched_at <= %s", [now - timedelta(seconds=redispatch_after_s)]
+        due = f"(dispatched_at IS NULL OR {stale})" if fresh else stale
+    where = f"run_id = %s AND phase = %s AND status = %s AND {due}"
+    where_params = [run_id, phase, Slot.Status.PENDING, *params]
+    table = Slot._meta.db_table
+    if limit is None:
+        sql, sql_params = f"UPDATE {table} SET dispatched_at = %s WHERE {where} RETURNING id", [now, *where_params]
+    else:
+        sql = (f"UPDATE {table} SET dispatched_at = %s WHERE {where} AND id IN "
+               f"(SELECT id FROM {table} WHERE {where} ORDER BY id LIMIT %s) RETURNING id")
+        sql_params = [now, *where_params, *where_params, limit]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, sql_params)
+        return tuple(sorted(row[0] for row in cursor.fetchall()))
