@@ -44,8 +44,7 @@ def hand_out_next(run: Run, redispatch_after_s: float | None = None, *,
     too high for good. Slots handed out again (`redispatch_after_s`: their jobs were lost) are
     in the window already and go regardless of its room. Whether slots are left is asked after
     the hand-out: a concurrent hand-out may have taken some of the rows this one chose."""
-    redispatched = (hand_out(run.pk, run.phase, redispatch_after_s, fresh=False)
-                    if redispatch_after_s is not None else ())
+    redispatched = hand_out(run.pk, run.phase, redispatch_after_s) if redispatch_after_s is not None else ()
     if not windowed:
         return tuple(sorted((*redispatched, *hand_out(run.pk, run.phase)))), None
     window = hand_out_window(run)
@@ -66,11 +65,11 @@ def handed_out_unsettled(run_id: int, phase: str) -> int:
                                dispatched_at__isnull=False).count()
 
 
-def hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None, *, fresh: bool = True,
-              limit: int | None = None) -> tuple[int, ...]:
-    """The phase's pending slots not handed out yet (`fresh`) and/or, with `redispatch_after_s`,
-    handed out at least that long ago, the first `limit` of them in planning order (None: all),
-    marked handed out now. One conditional statement: a slot that two looks hand out at the same
+def hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None, *,
+             limit: int | None = None) -> tuple[int, ...]:
+    """The phase's pending slots not handed out yet (or, with `redispatch_after_s`, those handed
+    out at least that long ago), the first `limit` of them in planning order (None: all), marked
+    handed out now. One conditional statement: a slot that two looks hand out at the same
     moment (a delayed look and a part's planner) goes to one of them only (the outer conditions
     are checked again on the row as the other left it); a slot job handed out twice costs a
     reservation refused, and many would stall every worker. The slots not handed out yet are
@@ -80,8 +79,7 @@ def hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None, *
     now = timezone.now()
     due, params = "dispatched_at IS NULL", []
     if redispatch_after_s is not None:
-        stale, params = "dispatched_at <= %s", [now - timedelta(seconds=redispatch_after_s)]
-        due = f"(dispatched_at IS NULL OR {stale})" if fresh else stale
+        due, params = "dispatched_at <= %s", [now - timedelta(seconds=redispatch_after_s)]
     where = f"run_id = %s AND phase = %s AND status = %s AND {due}"
     where_params = [run_id, phase, Slot.Status.PENDING, *params]
     table = Slot._meta.db_table
