@@ -2,7 +2,8 @@
 
 Queues: `memories`, `generation`, `decisions`, `judging` carry one job per slot of that
 phase; `analysis` the statistics; `default` the driver that moves a run from phase to
-phase. Any number of `rqworker` processes on any number of machines may serve them; one
+phase, and the refills that put a phase's next slots on the queue (`execution.hand_out`: a
+window at a time, refilled when about half is left). Any number of `rqworker` processes on any number of machines may serve them; one
 of them must run with `--with-scheduler` for the driver's delayed looks (`enqueue_in`).
 
 The driver runs when a run is enqueued, when a phase's last open slot settles, and on a
