@@ -11,8 +11,6 @@ million jobs in Redis and take a minute to enqueue).
   sent exactly once.
 """
 import os
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
@@ -26,9 +24,9 @@ from experiments.models import ModelCall, Project, Run, Slot
 from experiments.models.runs import Phase
 from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, make_run, openai_model, request_bytes
 from tests.llm_fake_server import running_fake_llm
-from tests.test_engine_multislot import MULTI, MultiSlotWorkers
+from tests.test_engine_multislot import MultiSlotWorkers
 from tests.test_engine_queue import (  # noqa: F401 - fixtures
-    QUEUES, REPO, live_database, redis_connection, wait_for, worker_env,
+    live_database, redis_connection, wait_for, worker_env,
 )
 
 
@@ -111,19 +109,6 @@ def test_the_refill_mark_is_set_below_the_count_it_goes_with(redis_connection):
         get_queue(Phase.GENERATION, connection=redis_connection).empty()
 
 
-class UnscheduledWorkers(MultiSlotWorkers):
-    """Multi-slot workers with no scheduler: no delayed look ever runs."""
-
-    def start(self) -> subprocess.Popen:
-        log = open(self.log_dir / f"worker-{len(self.processes)}.log", "wb")
-        process = subprocess.Popen([sys.executable, "manage.py", "rqworker", *QUEUES, "--worker-class", MULTI],
-                                   cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        log.close()
-        self.processes.append(process)
-        return process
-
-
 def most_handed_out_at_once(run) -> int:
     """The most slots handed out and not yet answered at any moment (from the journal's times)."""
     events = []
@@ -143,8 +128,8 @@ def most_handed_out_at_once(run) -> int:
 def test_refills_alone_carry_a_run_through_the_queue_a_window_at_a_time(live_database, redis_connection, tmp_path):
     redis_connection.flushdb()
     window = 6
-    workers = UnscheduledWorkers({**worker_env(live_database), "OWNWORDS_HAND_OUT_WINDOW": str(window)},
-                                 tmp_path, slots=4)
+    workers = MultiSlotWorkers({**worker_env(live_database), "OWNWORDS_HAND_OUT_WINDOW": str(window)},
+                               tmp_path, slots=4, scheduler=False)
     try:
         with running_fake_llm() as server:
             server.default_delay_s = 0.02

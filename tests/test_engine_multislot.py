@@ -38,15 +38,17 @@ MULTI = "experiments.execution.workers.MultiSlotWorker"
 
 
 class MultiSlotWorkers(Workers):
-    """`Workers` of the multi-slot class, `slots` each (one alive runs the scheduler)."""
+    """`Workers` of the multi-slot class, `slots` each (one alive runs the scheduler, unless
+    `scheduler` is False: then no delayed look ever runs)."""
 
-    def __init__(self, env, log_dir, slots: int):
+    def __init__(self, env, log_dir, slots: int, scheduler: bool = True):
         super().__init__({**env, "OWNWORDS_WORKER_SLOTS": str(slots)}, log_dir)
+        self.scheduler = scheduler
 
     def start(self) -> subprocess.Popen:
         log = open(self.log_dir / f"worker-{len(self.processes)}.log", "wb")
         command = [sys.executable, "manage.py", "rqworker", *QUEUES, "--worker-class", MULTI]
-        if all(process.poll() is not None for process in self.processes):
+        if self.scheduler and all(process.poll() is not None for process in self.processes):
             command.append("--with-scheduler")
         process = subprocess.Popen(command, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)

@@ -62,9 +62,7 @@ def run_counts(run) -> tuple[dict[str, dict[str, int]], dict[str, dict]]:
 
 
 def reserved_attempts(run) -> dict[str, int]:
-    """Phase → attempts reserved (ModelCall rows): from the tally on PostgreSQL, else counted."""
-    if connection.vendor != "postgresql":
-        return dict(ModelCall.objects.filter(run=run).values_list("phase").annotate(n=Count("*")).order_by())
+    """Phase → attempts reserved (ModelCall rows), as `run_counts` has them."""
     return {phase: calls["attempts"] for phase, calls in run_counts(run)[1].items()}
 
 
