@@ -5,6 +5,7 @@ silently falling back to a default nobody asked for.
 """
 import json
 import os
+import re
 from urllib.parse import unquote, urlsplit
 
 
@@ -113,7 +114,11 @@ def env_json(name, default):
         raise ConfigError(f"{source} is not valid JSON: {exc}") from None
 
 
-_ENDPOINT_KEYS = {"name", "provider", "base_url", "url_prefix"}
+_ENDPOINT_KEYS = {"name", "provider", "base_url", "url_prefix", "key_env"}
+_KEY_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The server's own secrets: no endpoint may name them as the variable its key comes from, so a
+# typo in the list cannot send them to a provider either.
+SERVER_SECRET_VARIABLES = frozenset({"SECRET_KEY", "DATABASE_URL", "REDIS_URL"})
 
 
 def plain_http_url_problem(url):
@@ -145,6 +150,9 @@ def llm_endpoints(entries, *, source="OWNWORDS_LLM_ENDPOINTS"):
     address, a ``url_prefix`` admits every plain URL beginning with it (it must end at a port or
     path boundary, ``:`` or ``/``, so ``https://a.example`` cannot admit ``https://a.example.evil``).
     The offline stand-in is ``{"name": ..., "provider": "offline"}`` with no URL: it sends nothing.
+    ``key_env`` names the environment variable(s) a key for this endpoint may come from (a name or a
+    list of names; none: requests go without credentials). A protocol may name at most one of them,
+    and nothing else is ever read from the environment on a protocol's behalf.
     """
     if not isinstance(entries, list):
         raise ConfigError(f"{source} must be a JSON list of endpoints")
@@ -179,4 +187,22 @@ def llm_endpoints(entries, *, source="OWNWORDS_LLM_ENDPOINTS"):
             if urls[0] == "url_prefix" and not url.endswith((":", "/")):
                 raise ConfigError(f"{where} ({name}): url_prefix {url!r} must end with ':' or '/'")
         checked.append({key: entry[key] for key in ("name", "provider", "base_url", "url_prefix") if key in entry})
+        if "key_env" in entry:
+            checked[-1]["key_env"] = _key_variables(entry, provider, f"{where} ({name})")
     return checked
+
+
+def _key_variables(entry, provider, where) -> list[str]:
+    """The checked ``key_env`` of an endpoint entry, always a list (empty: no credentials)."""
+    names = entry.get("key_env", [])
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list) or not all(isinstance(n, str) and _KEY_VARIABLE_NAME.fullmatch(n) for n in names):
+        raise ConfigError(f"{where}: key_env must be an environment variable name or a list of them "
+                          "(letters, digits and _)")
+    if names and provider == "offline":
+        raise ConfigError(f"{where}: the offline stand-in sends nothing and takes no key_env")
+    if SERVER_SECRET_VARIABLES & set(names):
+        raise ConfigError(f"{where}: key_env may not name the server's own secrets "
+                          f"{sorted(SERVER_SECRET_VARIABLES & set(names))}")
+    return list(dict.fromkeys(names))

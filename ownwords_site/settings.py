@@ -188,10 +188,13 @@ RQ_QUEUES = {
 
 # The provider endpoints a protocol may name (experiments/execution/endpoints.py); nothing else
 # is ever called. OWNWORDS_LLM_ENDPOINTS: inline JSON or the path of a JSON file.
+# Each entry's key_env lists the only variables its key may be read from (README, "Provider endpoints").
 DEFAULT_LLM_ENDPOINTS = [
-    {"name": "openai", "provider": "openai", "base_url": "https://api.openai.com/v1"},
-    {"name": "gemini", "provider": "gemini", "base_url": "https://generativelanguage.googleapis.com/v1beta"},
-    {"name": "anthropic", "provider": "anthropic", "base_url": "https://api.anthropic.com/v1"},
+    {"name": "openai", "provider": "openai", "base_url": "https://api.openai.com/v1", "key_env": ["OPENAI_API_KEY"]},
+    {"name": "gemini", "provider": "gemini", "base_url": "https://generativelanguage.googleapis.com/v1beta",
+     "key_env": ["GEMINI_API_KEY", "GOOGLE_API_KEY"]},
+    {"name": "anthropic", "provider": "anthropic", "base_url": "https://api.anthropic.com/v1",
+     "key_env": ["ANTHROPIC_API_KEY"]},
     {"name": "offline", "provider": "offline"},
 ]
 LLM_ENDPOINTS = llm_endpoints(env_json("OWNWORDS_LLM_ENDPOINTS", DEFAULT_LLM_ENDPOINTS))

@@ -38,9 +38,11 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # The tests' own LLM server (tests/llm_fake_server.py, any port on the loopback address) and the
 # reserved example names of RFC 6761 that some tests seal but never call. Tests only: a server
 # allows exactly what its administrator lists in OWNWORDS_LLM_ENDPOINTS.
+# key_env: the only variables a key for that endpoint is read from (the tests set them, never a real key).
 LLM_ENDPOINTS = [  # noqa: F405
     *LLM_ENDPOINTS,  # noqa: F405
-    {"name": "test-loopback", "url_prefix": "http://127.0.0.1:"},
+    {"name": "test-loopback", "url_prefix": "http://127.0.0.1:", "key_env": [
+        "OWNWORDS_TEST_FAKE_LLM_KEY", "OWNWORDS_TEST_ANTHROPIC_KEY", "OTHER_TEST_KEY", "OWNWORDS_PAGE_TEST_KEY"]},
     {"name": "test-example-openai", "provider": "openai", "url_prefix": "https://api.example.test/"},
     {"name": "test-example-gemini", "provider": "gemini", "url_prefix": "https://gemini.example.test/"},
 ]

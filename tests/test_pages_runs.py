@@ -234,7 +234,8 @@ def test_an_analyst_creates_a_protocol_with_its_contrasts_parsed(client, world):
     client.force_login(world["users"]["analyst"])
     data = protocol_form_data(world["cohort"], **{
         "judge-provider": "openai", "judge-base_url": "http://127.0.0.1:8080/v1", "judge-model": "smol",
-        "judge-api_key_env": "OPENAI_API_KEY", "judge-temperature": "", "judge-concurrency": 8,
+        # A variable the loopback endpoint allows (test_settings: test-loopback's key_env).
+        "judge-api_key_env": "OWNWORDS_TEST_FAKE_LLM_KEY", "judge-temperature": "", "judge-concurrency": 8,
         "judge-reasoning": "low",
     })
     response = client.post(reverse("protocol_create", args=["alpha"]), data)
@@ -243,7 +244,7 @@ def test_an_analyst_creates_a_protocol_with_its_contrasts_parsed(client, world):
     assert protocol.conditions == [MEMORY, OWNWORDS]
     assert protocol.contrasts == [{"name": f"{OWNWORDS} - {MEMORY}", "terms": {OWNWORDS: 1, MEMORY: -1},
                                    "family": True, "criterion": "interval_above_zero"}]
-    assert protocol.judge["api_key_env"] == "OPENAI_API_KEY"
+    assert protocol.judge["api_key_env"] == "OWNWORDS_TEST_FAKE_LLM_KEY"
     assert protocol.judge["temperature"] is None  # the service default: not sent
     assert protocol.judge["reasoning"] == "low"
     assert protocol.concurrency == {"offline": 4, "openai": 8}
@@ -633,11 +634,16 @@ def test_the_prediction_list_pages_through_tasks_with_grades(client, world, fini
 def test_the_key_variables_value_never_appears_on_any_page(client, world, monkeypatch):
     secret = "sk-test-NEVER-SHOW-THIS-0123456789"
     monkeypatch.setenv("OWNWORDS_PAGE_TEST_KEY", secret)
-    with_key = {**OFFLINE, "api_key_env": "OWNWORDS_PAGE_TEST_KEY"}
+    # A key travels only to an endpoint that allows its variable (test-loopback does; nothing listens
+    # on port 9 and nothing is sent: the run is started, not driven).
+    with_key = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+                "api_key_env": "OWNWORDS_PAGE_TEST_KEY"}
+    caps = {"concurrency": {"openai": 4}}
     protocol = make_protocol(world["project"], world["cohort"], "keyed", generator=with_key, judge=with_key,
-                             sealed=True, user=world["users"]["owner"])
-    draft = make_protocol(world["project"], world["cohort"], "keyed-draft", generator=with_key, judge=with_key)
-    run = finished_run(protocol)
+                             sealed=True, user=world["users"]["owner"], **caps)
+    draft = make_protocol(world["project"], world["cohort"], "keyed-draft", generator=with_key, judge=with_key,
+                          **caps)
+    run = started_run(protocol)
     urls = {**page_urls(world, run=run),
             "protocol_sealed": reverse("protocol_detail", args=["alpha", protocol.pk]),
             "protocol_draft": reverse("protocol_detail", args=["alpha", draft.pk]),

@@ -12,6 +12,13 @@ The list is `settings.LLM_ENDPOINTS` (from `OWNWORDS_LLM_ENDPOINTS`, checked at 
 `url_prefix` (e.g. a fleet of local servers), and the offline stand-in (provider "offline", no
 URL: it sends nothing).
 
+Credentials belong to the same list: an entry's `key_env` names the only environment variables its
+key may come from, and a protocol names at most one of them (`api_key_env`). Whatever a stored
+protocol says, no other variable is read on its behalf: sealing and starting refuse it
+(`endpoint_problem`, `require_allowed_endpoint`), and the client itself asks `key_refusal` before it
+reads the environment (`install_key_gate`, called when the app is ready), so neither a typed
+`SECRET_KEY` nor a protocol stored before this rule can send the server's secrets anywhere.
+
 What an endpoint answers in an error reaches people only as `provider_excerpt`: one line, cut
 short, with control and direction-changing characters written as visible escapes (a terminal
 running `run_report` must not obey an escape sequence a server sent; pages escape HTML besides).
@@ -23,6 +30,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from experiments.core.llm import client as llm_client
 from experiments.core.llm.wire import ModelConfig
 from experiments.execution.policy import RunError
 from ownwords_site.env import plain_http_url_problem
@@ -39,12 +47,20 @@ class Endpoint:
     provider: str | None = None  # None: any provider's wire format may be sent there
     base_url: str | None = None
     url_prefix: str | None = None
+    key_env: tuple[str, ...] = ()  # the variables its key may be read from; empty: no credentials
 
     def describe(self) -> str:
         if self.provider == OFFLINE:
             return f"{self.name} (the offline stand-in, no network)"
         where = self.base_url if self.base_url is not None else f"URLs beginning {self.url_prefix}"
         return f"{self.name} ({where}{f', {self.provider}' if self.provider else ''})"
+
+    def allows_key(self, api_key_env: str | None) -> bool:
+        """Whether a request here may carry the key of `api_key_env` (None or empty: no key)."""
+        return not api_key_env or api_key_env in self.key_env
+
+    def keys_text(self) -> str:
+        return ", ".join(self.key_env) if self.key_env else "none (requests go without credentials)"
 
     def admits(self, provider: str, base_url: str) -> bool:
         if self.provider is not None and self.provider != provider:
@@ -64,16 +80,27 @@ class EndpointNotAllowed(RunError):
 
 
 def configured_endpoints() -> list[Endpoint]:
-    return [Endpoint(**entry) for entry in settings.LLM_ENDPOINTS]
+    return [Endpoint(**{**entry, "key_env": _key_names(entry.get("key_env"))}) for entry in settings.LLM_ENDPOINTS]
+
+
+def _key_names(key_env) -> tuple[str, ...]:
+    # The start-up check (env.llm_endpoints) makes it a list; an entry written in settings may give one name.
+    return (key_env,) if isinstance(key_env, str) else tuple(key_env or ())
 
 
 def endpoint_by_name(name: str) -> Endpoint | None:
     return next((e for e in configured_endpoints() if e.name == name), None)
 
 
-def endpoint_for(provider: str, base_url: str) -> Endpoint | None:
-    """The first configured endpoint that admits this provider and URL, or None."""
-    return next((e for e in configured_endpoints() if e.admits(provider, base_url or "")), None)
+def endpoint_for(provider: str, base_url: str, api_key_env: str | None = None) -> Endpoint | None:
+    """The first configured endpoint that admits this provider and URL, and the key variable when
+    one is named; None when there is none."""
+    return next((e for e in configured_endpoints()
+                 if e.admits(provider, base_url or "") and e.allows_key(api_key_env)), None)
+
+
+def admitting_endpoints(provider: str, base_url: str) -> list[Endpoint]:
+    return [e for e in configured_endpoints() if e.admits(provider, base_url or "")]
 
 
 def allowed_endpoints_text() -> str:
@@ -87,26 +114,53 @@ def shown_url(url: str) -> str:
     return text if len(text) <= URL_SHOWN_CHARS else text[: URL_SHOWN_CHARS - 1] + "…"
 
 
-def endpoint_problem(provider: str, base_url: str) -> str | None:
-    """Why this provider and base URL may not be called, naming the allowed endpoints; None when allowed."""
-    if endpoint_for(provider, base_url) is not None:
+def endpoint_problem(provider: str, base_url: str, api_key_env: str | None = None) -> str | None:
+    """Why this provider and base URL may not be called (with the key of `api_key_env`, when
+    named), naming the allowed endpoints or key variables; None when allowed."""
+    if endpoint_for(provider, base_url, api_key_env) is not None:
         return None
+    if admitting_endpoints(provider, base_url):
+        return key_refusal_text(provider, base_url)
     if provider == OFFLINE:
         return f"the offline stand-in is not among the endpoints this server allows: {allowed_endpoints_text()}"
     return (f"the base URL {shown_url(base_url)} for {provider} is not among the endpoints this server's "
             f"administrator allows: {allowed_endpoints_text()}")
 
 
+def key_refusal_text(provider: str, base_url: str) -> str:
+    """Why a named key variable may not be read for this address. It never repeats the name: a
+    key pasted where its variable's name belongs must not come back in a message."""
+    admitting = admitting_endpoints(provider, base_url)
+    if provider == OFFLINE:
+        return "the offline stand-in sends nothing and uses no key: leave the key variable empty"
+    allowed = "; ".join(f"{e.name}: {e.keys_text()}" for e in admitting)
+    return ("the key variable is not one the administrator allows for this endpoint, so it is never read "
+            f"(allowed key variables — {allowed})")
+
+
+def key_refusal(config: ModelConfig) -> str | None:
+    """Why the client may not read `config.api_key_env` from the environment, or None when it may
+    (the gate `client.install_key_gate` installs: asked right before the environment is read)."""
+    return endpoint_problem(config.provider, config.base_url, config.api_key_env)
+
+
+def install_key_gate() -> None:
+    """From now on this process reads a key only for a configuration the endpoint list allows."""
+    llm_client.install_key_gate(key_refusal)
+
+
 def require_allowed_endpoint(config: ModelConfig) -> None:
-    """Defence in depth on the execution path: raise EndpointNotAllowed rather than send."""
-    problem = endpoint_problem(config.provider, config.base_url)
+    """Defence in depth on the execution path: raise EndpointNotAllowed rather than send, for an
+    address outside the list or a key variable its endpoint does not allow."""
+    problem = endpoint_problem(config.provider, config.base_url, config.api_key_env)
     if problem:
         raise EndpointNotAllowed(problem)
 
 
 def endpoint_choices() -> list[tuple[str, str]]:
     """For the protocol editor's select: every configured endpoint by name."""
-    return [(e.name, e.describe()) for e in configured_endpoints()]
+    return [(e.name, e.describe() + (f" — key variables: {', '.join(e.key_env)}" if e.key_env else ""))
+            for e in configured_endpoints()]
 
 
 def provider_excerpt(text: str, limit: int | None = ERROR_EXCERPT_CHARS) -> str:

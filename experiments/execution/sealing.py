@@ -269,8 +269,8 @@ def _model_problems(protocol: Protocol, roles) -> list[str]:
             continue
         if role == "generator" and config.structured_output:
             problems.append("generator: structured output is for the judge only (it asks for a grade)")
-        # Only the administrator's endpoints are ever called (checked again before sending).
-        endpoint = endpoint_problem(config.provider, config.base_url)
+        # Only the administrator's endpoints are ever called, with only their keys (checked again before sending).
+        endpoint = endpoint_problem(config.provider, config.base_url, config.api_key_env)
         if endpoint:
             problems.append(f"{role}: {endpoint}")
     return problems

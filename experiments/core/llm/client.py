@@ -15,7 +15,10 @@ reasoning_content) is never used as an answer. Token counts the service does not
 ``None`` (unknown, not zero; App. B.3 Table 14).
 
 API keys are read from the environment variable named in the config at send time; they are never
-stored on these objects, never logged, and redacted from any error text or body we keep.
+stored on these objects, never logged, and redacted from any error text or body we keep. An
+application that sends on others' behalf installs a key gate (``install_key_gate``): asked right
+before the environment is read, it refuses a variable its administrator does not allow for that
+endpoint, and then nothing is read or sent.
 
 Imports no Django.
 """
@@ -41,6 +44,15 @@ from experiments.core.llm.wire import (
 logger = logging.getLogger(__name__)
 
 MAX_ERROR_CHARS = 300
+# config -> why its api_key_env may not be read, or None. None here: no gate (a notebook reads the
+# variables its own configurations name); OwnWords Lab installs one at start-up.
+_key_gate = None
+
+
+def install_key_gate(gate) -> None:
+    """Ask `gate(config)` before any key is read from the environment (see the module's docstring)."""
+    global _key_gate
+    _key_gate = gate
 ANTHROPIC_BILLING_ERROR = "billing_error"
 ANTHROPIC_NO_CREDIT = "credit balance is too low"
 
@@ -68,6 +80,9 @@ def send(config: ModelConfig, prepared: PreparedRequest, *, client: httpx.Client
 
 
 def _send_http(config: ModelConfig, prepared: PreparedRequest, client: httpx.Client) -> Outcome:
+    refusal = _key_gate(config) if config.api_key_env and _key_gate is not None else None
+    if refusal:
+        return Outcome(OutcomeKind.FATAL, error=f"{refusal}; no key was read and nothing was sent")
     api_key = os.environ.get(config.api_key_env, "") if config.api_key_env else ""
     if config.api_key_env and not api_key:
         return Outcome(

@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.core.paper_protocols import PAPER_PROTOCOLS
+from experiments.execution.endpoints import endpoint_problem
 from experiments.management.json_files import read_json_object
 from experiments.models import Cohort, Project
 from experiments.paper_protocols import TemplateError, protocol_estimate, protocol_from_template
@@ -64,4 +65,8 @@ def _settings(path: str | None, role: str) -> dict | None:
     settings = read_json_object(path, f"the {role} settings must be a JSON object")
     if problem := api_key_env_problem(str(settings.get("api_key_env") or "")):
         raise CommandError(f"{role} api_key_env: {problem}")
+    if settings.get("api_key_env") and (problem := endpoint_problem(
+            str(settings.get("provider") or ""), str(settings.get("base_url") or ""), str(settings["api_key_env"]))):
+        # Refused now rather than at the seal: only the endpoint list's key variables are ever read.
+        raise CommandError(f"{role}: {problem}")
     return settings
