@@ -15,10 +15,18 @@ gets the `'` too. Numbers are never touched, deliberately: an int or float cell 
 Python writes it (-0.25 stays -0.25) and so does a text cell that is a plain number
 (defusedcsv leaves `-?[0-9,.]+` alone), because a spreadsheet reads those as numbers, not
 formulas; quoting them would turn every negative estimate into text.
+
+Issue 28 (item 4): a file opened with `;` (or tab) as its separator splits a cell at every `;`
+inside it, and the piece after it (`ok;=2+5;`) is a cell of its own to the spreadsheet. So every
+field is quoted (QUOTE_ALL: LibreOffice then keeps the whole quoted field together), and a formula
+start right after a `;`, tab or line break inside a text cell gets the `'` too, for readers that
+do split there (and are then outside the quotes at the next line break).
+A quoted number is still read as a number, and its digits are the ones Python writes, as before.
 """
 from __future__ import annotations
 
 import io
+import re
 
 from defusedcsv import csv
 
@@ -32,6 +40,10 @@ FORMULA_STARTS = ("=", "+", "-", "@", "|", "%")
 # ... and what OWASP adds: a leading tab or carriage return.
 CONTROL_STARTS = ("\t", "\r")
 _LEADING_BLANKS = " \t\r\n\x0b\x0c\x00"
+# A formula start behind a separator a spreadsheet may be told to split on (`;`, tab) or a line
+# break (a reader that split the cell at a `;` is outside any quotes there), perhaps behind blanks
+# or quotes as well: a `'` goes right after the separator or break.
+_FORMULA_AFTER_BREAK = re.compile(r'([;\t\r\n])(?=[ \t\r\n\x0b\x0c\x00"]*[=+\-@|%])')
 
 HEADER = ["task", "person", "session", "study", "target", "condition", "status", "grade", "score",
           "answer_words", "answer_chars", "evidence_chars", "budget"]
@@ -98,6 +110,8 @@ def csv_safe_cell(value):
     """
     if not isinstance(value, str):
         return value
+    body = value.lstrip(_LEADING_BLANKS)  # (the blanks before a first formula start: the rule below)
+    value = value[:len(value) - len(body)] + _FORMULA_AFTER_BREAK.sub(r"\1'", body)
     if value.startswith(CONTROL_STARTS):
         return "'" + value
     stripped = value.lstrip(_LEADING_BLANKS)
@@ -111,7 +125,9 @@ def csv_text(header, rows) -> str:
     buffer = io.StringIO()
     # Lines end in CRLF (RFC 4180), and that is what makes the writer quote a cell holding a
     # lone CR: with "\n" alone it would write the CR bare and a reader would split the row there.
-    writer = csv.DictWriter(buffer, fieldnames=header, extrasaction="ignore", lineterminator="\r\n")
+    # Every field quoted (issue 28): no `;` inside a cell can end it for a spreadsheet.
+    writer = csv.DictWriter(buffer, fieldnames=header, extrasaction="ignore", lineterminator="\r\n",
+                            quoting=csv.QUOTE_ALL)
     writer.writeheader()
     for row in rows:
         writer.writerow({key: csv_safe_cell(value) for key, value in row.items()})
