@@ -27,8 +27,8 @@ _FILL = """
 UPDATE {ct} SET person_rank = facts.person_rank, study_rank = facts.study_rank,
                 question_lowercase = facts.question_lowercase
 FROM (SELECT ct.id AS id,
-             DENSE_RANK() OVER (ORDER BY pe.label{collate}) AS person_rank,
-             DENSE_RANK() OVER (ORDER BY st.key{collate}) AS study_rank,
+             DENSE_RANK() OVER (ORDER BY pe.label COLLATE "C") AS person_rank,
+             DENSE_RANK() OVER (ORDER BY st.key COLLATE "C") AS study_rank,
              LOWER(qt.text) AS question_lowercase
       FROM {ct} ct JOIN {task} t ON t.id = ct.task_id JOIN {session} s ON s.id = t.session_id
       JOIN {person} pe ON pe.id = s.person_id JOIN {study} st ON st.id = s.study_id
@@ -45,9 +45,8 @@ def cohort_facts_missing(cohort_param: str = "%s") -> str:
 
 def cohort_facts_copy(cohort_id: int) -> None:
     """Copy the explorer's facts onto the cohort's tasks (one UPDATE)."""
-    collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
     with connection.cursor() as cursor:
         cursor.execute(_FILL.format(ct=_CT, task=Task._meta.db_table, session=Session._meta.db_table,
                                     person=Person._meta.db_table, study=Study._meta.db_table,
-                                    turn=Turn._meta.db_table, collate=collate), [cohort_id])
+                                    turn=Turn._meta.db_table), [cohort_id])
 

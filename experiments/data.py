@@ -83,10 +83,10 @@ def sessions_import(
     it comes as a list or as a stream (which knows its labels from a first pass), so a file
     gets the same numbering however it is read.
     """
-    locked = lock_project_imports(project)
-    # Within a file a session id appears once (the readers see to it); so when imports take
-    # turns and the project had no sessions as this one began, no id of the file is taken.
-    check_taken = not locked or Session.objects.filter(project=project).exists()
+    lock_project_imports(project)
+    # Within a file a session id appears once (the readers see to it); so as imports take
+    # turns, when the project had no sessions as this one began, no id of the file is taken.
+    check_taken = Session.objects.filter(project=project).exists()
     rule = task_rule or project_task_rule(project)
     # Sessions stored earlier but not yet under this rule come first, as a derivation after
     # the import would number them (by session).

@@ -62,16 +62,12 @@ def cycle_collector_paused():
             gc.enable()
 
 
-def lock_project_imports(project) -> bool:
-    """Imports into one project take turns (PostgreSQL: an advisory lock held until the transaction
-    ends), so an import sees every session and person the ones before it stored, and two files
-    never create the same person at once. False where there is no such lock (SQLite, whose
-    writers take turns for the whole database anyway, but only from their first write)."""
-    if connection.vendor != "postgresql":
-        return False
+def lock_project_imports(project) -> None:
+    """Imports into one project take turns (an advisory lock held until the transaction ends), so
+    an import sees every session and person the ones before it stored, and two files never create
+    the same person at once."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [IMPORT_LOCK_SPACE, project.pk % 2**31])
-    return True
 
 
 IMPORT_LOCK_SPACE = 110_001  # the first key of the imports' advisory locks (the second is the project)
@@ -91,44 +87,32 @@ TASK_COLUMNS = ("task_set_id", "session_id", "question_turn_id", "answer_turn_id
 
 
 def insert_rows(model, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    """Plain rows into `model`'s table: COPY on PostgreSQL, executemany elsewhere."""
+    """Plain rows into `model`'s table, by COPY."""
     if not rows:
         return
     table = connection.ops.quote_name(model._meta.db_table)
     names = ", ".join(connection.ops.quote_name(c) for c in columns)
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        else:
-            cursor.executemany(f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})", rows)
+        with cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
 
 
 def reserve_ids(model, count: int) -> list[int]:
     """`count` fresh primary keys of `model`, in increasing order, for rows written with their ids.
 
     Knowing the ids before writing saves reading them back (a query per batch with thousands
-    of parameters). PostgreSQL hands them out from the table's sequence; SQLite, which holds
-    the write lock for the whole transaction, continues after the highest id it ever gave.
+    of parameters). They come from the table's sequence.
     """
     if count == 0:
         return []
     table = model._meta.db_table
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # The sequence is looked up once (OFFSET 0 keeps the planner from inlining the lookup
-            # into every row, which made this query six times slower).
-            cursor.execute("SELECT nextval(seq.id) FROM (SELECT pg_get_serial_sequence(%s, 'id')::regclass AS id "
-                           "OFFSET 0) seq, generate_series(1, %s)", [connection.ops.quote_name(table), count])
-            return sorted(row[0] for row in cursor.fetchall())
-        cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {connection.ops.quote_name(table)}")
-        highest = cursor.fetchone()[0]
-        if connection.vendor == "sqlite":
-            cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = %s", [table])
-            row = cursor.fetchone()
-            highest = max(highest, row[0] if row else 0)
-    return list(range(highest + 1, highest + 1 + count))
+        # The sequence is looked up once (OFFSET 0 keeps the planner from inlining the lookup
+        # into every row, which made this query six times slower).
+        cursor.execute("SELECT nextval(seq.id) FROM (SELECT pg_get_serial_sequence(%s, 'id')::regclass AS id "
+                       "OFFSET 0) seq, generate_series(1, %s)", [connection.ops.quote_name(table), count])
+        return sorted(row[0] for row in cursor.fetchall())
 
 
 def existing_keys(model, field: str, project_id: int, values: list[str]) -> dict[str, int]:
@@ -137,18 +121,10 @@ def existing_keys(model, field: str, project_id: int, values: list[str]) -> dict
         return {}
     table = connection.ops.quote_name(model._meta.db_table)
     column = connection.ops.quote_name(field)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":  # one array parameter, not thousands
-            cursor.execute(f"SELECT {column}, id FROM {table} WHERE project_id = %s AND {column} = ANY(%s)",
-                           [project_id, values])
-            return dict(cursor.fetchall())
-        found = {}
-        for start in range(0, len(values), 900):  # SQLite takes at most 999 parameters in older builds
-            chunk = values[start:start + 900]
-            cursor.execute(f"SELECT {column}, id FROM {table} WHERE project_id = %s AND {column} IN "
-                           f"({', '.join(['%s'] * len(chunk))})", [project_id, *chunk])
-            found.update(cursor.fetchall())
-        return found
+    with connection.cursor() as cursor:  # one array parameter, not thousands
+        cursor.execute(f"SELECT {column}, id FROM {table} WHERE project_id = %s AND {column} = ANY(%s)",
+                       [project_id, values])
+        return dict(cursor.fetchall())
 
 
 class SessionWriter:

@@ -6,7 +6,7 @@ silently falling back to a default nobody asked for.
 import json
 import os
 import re
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 
 class ConfigError(RuntimeError):
@@ -55,43 +55,43 @@ def env_list(name, default=()):
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def database_from_url(url, *, base_dir):
-    """Translate DATABASE_URL into a Django DATABASES entry.
+def database_from_url(url):
+    """Translate DATABASE_URL into a Django DATABASES entry: PostgreSQL, the one engine.
 
-    Supported: ``sqlite:///relative/path``, ``sqlite:////absolute/path`` and
-    ``postgres://user:password@host:port/name`` (also ``postgresql://``).
+    ``postgres://user:password@host:port/name`` (also ``postgresql://``); a Unix socket directory
+    goes in the query, as libpq writes it: ``postgres://user@/name?host=/path/to/socket/dir``
+    (the embedded server's form).
     """
     parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        path = parts.path[1:] if parts.path.startswith("/") else parts.path
-        if not path:
-            raise ConfigError(f"DATABASE_URL={url!r} names no SQLite file")
-        full = path if path.startswith("/") else str(base_dir / path)
-        return {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": full,
-            "OPTIONS": {
-                # The web server and a queue worker write to the same file: WAL lets
-                # readers go on during a write, IMMEDIATE takes the write lock up front
-                # (no lock-upgrade deadlock), and a writer waits up to 20 s for another.
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 20,
-            },
-        }
-    if parts.scheme in ("postgres", "postgresql"):
-        name = parts.path.lstrip("/")
-        if not name:
-            raise ConfigError(f"DATABASE_URL={url!r} names no database")
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": unquote(name),
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(parts.port or ""),
-        }
-    raise ConfigError(f"DATABASE_URL={url!r}: scheme must be sqlite or postgres")
+    if parts.scheme not in ("postgres", "postgresql"):
+        raise ConfigError(f"DATABASE_URL={url!r}: the scheme must be postgres (the one engine this app runs on)")
+    name = parts.path.lstrip("/")
+    if not name:
+        raise ConfigError(f"DATABASE_URL={url!r} names no database")
+    query = parse_qs(parts.query)
+    unknown = set(query) - {"host"}
+    if unknown:
+        raise ConfigError(f"DATABASE_URL={url!r}: unknown parameters {sorted(unknown)} (known: host)")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(name),
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": query["host"][-1] if "host" in query else (parts.hostname or ""),
+        "PORT": str(parts.port or ""),
+        "OPTIONS": {},
+    }
+
+
+def database_url(settings_dict) -> str:
+    """The DATABASE_URL of a Django DATABASES entry (what another process needs to open it)."""
+    user = quote(settings_dict.get("USER") or "", safe="")
+    password = f":{quote(settings_dict['PASSWORD'], safe='')}" if settings_dict.get("PASSWORD") else ""
+    host, port = settings_dict.get("HOST") or "", settings_dict.get("PORT") or ""
+    name = quote(settings_dict["NAME"], safe="")
+    if host.startswith("/"):
+        return f"postgres://{user}{password}@/{name}?host={quote(host, safe='/')}"
+    return f"postgres://{user}{password}@{host or '127.0.0.1'}{f':{port}' if port else ''}/{name}"
 
 
 def env_json(name, default):

@@ -5,10 +5,12 @@ allowed without saying so); the production switches (secure cookies, HSTS, SSL r
 proxy's header) are off by default so that a plain local start works, and README's production
 example turns them on (`manage.py check --deploy` is clean with it).
 """
+import os
 import warnings
 from datetime import timedelta
 from pathlib import Path
 
+from ownwords_site import embedded
 from ownwords_site.env import (
     ConfigError,
     database_from_url,
@@ -93,16 +95,16 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "ownwords_site.wsgi.application"
 
-DATABASES = {
-    "default": database_from_url(
-        env_str("DATABASE_URL", "sqlite:///var/ownwords.sqlite3"), base_dir=BASE_DIR
-    )
-}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # PostgreSQL compiles queries whose cost estimate is high (the explorer's, over a million
-    # predictions) before running them: 300 ms and more that a page's query never earns back.
-    options = DATABASES["default"].setdefault("OPTIONS", {})
-    options["options"] = (options.get("options", "") + " -c jit=off").strip()
+# One engine everywhere: PostgreSQL. Without DATABASE_URL (or REDIS_URL) the embedded servers
+# under var/ are started or reused (ownwords_site/embedded.py); the URL is put back into the
+# environment so that the processes this one starts (workers, test helpers) use the same server.
+VAR_DIR = BASE_DIR / "var"
+if not env_str("DATABASE_URL"):
+    os.environ["DATABASE_URL"] = embedded.postgres_url(VAR_DIR)
+DATABASES = {"default": database_from_url(os.environ["DATABASE_URL"])}
+# PostgreSQL compiles queries whose cost estimate is high (the explorer's, over a million
+# predictions) before running them: 300 ms and more that a page's query never earns back.
+DATABASES["default"]["OPTIONS"]["options"] = "-c jit=off"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -163,8 +165,11 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "project_list"
 LOGOUT_REDIRECT_URL = "login"
 
-# Form fields (not files) held in memory per request.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024)
+# Every request body is refused above OWNWORDS_MAX_REQUEST_MB from its Content-Length, before it is
+# read (ownwords_site/middleware.py), except the import uploads' larger limits below; form fields
+# (not files) are held in memory up to the same size, files above FILE_UPLOAD_MAX_MEMORY_SIZE go to disk.
+OWNWORDS_MAX_REQUEST_MB = env_int("OWNWORDS_MAX_REQUEST_MB", 10)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", OWNWORDS_MAX_REQUEST_MB * 1024 * 1024)
 # Interview uploads: refused above OWNWORDS_MAX_UPLOAD_MB (before the body is read), imported by a
 # background job above OWNWORDS_BACKGROUND_IMPORT_MB from OWNWORDS_IMPORT_DIR (a worker must read it),
 # and spilled to a temporary file above Django's in-memory size instead of held in memory.
@@ -179,7 +184,9 @@ OWNWORDS_SURVEY_IMPORT_WORKERS = env_int("OWNWORDS_SURVEY_IMPORT_WORKERS", 2)
 OWNWORDS_SURVEY_MAX_UPLOAD_MB = env_int("OWNWORDS_SURVEY_MAX_UPLOAD_MB", 200)
 OWNWORDS_SURVEY_BACKGROUND_MB = env_int("OWNWORDS_SURVEY_BACKGROUND_MB", 5)
 
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+if not env_str("REDIS_URL"):
+    os.environ["REDIS_URL"] = embedded.redis_url(VAR_DIR)
+REDIS_URL = os.environ["REDIS_URL"]
 # One queue per run phase, so a slow judge backlog never starves generation.
 RQ_QUEUE_NAMES = ["default", "memories", "generation", "decisions", "judging", "analysis"]
 RQ_QUEUES = {

@@ -1,13 +1,18 @@
 """Settings for the test suite: production settings (DEBUG off) plus test-only defaults.
 
-DATABASE_URL and REDIS_URL still come from the environment, so the same suite
-runs on SQLite and on PostgreSQL (CI).
+DATABASE_URL and REDIS_URL come from the environment (CI: the machine's servers); without them the
+suite runs on the embedded PostgreSQL and Redis under var/, as the demo does (pytest-django makes
+its own test database on that server).
 """
 import os
+from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
-# A Redis database of its own, so tests never touch a developer's queues.
-os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+if not os.environ.get("REDIS_URL"):
+    from ownwords_site import embedded
+    # A Redis database of its own (15), never the demo's 0: the tests empty theirs, and a demo
+    # worker on the same database would take the tests' jobs.
+    os.environ["REDIS_URL"] = embedded.redis_url(Path(__file__).resolve().parent.parent / "var", db=15)
 
 
 def _redis_db_per_xdist_worker(url: str, worker: str | None) -> str:

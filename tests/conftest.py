@@ -53,6 +53,28 @@ def private_rq_queue(prefix: str):
         queue.delete(delete_jobs=True)
 
 
+@pytest.fixture
+def scratch_database_url():
+    """The DATABASE_URL of an empty database of its own on the tests' server (for a fresh
+    interpreter that migrates from nothing), dropped afterwards."""
+    import psycopg
+    from psycopg import sql
+    from django.db import connection
+    from ownwords_site.env import database_url
+    name = f"scratch_{uuid.uuid4().hex[:16]}"
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    params["dbname"] = "postgres"
+    with psycopg.connect(**params, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield database_url({**connection.settings_dict, "NAME": name})
+    finally:
+        with psycopg.connect(**params, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 @pytest.fixture(scope="module")
 def http():
     """One httpx client per module (each new client builds an SSL context); no proxy from the environment."""

@@ -121,7 +121,6 @@ def test_a_closed_campaign_and_a_removed_rater_take_no_rating(campaign, rated_ru
     assert not HumanGrade.objects.exists()
 
 
-@pytest.mark.skipif(connection.vendor == "sqlite", reason="row locks need PostgreSQL (CI runs this there)")
 @pytest.mark.django_db(transaction=True)
 def test_two_tabs_submitting_at_once_store_one_rating(cast, project):
     """Two threads (two connections) submit the same item: one rating, one rate + one update event."""

@@ -290,7 +290,6 @@ def test_a_worker_dead_in_its_cooldown_leaves_its_slot_pending_and_the_recovery_
 # --- 4. the circuit race --------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(connection.vendor == "sqlite", reason="concurrent row locks need PostgreSQL (CI runs this there)")
 def test_a_reservation_waits_for_the_circuit_being_opened_and_then_sees_it_open(transactional_db, server):
     project = Project.objects.create(slug="race", name="Race")
     run = make_run(project, build_cohort(project, sessions=2, name="race"), conditions=[QUESTION_ONLY],
@@ -320,7 +319,6 @@ def test_a_reservation_waits_for_the_circuit_being_opened_and_then_sees_it_open(
     assert Run.objects.get(pk=run.pk).circuit_open
 
 
-@pytest.mark.skipif(connection.vendor == "sqlite", reason="concurrent row locks need PostgreSQL (CI runs this there)")
 def test_a_slot_job_handed_out_twice_is_refused_without_waiting_for_the_runs_lock(transactional_db, server):
     """The second job of a slot already in flight must not queue for the run's row: while one
     waits FOR UPDATE, every other reservation (FOR SHARE) queues behind it (seen as seconds of
@@ -355,7 +353,6 @@ def test_a_slot_job_handed_out_twice_is_refused_without_waiting_for_the_runs_loc
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(connection.vendor == "sqlite", reason="concurrent row locks need PostgreSQL (CI runs this there)")
 def test_many_workers_one_quota_answer_no_attempt_reserved_after_the_circuit_opened(
         transactional_db, redis_connection):
     with running_fake_llm() as server:

@@ -123,8 +123,6 @@ def most_handed_out_at_once(run) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(connection.vendor == "sqlite",
-                    reason="many threads writing at once need PostgreSQL's row locks (CI runs this there)")
 def test_refills_alone_carry_a_run_through_the_queue_a_window_at_a_time(live_database, redis_connection, tmp_path):
     redis_connection.flushdb()
     window = 6

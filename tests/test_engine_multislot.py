@@ -29,11 +29,7 @@ from tests.test_engine_queue import (  # noqa: F401 - fixtures
     QUEUES, REPO, Workers, live_database, redis_connection, wait_for, worker_env,
 )
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(connection.vendor == "sqlite",
-                       reason="many threads writing at once need PostgreSQL's row locks (CI runs this there)"),
-]
+pytestmark = pytest.mark.slow
 MULTI = "experiments.execution.workers.MultiSlotWorker"
 
 

@@ -130,8 +130,6 @@ def test_a_part_planned_while_a_drive_holds_the_run_waits_for_it_without_a_deadl
     the same keys: the part must wait for the drive before it inserts anything (a deadlock at
     K = 128 before: the part's foreign-key checks, deferred to its commit, waited for the drive, the drive's insert for
     the part's keys)."""
-    if connection.vendor != "postgresql":
-        pytest.skip("row locks are PostgreSQL's")
     run = generated
     first = run_drive(run.pk)
     assert first.plan_rest and len(first.slot_ids) == FIRST

@@ -32,6 +32,7 @@ from experiments.execution.concurrency import InflightLimiter
 from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Prediction, Project, Run, Slot
 from experiments.models.runs import Phase
+from ownwords_site.env import database_url
 from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, journal, make_run, openai_model, request_bytes
 from tests.llm_fake_server import running_fake_llm
 
@@ -113,37 +114,10 @@ def test_a_cap_is_per_name(redis_connection):
 
 
 @pytest.fixture
-def live_database(transactional_db, tmp_path):
-    """A DATABASE_URL that worker processes can open, for the database this test writes to.
-
-    PostgreSQL: the test database itself (transactional_db commits, so they see the rows).
-    SQLite: pytest-django's test database lives in memory, which no other process can open;
-    the test switches to a migrated file database of its own for its duration.
-    """
-    settings_dict = connection.settings_dict
-    if connection.vendor == "postgresql":
-        user = settings_dict.get("USER") or ""
-        password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
-        host = settings_dict.get("HOST") or "127.0.0.1"
-        port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
-        yield f"postgres://{user}{password}@{host}{port}/{settings_dict['NAME']}"
-        return
-    assert connection.vendor == "sqlite"
-    in_memory = connection.is_in_memory_db()
-    original, kept = settings_dict["NAME"], connection.connection
-    if in_memory:
-        # Closing the in-memory database's only connection would destroy it for later tests:
-        # put it aside, and give it back afterwards.
-        connection.connection = None
-        settings_dict["NAME"] = str(tmp_path / "crash-test.sqlite3")
-        call_command("migrate", verbosity=0)
-    try:
-        yield f"sqlite:///{settings_dict['NAME']}"
-    finally:
-        if in_memory:
-            connection.close()
-            settings_dict["NAME"] = original
-            connection.connection = kept
+def live_database(transactional_db):
+    """A DATABASE_URL that worker processes can open: the test database itself (transactional_db
+    commits, so they see the rows)."""
+    return database_url(connection.settings_dict)
 
 
 def worker_env(live_database) -> dict:

@@ -18,7 +18,6 @@ from experiments.data import project_get_or_create, sessions_import
 from experiments.models import Person, Session
 from tests.test_import_sessions import good_session
 
-pytestmark = pytest.mark.skipif(connection.vendor == "sqlite", reason="SQLite writers lock the whole database")
 
 
 def jsonl(*session_ids):

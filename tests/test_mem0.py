@@ -175,10 +175,10 @@ protocol = make_protocol(project, cohort, conditions=["mem0(B=|memory|)"], gener
 """
 
 
-def run_without_mem0(code: str, tmp_path) -> subprocess.CompletedProcess:
-    """`code` (which starts with BLOCK_MEM0) in a fresh interpreter on its own SQLite database."""
+def run_without_mem0(code: str, database_url: str) -> subprocess.CompletedProcess:
+    """`code` (which starts with BLOCK_MEM0) in a fresh interpreter on a database of its own."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ownwords_site.settings", "DEBUG": "1",
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+           "DATABASE_URL": database_url}
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
@@ -186,7 +186,7 @@ def run_without_mem0(code: str, tmp_path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_without_mem0_the_condition_says_why_and_cannot_be_chosen(tmp_path):
+def test_without_mem0_the_condition_says_why_and_cannot_be_chosen(scratch_database_url):
     code = BLOCK_MEM0 + """
 import django
 django.setup()
@@ -203,7 +203,7 @@ rows = {row["key"]: row for group in ProtocolEditor(None, project=project).condi
 print(rows["mem0(B=|memory|)"]["runnable"], rows["mem0(B=|memory|)"]["note"])
 print(rows["ownwords(B=|memory|)"]["runnable"])
 """
-    done = run_without_mem0(code, tmp_path)
+    done = run_without_mem0(code, scratch_database_url)
     reason, row, other = done.stdout.strip().splitlines()
     assert reason.startswith("Mem0 is not installed on this machine (missing: ")
     assert "mem0" in reason.split("(missing: ")[1].split(")")[0].split(", ")
@@ -233,7 +233,7 @@ def test_the_estimates_prompt_length_is_mem0s_own():
 
 
 @pytest.mark.slow
-def test_a_worker_without_mem0_stops_the_run_before_planning_and_says_why(tmp_path):
+def test_a_worker_without_mem0_stops_the_run_before_planning_and_says_why(scratch_database_url):
     # Sealed where Mem0 was installed, driven by a worker where it is not: a stop with the reason,
     # nothing planned, no exception.
     code = A_MEM0_PROTOCOL + """
@@ -246,7 +246,7 @@ run.refresh_from_db()
 print(step.slot_ids, run.status, Slot.objects.filter(run=run).count())
 print(run.status_reason)
 """
-    done = run_without_mem0(code, tmp_path)
+    done = run_without_mem0(code, scratch_database_url)
     outcome, reason = done.stdout.strip().splitlines()[-2:]
     assert outcome == "() stopped 0"
     assert reason.startswith("Stopped before planning memories: Mem0 is not installed on this machine (missing: ")
@@ -254,7 +254,7 @@ print(run.status_reason)
 
 
 @pytest.mark.slow
-def test_a_seal_made_where_mem0_ran_says_mem0_is_missing_here_not_that_a_prompt_changed(tmp_path):
+def test_a_seal_made_where_mem0_ran_says_mem0_is_missing_here_not_that_a_prompt_changed(scratch_database_url):
     code = A_MEM0_PROTOCOL + """
 from experiments.execution.sealing import protocol_hashes, seal_mismatches
 seal = protocol_hashes(protocol)
@@ -264,7 +264,7 @@ protocol.refresh_from_db()
 for problem in seal_mismatches(protocol, code=False):
     print(problem)
 """
-    done = run_without_mem0(code, tmp_path)
+    done = run_without_mem0(code, scratch_database_url)
     problems = done.stdout.strip().splitlines()
     assert len(problems) == 1, problems
     assert problems[0].startswith("mem0(B=|memory|) cannot run here: Mem0 is not installed on this machine")

@@ -27,7 +27,6 @@ from tests.test_prediction_score import roles, source  # noqa: F401 - a real run
 
 pytestmark = pytest.mark.django_db
 # the journal's one-statement results and concurrent row locks are PostgreSQL's (CI runs these there)
-postgresql_only = pytest.mark.skipif(connection.vendor == "sqlite", reason="PostgreSQL only")
 
 
 def rows(run) -> dict[int, str]:
@@ -54,7 +53,6 @@ def hand_run(rated_run):
     return rated_run
 
 
-@postgresql_only
 def test_the_engine_keeps_the_rows_through_its_journal_a_regrade_and_the_backfill(
         source, cast, server, http):  # noqa: F811
     # every answer and grade of this run came through the journal's one-statement result path
@@ -112,7 +110,6 @@ def journal_statement(sql, params):
         cursor.execute(f"WITH moved AS (SELECT 1 AS id), result AS ({sql}) SELECT 1", params)
 
 
-@postgresql_only
 def test_the_journal_statement_writes_a_new_row_and_changes_only_its_conditions_in_an_old_one(hand_run):
     run = hand_run
     conditions = run.protocol.conditions
@@ -138,7 +135,6 @@ def test_the_journal_statement_writes_a_new_row_and_changes_only_its_conditions_
     assert rows(run)[task][conditions.index(OWNWORDS)] == "-"
 
 
-@postgresql_only
 @pytest.mark.django_db(transaction=True)
 def test_two_graders_of_one_task_at_once_lose_neither_grade(hand_run):
     """The first holds its transaction open after writing its grade; the second, writing another

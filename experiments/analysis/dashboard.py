@@ -234,23 +234,18 @@ PYTHON_WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
 def _answer_lengths(run: Run) -> list[dict]:
     """Word and character counts of each condition's final answers (numbers, not text).
 
-    Words are ``len(text.split())``.  On PostgreSQL the database counts them (runs of
-    characters outside Python's whitespace) and returns one row per distinct (condition,
-    words, characters), so no answer text travels; elsewhere the texts stream in chunks.
+    Words are ``len(text.split())``: the database counts them (runs of characters outside
+    Python's whitespace) and returns one row per distinct (condition, words, characters), so no
+    answer text travels.
     """
     counts: dict[str, list[tuple[int, int, int]]] = {}       # condition → (words, chars, answers)
-    answers = Prediction.objects.filter(run=run, label=FINAL).exclude(text=None)
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT condition, regexp_count(text, %s), char_length(text), COUNT(*) "
-                f"FROM {Prediction._meta.db_table} WHERE run_id = %s AND label = %s AND text IS NOT NULL "
-                "GROUP BY 1, 2, 3", [f"[^{PYTHON_WHITESPACE}]+", run.pk, FINAL])
-            for condition, words, chars, n in cursor.fetchall():
-                counts.setdefault(condition, []).append((words, chars, n))
-    else:
-        for condition, text in answers.values_list("condition", "text").iterator(chunk_size=20_000):
-            counts.setdefault(condition, []).append((len(text.split()), len(text), 1))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT condition, regexp_count(text, %s), char_length(text), COUNT(*) "
+            f"FROM {Prediction._meta.db_table} WHERE run_id = %s AND label = %s AND text IS NOT NULL "
+            "GROUP BY 1, 2, 3", [f"[^{PYTHON_WHITESPACE}]+", run.pk, FINAL])
+        for condition, words, chars, n in cursor.fetchall():
+            counts.setdefault(condition, []).append((words, chars, n))
     rows = []
     for condition in run.protocol.conditions:
         table = np.array(sorted(counts.get(condition, [])), dtype=np.int64).reshape(-1, 3)

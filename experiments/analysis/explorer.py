@@ -315,13 +315,12 @@ def _neighbours_row(query: ExplorerQuery, sql: _Sql, score: dict[str, str], task
     place = "-{k}" if query.sort == "-task" else f"{{k}} %% {_SPAN}"
     # each task's key computed once, in the subquery (PostgreSQL would otherwise inline it and
     # compute the key again in every comparison of the aggregate: several times slower)
-    fence = " OFFSET 0" if connection.vendor == "postgresql" else ""
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH around AS (SELECT COUNT(*) AS total, SUM(CASE WHEN l.k < h.k THEN 1 ELSE 0 END) AS before, "
             f"MAX(CASE WHEN l.k < h.k THEN l.k END) AS previous, MIN(CASE WHEN l.k > h.k THEN l.k END) AS following "
-            f"FROM (SELECT {key} AS k {text}{fence}) l "
-            f"CROSS JOIN (SELECT {key} AS k {text} AND ct.task_id = %s{fence}) h) "
+            f"FROM (SELECT {key} AS k {text} OFFSET 0) l "
+            f"CROSS JOIN (SELECT {key} AS k {text} AND ct.task_id = %s OFFSET 0) h) "
             f"SELECT (SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position = {place.format(k='previous')}), "
             f"(SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position = {place.format(k='following')}), "
             f"before + 1, total{extra} FROM around",

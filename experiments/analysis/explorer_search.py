@@ -1,15 +1,13 @@
 """Search within a project (issue 12): task questions, reference answers and predictions.
 
-On PostgreSQL this is full-text search: `to_tsvector('english', text) @@ plainto_tsquery(...)`,
-the same expression as the GIN indexes of migration 0006, so a search reads the index rather
-than the table (and needs no `django.contrib.postgres` app). Elsewhere (SQLite) it falls back to
-a case-insensitive substring match of the whole phrase. Matches are capped (`LIMIT`), so a
-common word costs no more than a rare one; the few rows found are then ordered for display.
+Full-text search: `to_tsvector('english', text) @@ plainto_tsquery(...)`, the same expression as
+the GIN indexes of migration 0006, so a search reads the index rather than the table (and needs no
+`django.contrib.postgres` app). Matches are capped (`LIMIT`), so a common word costs no more than
+a rare one; the few rows found are then ordered for display.
 """
 from __future__ import annotations
 
 from django.db import connection
-from django.db.models import Q
 
 from experiments.models import Prediction, Project, Run, Session, Task, Turn
 
@@ -19,27 +17,18 @@ _P, _RUN = Prediction._meta.db_table, Run._meta.db_table
 _MATCH = "to_tsvector('english'::regconfig, {column}) @@ plainto_tsquery('english'::regconfig, %s)"
 
 
-def full_text() -> bool:
-    return connection.vendor == "postgresql"
-
-
 def search_tasks(project: Project, text: str, *, limit: int = RESULTS) -> list[dict]:
     """Tasks of `project` whose question or reference answer matches, with what matched."""
-    if full_text():
-        match = _MATCH.format(column="tu.text")
-        turns = (f"SELECT tu.id FROM {_TURN} tu WHERE {match} AND tu.session_id IN "
-                 f"(SELECT id FROM {_SESSION} WHERE project_id = %s)")
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"(SELECT t.id FROM {_TASK} t WHERE t.question_turn_id IN ({turns}) LIMIT %s) UNION "
-                f"(SELECT t.id FROM {_TASK} t WHERE t.answer_turn_id IN ({turns}) LIMIT %s)",
-                [text, project.pk, limit, text, project.pk, limit])
-            ids = [row[0] for row in cursor.fetchall()]
-        found = Task.objects.filter(pk__in=ids)
-    else:
-        found = Task.objects.filter(session__project=project).filter(
-            Q(question_turn__text__icontains=text) | Q(answer_turn__text__icontains=text))
-    rows = (found.select_related("session", "question_turn", "answer_turn")
+    match = _MATCH.format(column="tu.text")
+    turns = (f"SELECT tu.id FROM {_TURN} tu WHERE {match} AND tu.session_id IN "
+             f"(SELECT id FROM {_SESSION} WHERE project_id = %s)")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"(SELECT t.id FROM {_TASK} t WHERE t.question_turn_id IN ({turns}) LIMIT %s) UNION "
+            f"(SELECT t.id FROM {_TASK} t WHERE t.answer_turn_id IN ({turns}) LIMIT %s)",
+            [text, project.pk, limit, text, project.pk, limit])
+        ids = [row[0] for row in cursor.fetchall()]
+    rows = (Task.objects.filter(pk__in=ids).select_related("session", "question_turn", "answer_turn")
             .order_by("session__external_id", "position", "pk")[:limit])
     words = text.lower().split()
     return [{"task": task, "session": task.session.external_id, "question": task.question_turn.text,
@@ -50,17 +39,13 @@ def search_tasks(project: Project, text: str, *, limit: int = RESULTS) -> list[d
 
 def search_predictions(project: Project, text: str, *, limit: int = RESULTS) -> list[dict]:
     """Predictions of `project`'s runs whose text matches (run, condition, label, task)."""
-    if full_text():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT p.id FROM {_P} p WHERE {_MATCH.format(column='p.text')} AND p.run_id IN "
-                f"(SELECT r.id FROM {_RUN} r JOIN experiments_protocol pr ON pr.id = r.protocol_id "
-                f"WHERE pr.project_id = %s) LIMIT %s", [text, project.pk, limit])
-            ids = [row[0] for row in cursor.fetchall()]
-        found = Prediction.objects.filter(pk__in=ids)
-    else:
-        found = Prediction.objects.filter(run__protocol__project=project, text__icontains=text)
-    rows = (found.select_related("task__session").order_by("-run_id", "task__session__external_id",
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT p.id FROM {_P} p WHERE {_MATCH.format(column='p.text')} AND p.run_id IN "
+            f"(SELECT r.id FROM {_RUN} r JOIN experiments_protocol pr ON pr.id = r.protocol_id "
+            f"WHERE pr.project_id = %s) LIMIT %s", [text, project.pk, limit])
+        ids = [row[0] for row in cursor.fetchall()]
+    rows = (Prediction.objects.filter(pk__in=ids).select_related("task__session").order_by("-run_id", "task__session__external_id",
                                                             "task__position", "condition", "label")[:limit])
     return [{"prediction": p, "session": p.task.session.external_id, "target": p.task.position + 1}
             for p in rows]

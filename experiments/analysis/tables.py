@@ -75,18 +75,14 @@ def _answer_measures(run: Run, conditions, task_ids: np.ndarray) -> dict[str, tu
     out = {c: (np.full(task_ids.size, np.nan), np.full(task_ids.size, np.nan)) for c in conditions}
     if not conditions:
         return out          # no planned contrast: nothing to measure
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT condition, task_id, regexp_count(text, %s), evidence_chars "
-                f"FROM {Prediction._meta.db_table} WHERE run_id = %s AND label = %s AND text IS NOT NULL "
-                f"AND condition IN ({', '.join(['%s'] * len(conditions))})",
-                [f"[^{PYTHON_WHITESPACE}]+", run.pk, FINAL, *conditions])
-            rows = cursor.fetchall()
-    else:
-        rows = [(c, t, len(text.split()), e) for c, t, text, e in Prediction.objects.filter(
-            run=run, label=FINAL, condition__in=conditions).exclude(text=None)
-            .values_list("condition", "task_id", "text", "evidence_chars").iterator(chunk_size=20_000)]
+    # Words as `len(text.split())` counts them: runs of characters outside Python's whitespace.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT condition, task_id, regexp_count(text, %s), evidence_chars "
+            f"FROM {Prediction._meta.db_table} WHERE run_id = %s AND label = %s AND text IS NOT NULL "
+            f"AND condition IN ({', '.join(['%s'] * len(conditions))})",
+            [f"[^{PYTHON_WHITESPACE}]+", run.pk, FINAL, *conditions])
+        rows = cursor.fetchall()
     for condition, task_id, words, evidence in rows:
         i = where.get(task_id)
         if i is not None:

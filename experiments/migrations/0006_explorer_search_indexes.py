@@ -1,8 +1,7 @@
-"""Full-text indexes of the project search (issue 12), on PostgreSQL only.
+"""Full-text indexes of the project search (issue 12).
 
 The expressions are exactly those of `experiments.analysis.explorer_search` (`to_tsvector(
-'english'::regconfig, text)`), so a search reads the GIN index. Other databases get nothing:
-the search falls back to substring matching there.
+'english'::regconfig, text)`), so a search reads the GIN index.
 """
 from django.db import migrations
 
@@ -13,16 +12,12 @@ INDEXES = {
 
 
 def create(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for name, table in INDEXES.items():
         schema_editor.execute(
             f"CREATE INDEX IF NOT EXISTS {name} ON {table} USING gin (to_tsvector('english'::regconfig, text))")
 
 
 def drop(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for name in INDEXES:
         schema_editor.execute(f"DROP INDEX IF EXISTS {name}")
 

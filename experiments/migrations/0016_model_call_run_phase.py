@@ -6,26 +6,19 @@ joining every call of the run to its slot. The columns are added nullable, fille
 in one statement, then made required. A slot's run and phase never change, so the copies never
 go stale; `execution.reservation` writes them with every new attempt.
 
-`RunTally` (see `experiments.models.tally`): on PostgreSQL, statement triggers on the slot and
-call tables append the changes of every statement, whoever makes it, and the tallies start from
-the rows as they are. Elsewhere (SQLite: the demo, the tests) the run page counts the rows.
+`RunTally` (see `experiments.models.tally`): statement triggers on the slot and call tables append
+the changes of every statement, whoever makes it, and the tallies start from the rows as they are.
 """
 from django.db import migrations, models
 import django.db.models.deletion
 
-BACKFILL = {
-    # PostgreSQL joins once (a correlated subquery per row would probe the slots' index 2× per call)
-    "postgresql": "UPDATE experiments_modelcall c SET run_id = s.run_id, phase = s.phase "
-                  "FROM experiments_slot s WHERE s.id = c.slot_id",
-    "other": "UPDATE experiments_modelcall SET "
-             "run_id = (SELECT s.run_id FROM experiments_slot s WHERE s.id = experiments_modelcall.slot_id), "
-             "phase = (SELECT s.phase FROM experiments_slot s WHERE s.id = experiments_modelcall.slot_id)",
-}
+# One join (a correlated subquery per row would probe the slots' index 2× per call).
+BACKFILL = ("UPDATE experiments_modelcall c SET run_id = s.run_id, phase = s.phase "
+            "FROM experiments_slot s WHERE s.id = c.slot_id")
 
 
 def backfill(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    schema_editor.execute(BACKFILL.get(vendor, BACKFILL["other"]))
+    schema_editor.execute(BACKFILL)
 
 
 TALLY_COLUMNS = ("run_id, phase, status, folded, slots, attempts, recoveries, unreported, input_tokens, input_known, "
@@ -99,13 +92,11 @@ DROP = "".join(f"DROP TRIGGER IF EXISTS {table}_tally_{event} ON {table}; DROP F
 
 
 def tally(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(START + TRIGGERS)
+    schema_editor.execute(START + TRIGGERS)
 
 
 def untally(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(DROP)
+    schema_editor.execute(DROP)
 
 
 class Migration(migrations.Migration):

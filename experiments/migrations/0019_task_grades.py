@@ -14,9 +14,8 @@ def backfill(apps, schema_editor):
     runs = apps.get_model("experiments", "Run").objects.values_list("pk", "protocol__cohort_id", "protocol__conditions")
     for run_id, cohort_id, conditions in runs:
         refresh_task_grades(run_id, cohort_id, conditions or [])
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute("ANALYZE experiments_taskgrades")  # its statistics now, not at autovacuum's next turn
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("ANALYZE experiments_taskgrades")  # its statistics now, not at autovacuum's next turn
 
 
 class Migration(migrations.Migration):
