@@ -4,6 +4,7 @@ from django import forms
 from experiments.core.interviews.readers import FORMATS
 from experiments.core.tasks import PAPER_RULE
 from experiments.execution.imports import megabytes, upload_limit_bytes
+from experiments.web.bounded_input import BoundedIntegerField
 from experiments.web.text_input import StorableTextMixin
 
 FORMAT_CHOICES = [("", "Guess from the file name")] + [(f, f) for f in FORMATS]
@@ -63,9 +64,9 @@ def declared_upload_over(request, limit_bytes: int) -> int | None:
 
 
 class TaskRuleForm(StorableTextMixin, forms.Form):
-    min_pairs = forms.IntegerField(min_value=1, max_value=1000, initial=PAPER_RULE.min_pairs)
-    min_targets = forms.IntegerField(min_value=1, max_value=1000, initial=PAPER_RULE.min_targets)
-    max_targets = forms.IntegerField(min_value=1, max_value=1000, initial=PAPER_RULE.max_targets)
+    min_pairs = BoundedIntegerField(min_value=1, max_value=1000, initial=PAPER_RULE.min_pairs)
+    min_targets = BoundedIntegerField(min_value=1, max_value=1000, initial=PAPER_RULE.min_targets)
+    max_targets = BoundedIntegerField(min_value=1, max_value=1000, initial=PAPER_RULE.max_targets)
 
     def clean(self):
         data = super().clean()
@@ -77,8 +78,8 @@ class TaskRuleForm(StorableTextMixin, forms.Form):
 
 class CohortForm(StorableTextMixin, forms.Form):
     name = forms.CharField(max_length=100)
-    size = forms.IntegerField(min_value=1, max_value=100_000, help_text="number of sessions")
-    seed = forms.IntegerField(min_value=0, max_value=2**63 - 1)
+    size = BoundedIntegerField(min_value=1, max_value=100_000, help_text="number of sessions")
+    seed = BoundedIntegerField(min_value=0, max_value=2**63 - 1)
     exclude = forms.ModelMultipleChoiceField(queryset=None, required=False, label="Exclude the people of")
     exclusion_list = forms.FileField(required=False, label="Person-exclusion list",
                                      help_text="optional: one person id per line (# comments); all their sessions are left out")

@@ -22,6 +22,7 @@ from experiments.memory_systems.availability import condition_unavailable
 from experiments.execution.policy import DEFAULT_RETRY, RunError
 from experiments.models import Protocol
 from experiments.execution.sealing import protocol_problems
+from experiments.web.bounded_input import BoundedIntegerField, BoundedJSONField
 from experiments.web.runs.contrast_rows import KeptContrastsField, contrast_rows
 from experiments.web.runs.model_form import OFFLINE_CONFIG, ModelConfigForm, model_initial
 from experiments.web.text_input import StorableTextMixin
@@ -39,13 +40,13 @@ class ProtocolForm(StorableTextMixin, forms.Form):
         choices=lambda: [(key, key) for key in [*CONDITIONS, *SURVEY_CONDITIONS]], widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "choose at least one condition"},
     )
-    max_recoveries_per_slot = forms.IntegerField(min_value=0, max_value=10, label="Max recoveries per slot")
+    max_recoveries_per_slot = BoundedIntegerField(min_value=0, max_value=10, label="Max recoveries per slot")
     cooldown_s = forms.FloatField(min_value=0, max_value=3600, label="Cooldown (s)")
-    phase_allowance = forms.IntegerField(min_value=0, max_value=1_000_000, label="Recovery allowance per phase")
-    bootstrap_seed = forms.IntegerField(min_value=0, max_value=2**63 - 1, label="Bootstrap seed")
-    bootstrap_draws = forms.IntegerField(min_value=100, max_value=10_000_000, label="Bootstrap draws")
-    criteria = forms.CharField(
-        required=False, max_length=20_000, label="Prespecified criteria (JSON)",
+    phase_allowance = BoundedIntegerField(min_value=0, max_value=1_000_000, label="Recovery allowance per phase")
+    bootstrap_seed = BoundedIntegerField(min_value=0, max_value=2**63 - 1, label="Bootstrap seed")
+    bootstrap_draws = BoundedIntegerField(min_value=100, max_value=10_000_000, label="Bootstrap draws")
+    criteria = BoundedJSONField(
+        required=False, max_length=20_000, empty_value=[], label="Prespecified criteria (JSON)",
         widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
         help_text='Optional, sealed with the protocol; the dashboard says met or not met. Example: '
                   '[{"name": "fusion beats the one-shot", "contrast": "fusion minus one-shot", '
@@ -88,16 +89,6 @@ class ProtocolForm(StorableTextMixin, forms.Form):
 
     def clean_kept_contrasts(self):
         return self.fields["kept_contrasts"].contrasts(self.cleaned_data["kept_contrasts"])
-
-    def clean_criteria(self):
-        text = self.cleaned_data["criteria"].strip()
-        if not text:
-            return []
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                                  code="bad_criteria") from None
 
 
 def protocol_initial(protocol: Protocol | None, project) -> dict:
@@ -221,7 +212,7 @@ class ReasonForm(StorableTextMixin, forms.Form):
 class ResumeForm(ReasonForm):
     """Resume: the continuation amendment gives each held slot this many identical requests (App. B.2)."""
 
-    allowance = forms.IntegerField(
+    allowance = BoundedIntegerField(
         required=False, min_value=1, max_value=10, initial=1, label="Identical requests per held slot",
         help_text="the paper's continuation allowed one; each is sent only if the one before it failed without output",
     )
@@ -235,9 +226,9 @@ class ResumeForm(ReasonForm):
 class CeilingForm(ReasonForm):
     """Raise the run's HTTP ceilings (an amendment; empty: that ceiling stays)."""
 
-    phase_ceiling = forms.IntegerField(required=False, min_value=1, max_value=10_000_000,
+    phase_ceiling = BoundedIntegerField(required=False, min_value=1, max_value=10_000_000,
                                        label="New ceiling for this phase (HTTP attempts)")
-    run_ceiling = forms.IntegerField(required=False, min_value=1, max_value=10_000_000,
+    run_ceiling = BoundedIntegerField(required=False, min_value=1, max_value=10_000_000,
                                      label="New ceiling for the whole run (HTTP attempts)")
 
     field_order = ["phase_ceiling", "run_ceiling", "reason"]
@@ -251,7 +242,7 @@ class CeilingForm(ReasonForm):
 
 class ConcurrencyForm(ReasonForm):
     provider = forms.ChoiceField()
-    cap = forms.IntegerField(min_value=1, max_value=1000, label="In-flight cap")
+    cap = BoundedIntegerField(min_value=1, max_value=1000, label="In-flight cap")
 
     field_order = ["provider", "cap", "reason"]
 

@@ -16,6 +16,7 @@ from experiments.core.llm import wire
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.execution import endpoints
 from experiments.execution.policy import DEFAULT_CONCURRENCY
+from experiments.web.bounded_input import BoundedIntegerField
 from experiments.web.text_input import StorableTextMixin
 
 
@@ -40,7 +41,7 @@ class ModelConfigForm(StorableTextMixin, forms.Form):
         required=False, max_length=50, label="Reasoning / thinking setting",
         help_text="OpenAI reasoning_effort or Gemini thinkingLevel; empty: not sent",
     )
-    max_output_tokens = forms.IntegerField(min_value=1, max_value=1_000_000, label="Output-token cap")
+    max_output_tokens = BoundedIntegerField(min_value=1, max_value=1_000_000, label="Output-token cap")
     temperature = forms.FloatField(
         required=False, min_value=0, max_value=2, help_text="empty: the service default (not sent)"
     )
@@ -54,7 +55,7 @@ class ModelConfigForm(StorableTextMixin, forms.Form):
     quota_pattern = forms.CharField(
         required=False, max_length=500, help_text="regular expression over an error body meaning “quota exhausted”"
     )
-    concurrency = forms.IntegerField(min_value=1, max_value=1000, label="In-flight cap for this provider")
+    concurrency = BoundedIntegerField(min_value=1, max_value=1000, label="In-flight cap for this provider")
     structured_output = forms.BooleanField(
         required=False, label="Structured output",
         help_text="judge only: the service is asked for the JSON object {score, rationale} "

@@ -10,6 +10,7 @@ from experiments.access import TEXT_READERS, membership_for
 from experiments.core.paper_protocols import PAPER_PROTOCOLS
 from experiments.models import Cohort
 from experiments.paper_protocols import TemplateError, protocol_from_template
+from experiments.web.bounded_input import BIG_INTEGER_COLUMN_MAX
 
 
 @login_required
@@ -37,7 +38,9 @@ def protocol_from_template_view(request, slug):
 
 
 def _int(value) -> int | None:
+    """A row id as posted, or None (also for one no id column can hold)."""
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError):
         return None
+    return number if 0 < number <= BIG_INTEGER_COLUMN_MAX else None
