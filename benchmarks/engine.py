@@ -349,7 +349,7 @@ def levels_main(args):
     call_command("flush", interactive=False, verbosity=0)
     project = Project.objects.create(slug="bench-engine", name="Engine benchmark")
     log_dir = Path(tempfile.mkdtemp(prefix="bench-engine-"))
-    print(f"database: {connection.vendor} {connection.settings_dict['NAME']}; redis {os.environ['REDIS_URL']}"
+    print(f"database: PostgreSQL {connection.pg_version} {connection.settings_dict['NAME']}; redis {os.environ['REDIS_URL']}"
           f"{' (private)' if REDIS_PROCESS else ''}; {args.processes} {WORKER_CLASSES[args.level_class]} processes")
     print(f"{'K':>4} {'L s':>5} {'slots':>5} {'calls':>5} {'wall s':>7} {'calls/s':>8} {'ideal':>6} {'of ideal':>8} "
           f"{'gen':>6} {'judge':>6} {'CPU ms/call':>11}  (workers / postgres / redis; model server and script)")
@@ -438,7 +438,7 @@ def main():
                build_cohort(project, sessions=args.tasks // 5, targets=5, name="bench")]
     cohort = cohorts[1]
     log_dir = Path(tempfile.mkdtemp(prefix="bench-engine-"))
-    print(f"database: {connection.vendor} {connection.settings_dict['NAME']}; redis {os.environ['REDIS_URL']}")
+    print(f"database: PostgreSQL {connection.pg_version} {connection.settings_dict['NAME']}; redis {os.environ['REDIS_URL']}")
     print(f"server delay {DELAY_S * 1000:.0f} ms, cap {CAP} in flight: ideal {IDEAL:.0f} calls/s; "
           f"{cohort.cohort_tasks.count()} tasks → {2 * cohort.cohort_tasks.count()} calls per run")
     print(f"{'workers':>16} {'calls':>5} {'wall s':>7} {'calls/s':>8} {'of ideal':>8} {'gen/s':>6} {'judge/s':>7} "

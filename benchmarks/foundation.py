@@ -3,21 +3,21 @@
 Imports the 250 bundled Anthropic Interviewer transcripts into a fresh database and
 times the session page (median of repeated requests) with its query count.
 
-    .venv/bin/python benchmarks/foundation.py            # a fresh SQLite file in a temp dir
+    .venv/bin/python benchmarks/foundation.py            # a fresh database on the embedded server
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench .venv/bin/python benchmarks/foundation.py
       (an empty PostgreSQL database: createdb -h 127.0.0.1 -U postgres bench)
 """
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-tmp = tempfile.mkdtemp()
-os.environ.setdefault("DATABASE_URL", f"sqlite:///{tmp}/bench.sqlite3")
+if not os.environ.get("DATABASE_URL"):
+    from ownwords_site import embedded
+    os.environ["DATABASE_URL"] = embedded.fresh_postgres_url(ROOT / "var", "bench_foundation")
 os.environ.setdefault("SECRET_KEY", "benchmark-only")
 os.environ.setdefault("ALLOWED_HOSTS", "testserver")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
@@ -41,7 +41,7 @@ SAMPLE = ROOT / "experiments" / "sample_data" / "anthropic-interviewer"
 
 
 def main():
-    print(f"database: {connection.vendor}")
+    print(f"database: PostgreSQL {connection.pg_version} {connection.settings_dict['NAME']}")
     call_command("migrate", verbosity=0)
     project = project_get_or_create(slug="bench")
     started = time.perf_counter()

@@ -8,7 +8,7 @@ tasks), and prints the wall time and the process's peak resident memory (ru_maxr
 Python and Django themselves are included). The file is written line by line and the
 import runs in a child process of its own, so the figure is the import's alone.
 
-    .venv/bin/python benchmarks/import.py            # a fresh SQLite file in a temp dir
+    .venv/bin/python benchmarks/import.py            # a fresh database on the embedded server
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench .venv/bin/python benchmarks/import.py
       (an empty PostgreSQL database: createdb -h 127.0.0.1 -U postgres bench; its tables are emptied)
     SESSIONS=10000 ... for a quick look; PROFILE=1 prints a cProfile of the import
@@ -54,8 +54,9 @@ def write_file(path: Path, sessions: int) -> None:
 def child(path: str) -> None:
     """Runs in its own process: migrate a fresh database, import the file, print the figures."""
     sys.path.insert(0, str(ROOT))
-    tmp = tempfile.mkdtemp()
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tmp}/bench.sqlite3")
+    if not os.environ.get("DATABASE_URL"):
+        from ownwords_site import embedded
+        os.environ["DATABASE_URL"] = embedded.fresh_postgres_url(ROOT / "var", "bench_import")
     os.environ.setdefault("SECRET_KEY", "benchmark-only")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
     import django
@@ -85,7 +86,7 @@ def child(path: str) -> None:
             stats.print_callers(os.environ["PROFILE_CALLERS"])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     project = Project.objects.get(slug="bench-import")
-    print(f"database: {connection.vendor}")
+    print(f"database: PostgreSQL {connection.pg_version} {connection.settings_dict['NAME']}")
     print(f"imported {Session.objects.filter(project=project).count():,} sessions, "
           f"{Turn.objects.filter(session__project=project).count():,} turns, "
           f"{Task.objects.filter(session__project=project).count():,} tasks")

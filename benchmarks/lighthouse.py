@@ -29,6 +29,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from ownwords_site import embedded  # noqa: E402
 RUNS = int(os.environ.get("RUNS", 3))
 PRESET = os.environ.get("PRESET", "")  # "" (mobile) or "desktop"
 DEBUG = os.environ.get("DEBUG", "0") not in ("", "0", "false", "False")
@@ -57,7 +59,8 @@ if not Path(CHROME).exists():
 scratch = Path(tempfile.mkdtemp(prefix="ownwords-lighthouse-"))
 SERVER_ENV = {
     **os.environ,
-    "DATABASE_URL": f"sqlite:///{scratch / 'demo.sqlite3'}",
+    # A fresh database on the embedded server (DATABASE_URL: another server's).
+    "DATABASE_URL": os.environ.get("DATABASE_URL") or embedded.fresh_postgres_url(ROOT / "var", "bench_lighthouse"),
     "STATIC_ROOT": str(scratch / "static"),
     "SECRET_KEY": "lighthouse-benchmark-only",
     "DEBUG": "1" if DEBUG else "0",

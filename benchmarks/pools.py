@@ -1,6 +1,6 @@
 """Benchmark of the candidate pools page (issue 14) from the database: one common-experiment-sized run.
 
-Run from the repository root (a fresh SQLite file unless DATABASE_URL names another database):
+Run from the repository root (a fresh database on the embedded server unless DATABASE_URL names another database):
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python benchmarks/pools.py [--repeat 3]
 

@@ -1,7 +1,7 @@
 """Benchmark of human ratings (issue 10): campaign creation, the next item, agreement.
 
     .venv/bin/python benchmarks/ratings.py                  # PostgreSQL bench_ratings (created if missing)
-    DATABASE_URL=sqlite:///var/bench.sqlite3 .venv/bin/python benchmarks/ratings.py
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_ratings .venv/bin/python benchmarks/ratings.py
 
 The database is emptied first; do not point it at real data. It builds a finished run with
 10,000 distinct answers (1,000 sessions × 5 tasks × 2 conditions; predictions and judge
@@ -92,7 +92,7 @@ def build_run() -> Run:
 def main() -> None:
     call_command("migrate", verbosity=0)
     call_command("flush", interactive=False, verbosity=0)
-    print(f"database: {connection.vendor}")
+    print(f"database: PostgreSQL {connection.pg_version} {connection.settings_dict['NAME']}")
     t0 = time.perf_counter()
     run = build_run()
     print(f"set-up: {Prediction.objects.count():,} predictions in {time.perf_counter() - t0:.1f} s")

@@ -30,7 +30,6 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -139,7 +138,7 @@ def dashboard_from_database(people: int, tasks_per_person: int = 5, conditions_n
 def build_run(people: int, tasks_per_person: int = 5, conditions_n: int = 10):
     """A finished benchmark run of people × tasks × conditions final predictions, graded; (run, start time).
 
-    Uses a fresh SQLite file unless DATABASE_URL names another database.  The predictions and
+    Uses a fresh database on the embedded server unless DATABASE_URL names another database.  The predictions and
     grades are written by SQL (INSERT … SELECT).
     """
     setup_django()
@@ -197,9 +196,8 @@ def build_run(people: int, tasks_per_person: int = 5, conditions_n: int = 10):
             f"parse_error) SELECT %s, ct.task_id, {sha}, 'ok', "
             f"((ct.task_id * 1103515245 + c.k * 12345 + {SEED}) %% 2147483648) / 65536 %% 4, '', '' {source}",
             [run.pk, *keys, cohort.pk])
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
     return run, started
 
 
@@ -210,7 +208,7 @@ def time_refreshes(run_id: int, repeat: int) -> None:
 
     run = m.Run.objects.select_related("protocol").get(pk=run_id)
     protocol = run.protocol
-    print(f"dashboard database ({connection.vendor}): run {run_id}, "
+    print(f"dashboard database (PostgreSQL {connection.pg_version}): run {run_id}, "
           f"{m.Prediction.objects.filter(run=run).count():,} predictions and grades, "
           f"{protocol.cohort.tasks.count():,} tasks, "
           f"{m.Person.objects.filter(sessions__tasks__cohorts=protocol.cohort).distinct().count():,} people, "
@@ -334,7 +332,7 @@ def tables_benchmark(people: int = 188, tasks_per_person: int = 9, conditions_n:
     run = m.Run.objects.select_related("protocol").get(pk=run.pk)
     print(f"\ntables: run {run.pk}, {run.protocol.cohort.tasks.count():,} tasks, {people} people, "
           f"{len(run.protocol.conditions)} conditions, {len(run.protocol.contrasts)} contrasts, {DRAWS:,} draws "
-          f"({connection.vendor})")
+          f"(PostgreSQL {connection.pg_version})")
     for name, step in (("dashboard_refresh", dashboard_refresh), ("tables_refresh", tables_refresh)):
         started, cpu = time.perf_counter(), time.process_time()
         step(run)
@@ -360,7 +358,10 @@ def tables_benchmark(people: int = 188, tasks_per_person: int = 9, conditions_n:
 
 
 def setup_django() -> None:
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{tempfile.mkdtemp()}/dashboard.sqlite3")
+    if not os.environ.get("DATABASE_URL"):
+        from ownwords_site import embedded
+        os.environ["DATABASE_URL"] = embedded.fresh_postgres_url(Path(__file__).resolve().parents[1] / "var",
+                                                                 "bench_dashboard")
     os.environ.setdefault("SECRET_KEY", "benchmark-only")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
     import django

@@ -94,6 +94,18 @@ def postgres_url(var_dir: Path, database: str = DATABASE_NAME) -> str:
     return f"postgres://postgres@/{database}?host={quote(str(info.socket_dir), safe='/')}"
 
 
+def fresh_postgres_url(var_dir: Path, database: str) -> str:
+    """A DATABASE_URL for an empty `database` on the embedded server (dropped first if it exists):
+    the benchmarks' scratch databases."""
+    import psycopg
+    from psycopg import sql
+    postgres_url(var_dir)  # the server started, or reused
+    socket_dir = str(_running_postmaster(Path(var_dir).resolve() / "pgdata").socket_dir)
+    with psycopg.connect(host=socket_dir, user="postgres", dbname="postgres", autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database)))
+    return postgres_url(var_dir, database)
+
+
 def _create_database(socket_dir: str, database: str) -> None:
     import psycopg
     from psycopg import errors, sql

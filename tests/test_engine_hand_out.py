@@ -14,7 +14,6 @@ import os
 from collections import Counter
 
 import pytest
-from django.db import connection
 
 from experiments.execution import driver
 from experiments.execution.driver import run_drive, run_refill

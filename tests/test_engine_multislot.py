@@ -17,7 +17,6 @@ import time
 from collections import Counter
 
 import pytest
-from django.db import connection
 
 from experiments.execution import control
 from experiments.execution.jobs import run_enqueue

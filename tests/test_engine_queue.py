@@ -24,7 +24,6 @@ import django_rq
 import pytest
 import redis
 from django.conf import settings
-from django.core.management import call_command
 from django.db import connection
 
 from experiments.execution import control
