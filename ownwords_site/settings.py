@@ -205,6 +205,8 @@ DEFAULT_LLM_ENDPOINTS = [
     {"name": "offline", "provider": "offline"},
 ]
 LLM_ENDPOINTS = llm_endpoints(env_json("OWNWORDS_LLM_ENDPOINTS", DEFAULT_LLM_ENDPOINTS))
+# Keys and passwords posted to a view marked sensitive stay hidden on error pages, DEBUG on or off.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "ownwords_site.reporting.SecretsHiddenEvenInDebug"
 
 # Trained rerankers the pools page runs as pickers (experiments.core.rankers): comma-separated
 # dotted paths or entry-point names, e.g. "experiments.core.rankers:QuestionOverlapRanker".

@@ -11,6 +11,7 @@ import re
 from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
+from django.views.decorators.debug import sensitive_variables
 
 from experiments.core.llm import wire
 from experiments.core.llm.wire import api_key_env_problem
@@ -67,6 +68,7 @@ class ModelConfigForm(StorableTextMixin, forms.Form):
         # Read at each form, so the page follows the administrator's list as it is now.
         self.fields["endpoint"].choices = [("", "— by base URL —"), *endpoints.endpoint_choices()]
 
+    @sensitive_variables("value", "problem")
     def clean_api_key_env(self):
         value = self.cleaned_data["api_key_env"].strip()
         problem = api_key_env_problem(value)
@@ -88,6 +90,7 @@ class ModelConfigForm(StorableTextMixin, forms.Form):
             raise ValidationError(f"not a regular expression: {exc}", code="bad_pattern") from None
         return value or None
 
+    @sensitive_variables("data")
     def clean(self):
         data = super().clean()
         base_url = (data.get("base_url") or "").strip()
@@ -122,6 +125,7 @@ class ModelConfigForm(StorableTextMixin, forms.Form):
         self._check_key_variable(data.get("api_key_env"), provider, base_url, chosen)
         return data
 
+    @sensitive_variables("name")
     def _check_key_variable(self, name, provider, base_url, chosen):
         """Only a variable the endpoint allows may be named (issue 28): the administrator's list,
         not the form, says which of the server's environment variables may travel where."""
