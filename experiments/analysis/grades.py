@@ -17,7 +17,7 @@ from experiments.core.candidates import CANDIDATE_LABELS, derive_column, is_deri
 from experiments.core.canonical import canonical_json
 from experiments.core.conditions import FINAL
 from experiments.models import CohortTask, Grade, Prediction, Protocol, Run
-from experiments.analysis.task_grades import refresh_task_grades
+from experiments.analysis.task_grades import lock_task_rows, refresh_task_grades
 
 
 def final_grades(run: Run) -> dict[str, dict[int, int | None]]:
@@ -116,15 +116,12 @@ def _packed_grades(run: Run, cohort_id: int, positions: np.ndarray, conditions, 
     out: dict[str, np.ndarray] = {}
     if positions.size and conditions:
         width = len(str(int(positions.max())))
-        if connection.vendor == "postgresql":
-            packed_position, concat = f"lpad(CAST(ct.position AS text), {width}, '0')", "string_agg({}, '')"
-        else:
-            packed_position, concat = f"printf('%%0{width}d', ct.position)", "group_concat({}, '')"
+        packed_position = f"lpad(CAST(ct.position AS text), {width}, '0')"
         grade = ("CASE WHEN p.status = %s THEN '0' "
                  "WHEN p.status IN (%s, %s) AND g.score BETWEEN 0 AND 9 THEN CAST(g.score AS CHAR(1)) "
                  "WHEN p.status IN (%s, %s) AND g.score IS NOT NULL THEN 'X' ELSE '-' END")
         S = Prediction.Status
-        sql = (f"SELECT p.condition, {concat.format(packed_position + ' || ' + grade)} "
+        sql = (f"SELECT p.condition, string_agg({packed_position} || {grade}, '') "
                f"FROM {Prediction._meta.db_table} p "
                f"JOIN {CohortTask._meta.db_table} ct ON ct.task_id = p.task_id AND ct.cohort_id = %s "
                f"LEFT JOIN {Grade._meta.db_table} g "
@@ -150,11 +147,13 @@ def _packed_grades(run: Run, cohort_id: int, positions: np.ndarray, conditions, 
 
 
 def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str | None = None,
-                 status: str | None = None) -> int:
+                 status: str | None = None, locked: bool = False) -> int:
     """Write `Prediction.score` (the rule of `final_grades`, for every label) and `copied_label`
     for a run's predictions, or those of one task, of one answer text in it, or of one status;
     one UPDATE, and then, in the same transaction, the `TaskGrades` rows of the tasks it touched
-    (`analysis.task_grades`).
+    (`analysis.task_grades`), whose locks it takes before the UPDATE (concurrent receipts of one
+    task then queue at its row instead of deadlocking on its predictions), unless the caller
+    holds them already (`locked`: `execution.outcomes.apply_result` takes them before its own writes).
     Called wherever an answer or a grade is written (planning, re-grade copies); returns the
     number of rows written."""
     predictions = Prediction.objects.filter(run_id=run_id)
@@ -169,7 +168,11 @@ def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str 
     candidate = (Prediction.objects.filter(run_id=OuterRef("run_id"), task_id=OuterRef("task_id"),
                                            condition=OuterRef("condition"), answer_sha256=OuterRef("answer_sha256"))
                  .exclude(label=FINAL).order_by("label").values("label")[:1])
+    cohort_id, conditions = Protocol.objects.filter(runs=run_id).values_list("cohort_id", "conditions").get()
+    which = dict(task_id=task_id, answer_sha256=answer_sha256, status=status)
     with transaction.atomic():
+        if not locked:
+            lock_task_rows(run_id, cohort_id, conditions, **which)
         written = predictions.update(
             score=Case(
                 When(status=Prediction.Status.INVALID_SELECTION, then=Value(0)),
@@ -178,6 +181,5 @@ def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str 
             copied_label=Case(
                 When(Q(label=FINAL) & ~Q(answer_sha256=""), then=Coalesce(Subquery(candidate), Value(""))),
                 default=Value(""), output_field=CharField()))
-        cohort_id, conditions = Protocol.objects.filter(runs=run_id).values_list("cohort_id", "conditions").get()
-        refresh_task_grades(run_id, cohort_id, conditions, task_id=task_id, answer_sha256=answer_sha256, status=status)
+        refresh_task_grades(run_id, cohort_id, conditions, locked=True, **which)
     return written

@@ -27,14 +27,10 @@ _ONLY_WHEN_ASKED = 2**31 - 1
 
 @contextlib.contextmanager
 def hot_cursor():
-    """A cursor for the statements on the path of every request. On PostgreSQL it binds
+    """A cursor for the statements on the path of every request. It binds
     parameters on the server and `execute(..., prepare=True)` keeps each statement's plan on the
     connection: parsing and planning these CTEs cost the server more than running them. Errors
     come out as Django's (IntegrityError, …), as from `connection.cursor()`."""
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            yield _Unprepared(cursor)
-        return
     connection.ensure_connection()
     raw = connection.connection
     cursor = _CURSORS.get(raw)
@@ -45,15 +41,3 @@ def hot_cursor():
     with connection.wrap_database_errors:
         yield cursor
 
-
-class _Unprepared:
-    """`hot_cursor` elsewhere than PostgreSQL: the same calls, nothing prepared."""
-
-    def __init__(self, cursor):
-        self.cursor = cursor
-
-    def execute(self, sql, params=None, prepare=None):
-        return self.cursor.execute(sql, params)
-
-    def fetchone(self):
-        return self.cursor.fetchone()

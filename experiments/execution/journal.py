@@ -7,6 +7,8 @@
   the phase's recovery allowances (`policy.decide_retry`);
 - quota exhaustion opens the run's circuit and holds the slot; a non-transient error stops
   the run; both wait for an owner's amendment;
+- the answer's receipt is made again after a transient database error until it is durable
+  (`durable`, issue 28), never dropped;
 - the answer's receipt is committed before the in-flight place is given back: a Redis blip
   at that moment (issue 11) costs a logged, retried release, never the answer (an answer or an
   unusable response, which changes no one's right to send, may hand its place first to a
@@ -32,6 +34,7 @@ from django.utils import timezone
 
 from experiments.core.llm import client as llm_client
 from experiments.core.llm.wire import Outcome, OutcomeKind, build_request
+from experiments.execution.durable import record_durably, retried
 from experiments.execution.outcomes import apply_result, result_statements
 from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
 from experiments.execution.policy import (
@@ -89,7 +92,7 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
     else:  # stays in flight until its recovery is reserved
         retry_at, note = now + timedelta(seconds=decision.wait_s), decision.justification
     settles = kind == OutcomeKind.OK or status in (Slot.Status.UNUSABLE, Slot.Status.FAILED)
-    if settles and connection.vendor == "postgresql":
+    if settles:
         # Receipt, slot and result in one statement (its own transaction), when the phase's
         # result has its statements (`outcomes.result_statements`): the path of nearly every answer.
         result = result_statements(slot, outcome.text if kind == OutcomeKind.OK else None)
@@ -171,10 +174,6 @@ def _slot_for_execution(slot_id: int) -> Slot:
             _PROTOCOLS[cache_key] = protocol
     run = Run(pk=run_id, protocol_id=protocol_id)
     run.protocol = protocol
-    # A plain statement skips the ORM's converters: SQLite hands back text, PostgreSQL aware times.
-    convert = getattr(connection.ops, "convert_datetimefield_value", None)
-    if convert is not None:
-        retry_at = convert(retry_at, None, connection)
     # task_id too: the stored grades of a generation answer are refreshed for its task only.
     slot = Slot(pk=slot_id, run_id=run_id, phase=phase, key=key, role=role, system=system, user=user,
                 status=status, retry_at=retry_at, status_note=note, task_id=task_id)
@@ -277,8 +276,13 @@ def _prepare(slot_id: int):
 
 def _decide_and_record(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reservation,
                        outcome: Outcome, next_ticket: NextReservation | None = None) -> tuple[Decision, bool]:
-    decision = _decide(retry_policy, policy, run, slot, reservation, outcome)
-    return decision, _record(reservation.call_id, outcome, decision, slot, next_ticket)
+    """What the outcome means, and its receipt: both made again after a transient database error
+    (a deadlock, a lost connection), so that an answer in hand is never dropped (`durable`)."""
+    decision = retried(_decide, retry_policy, policy, run, slot, reservation, outcome,
+                       what=f"the decision on attempt {reservation.call_id}")
+    recorded = record_durably(lambda ticket: _record(reservation.call_id, outcome, decision, slot, ticket),
+                              reservation.call_id, next_ticket)
+    return decision, recorded
 
 
 def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db import connection
 
 from experiments.analysis.grades import store_scores
-from experiments.analysis.task_grades import task_grades_statement
+from experiments.analysis.task_grades import lock_task_rows, task_grades_statement
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import FINAL, SELECTION, get_condition, prediction_labels
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
@@ -21,7 +21,11 @@ from experiments.models.runs import Phase
 
 
 def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
-    """Turn a slot's terminal outcome into memories, predictions or grades."""
+    """Turn a slot's terminal outcome into memories, predictions or grades.
+
+    A result of a task takes the task's `TaskGrades` row first (`task_grades.lock_task_rows`),
+    before any prediction: concurrent receipts of one task then wait at that row in turn, where
+    two decisions writing their own prediction and then the task's (`store_scores`) deadlocked."""
     text = outcome_text if usable else None
     if is_survey_slot(slot):
         apply_survey_result(slot, text)  # parsed per item (`execution.survey`)
@@ -34,18 +38,21 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
             defaults={"text": text or None, "slot": slot},
         )
     elif slot.phase == Phase.GENERATION:
+        locked = _lock_task(slot, slot.task_id)
         _set_slot_answer(slot.pk, text)
-        store_scores(slot.run_id, task_id=slot.task_id)
+        store_scores(slot.run_id, task_id=slot.task_id, locked=locked)
     elif slot.phase == Phase.DECISIONS:
         prediction = Prediction.objects.get(slot=slot)
+        _lock_task(slot, prediction.task_id)
         condition = get_condition(prediction.condition)
         if condition.workflow != SELECTION or text is None:  # fusion and the MemGPT-style answer
             _set_answer(Prediction.objects.filter(pk=prediction.pk), text)
         else:
             _apply_selection(prediction, condition, text)
-        store_scores(slot.run_id, task_id=prediction.task_id)
+        store_scores(slot.run_id, task_id=prediction.task_id, locked=True)
     elif slot.phase == Phase.JUDGING:
         _, task_id, answer_sha = slot.key.split("|")
+        _lock_task(slot, int(task_id))
         grade = {**_grade_values(text), "slot_id": slot.pk}
         # One statement (INSERT … ON CONFLICT DO UPDATE) on the path of every judge answer, where
         # update_or_create takes four (a locking read, a savepoint, the write, its release).
@@ -53,7 +60,22 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
             [Grade(run_id=slot.run_id, task_id=int(task_id), answer_sha256=answer_sha, **grade)],
             update_conflicts=True, unique_fields=["run", "task", "answer_sha256"], update_fields=list(grade),
         )
-        store_scores(slot.run_id, task_id=int(task_id), answer_sha256=answer_sha)
+        store_scores(slot.run_id, task_id=int(task_id), answer_sha256=answer_sha, locked=True)
+
+
+def _lock_task(slot: Slot, task_id: int | None) -> bool:
+    """Take the task's `TaskGrades` row (in the caller's transaction); False without a task."""
+    if task_id is None:
+        return False
+    protocol = slot.run.protocol
+    lock_task_rows(slot.run_id, protocol.cohort_id, protocol.conditions, task_id=task_id)
+    return True
+
+
+# The journal's statement names its i-th result statement `result{i}` (`receipt_sql`): the
+# others read the first, the task's `TaskGrades` row, so that they run after its upsert has
+# locked the row (the order of `apply_result`; unread CTEs run in no promised order).
+_AFTER_TASK_ROW = "(SELECT count(*) FROM result0) >= 0"
 
 
 def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, list]] | None:
@@ -61,10 +83,11 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
     journal runs inside its record's one statement, each only when the `moved` CTE has a row
     (the slot did move); None for the phases whose result needs more (PostgreSQL only).
 
-    They keep `Prediction.score` and `copied_label` as `analysis.grades.store_scores` would:
-    one statement cannot update a row twice, so the rule is written into the same UPDATE (a
-    generation answer) or into a second one over other rows (a grade, onto the predictions
-    that gave its answer); and the task's `TaskGrades` row (`analysis.task_grades`)."""
+    The first is the task's `TaskGrades` row (`analysis.task_grades`), whose upsert locks it;
+    the others wait for it (`_AFTER_TASK_ROW`), as `apply_result` locks the row first. They keep
+    `Prediction.score` and `copied_label` as `analysis.grades.store_scores` would: one statement
+    cannot update a row twice, so the rule is written into the same UPDATE (a generation answer)
+    or into a second one over other rows (a grade, onto the predictions that gave its answer)."""
     P, G = Prediction._meta.db_table, Grade._meta.db_table
     if is_survey_slot(slot):
         return None  # a survey answer is parsed per item (`survey.apply_survey_result`)
@@ -73,23 +96,24 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
             return None  # its task's TaskGrades row needs the task: `apply_result` refreshes the run's
         status, text, answer_sha = _answer_values(outcome_text)
         graded = status in (Prediction.Status.OK, Prediction.Status.EMPTY)
+        # its task's TaskGrades: the answer's grade, if its text was graded already
+        grades = task_grades_statement(
+            slot.run_id, slot.task_id, slot.run.protocol.cohort_id, slot.run.protocol.conditions,
+            "p.slot_id = %s", [slot.pk],
+            *((f"(SELECT CAST(g.score AS CHAR(1)) FROM {G} g WHERE g.run_id = %s AND g.task_id = %s "
+               "AND g.answer_sha256 = %s AND g.score BETWEEN 0 AND 9 LIMIT 1)",
+               [slot.run_id, slot.task_id, answer_sha]) if graded else ("NULL", [])))
         # A final answer written here is a one-shot's: the first candidate of its own condition
         # with the same text is what it copied (none exists for one-shot conditions today).
-        return [(f"UPDATE {P} p SET status = %s, text = %s, answer_sha256 = %s, "
-                 f"score = (SELECT g.score FROM {G} g WHERE %s AND g.run_id = p.run_id "
-                 "AND g.task_id = p.task_id AND g.answer_sha256 = %s LIMIT 1), "
-                 f"copied_label = CASE WHEN p.label = %s AND %s <> '' THEN COALESCE((SELECT c.label FROM {P} c "
-                 "WHERE c.run_id = p.run_id AND c.task_id = p.task_id AND c.condition = p.condition "
-                 "AND c.answer_sha256 = %s AND c.label <> %s ORDER BY c.label LIMIT 1), '') ELSE '' END "
-                 "WHERE p.slot_id = %s AND EXISTS (SELECT 1 FROM moved)",
-                 [status, text, answer_sha, graded, answer_sha, FINAL, answer_sha, answer_sha, FINAL, slot.pk]),
-                # its task's TaskGrades: the answer's grade, if its text was graded already
-                task_grades_statement(
-                    slot.run_id, slot.task_id, slot.run.protocol.cohort_id, slot.run.protocol.conditions,
-                    "p.slot_id = %s", [slot.pk],
-                    *((f"(SELECT CAST(g.score AS CHAR(1)) FROM {G} g WHERE g.run_id = %s AND g.task_id = %s "
-                       "AND g.answer_sha256 = %s AND g.score BETWEEN 0 AND 9 LIMIT 1)",
-                       [slot.run_id, slot.task_id, answer_sha]) if graded else ("NULL", [])))]
+        answer = (f"UPDATE {P} p SET status = %s, text = %s, answer_sha256 = %s, "
+                  f"score = (SELECT g.score FROM {G} g WHERE %s AND g.run_id = p.run_id "
+                  "AND g.task_id = p.task_id AND g.answer_sha256 = %s LIMIT 1), "
+                  f"copied_label = CASE WHEN p.label = %s AND %s <> '' THEN COALESCE((SELECT c.label FROM {P} c "
+                  "WHERE c.run_id = p.run_id AND c.task_id = p.task_id AND c.condition = p.condition "
+                  "AND c.answer_sha256 = %s AND c.label <> %s ORDER BY c.label LIMIT 1), '') ELSE '' END "
+                  f"WHERE p.slot_id = %s AND EXISTS (SELECT 1 FROM moved) AND {_AFTER_TASK_ROW}",
+                  [status, text, answer_sha, graded, answer_sha, FINAL, answer_sha, answer_sha, FINAL, slot.pk])
+        return [grades, answer]
     if slot.phase == Phase.JUDGING:
         _, task_id, answer_sha = slot.key.split("|")
         grade = {**_grade_values(outcome_text), "slot_id": slot.pk}
@@ -98,12 +122,13 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
         typed = [f"CAST(%s AS {Grade._meta.get_field(name.removesuffix('_id')).db_type(connection)})"
                  for name in columns]
         store = (f"INSERT INTO {G} ({', '.join(columns)}) "
-                 f"SELECT {', '.join(typed)} WHERE EXISTS (SELECT 1 FROM moved) "
+                 f"SELECT {', '.join(typed)} WHERE EXISTS (SELECT 1 FROM moved) AND {_AFTER_TASK_ROW} "
                  "ON CONFLICT (run_id, task_id, answer_sha256) DO UPDATE SET "
                  + ", ".join(f"{name} = EXCLUDED.{name}" for name in grade),
                  [slot.run_id, int(task_id), answer_sha, *grade.values()])
         scored = (f"UPDATE {P} SET score = CAST(%s AS smallint) WHERE run_id = %s AND task_id = %s "
-                  "AND answer_sha256 = %s AND status IN (%s, %s) AND EXISTS (SELECT 1 FROM moved)",
+                  f"AND answer_sha256 = %s AND status IN (%s, %s) AND EXISTS (SELECT 1 FROM moved) "
+                  f"AND {_AFTER_TASK_ROW}",
                   [grade["score"], slot.run_id, int(task_id), answer_sha,
                    Prediction.Status.OK, Prediction.Status.EMPTY])
         digit = "-" if grade["score"] is None or not 0 <= grade["score"] <= 9 else str(grade["score"])
@@ -112,7 +137,7 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
             "p.answer_sha256 = %s AND p.status IN (%s, %s)",
             [answer_sha, Prediction.Status.OK, Prediction.Status.EMPTY],
             "NULLIF(CAST(%s AS CHAR(1)), '-')", [digit])
-        return [store, scored, grades]
+        return [grades, store, scored]
     return None
 
 

@@ -85,11 +85,11 @@ ON CONFLICT (run_id, key) DO NOTHING
 
 def insert_slots(slots: list[Slot]) -> None:
     """`Slot.objects.bulk_create(slots, ignore_conflicts=True)` for slots of one run, phase and
-    role (as each planner makes them). On PostgreSQL one statement (`insert_slot_rows`): the
-    ORM's per-field preparation and client-side quoting of thousands of prompts cost most of a
+    role (as each planner makes them), as one statement (`insert_slot_rows`): the ORM's
+    per-field preparation and client-side quoting of thousands of prompts cost most of a
     phase's planning, between the last answer of one phase and the first request of the next."""
     groups = {(slot.run_id, slot.phase, slot.role) for slot in slots}
-    if connection.vendor != "postgresql" or len(groups) != 1:
+    if len(groups) != 1:
         Slot.objects.bulk_create(slots, ignore_conflicts=True)
         return
     (run_id, phase, role), = groups
@@ -100,15 +100,9 @@ def insert_slots(slots: list[Slot]) -> None:
 
 def insert_slot_rows(run_id: int, phase: str, role: str, rows: list[tuple]) -> None:
     """New slots of one run, phase and role as plain rows (key, task id, session id, system,
-    user, request sha256, prompt refs), those whose key is planned already left alone. On
-    PostgreSQL the rows travel as one JSON document, encoded in C and unpacked by the server
-    (binding thousands of prompts as arrays dumps every element in Python)."""
-    if connection.vendor != "postgresql":
-        Slot.objects.bulk_create([
-            Slot(run_id=run_id, phase=phase, role=role, key=key, task_id=task_id, session_id=session_id,
-                 system=system, user=user, request_sha256=sha, prompt_refs=refs)
-            for key, task_id, session_id, system, user, sha, refs in rows], ignore_conflicts=True)
-        return
+    user, request sha256, prompt refs), those whose key is planned already left alone. The rows
+    travel as one JSON document, encoded in C and unpacked by the server (binding thousands of
+    prompts as arrays dumps every element in Python)."""
     sql = _INSERT_SLOTS_SQL.format(slot=Slot._meta.db_table)
     params = [run_id, phase, role, Slot.Status.PENDING, timezone.now(), json.dumps(rows, ensure_ascii=False)]
     with hot_cursor() as cursor:
@@ -333,9 +327,8 @@ def _share_the_run(run: Run) -> None:
     the part while the part waits for the drive (a deadlock, seen at 128 in flight). Taken first, the part
     waits for the drive before it holds anything the drive needs. Under the drive's own lock
     (a whole phase planned by `run_drive`) it is a no-op."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT 1 FROM {Run._meta.db_table} WHERE id = %s FOR KEY SHARE", [run.pk])
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {Run._meta.db_table} WHERE id = %s FOR KEY SHARE", [run.pk])
 
 
 def _by_kind(phase, interview_planner):

@@ -37,36 +37,33 @@ _RECEIPT_FIELDS = ("finished_at", "outcome", "http_status", "response_id", "mode
 def record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now, result=None,
                    next_ticket: NextReservation | None = None) -> bool:
     """The attempt's receipt, if the attempt is still open, and the slot's new state, if it is
-    still in flight: True when both happened (one statement on PostgreSQL). `result`:
-    statements (sql, params) storing the slot's result, run in the same statement only if the
-    slot moved (their SQL may read the `moved` CTE). `next_ticket`: a waiting thread's first
+    still in flight: True when both happened (one statement). `result`: statements (sql, params)
+    storing the slot's result, run in the same statement only if the slot moved (their SQL may
+    read the `moved` CTE); the i-th is the CTE `result{i}`, which a later one may read so that it
+    runs after it (PostgreSQL runs unread CTEs in no promised order). `next_ticket`: a waiting thread's first
     attempt, reserved in the same statement (one commit, one WAL flush, for both: the receipt
     is durable no later than the reservation, and the reservation before its thread sends);
     should that part fail, the receipt is stored alone and the ticket's thread reserves itself."""
-    if connection.vendor == "postgresql":
-        ctes, extra = ("", [])
-        if next_ticket is not None and not connection.in_atomic_block:
-            ctes, extra = first_reservation_ctes(next_ticket, now)
-        sql = _RECORD_SQL.format(call=ModelCall._meta.db_table, slot=Slot._meta.db_table,
-                                 receipt=", ".join(f"{name} = %s" for name in _RECEIPT_FIELDS),
-                                 result="".join(f", result{i} AS ({sql})" for i, (sql, _) in enumerate(result or ()))
-                                 + (", " + ctes if ctes else ""),
-                                 next_call="(SELECT id FROM reserved)" if ctes else "NULL")
-        params = [receipt[name] for name in _RECEIPT_FIELDS]
-        params += [call_id, status, note, retry_at, now, slot_id, Slot.Status.IN_FLIGHT]
-        params += [value for _, values in (result or ()) for value in values] + extra
-        try:
-            with hot_cursor() as cursor:
-                cursor.execute(sql, params, prepare=True)
-                recorded, moved, next_call = cursor.fetchone()
-        except DatabaseError:
-            if not ctes:
-                raise
-            logger.exception("a receipt with another slot's reservation failed; storing the receipt alone")
-            return record_receipt(call_id, receipt, slot_id, status, note, retry_at, now, result=result)
-        if ctes:
-            next_ticket.call_id = next_call
-        return bool(recorded and moved)
-    return bool(ModelCall.objects.filter(pk=call_id, outcome="").update(**receipt)
-                and Slot.objects.filter(pk=slot_id, status=Slot.Status.IN_FLIGHT)
-                .update(status=status, status_note=note, retry_at=retry_at, updated_at=now))
+    ctes, extra = ("", [])
+    if next_ticket is not None and not connection.in_atomic_block:
+        ctes, extra = first_reservation_ctes(next_ticket, now)
+    sql = _RECORD_SQL.format(call=ModelCall._meta.db_table, slot=Slot._meta.db_table,
+                             receipt=", ".join(f"{name} = %s" for name in _RECEIPT_FIELDS),
+                             result="".join(f", result{i} AS ({sql})" for i, (sql, _) in enumerate(result or ()))
+                             + (", " + ctes if ctes else ""),
+                             next_call="(SELECT id FROM reserved)" if ctes else "NULL")
+    params = [receipt[name] for name in _RECEIPT_FIELDS]
+    params += [call_id, status, note, retry_at, now, slot_id, Slot.Status.IN_FLIGHT]
+    params += [value for _, values in (result or ()) for value in values] + extra
+    try:
+        with hot_cursor() as cursor:
+            cursor.execute(sql, params, prepare=True)
+            recorded, moved, next_call = cursor.fetchone()
+    except DatabaseError:
+        if not ctes:
+            raise
+        logger.exception("a receipt with another slot's reservation failed; storing the receipt alone")
+        return record_receipt(call_id, receipt, slot_id, status, note, retry_at, now, result=result)
+    if ctes:
+        next_ticket.call_id = next_call
+    return bool(recorded and moved)

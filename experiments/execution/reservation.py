@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, OuterRef
+from django.db.models import Count
 from django.utils import timezone
 
 from experiments.execution.hot_sql import hot_cursor
@@ -190,8 +190,8 @@ RESERVE_WITH_RECEIPT = os.environ.get("OWNWORDS_RESERVE_WITH_RECEIPT", "1") != "
 
 def next_reservation(slot_id: int, *, basis: str, worker: str, lease_s: float, policy: dict) -> NextReservation | None:
     """A ticket for the attempt `reserve` would make with one statement (`_reserve_first`: a first
-    attempt, no HTTP ceilings, PostgreSQL), for the thread that hands this one its place; else None."""
-    if (not RESERVE_WITH_RECEIPT or basis != ModelCall.Basis.FIRST or connection.vendor != "postgresql"
+    attempt, no HTTP ceilings), for the thread that hands this one its place; else None."""
+    if (not RESERVE_WITH_RECEIPT or basis != ModelCall.Basis.FIRST
             or any(policy.get(key) is not None for key in OPTIONAL_RETRY)):
         return None
     return NextReservation(slot_id, worker, lease_s)
@@ -212,39 +212,19 @@ def _first_ctes(slot_id: int, worker: str, lease_s: float, now) -> tuple[str, li
 
 def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
     now = timezone.now()
-    if connection.vendor == "postgresql":
-        # One statement, one round trip and one commit while the in-flight place is held.
-        ctes, params = _first_ctes(slot_id, worker, lease_s, now)
-        sql = "WITH " + ctes + "\nSELECT id FROM reserved"
-        # In autocommit the statement commits by itself; inside a caller's transaction a
-        # savepoint keeps a failed insert from breaking it.
-        block = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
-        try:
-            with block, hot_cursor() as cursor:
-                cursor.execute(sql, params, prepare=True)
-                row = cursor.fetchone()
-        except IntegrityError:
-            return None
-        return Reservation(row[0], ModelCall.Basis.FIRST, 0) if row else None
-    # SQLite: one writer at a time, so the transaction itself orders this against the circuit.
-    sending = Run.objects.filter(pk=OuterRef("run_id"), status=Run.Status.RUNNING, circuit_open=False,
-                                 phase=OuterRef("phase"))
+    # One statement, one round trip and one commit while the in-flight place is held.
+    ctes, params = _first_ctes(slot_id, worker, lease_s, now)
+    sql = "WITH " + ctes + "\nSELECT id FROM reserved"
+    # In autocommit the statement commits by itself; inside a caller's transaction a
+    # savepoint keeps a failed insert from breaking it.
+    block = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     try:
-        with transaction.atomic():
-            claimed = (Slot.objects.filter(pk=slot_id, status=Slot.Status.PENDING, amended_attempts=0)
-                       .filter(Exists(sending))
-                       .update(status=Slot.Status.IN_FLIGHT, retry_at=None, updated_at=now))
-            if not claimed:
-                return None
-            run_id, phase = Slot.objects.values_list("run_id", "phase").get(pk=slot_id)
-            call = ModelCall.objects.create(
-                slot_id=slot_id, run_id=run_id, phase=phase, attempt=1, basis=ModelCall.Basis.FIRST, justification="",
-                worker=worker[:200],
-                reserved_at=now, lease_until=now + timedelta(seconds=lease_s),
-            )
+        with block, hot_cursor() as cursor:
+            cursor.execute(sql, params, prepare=True)
+            row = cursor.fetchone()
     except IntegrityError:
         return None
-    return Reservation(call.pk, ModelCall.Basis.FIRST, 0)
+    return Reservation(row[0], ModelCall.Basis.FIRST, 0) if row else None
 
 
 def settle(slot: Slot, status: str, note: str) -> None:

@@ -1,11 +1,10 @@
 """A run's slots per phase and status, and its calls per phase, for the run page (issue 13).
 
-On PostgreSQL they come from `RunTally`, which triggers keep in the transactions that change slots
-and calls (see `experiments.models.tally`): one statement folds the deltas appended since the last
-look into the run's folded rows and, from the same snapshot, sums folded rows and deltas. Its cost
-follows the changes since the last look, not the size of the run. Elsewhere (SQLite) the rows are
-counted. Either way the numbers are the same: `counted` is the definition, and the tests hold the
-tallies to it.
+They come from `RunTally`, which triggers keep in the transactions that change slots and calls
+(see `experiments.models.tally`): one statement folds the deltas appended since the last look
+into the run's folded rows and, from the same snapshot, sums folded rows and deltas. Its cost
+follows the changes since the last look, not the size of the run. `counted` counts the rows
+instead: it is the definition, and the tests hold the tallies to it.
 """
 from __future__ import annotations
 
@@ -40,8 +39,6 @@ def run_counts(run) -> tuple[dict[str, dict[str, int]], dict[str, dict]]:
     A phase's calls: `attempts`, `recoveries` (basis recovery), `unreported` (finished without
     usage) and each token count's sum over the calls that reported it, None when none did.
     """
-    if connection.vendor != "postgresql":
-        return counted(run)
     sql = _FOLD_AND_READ.format(
         tally=RunTally._meta.db_table, summed=", ".join(_SUMMED), sums=", ".join(f"SUM({f})" for f in _SUMMED),
         added=", ".join(f"{f} = {RunTally._meta.db_table}.{f} + EXCLUDED.{f}" for f in _SUMMED))

@@ -12,7 +12,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import CharField, Func
 from django.utils import timezone
 
@@ -120,15 +120,11 @@ def cohort_task_list_sha256(cohort) -> str:
     The driver checks the seal before each phase, between the last answer of one phase and the
     first request of the next, under the run's lock: building five model instances per task
     cost most of that time on large cohorts, and so did moving every question and answer text
-    to this process only to hash it. On PostgreSQL the database hashes the texts (the same
+    to this process only to hash it. The database hashes the texts (the same
     sha256 of the same UTF-8 bytes) and only the hashes cross the wire."""
     rows = CohortTask.objects.filter(cohort=cohort).order_by("position")
-    if connection.vendor == "postgresql":
-        hashed = rows.annotate(**{f"sha_{i}": _TextSha256(name) for i, name in enumerate(_TEXT_FIELDS)})
-        lines = hashed.values_list(*_TASK_FIELDS, "sha_0", "sha_1")
-    else:
-        lines = ((*row[:-2], sha256_text(row[-2]), sha256_text(row[-1]))
-                 for row in rows.values_list(*_TASK_FIELDS, *_TEXT_FIELDS))
+    hashed = rows.annotate(**{f"sha_{i}": _TextSha256(name) for i, name in enumerate(_TEXT_FIELDS)})
+    lines = hashed.values_list(*_TASK_FIELDS, "sha_0", "sha_1")
     return sha256_text(canonical_task_lines(lines))
 
 
