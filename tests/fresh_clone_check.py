@@ -113,7 +113,13 @@ def run_demo(clone: Path, env: dict, label: str) -> str:
         in_namespace = ["nsenter", f"--net=/proc/{demo.pid}/ns/net"]
         answered = subprocess.run(
             [*in_namespace, "python3", "-c",
-             f"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:{port}/accounts/login/').status)"],
+             # "Open http://..." is printed just before the web server starts listening.
+             "import time, urllib.request\n"
+             "for attempt in range(150):\n"
+             "    try:\n"
+             f"        print(urllib.request.urlopen('http://127.0.0.1:{port}/accounts/login/').status); break\n"
+             "    except OSError:\n"
+             "        time.sleep(0.2)\n"],
             capture_output=True, text=True)
         if answered.stdout.strip() != "200":
             raise SystemExit(f"the demo site did not answer 200: {answered.stdout} {answered.stderr}")
