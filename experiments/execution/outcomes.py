@@ -81,7 +81,7 @@ _AFTER_TASK_ROW = "(SELECT count(*) FROM result0) >= 0"
 def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, list]] | None:
     """`apply_result` of a generation or judging slot as SQL statements (sql, params) that the
     journal runs inside its record's one statement, each only when the `moved` CTE has a row
-    (the slot did move); None for the phases whose result needs more (PostgreSQL only).
+    (the slot did move); None for the phases whose result needs more.
 
     The first is the task's `TaskGrades` row (`analysis.task_grades`), whose upsert locks it;
     the others wait for it (`_AFTER_TASK_ROW`), as `apply_result` locks the row first. They keep

@@ -21,7 +21,7 @@ from experiments.models.runs import PHASE_ORDER, Phase
 
 def run_progress(run: Run) -> dict:
     """Counters per phase for the run page and the report command."""
-    # Slots per phase and status, calls per phase: on PostgreSQL from the tallies the database keeps,
+    # Slots per phase and status, calls per phase: from the tallies the database keeps,
     # whose cost does not grow with the run (the page polls every 2 s).
     counts, per_phase_calls = run_counts(run)
     phases = []

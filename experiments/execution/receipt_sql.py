@@ -1,4 +1,4 @@
-"""The receipt of an attempt as one statement on PostgreSQL (the journal's path of nearly every answer).
+"""The receipt of an attempt as one statement (the journal's path of nearly every answer).
 
 Receipt, slot and the slot's result in one statement, its own transaction; and, when a slot
 thread of the same process waits for the in-flight place this answer frees, that thread's first

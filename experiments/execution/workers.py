@@ -26,17 +26,69 @@ from concurrent.futures import ThreadPoolExecutor
 from django.db import DatabaseError, connection, connections
 from dataclasses import dataclass, field
 
+from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.exceptions import NoSuchJobError
+from rq.scheduler import RQScheduler
 from rq.utils import import_attribute
 from rq.worker import SimpleWorker, Worker
 
-from experiments.execution.concurrency import REDIS_DOWN, wait_for_redis
+from experiments.execution.concurrency import REDIS_DOWN, backoff_delays, wait_for_redis
 
 logger = logging.getLogger(__name__)
 
 
+# How often, at the longest, a worker running the scheduler checks that its process is alive.
+SCHEDULER_CHECK_S = 10
+
+
+class ResilientScheduler(RQScheduler):
+    """rq's scheduler (the process of `--with-scheduler` that enqueues the driver's delayed looks),
+    waiting out a Redis outage instead of dying of it.
+
+    rq 3.0 runs its scheduler's loop (`RQScheduler.work`: locks, heartbeat, enqueueing the jobs
+    due) with no handling of Redis errors: a 3 s outage ended the process ("Scheduler … raised an
+    exception"), and the worker starts a new one only at its maintenance, every 10 minutes, so
+    no delayed look ran meanwhile (issue 28). Here each of those steps waits for Redis (PING with
+    backoff) and the loop goes on; a stop asked for meanwhile (SIGTERM) ends the wait."""
+
+    def _survive(self, what: str, step, *args, **kwargs):
+        while True:
+            try:
+                return step(*args, **kwargs)
+            except REDIS_DOWN as exc:
+                if self._stop_requested or not self._wait_for_redis(what, exc):
+                    return None
+
+    def _wait_for_redis(self, what: str, error: Exception) -> bool:
+        """True once Redis answers; False when a stop is asked for first."""
+        logger.error("Redis went away during %s (%s); the scheduler waits for it", what, error)
+        for delay in backoff_delays():
+            if self._stop_requested:
+                return False
+            time.sleep(delay)
+            try:
+                self.connection.ping()
+            except REDIS_DOWN:
+                continue
+            logger.warning("Redis answers again; the scheduler carries on")
+            return True
+
+    def register_birth(self):
+        return self._survive("the scheduler's registration", super().register_birth)
+
+    def acquire_locks(self, auto_start=False):
+        return self._survive("the scheduler's locks", super().acquire_locks, auto_start) or set()
+
+    def heartbeat(self):
+        return self._survive("the scheduler's heartbeat", super().heartbeat)
+
+    def enqueue_scheduled_jobs(self):
+        return self._survive("the enqueueing of scheduled jobs", super().enqueue_scheduled_jobs)
+
+
 class ResilientMixin:
-    """Every step of rq's loop outside the dequeue, made to survive Redis going away."""
+    """Every step of rq's loop outside the dequeue, made to survive Redis going away; and its
+    scheduler (`--with-scheduler`) too (`ResilientScheduler`), started again should it end."""
 
     def _survive(self, what: str, step, *args, **kwargs):
         while True:
@@ -45,8 +97,43 @@ class ResilientMixin:
             except REDIS_DOWN as exc:
                 wait_for_redis(self.connection, what=what, error=exc)
 
+    def _start_scheduler(self, burst=False, logging_level="INFO", date_format=DEFAULT_LOGGING_DATE_FORMAT,
+                         log_format=DEFAULT_LOGGING_FORMAT):
+        # rq's own `_start_scheduler`, with the scheduler that survives Redis outages.
+        self.scheduler = ResilientScheduler(
+            self.queues, connection=self.connection, serializer=self.serializer, date_format=date_format,
+            log_format=log_format, logging_level=logging_level if logging_level is not None else self.log.level)
+        self.scheduler.acquire_locks()
+        if self.scheduler.acquired_locks:
+            if burst:
+                try:
+                    self.scheduler.register_birth()
+                    self.scheduler.enqueue_scheduled_jobs()
+                finally:
+                    self.scheduler.release_locks()
+                    self.scheduler.register_death()
+            else:
+                self.scheduler.start()
+
+    def _restart_dead_scheduler(self) -> None:
+        """A scheduler process that ended (killed, or an error other than Redis's) is started
+        again at the worker's next heartbeat, not at rq's maintenance ten minutes later."""
+        process = getattr(self.scheduler, "_process", None)
+        if process is not None and not process.is_alive():
+            logger.warning("the scheduler process %s ended (exit code %s); starting it again",
+                           process.pid, process.exitcode)
+            self.scheduler.acquire_locks(auto_start=True)
+
     def heartbeat(self, *args, **kwargs):
+        self._restart_dead_scheduler()
         return self._survive("the worker's heartbeat", super().heartbeat, *args, **kwargs)
+
+    @property
+    def dequeue_timeout(self) -> int:
+        # An idle worker beats once per dequeue timeout (rq: worker_ttl - 15 s, ~7 minutes); the
+        # scheduler's worker comes round every SCHEDULER_CHECK_S, so a dead scheduler is noticed.
+        timeout = super().dequeue_timeout
+        return min(timeout, SCHEDULER_CHECK_S) if getattr(self, "scheduler", None) is not None else timeout
 
     def check_for_suspension(self, *args, **kwargs):
         return self._survive("the suspension check", super().check_for_suspension, *args, **kwargs)
