@@ -4,11 +4,13 @@ Every view starts with `membership_for(request, slug, roles=...)`: a project the
 user is not a member of does not exist for them (404); a member whose role may not
 use the page gets 403.
 """
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Q, Subquery
 from django.http import Http404
 
-from experiments.models import Membership, Protocol, Role, Run
+from experiments.execution.endpoints import configured_endpoints
+from experiments.models import EndpointGrant, Membership, Protocol, Role, Run
 
 EVERY_ROLE = frozenset(Role)
 TEXT_READERS = frozenset({Role.OWNER, Role.ANALYST})
@@ -82,8 +84,7 @@ def calls_paid_provider(protocol) -> bool:
 
     A re-grade-only protocol sends only its judge's requests (App. H); its generator is a copy.
     """
-    configs = [protocol.judge] if protocol.regrade_of_id is not None else [protocol.generator, protocol.judge]
-    return any(not isinstance(c, dict) or c.get("provider") not in FREE_PROVIDERS for c in configs)
+    return any(not isinstance(c, dict) or c.get("provider") not in FREE_PROVIDERS for c in _senders(protocol))
 
 
 def may_spend(membership, protocol) -> bool:
@@ -93,22 +94,73 @@ def may_spend(membership, protocol) -> bool:
     Owners always; analysts for protocols that call no paid provider, and for paid ones only
     when the project delegates spending to them (`Project.analysts_may_spend`). Whoever may
     start a run may also pause it: the same rule decides both. Raters and viewers never.
+    On top of the role, each paid endpoint the protocol sends to needs the administrator's grant
+    for the user (`grant_refusal`; issue 28).
     """
-    if membership is None:
-        return False
-    if membership.role == Role.OWNER:
-        return True
-    if membership.role != Role.ANALYST:
-        return False
-    return membership.project.analysts_may_spend or not calls_paid_provider(protocol)
+    return _role_refusal(membership, protocol) is None and grant_refusal(membership.user, protocol) is None
+
+
+def _role_refusal(membership, protocol) -> str | None:
+    if membership is None or membership.role not in TEXT_READERS:
+        return "only owners (and analysts the project allows) may seal, start, pause or resume runs"
+    if membership.role == Role.ANALYST and not membership.project.analysts_may_spend and calls_paid_provider(protocol):
+        return ("this protocol calls a paid provider: only owners may seal, start, pause or resume its runs "
+                "(an owner may delegate this to analysts in the project's settings)")
+    return None
 
 
 def spending_refusal(membership, protocol) -> str:
     """Why `may_spend` said no, in words for a page or a shell."""
-    if membership is None or membership.role not in TEXT_READERS:
-        return "only owners (and analysts the project allows) may seal, start, pause or resume runs"
-    return ("this protocol calls a paid provider: only owners may seal, start, pause or resume its runs "
-            "(an owner may delegate this to analysts in the project's settings)")
+    return _role_refusal(membership, protocol) or grant_refusal(membership.user, protocol) or ""
+
+
+# --- the administrator's grants per paid endpoint ----------------------------------------------
+
+def _senders(protocol) -> list:
+    return [protocol.judge] if protocol.regrade_of_id is not None else [protocol.generator, protocol.judge]
+
+
+def config_grant_refusal(user, config) -> str | None:
+    """Why `user` may not spend through `config` (a model configuration as stored), or None.
+
+    The offline stand-in is free for all and a superuser holds every grant; otherwise the user,
+    or one of their groups, needs a grant for an endpoint of the list that admits this
+    configuration (its provider, URL and key variable). A configuration no endpoint admits is
+    left to sealing, which refuses it with its own message.
+    """
+    if not isinstance(config, dict) or config.get("provider") in FREE_PROVIDERS:
+        return None
+    provider, base_url, key = (str(config.get(k) or "") for k in ("provider", "base_url", "api_key_env"))
+    names = [e.name for e in configured_endpoints() if e.admits(provider, base_url) and e.allows_key(key or None)]
+    if not names or (user is not None and user.is_superuser):
+        return None
+    if user is not None and EndpointGrant.objects.filter(endpoint__in=names).filter(
+            Q(user=user) | Q(group__in=user.groups.all())).exists():
+        return None
+    who = user.get_username() if user is not None else "nobody"
+    return (f"the endpoint {names[0]} is a paid service: spending on it needs a grant from the administrator, "
+            f"and {who} holds none (the administrator grants it in the admin's endpoint grants or with "
+            f"manage.py endpoint_grants grant '{names[0]}' --user {who})")
+
+
+def grant_refusal(user, protocol) -> str | None:
+    """Why `user` holds no grant for a paid endpoint `protocol` sends to, or None."""
+    return next((why for why in (config_grant_refusal(user, c) for c in _senders(protocol)) if why), None)
+
+
+# --- who may create projects -------------------------------------------------------------------
+
+def may_create_projects(user) -> bool:
+    """Any signed-in account, unless the administrator turned that off
+    (OWNWORDS_ANYONE_MAY_CREATE_PROJECTS=0): then staff and holders of experiments.add_project."""
+    if getattr(settings, "OWNWORDS_ANYONE_MAY_CREATE_PROJECTS", True):
+        return user.is_authenticated
+    return user.is_authenticated and (user.is_staff or user.has_perm("experiments.add_project"))
+
+
+PROJECT_CREATION_REFUSAL = ("On this server only the administrator's staff (and accounts given the "
+                            "“add project” permission) create projects; ask the administrator for one, "
+                            "or to be added to an existing project.")
 
 
 def require_spending(membership, protocol) -> None:

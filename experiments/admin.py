@@ -1,6 +1,8 @@
+from django import forms
 from django.contrib import admin
 
 from experiments import models
+from experiments.execution.endpoints import OFFLINE, configured_endpoints
 
 
 class MembershipInline(admin.TabularInline):
@@ -177,3 +179,41 @@ class SurveyExclusionAdmin(ReadOnlyAdmin):
     """Respondents an import excluded (e.g. a persona that leaks a target), with the reason."""
     list_display = ["study", "pid", "kind", "detail"]
     list_filter = ["kind", "study"]
+
+
+class EndpointGrantForm(forms.ModelForm):
+    """The endpoint is chosen from the administrator's list as it is now (paid endpoints only)."""
+
+    endpoint = forms.ChoiceField(choices=())
+
+    class Meta:
+        model = models.EndpointGrant
+        fields = ["endpoint", "user", "group", "note"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        names = [e.name for e in configured_endpoints() if e.provider != OFFLINE]
+        if self.instance.pk and self.instance.endpoint not in names:
+            names.append(self.instance.endpoint)  # withdrawn from the list since: still revocable
+        self.fields["endpoint"].choices = [(name, name) for name in names]
+
+    def clean(self):
+        data = super().clean()
+        if bool(data.get("user")) == bool(data.get("group")):
+            raise forms.ValidationError("a grant is for one user or for one group: choose exactly one")
+        return data
+
+
+@admin.register(models.EndpointGrant)
+class EndpointGrantAdmin(admin.ModelAdmin):
+    """Who may seal and start runs against a paid endpoint (on top of the project role)."""
+
+    form = EndpointGrantForm
+    list_display = ["endpoint", "user", "group", "granted_by", "granted_at", "note"]
+    list_filter = ["endpoint"]
+    search_fields = ["endpoint", "user__username", "group__name"]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.granted_by = request.user
+        super().save_model(request, obj, form, change)

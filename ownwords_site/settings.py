@@ -207,6 +207,9 @@ DEFAULT_LLM_ENDPOINTS = [
 LLM_ENDPOINTS = llm_endpoints(env_json("OWNWORDS_LLM_ENDPOINTS", DEFAULT_LLM_ENDPOINTS))
 # Keys and passwords posted to a view marked sensitive stay hidden on error pages, DEBUG on or off.
 DEFAULT_EXCEPTION_REPORTER_FILTER = "ownwords_site.reporting.SecretsHiddenEvenInDebug"
+# Whether any signed-in account may create a project (and own it); off: staff and holders of the
+# experiments.add_project permission only. Spending on a paid endpoint also needs a grant (README).
+OWNWORDS_ANYONE_MAY_CREATE_PROJECTS = env_bool("OWNWORDS_ANYONE_MAY_CREATE_PROJECTS", True)
 
 # Trained rerankers the pools page runs as pickers (experiments.core.rankers): comma-separated
 # dotted paths or entry-point names, e.g. "experiments.core.rankers:QuestionOverlapRanker".

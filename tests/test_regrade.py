@@ -47,6 +47,13 @@ def judge_text(request):
     return json.dumps({"score": score, "rationale": "test grade"})
 
 
+@pytest.fixture(autouse=True)
+def granted(cast):
+    """The administrator's grant for the tests' paid endpoint (tests/test_endpoint_grants.py: without one)."""
+    from experiments.models import EndpointGrant
+    EndpointGrant.objects.create(endpoint="test-loopback", user=cast["owner"])
+
+
 @pytest.fixture
 def roles(server):
     return Roles(server, answer=ANSWERS, judge=judge_text)

@@ -14,7 +14,7 @@ from django.urls import reverse
 from experiments.access import may_spend
 from experiments.execution import control, driver, progress
 from experiments.execution.sealing import protocol_seal
-from experiments.models import Amendment, Membership, Protocol, Run, Slot
+from experiments.models import Amendment, EndpointGrant, Membership, Protocol, Run, Slot
 from experiments.models.runs import Phase
 from experiments.data import cohort_draw
 
@@ -92,6 +92,10 @@ def world(request, imported, cast, monkeypatch):
     delegated = type(cast["owner"]).objects.create_user(username="delegated-user", password="pw-for-tests-only")
     Membership.objects.create(project=imported, user=delegated, role="analyst")
     users["delegated analyst"] = delegated
+    # The administrator's grant for the paid endpoint, to everyone here: this file is about the
+    # project roles on top of it (tests/test_endpoint_grants.py: without a grant).
+    for user in users.values():
+        EndpointGrant.objects.create(endpoint="test-loopback", user=user)
     cohort = cohort_draw(project=imported, name="c1", size=2, seed=1)
     world = {"project": imported, "cohort": cohort, "config": PROVIDERS[kind], "kind": kind, "users": users}
     world["draft"] = _protocol(world, "draft", sealed=False)

@@ -39,3 +39,4 @@ from experiments.models.survey import (  # noqa: F401,E402
     SurveyStudy,
 )
 from experiments.models.task_grades import TaskGrades  # noqa: F401,E402
+from experiments.models.grants import EndpointGrant  # noqa: F401,E402

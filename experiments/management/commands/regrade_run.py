@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from experiments.access import OWNERS, member_with_role
+from experiments.access import OWNERS, config_grant_refusal, member_with_role
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.execution import control, driver, jobs, policy
 from experiments.management.owner_action import inline_ending, require_queue
@@ -58,6 +58,8 @@ class Command(BaseCommand):
         if owner is None:
             raise CommandError(f"{user!r} is not an owner of project '{project.slug}': nothing was created")
         judge = _judge(options, same_judge, structured_output, cap)
+        if refusal := config_grant_refusal(owner, judge or source.protocol.judge):
+            raise CommandError(f"{user!r} may not re-grade with this judge, nothing was created: {refusal}")
         if start:
             require_queue("was created")
         try:

@@ -8,13 +8,14 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 from urllib.parse import urlencode
 
-from experiments.access import OWNERS, membership_for
+from experiments.access import OWNERS, PROJECT_CREATION_REFUSAL, may_create_projects, membership_for
 from experiments.members import MembershipError, member_add, member_remove, member_set_role, project_create
 from experiments.models import AuditEntry, Membership, Role
 from experiments.web.text_input import StorableTextMixin
@@ -52,6 +53,8 @@ def _errors(form) -> str:
 @login_required
 def project_create_view(request):
     """Template experiments/projects/project_form.html: any signed-in user creates a project and owns it."""
+    if not may_create_projects(request.user):
+        raise PermissionDenied(PROJECT_CREATION_REFUSAL)
     form = ProjectForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:

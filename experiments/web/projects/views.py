@@ -14,7 +14,9 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from experiments.audit import Kind, audit_record
-from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for
+from experiments.access import (
+    AGGREGATE_READERS, OWNERS, PROJECT_CREATION_REFUSAL, TEXT_READERS, may_create_projects, membership_for,
+)
 from experiments.execution.imports import (
     QueueUnavailable, background_threshold_bytes, import_enqueue, import_progress, upload_limit_bytes,
 )
@@ -39,7 +41,9 @@ SESSIONS_PER_PAGE = 100
 def project_list(request):
     """Template experiments/projects/project_list.html: the projects the user belongs to."""
     memberships = Membership.objects.filter(user=request.user).select_related("project").order_by("project__slug")
-    return render(request, "experiments/projects/project_list.html", {"memberships": memberships})
+    return render(request, "experiments/projects/project_list.html", {
+        "memberships": memberships, "may_create": may_create_projects(request.user),
+        "creation_refusal": PROJECT_CREATION_REFUSAL})
 
 
 @login_required

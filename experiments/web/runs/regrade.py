@@ -15,7 +15,7 @@ from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.debug import sensitive_post_parameters
 
-from experiments.access import OWNERS, run_for
+from experiments.access import OWNERS, config_grant_refusal, run_for
 from experiments.analysis.judges import contrasts_side_by_side
 from experiments.execution import control, jobs, policy, progress
 from experiments.execution.survey import is_survey_protocol
@@ -64,7 +64,7 @@ def run_regrade(request, slug, pk):
     membership, run = run_for(request, slug, pk, roles=OWNERS)
     form = RegradeForm(request.POST if request.method == "POST" else None, source=run)
     refusal = _refusal(run)
-    if request.method == "POST" and refusal is None and form.is_valid():
+    if request.method == "POST" and refusal is None and form.is_valid() and _granted(request, form, run):
         try:
             with transaction.atomic():
                 protocol = control.regrade_create(source=run, user=request.user, judge=form.judge_config(),
@@ -81,6 +81,15 @@ def run_regrade(request, slug, pk):
     return render(request, "experiments/runs/run_regrade.html",
                   {"membership": membership, "project": membership.project, "run": run, "regrade_form": form,
                    "refusal": refusal})
+
+
+def _granted(request, form: RegradeForm, run: Run) -> bool:
+    """Whether the user holds the administrator's grant for the re-grading judge's paid endpoint;
+    when not, the page says why and nothing is created."""
+    refusal = config_grant_refusal(request.user, form.judge_config() or run.protocol.judge)
+    if refusal:
+        messages.error(request, f"Nothing was created: {refusal}.")
+    return refusal is None
 
 
 def _refusal(run: Run) -> str | None:

@@ -28,7 +28,9 @@ from django.template.loader import render_to_string
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 
-from experiments.access import TEXT_READERS, may_spend, membership_for, protocol_for, require_spending, run_for
+from experiments.access import (
+    TEXT_READERS, may_spend, membership_for, protocol_for, require_spending, run_for, spending_refusal,
+)
 from experiments.core.conditions import CONDITIONS
 from experiments.core.contrasts import format_terms
 from experiments.core.estimate import estimate_run, with_imported_memories
@@ -46,6 +48,12 @@ from experiments.web.runs.forms import CeilingForm, ConcurrencyForm, ProtocolEdi
 from experiments.web.runs.regrade import regrade_context
 # The keys sent with a protocol form: Django's error reports must never show them.
 KEY_FIELDS = ("generator-api_key_env", "judge-api_key_env")
+
+def _spend_refusal(membership, protocol) -> str | None:
+    """Why the page shows this member no spending buttons (None when it does): a missing button
+    is explained, never silently absent."""
+    return None if may_spend(membership, protocol) else spending_refusal(membership, protocol)
+
 
 # --- protocols --------------------------------------------------------------------------------
 
@@ -99,6 +107,7 @@ def protocol_detail(request, slug, pk):
         "runs": protocol.runs.select_related("created_by"),
         "can_edit": membership.can_read_text(),
         "can_spend": may_spend(membership, protocol),
+        "spend_refusal": _spend_refusal(membership, protocol),
         "offline": policy.offline_roles(protocol),
         # A re-grade sends only judge calls, one per distinct answer of its source: not this estimate.
         "estimate": None if protocol.is_regrade() else (
@@ -243,6 +252,8 @@ def run_detail(request, slug, pk):
         "memory_facts": memory_facts(run),
     }
     context["can_spend"] = may_spend(membership, protocol) and run.status != Run.Status.FINISHED
+    if run.status != Run.Status.FINISHED:
+        context["spend_refusal"] = _spend_refusal(membership, protocol)
     if context["can_spend"]:
         # Unknown slots of earlier phases were settled when their phase ended (older runs advanced
         # over them): say so rather than hide them.
