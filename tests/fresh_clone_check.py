@@ -124,7 +124,7 @@ def run_demo(clone: Path, env: dict, label: str) -> str:
         if answered.stdout.strip() != "200":
             raise SystemExit(f"the demo site did not answer 200: {answered.stdout} {answered.stderr}")
         runs = subprocess.run(
-            [*in_namespace, ".venv/bin/python", "manage.py", "shell", "-c",
+            [*in_namespace, ".venv/bin/python", "manage.py", "shell", "--no-imports", "-c",
              "from experiments.models import Run; "
              "print(sorted((r.status, r.inline) for r in Run.objects.filter(protocol__project__slug='demo')))"],
             cwd=clone, env={**env, "DATABASE_URL": demo_database_url(clone), "REDIS_URL": demo_redis_url(clone),
