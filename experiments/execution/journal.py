@@ -33,7 +33,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from experiments.core.llm import client as llm_client
-from experiments.core.llm.wire import Outcome, OutcomeKind, build_request
+from experiments.core.llm.wire import Outcome, OutcomeKind, build_request, first_call_failure_hint
 from experiments.execution.durable import record_durably, retried
 from experiments.execution.outcomes import apply_result, result_statements
 from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
@@ -127,9 +127,18 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
         elif kind == OutcomeKind.FATAL:
             run.status = Run.Status.STOPPED
             run.status_reason = (f"Stopped by a non-transient error on slot {slot.key}: "
-                                 f"{provider_excerpt(outcome.error)}")
+                                 f"{provider_excerpt(outcome.error)}{_first_call_hint(slot, outcome)}")
             run.save(update_fields=["status", "status_reason"])
         return True
+
+
+def _first_call_hint(slot: Slot, outcome: Outcome) -> str:
+    """The likely cause of a server error on the phase's first call (`wire.first_call_failure_hint`):
+    no call of the phase was answered yet, so the server more likely refuses the settings."""
+    if outcome.http_status != 500 or ModelCall.objects.filter(
+            run_id=slot.run_id, phase=slot.phase, outcome=OutcomeKind.OK.value).exists():
+        return ""
+    return " " + first_call_failure_hint(role_config(slot.run, slot.role), outcome.http_status)
 
 
 def _late(call_id: int, receipt: dict, slot: Slot, outcome: Outcome) -> bool:

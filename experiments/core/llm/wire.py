@@ -4,8 +4,9 @@
 identical payload and the journal can store its hash. ``ModelConfig`` names the environment
 variable of a key, never the key, so it can be stored, hashed into a seal and printed;
 ``api_key_env_problem`` refuses a pasted key. A judge's ``structured_output`` adds the
-provider's JSON-schema switch to the body (and nothing when unset, so earlier bodies keep their
-bytes). Sending is `client.send`; whether to send again is the journal's decision
+provider's JSON-schema switch to the body, or JSON mode (``structured_format``), and nothing
+when unset, so earlier bodies keep their bytes; ``first_call_failure_hint`` names the likely
+cause of a server error on a run's first call. Sending is `client.send`; whether to send again is the journal's decision
 (`experiments.execution.policy`).
 
 Imports no Django.
@@ -37,6 +38,12 @@ STRUCTURED_OUTPUT_PROVIDERS = ("openai", "gemini")
 # and no others, which JUDGE_SCHEMA says).
 OPENAI_JUDGE_FORMAT = {"type": "json_schema",
                        "json_schema": {"name": "judge_grade", "strict": True, "schema": JUDGE_SCHEMA}}
+# The two forms of structured output an OpenAI-compatible server may take (`structured_format`):
+# "json_schema", the reply held to JUDGE_SCHEMA (OpenAI, vLLM, SGLang), or "json_object", JSON
+# mode: any JSON object, its shape left to the judge's prompt (what llama.cpp's server takes; it
+# answered json_schema with HTTP 500, issue 28). Gemini's responseSchema is its only form.
+STRUCTURED_FORMATS = ("json_schema", "json_object")
+OPENAI_JSON_OBJECT_FORMAT = {"type": "json_object"}
 # Gemini's responseSchema is an OpenAPI subset: upper-case types, no enum of integers (a range
 # instead), no additionalProperties; propertyOrdering keeps the prompt's order, score first.
 GEMINI_JUDGE_SCHEMA = {
@@ -82,6 +89,9 @@ class ModelConfig:
     # Judges only: ask the service for the JSON object parse_judge reads (parsers.JUDGE_SCHEMA).
     # Stored on a protocol only when true, so protocols sealed before it existed hash as before.
     structured_output: bool = False
+    # In which form an OpenAI-compatible server is asked (STRUCTURED_FORMATS); stored only when
+    # not the default, so protocols sealed before the choice existed hash as before.
+    structured_format: str = "json_schema"
 
     def __post_init__(self):
         if self.provider not in PROVIDERS:
@@ -91,6 +101,11 @@ class ModelConfig:
         if self.structured_output and self.provider not in STRUCTURED_OUTPUT_PROVIDERS:
             raise ValueError(f"structured output is not supported by provider {self.provider!r} "
                              f"(only {' and '.join(STRUCTURED_OUTPUT_PROVIDERS)})")
+        if self.structured_format not in STRUCTURED_FORMATS:
+            raise ValueError(f"structured_format must be one of {STRUCTURED_FORMATS}, not {self.structured_format!r}")
+        if self.structured_format != "json_schema" and not (self.structured_output and self.provider == "openai"):
+            raise ValueError(f"structured_format {self.structured_format!r} is a form of structured output for "
+                             "OpenAI-compatible servers: it needs structured_output and provider 'openai'")
         if self.token_param not in TOKEN_PARAMS:
             raise ValueError(f"token_param must be one of {TOKEN_PARAMS}")
         if self.max_output_tokens <= 0 or self.timeout_s <= 0:
@@ -208,7 +223,8 @@ def build_request(config: ModelConfig, system: str, user: str) -> PreparedReques
             if config.reasoning is not None:
                 body["reasoning_effort"] = config.reasoning
             if config.structured_output:
-                body["response_format"] = OPENAI_JUDGE_FORMAT
+                body["response_format"] = (OPENAI_JUDGE_FORMAT if config.structured_format == "json_schema"
+                                           else OPENAI_JSON_OBJECT_FORMAT)
     return PreparedRequest(
         method=method,
         url=url,
@@ -266,3 +282,18 @@ def concurrency_problems(concurrency) -> list[str]:
             problems.append(f"concurrency of {provider}: the in-flight cap must be a whole number ≥ 1")
     return problems
 
+
+
+def first_call_failure_hint(config: ModelConfig, http_status: int | None) -> str:
+    """The likely cause of an HTTP 500 on a run's first call with these settings ("" for another
+    status): before anything was answered, a server error is more often a setting the server does
+    not take than a passing fault (issue 28: llama.cpp answers a json_schema response_format so)."""
+    if http_status != 500:
+        return ""
+    if config.structured_output and config.provider == "openai" and config.structured_format == "json_schema":
+        return ("Likely cause: structured output was asked for as a JSON schema (response_format json_schema), "
+                "which some OpenAI-compatible servers (llama.cpp's among them) answer with HTTP 500; choose "
+                "structured output as a JSON object (json_object), or turn it off.")
+    return ("Likely cause: this was the first call with these settings, so the server more likely refuses one "
+            "of them (token parameter, reasoning setting, structured output) or the model than it failed "
+            "in passing.")

@@ -123,6 +123,7 @@ class ProtocolEditor:
         self.generator = ModelConfigForm(data, prefix="generator", initial=model_initial(
             protocol.generator if protocol else OFFLINE_CONFIG, concurrency))
         del self.generator.fields["structured_output"]  # a judge's option: it asks for a grade
+        del self.generator.fields["structured_format"]
         self.judge = ModelConfigForm(data, prefix="judge", initial=model_initial(
             protocol.judge if protocol else OFFLINE_CONFIG, concurrency))
         self.contrast_rows = contrast_rows(data, protocol.contrasts if protocol else [])

@@ -62,6 +62,13 @@ class ModelConfigForm(StorableTextMixin, forms.Form):
         help_text="judge only: the service is asked for the JSON object {score, rationale} "
         "(OpenAI-compatible response_format json_schema, Gemini responseSchema)",
     )
+    structured_format = forms.ChoiceField(
+        required=False, label="Structured output form", initial="json_schema",
+        choices=[("json_schema", "JSON schema (OpenAI, vLLM, SGLang; Gemini's only form)"),
+                 ("json_object", "JSON object (JSON mode: llama.cpp's server)")],
+        help_text="OpenAI-compatible servers only; a server that answers the first judge call with HTTP 500 "
+        "may not take the JSON schema form",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -146,9 +153,12 @@ class ModelConfigForm(StorableTextMixin, forms.Form):
 
     def config(self) -> dict:
         """The wire.ModelConfig fields as stored on the protocol (every field explicitly, but
-        structured_output only when set: a protocol without it seals as it always did)."""
+        structured_output only when set, and its form only when not the default: a protocol
+        without them seals as it always did)."""
         data = self.cleaned_data
         structured = {"structured_output": True} if data.get("structured_output") else {}
+        if structured and data.get("structured_format") == "json_object":  # the default form is not stored
+            structured["structured_format"] = "json_object"
         return {
             "provider": data["provider"],
             "base_url": data["base_url"],
