@@ -11,8 +11,10 @@ mocked: the receipts are PostgreSQL transactions racing for the same rows.
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from django.db import connection
@@ -74,9 +76,48 @@ def _reserved(slot_id: int, worker: str):
     return rules, policy, slot, reservation, outcome
 
 
-def receive_phase(run: Run, slot_ids, threads: int) -> PhaseReceipts:
+def in_this_thread(step, *args):
+    return step(*args)
+
+
+class DatabaseThreads:
+    """`workers.DatabaseThreads` with connections closed at the end: the database steps of many
+    slot threads on a few threads, each keeping one connection (a `MultiSlotWorker` of more slots
+    than OWNWORDS_WORKER_DB_THREADS works so; PostgreSQL allows 100 connections by default)."""
+
+    def __init__(self, threads: int):
+        self.work: queue.Queue = queue.Queue()
+        self.threads = [threading.Thread(target=self._serve) for _ in range(threads)]
+        for thread in self.threads:
+            thread.start()
+
+    def _serve(self) -> None:
+        try:
+            while (item := self.work.get()) is not None:
+                step, args, done = item
+                try:
+                    done.set_result(step(*args))
+                except BaseException as exc:  # handed to the slot thread that asked
+                    done.set_exception(exc)
+        finally:
+            connection.close()
+
+    def __call__(self, step, *args):
+        done: Future = Future()
+        self.work.put((step, args, done))
+        return done.result()
+
+    def close(self) -> None:
+        for _ in self.threads:
+            self.work.put(None)
+        for thread in self.threads:
+            thread.join()
+
+
+def receive_phase(run: Run, slot_ids, threads: int, db=in_this_thread) -> PhaseReceipts:
     """Reserve every slot, then receive all their answers on `threads` threads at once. Slots are
-    dealt by task, round robin, so the threads work on the same task at the same moments."""
+    dealt by task, round robin, so the threads work on the same task at the same moments. `db`
+    runs each database step (`DatabaseThreads`: on a few connections shared by the threads)."""
     phase = Slot.objects.get(pk=slot_ids[0]).phase
     by_task = sorted(Slot.objects.filter(pk__in=slot_ids).values_list("task_id", "pk"),
                      key=lambda row: (row[0] or 0, row[1]))
@@ -88,7 +129,7 @@ def receive_phase(run: Run, slot_ids, threads: int) -> PhaseReceipts:
     def receiver(number: int, mine: list[int]) -> None:
         prepared = []
         try:
-            prepared = [_reserved(slot_id, f"receipts-{number}") for slot_id in mine]
+            prepared = [db(_reserved, slot_id, f"receipts-{number}") for slot_id in mine]
         except Exception as exc:  # pragma: no cover - reported by the caller
             with lock:
                 result.errors.append(f"reserving: {type(exc).__name__}: {exc}")
@@ -97,7 +138,7 @@ def receive_phase(run: Run, slot_ids, threads: int) -> PhaseReceipts:
             barrier.wait()
         for rules, policy, slot, reservation, outcome in prepared:
             try:
-                _decide_and_record(rules, policy, slot.run, slot, reservation, outcome)
+                db(_decide_and_record, rules, policy, slot.run, slot, reservation, outcome)
             except Exception as exc:  # a receipt that escaped: its answer is lost
                 with lock:
                     result.errors.append(f"{type(exc).__name__}: {exc}")
@@ -119,7 +160,7 @@ def receive_phase(run: Run, slot_ids, threads: int) -> PhaseReceipts:
     return result
 
 
-def receive_run(run: Run, threads: int) -> list[PhaseReceipts]:
+def receive_run(run: Run, threads: int, db=in_this_thread) -> list[PhaseReceipts]:
     """Every phase of the run, each received at once by `threads` threads; then the analysis
     step is left to the caller (the run stands at it)."""
     phases = []
@@ -127,4 +168,4 @@ def receive_run(run: Run, threads: int) -> list[PhaseReceipts]:
         step = run_drive(run.pk)
         if not step.slot_ids:
             return phases
-        phases.append(receive_phase(run, list(step.slot_ids), threads))
+        phases.append(receive_phase(run, list(step.slot_ids), threads, db))
