@@ -64,10 +64,16 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The Content-Security-Policy header on every answer, refusals included (ownwords_site/middleware.py).
+    "ownwords_site.middleware.ContentSecurityPolicy",
     # Static files, compressed and with a long cache lifetime, before any other work on the request.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Before the CSRF check, which reads the body: 413 from the Content-Length, then 400 for input
+    # PostgreSQL cannot hold (NUL, lone surrogates, ids and pages out of range).
+    "ownwords_site.middleware.RequestBodyLimit",
+    "ownwords_site.middleware.QueryInputGate",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
