@@ -31,7 +31,7 @@
     if (!item) return;
     if (keepInputs && String(item.assignment) === $("rate-assignment").value) return;
     $("rate-assignment").value = item.assignment;
-    // textContent, never innerHTML: the texts are participant and model words, not markup.
+    // textContent, never innerHTML: the texts are interview words and predicted answers, not markup.
     $("rate-question").textContent = item.question;
     $("rate-reference").textContent = item.reference;
     $("rate-answer").textContent = item.answer;
