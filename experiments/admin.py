@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from experiments import models
+from experiments.audit import AuditedTextAdmin, Kind
 from experiments.execution.endpoints import OFFLINE, configured_endpoints
 
 
@@ -46,7 +47,8 @@ class TurnInline(admin.TabularInline):
 
 
 @admin.register(models.Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(AuditedTextAdmin, admin.ModelAdmin):
+    # Every admin view of participant text is audited (issue 28, item 7): the change view shows the turns.
     list_display = ["external_id", "project", "study", "person", "source_format", "imported_at"]
     list_filter = ["project", "source_format"]
     search_fields = ["external_id"]
@@ -55,14 +57,16 @@ class SessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.Turn)
-class TurnAdmin(admin.ModelAdmin):
+class TurnAdmin(AuditedTextAdmin, admin.ModelAdmin):
+    audit_project = "session__project"
     list_display = ["session", "index", "speaker"]
     list_select_related = ["session"]
     raw_id_fields = ["session"]
 
 
 @admin.register(models.ScreenerItem)
-class ScreenerItemAdmin(admin.ModelAdmin):
+class ScreenerItemAdmin(AuditedTextAdmin, admin.ModelAdmin):
+    audit_project = "session__project"
     list_display = ["session", "index", "question"]
     raw_id_fields = ["session"]
 
@@ -106,7 +110,8 @@ class CohortAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.CohortTask)
-class CohortTaskAdmin(admin.ModelAdmin):
+class CohortTaskAdmin(AuditedTextAdmin, admin.ModelAdmin):
+    audit_project, audit_kind = "cohort__project", Kind.TASK  # it holds the question's text
     list_display = ["cohort", "position", "task"]
     raw_id_fields = ["task"]
 
@@ -160,8 +165,9 @@ class AuditEntryAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.Mem0Extraction)
-class Mem0ExtractionAdmin(ReadOnlyAdmin):
+class Mem0ExtractionAdmin(AuditedTextAdmin, ReadOnlyAdmin):
     """Mem0's extractions are journaled outcomes of a run: shown, never edited."""
+    audit_project, audit_kind = "run__protocol__project", Kind.TASK  # memories drawn from a transcript
     list_display = ["run", "session", "outcome", "slot"]
     list_filter = ["outcome"]
     list_select_related = ["run", "session"]
@@ -175,8 +181,9 @@ class SurveyStudyAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.SurveyExclusion)
-class SurveyExclusionAdmin(ReadOnlyAdmin):
+class SurveyExclusionAdmin(AuditedTextAdmin, ReadOnlyAdmin):
     """Respondents an import excluded (e.g. a persona that leaks a target), with the reason."""
+    audit_project, audit_kind = "study__project", Kind.TASK  # the reason may quote a persona
     list_display = ["study", "pid", "kind", "detail"]
     list_filter = ["kind", "study"]
 

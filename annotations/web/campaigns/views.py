@@ -18,6 +18,7 @@ from annotations.campaigns import (
 from annotations.models import Assignment, CampaignRater, RatingCampaign
 from annotations.web.campaigns.forms import AdjudicationForm, CampaignForm, GoldForm, RaterForm
 from experiments.access import OWNERS, membership_for, run_for
+from experiments.audit import Kind, audit_record
 from experiments.models import Membership, Role, Run
 
 
@@ -168,7 +169,11 @@ def campaign_adjudication(request, slug, pk):
         else:
             messages.error(request, "An adjudicated grade is 0, 1, 2 or 3.")
         return redirect("campaign_adjudication", slug, pk)
+    rows = adjudication_queue(campaign)
+    if rows:  # questions, real answers and predictions shown: a task's texts opened, in the audit log
+        audit_record(request, campaign.project, Kind.TASK,
+                     f"adjudication of campaign {campaign.pk} ({len(rows)} disputed items)")
     return render(request, "annotations/campaigns/adjudication.html", {
         "membership": membership, "project": membership.project, "campaign": campaign,
-        "rows": adjudication_queue(campaign), "form": AdjudicationForm(),
+        "rows": rows, "form": AdjudicationForm(),
     })
