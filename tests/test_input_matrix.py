@@ -176,6 +176,8 @@ def answer(client, method: str, path: str, *, query: str = "", body: str = "") -
 def test_no_parameter_of_any_page_reaches_the_database_unusable(client, world, route, name):
     client.force_login(world["rater"] if name.startswith("rate_") else world["owner"])
     path = path_for(route, world)
+    # Every answer carries the Content-Security-Policy (issue 28, item 9), whatever its status.
+    assert "script-src 'self'" in client.get(path)["Content-Security-Policy"]
     problems = []
     fields = world["post_fields"].get(name, {})
     for kind in ("nul", "surrogate", "huge"):
