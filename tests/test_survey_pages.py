@@ -99,7 +99,7 @@ def test_survey_run_pages_by_role(client, server, project, cast):
         assert client.get(reverse("survey_respondents", args=[project.slug, run.pk])).status_code == status
     client.force_login(cast["viewer"])
     csv = client.get(reverse("survey_dashboard_csv", args=[project.slug, run.pk, "contrasts"]))
-    assert csv.status_code == 200 and csv.content.decode().startswith("first,second,metric,estimate,lo,hi,people")
+    assert csv.status_code == 200 and csv.content.decode().startswith('"first","second","metric","estimate","lo","hi","people"')
     assert csv.content.decode().count("\r\n") == 1 + len(run.analysis["contrasts"])
     assert client.get(reverse("survey_dashboard_csv", args=[project.slug, run.pk, "nope"])).status_code == 404
     assert client.get(reverse("run_dashboard_csv", args=[project.slug, run.pk, "means"])).url == \
