@@ -10,24 +10,26 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
-from experiments.core.interviews.records import unstorable_text_problem
 from annotations.models import UNDO_WINDOW_S, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingEvent
 
 # A reported time per item above this is a tab left open, not rating time.
 MAX_SECONDS_PER_ITEM = 3600
 MAX_NOTE_CHARS = 2000
+GRADES = (0, 1, 2, 3)
 
 
 class RatingError(ValueError):
     """A submission that cannot be stored; the message is for the rater. Nothing was written."""
 
 
-def _active_rater(campaign: RatingCampaign, user) -> None:
-    if not CampaignRater.objects.filter(campaign=campaign, user=user, active=True).exists():
+def _active_rater(campaign: RatingCampaign, user, *, lock: bool = False) -> None:
+    """Refuse a user who is not an active rater of `campaign`; `lock`: and lock their row."""
+    raters = CampaignRater.objects.filter(campaign=campaign, user=user, active=True)
+    if not (raters.select_for_update() if lock else raters).exists():
         raise RatingError("you are not (or no longer) a rater of this campaign")
 
 
@@ -88,63 +90,63 @@ def rater_item(campaign: RatingCampaign, user) -> dict:
     return view
 
 
-def _check_grade(grade, flagged: bool):
-    if grade in (None, ""):
-        if not flagged:
-            raise RatingError("choose a grade from 0 to 3 (or flag the item with a reason)")
-        return None
-    try:
-        value = int(grade)
-    except (TypeError, ValueError):
-        raise RatingError(f"{grade!r} is not a grade; grades are 0, 1, 2 or 3") from None
-    if str(value) != str(grade).strip() or value not in (0, 1, 2, 3):
-        raise RatingError(f"{grade!r} is not a grade; grades are 0, 1, 2 or 3")
-    return value
+def rating_problem(*, grade: int | None, flagged: bool, flag_reason: str) -> str | None:
+    """Why a rating with these values cannot be stored (the message for the rater), or None.
+
+    The one statement of the rule, used by the rating form and by `rating_record`.
+    """
+    if flagged and not flag_reason:
+        return "say why you flag this item"
+    if grade is None:
+        return None if flagged else "choose a grade from 0 to 3 (or flag the item with a reason)"
+    if type(grade) is not int or grade not in GRADES:
+        return f"{grade!r} is not a grade; grades are 0, 1, 2 or 3"
+    return None
 
 
-def _seconds(reported, served_at, now) -> float | None:
-    try:
-        value = float(reported)
-    except (TypeError, ValueError):
-        value = None
-    if value is not None and 0 <= value <= MAX_SECONDS_PER_ITEM:
-        return round(value, 2)
+def _seconds(reported: float | None, served_at, now) -> float | None:
+    if reported is not None and 0 <= reported <= MAX_SECONDS_PER_ITEM:
+        return round(reported, 2)
     if served_at is not None:
         return round(min((now - served_at).total_seconds(), MAX_SECONDS_PER_ITEM), 2)
     return None
 
 
+def _campaign_shared(campaign: RatingCampaign) -> RatingCampaign:
+    """The campaign row, read FOR SHARE: raters hold it together, so they do not wait on each
+    other, while an owner's change of the campaign (close, remove or reassign a rater, gold), which
+    takes it FOR UPDATE (`annotations.campaigns`), waits for the ratings in flight and they for it:
+    no rating is stored after a close or into a queue being reassigned. Django has no FOR SHARE."""
+    if not connection.features.has_select_for_update:
+        return RatingCampaign.objects.get(pk=campaign.pk)
+    table, key = connection.ops.quote_name(RatingCampaign._meta.db_table), RatingCampaign._meta.pk.column
+    # One row by its primary key.
+    return RatingCampaign.objects.raw(f"SELECT * FROM {table} WHERE {key} = %s FOR SHARE", [campaign.pk])[0]
+
+
 @transaction.atomic
-def rating_record(*, campaign: RatingCampaign, user, assignment_id, grade, note: str = "",
-                  flagged: bool = False, flag_reason: str = "", seconds=None) -> HumanGrade:
+def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: int | None, note: str = "",
+                  flagged: bool = False, flag_reason: str = "", seconds: float | None = None) -> HumanGrade:
     """Store (or, within the undo window, change) the rater's rating of one assignment.
 
-    The assignment row is locked first, so two tabs submitting at once are serialised: the
-    second is an update of the first, never a second rating.
+    Typed values, as `annotations.web.rating.forms.RatingForm` reads them from a request. The
+    assignment row is locked (after the campaign row is read FOR SHARE, in the order the owner's
+    services lock), so two tabs submitting at once are serialised: the second is an update of
+    the first, never a second rating. Raters of one campaign lock different rows: none waits
+    for another.
     """
-    campaign = RatingCampaign.objects.select_for_update().get(pk=campaign.pk)
+    campaign = _campaign_shared(campaign)
     if not campaign.is_open():
         raise RatingError("this campaign is closed; ratings are no longer taken")
     _active_rater(campaign, user)
-    note, flag_reason = (note or "").strip(), (flag_reason or "").strip()
-    if flagged and not flag_reason:
-        raise RatingError("say why you flag this item")
-    if len(note) > MAX_NOTE_CHARS or len(flag_reason) > MAX_NOTE_CHARS:
-        raise RatingError(f"notes are at most {MAX_NOTE_CHARS} characters")
-    for text in (note, flag_reason):
-        if problem := unstorable_text_problem(text):
-            raise RatingError(f"the note {problem}")
-    value = _check_grade(grade, flagged)
-    try:
-        assignment_id = int(assignment_id)
-    except (TypeError, ValueError):
-        raise RatingError("no such item in your queue") from None
+    if problem := rating_problem(grade=grade, flagged=flagged, flag_reason=flag_reason):
+        raise RatingError(problem)
     assignment = (Assignment.objects.select_for_update()
                   .filter(pk=assignment_id, campaign=campaign, rater=user).first())
     if assignment is None or assignment.status == Assignment.Status.REASSIGNED:
         raise RatingError("this item is not in your queue")
     now = timezone.now()
-    fields = {"grade": value, "note": note, "flagged": flagged, "flag_reason": flag_reason if flagged else ""}
+    fields = {"grade": grade, "note": note, "flagged": flagged, "flag_reason": flag_reason if flagged else ""}
     existing = HumanGrade.objects.filter(assignment=assignment).first()
     if existing is not None:
         if not _within_window(existing.created_at):
@@ -161,7 +163,7 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id, grade, note:
             created_at=now, updated_at=now, **fields)
         Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.DONE)
         kind = RatingEvent.Kind.RATE
-    RatingEvent.objects.create(assignment=assignment, kind=kind, grade=value, flagged=flagged, at=now, by=user)
+    RatingEvent.objects.create(assignment=assignment, kind=kind, grade=grade, flagged=flagged, at=now, by=user)
     return stored
 
 
@@ -177,16 +179,19 @@ def _undoable(campaign, user) -> HumanGrade | None:
 def rating_undo(*, campaign: RatingCampaign, user) -> int:
     """Withdraw the rater's last rating; its item comes back to the head of their queue.
 
-    Returns the assignment id. The event log keeps what was withdrawn.
+    Returns the assignment id. The event log keeps what was withdrawn. "Last" is the rater's
+    own: their CampaignRater row is locked, so two undos at once withdraw their last two ratings
+    (as they would one after the other); other raters lock other rows.
     """
-    campaign = RatingCampaign.objects.select_for_update().get(pk=campaign.pk)
+    campaign = _campaign_shared(campaign)
     if not campaign.is_open():
         raise RatingError("this campaign is closed; ratings can no longer be undone")
-    _active_rater(campaign, user)
+    _active_rater(campaign, user, lock=True)
     latest = _undoable(campaign, user)
     if latest is None:
         raise RatingError(f"nothing to undo: only your last rating, within {UNDO_WINDOW_S // 60} minutes, can be undone")
     assignment = Assignment.objects.select_for_update().get(pk=latest.assignment_id)
+    latest.refresh_from_db()  # as a re-submission of this item, serialised by that lock, left it
     RatingEvent.objects.create(assignment=assignment, kind=RatingEvent.Kind.UNDO, grade=latest.grade,
                                flagged=latest.flagged, at=timezone.now(), by=user)
     latest.delete()

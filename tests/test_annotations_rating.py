@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from annotations.campaigns import campaign_close, rater_remove
 from annotations.models import Assignment, HumanGrade, RatingEvent
-from annotations.rating import RatingError, rater_item, rating_record, rating_undo
+from annotations.rating import MAX_NOTE_CHARS, RatingError, rater_item, rating_record, rating_undo
+from annotations.web.rating.forms import RatingForm
 
 
 def rater(campaign, name="rater-a"):
@@ -75,11 +76,18 @@ def test_a_second_submission_updates_within_the_window_and_is_refused_after(camp
 def test_a_grade_outside_0_to_3_is_refused(campaign):
     user = rater(campaign)
     pk = rater_item(campaign, user)["item"]["assignment"]
-    for grade in (4, -1, "2.5", "x", "", None, "1e0", True):
+    for grade in (4, -1, None, True, 2.0, "2"):  # typed values: an int of 0 to 3, or None with a flag
         with pytest.raises(RatingError):
             rating_record(campaign=campaign, user=user, assignment_id=pk, grade=grade)
+    for grade in ("4", "-1", "2.5", "x", "", "1e0", "True"):  # what a request may carry: the form refuses
+        form = RatingForm({"assignment": str(pk), "grade": grade})
+        assert not form.is_valid()
+        assert form.problem() == ("choose a grade from 0 to 3 (or flag the item with a reason)" if grade == ""
+                                  else f"{grade!r} is not a grade; grades are 0, 1, 2 or 3")
     assert not HumanGrade.objects.exists() and not RatingEvent.objects.exists()
-    rating_record(campaign=campaign, user=user, assignment_id=pk, grade="3 ")  # surrounding space is no error
+    form = RatingForm({"assignment": str(pk), "grade": "3 "})  # surrounding space is no error
+    assert form.is_valid() and form.cleaned_data["grade"] == 3
+    rating_record(campaign=campaign, user=user, **form.rating())
     assert HumanGrade.objects.get().grade == 3
 
 
@@ -88,10 +96,13 @@ def test_a_flag_needs_a_reason_and_may_stand_without_a_grade(campaign):
     pk = rater_item(campaign, user)["item"]["assignment"]
     with pytest.raises(RatingError, match="why"):
         rating_record(campaign=campaign, user=user, assignment_id=pk, grade=None, flagged=True)
-    rating_record(campaign=campaign, user=user, assignment_id=pk, grade=None, flagged=True,
-                  flag_reason="the answer is cut off", seconds="12.5")
+    form = RatingForm({"assignment": str(pk), "flagged": "1", "flag_reason": " the answer is cut off ",
+                       "seconds": "12.5"})
+    assert form.is_valid(), form.errors
+    rating_record(campaign=campaign, user=user, **form.rating())
     stored = HumanGrade.objects.get(assignment_id=pk)
     assert stored.grade is None and stored.flagged and stored.seconds_spent == 12.5
+    assert stored.flag_reason == "the answer is cut off"
 
 
 def test_an_item_of_another_rater_is_refused(campaign):
@@ -100,7 +111,9 @@ def test_an_item_of_another_rater_is_refused(campaign):
     with pytest.raises(RatingError, match="not in your queue"):
         rating_record(campaign=campaign, user=a, assignment_id=theirs, grade=2)
     with pytest.raises(RatingError, match="not in your queue"):
-        rating_record(campaign=campaign, user=a, assignment_id="99999999", grade=2)
+        rating_record(campaign=campaign, user=a, assignment_id=99999999, grade=2)
+    for assignment in ("x", "", "1" * 40):
+        assert RatingForm({"assignment": assignment, "grade": "2"}).problem() == "no such item in your queue"
     assert not HumanGrade.objects.exists()
 
 
@@ -154,12 +167,13 @@ def test_two_tabs_submitting_at_once_store_one_rating(cast, project):
     assert rater_item(c, user)["done"] == 1
 
 
-def test_a_note_with_a_nul_or_a_lone_surrogate_is_refused_with_a_message(campaign):
-    user = rater(campaign)
-    pk = rater_item(campaign, user)["item"]["assignment"]
-    for note in ("bad\x00note", "bad\ud800note"):
-        with pytest.raises(RatingError, match="the note"):
-            rating_record(campaign=campaign, user=user, assignment_id=pk, grade=2, note=note)
-        with pytest.raises(RatingError, match="the note"):
-            rating_record(campaign=campaign, user=user, assignment_id=pk, grade=None, flagged=True, flag_reason=note)
-    assert not HumanGrade.objects.exists()
+def test_a_note_with_a_nul_or_a_lone_surrogate_or_too_long_is_refused_with_a_message(campaign):
+    pk = rater_item(campaign, rater(campaign))["item"]["assignment"]
+    for note in ("bad\x00note", "bad\ud800note", "x" * (MAX_NOTE_CHARS + 1)):
+        for fields in ({"grade": "2", "note": note}, {"flagged": "on", "flag_reason": note}):
+            form = RatingForm({"assignment": str(pk), **fields})
+            assert not form.is_valid()
+            assert form.problem().startswith("the note" if len(note) < 100 else "notes are at most 2000")
+    assert RatingForm({"assignment": str(pk), "grade": "2", "note": " " + "x" * MAX_NOTE_CHARS + " "}).is_valid()
+    form = RatingForm({"assignment": str(pk), "flagged": "1", "flag_reason": "   "})
+    assert not form.is_valid() and form.problem() == "say why you flag this item"

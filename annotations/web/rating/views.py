@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from annotations import rubric
 from annotations.access import rater_campaign_for
 from annotations.rating import RatingError, rater_item, rating_record, rating_undo
+from annotations.web.rating.forms import RatingForm
 from experiments.audit import Kind, audit_record
 
 
@@ -69,13 +70,11 @@ def _answer(request, campaign, slug, pk, *, error: str | None = None, done: str 
 def rate_submit(request, slug, pk):
     """Store a rating, then answer with the next item (JSON) or redirect (plain form)."""
     _, campaign = rater_campaign_for(request, slug, pk)
-    data = request.POST
+    form = RatingForm(request.POST)
     try:
-        rating_record(
-            campaign=campaign, user=request.user, assignment_id=data.get("assignment"),
-            grade=data.get("grade"), note=data.get("note", ""), flagged=data.get("flagged") in ("1", "on", "true"),
-            flag_reason=data.get("flag_reason", ""), seconds=data.get("seconds"),
-        )
+        if not form.is_valid():
+            raise RatingError(form.problem())
+        rating_record(campaign=campaign, user=request.user, **form.rating())
     except RatingError as e:
         return _answer(request, campaign, slug, pk, error=str(e))
     return _answer(request, campaign, slug, pk, done="stored")
