@@ -38,14 +38,32 @@ def env_bool(name, default=False):
     raise ConfigError(f"{name}={raw!r} is not a boolean (use 1/0, true/false, yes/no, on/off)")
 
 
-def env_int(name, default):
+def env_int(name, default, *, minimum=None):
     raw = os.environ.get(name)
     if raw is None:
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not an integer") from None
+    return _at_least(name, raw, value, minimum)
+
+
+def env_float(name, default, *, minimum=None):
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number") from None
+    return _at_least(name, raw, value, minimum)
+
+
+def _at_least(name, raw, value, minimum):
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name}={raw!r} must be at least {minimum}")
+    return value
 
 
 def env_list(name, default=()):

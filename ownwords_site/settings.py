@@ -15,6 +15,7 @@ from ownwords_site.env import (
     ConfigError,
     database_from_url,
     env_bool,
+    env_float,
     env_int,
     env_json,
     env_list,
@@ -198,6 +199,33 @@ RQ_QUEUE_NAMES = ["default", "memories", "generation", "decisions", "judging", "
 RQ_QUEUES = {
     name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": 3600} for name in RQ_QUEUE_NAMES
 }
+
+# --- the run engine (experiments/execution) -------------------------------------------------
+# Slot jobs a MultiSlotWorker process carries at once (threads); also the floor of its pooled
+# HTTP connections per host.
+OWNWORDS_WORKER_SLOTS = env_int("OWNWORDS_WORKER_SLOTS", 16, minimum=1)
+# Database connections per worker process. A slot's database steps are short (one or two
+# statements) and its wait for the service long, so a few threads can serve many slots; but
+# handing each step to another thread costs a thread switch on the path of every request, so
+# up to this many slots each keep a connection of their own.
+OWNWORDS_WORKER_DB_THREADS = env_int("OWNWORDS_WORKER_DB_THREADS", min(OWNWORDS_WORKER_SLOTS, 16), minimum=1)
+# How long a worker's thread may run Python before another gets the GIL (Python's default: 5 ms).
+# A slot thread woken with an in-flight place waits for the GIL behind threads parsing answers
+# and building records; that wait is on the path of the next request.
+OWNWORDS_WORKER_SWITCH_S = env_float("OWNWORDS_WORKER_SWITCH_S", 0.001)
+# A phase's slots handed out to the queue and unsettled at most; None (or 0): the hand-out's own
+# window, max(4096, 32 x the phase's in-flight cap) (experiments/execution/hand_out.py).
+OWNWORDS_HAND_OUT_WINDOW = env_int("OWNWORDS_HAND_OUT_WINDOW", None)
+# The journal's statements are prepared on the server (experiments/execution/hot_sql.py); off
+# behind a transaction-pooling pgbouncer older than 1.21.
+OWNWORDS_DB_PREPARE = env_bool("OWNWORDS_DB_PREPARE", True)
+# Off: every slot thread reserves its own attempts instead of in the receipt of the answer that
+# freed its place (experiments/execution/reservation.py; for comparisons).
+OWNWORDS_RESERVE_WITH_RECEIPT = env_bool("OWNWORDS_RESERVE_WITH_RECEIPT", True)
+# Mem0's stores (a folder per run and process) and its own config file, which Mem0 finds through
+# MEM0_DIR when it is imported: put into the environment here, as the URLs above are.
+OWNWORDS_MEM0_DIR = env_str("OWNWORDS_MEM0_DIR") or str(VAR_DIR / "mem0")
+os.environ.setdefault("MEM0_DIR", OWNWORDS_MEM0_DIR)
 
 # The provider endpoints a protocol may name (experiments/execution/endpoints.py); nothing else
 # is ever called. OWNWORDS_LLM_ENDPOINTS: inline JSON or the path of a JSON file.

@@ -30,8 +30,8 @@ from tests.test_engine_queue import (  # noqa: F401 - fixtures
 
 
 @pytest.fixture
-def small_window(monkeypatch):
-    monkeypatch.setenv("OWNWORDS_HAND_OUT_WINDOW", "4")
+def small_window(settings):
+    settings.OWNWORDS_HAND_OUT_WINDOW = 4
 
 
 def handed_out(run):
@@ -73,8 +73,8 @@ def test_a_look_hands_out_the_rooms_worth_in_planning_order_and_a_refill_the_nex
     assert run_refill(run.pk, Phase.GENERATION).slot_ids == ()  # a paused run hands out nothing
 
 
-def test_the_window_is_many_rounds_of_the_cap(db, monkeypatch):
-    monkeypatch.delenv("OWNWORDS_HAND_OUT_WINDOW", raising=False)
+def test_the_window_is_many_rounds_of_the_cap(db, settings):
+    settings.OWNWORDS_HAND_OUT_WINDOW = None
     project = Project.objects.create(slug="rounds", name="Rounds")
     cohort = build_cohort(project, sessions=1, targets=1, name="rounds")
     offline = {"provider": "offline", "base_url": "", "model": "stand-in"}

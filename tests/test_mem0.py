@@ -61,8 +61,8 @@ def serve_extraction(server, reply_text: str) -> None:
 
 
 @pytest.fixture
-def mem0_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("OWNWORDS_MEM0_DIR", str(tmp_path / "mem0"))
+def mem0_dir(tmp_path, settings):
+    settings.OWNWORDS_MEM0_DIR = str(tmp_path / "mem0")
     return tmp_path / "mem0"
 
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ownwords_site.env import ConfigError, database_from_url, database_url, env_bool, env_int, env_list
+from ownwords_site.env import (
+    ConfigError, database_from_url, database_url, env_bool, env_float, env_int, env_list,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,6 +30,42 @@ def test_env_int_and_list(monkeypatch):
         env_int("N", 3)
     monkeypatch.setenv("HOSTS", "a.example, b.example,,")
     assert env_list("HOSTS") == ["a.example", "b.example"]
+
+
+def test_env_float_and_a_minimum(monkeypatch):
+    monkeypatch.setenv("S", "0.005")
+    assert env_float("S", 0.001) == 0.005
+    monkeypatch.delenv("S")
+    assert env_float("S", 0.001) == 0.001
+    monkeypatch.setenv("S", "fast")
+    with pytest.raises(ConfigError, match="S='fast' is not a number"):
+        env_float("S", 0.001)
+    monkeypatch.setenv("N", "0")
+    assert env_int("N", 3, minimum=0) == 0
+    with pytest.raises(ConfigError, match="N='0' must be at least 1"):
+        env_int("N", 3, minimum=1)
+
+
+def test_the_engine_knobs_are_read_at_start_up():
+    code = ("import ownwords_site.settings as s; print(s.OWNWORDS_WORKER_SLOTS, s.OWNWORDS_WORKER_DB_THREADS, "
+            "s.OWNWORDS_WORKER_SWITCH_S, s.OWNWORDS_HAND_OUT_WINDOW, s.OWNWORDS_DB_PREPARE, "
+            "s.OWNWORDS_RESERVE_WITH_RECEIPT)")
+    env = {"PATH": "/usr/bin:/bin", "SECRET_KEY": "k", "DATABASE_URL": os.environ["DATABASE_URL"],
+           "REDIS_URL": os.environ["REDIS_URL"]}
+    def start(**knobs):
+        return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                              env={**env, **knobs})
+    assert start().stdout.split() == ["16", "16", "0.001", "None", "True", "True"]
+    assert start(OWNWORDS_WORKER_SLOTS="4").stdout.split()[:2] == ["4", "4"]  # threads: the slots, at most 16
+    assert start(OWNWORDS_WORKER_SLOTS="40", OWNWORDS_WORKER_SWITCH_S="0.005", OWNWORDS_HAND_OUT_WINDOW="256",
+                 OWNWORDS_DB_PREPARE="0", OWNWORDS_RESERVE_WITH_RECEIPT="0").stdout.split() == [
+        "40", "16", "0.005", "256", "False", "False"]
+    for name, bad, why in [("OWNWORDS_WORKER_SLOTS", "0", "must be at least 1"),
+                           ("OWNWORDS_WORKER_DB_THREADS", "many", "is not an integer"),
+                           ("OWNWORDS_WORKER_SWITCH_S", "fast", "is not a number"),
+                           ("OWNWORDS_DB_PREPARE", "maybe", "is not a boolean")]:
+        refused = start(**{name: bad})
+        assert refused.returncode != 0 and f"{name}={bad!r}" in refused.stderr and why in refused.stderr
 
 
 def test_database_urls():

@@ -7,9 +7,9 @@ The inline driver hands out everything at once (it runs what it is handed).
 """
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -26,10 +26,10 @@ HAND_OUT_MIN, HAND_OUT_ROUNDS = 4096, 32
 
 def hand_out_window(run: Run) -> int:
     """How many of the phase's slots may be handed out and unfinished at once
-    (`OWNWORDS_HAND_OUT_WINDOW` overrides it)."""
-    override = os.environ.get("OWNWORDS_HAND_OUT_WINDOW", "")
-    if override.isdigit() and int(override) > 0:
-        return int(override)
+    (`settings.OWNWORDS_HAND_OUT_WINDOW` overrides it)."""
+    override = settings.OWNWORDS_HAND_OUT_WINDOW
+    if override is not None and override > 0:
+        return override
     role = Slot.Role.JUDGE if run.phase == Phase.JUDGING else Slot.Role.GENERATOR
     return max(HAND_OUT_MIN, HAND_OUT_ROUNDS * effective_concurrency(run, role_config(run, role).provider))
 

@@ -7,10 +7,10 @@ request and for the thousands of rows a phase's planning inserts between two pha
 from __future__ import annotations
 
 import contextlib
-import os
 import weakref
 
 import psycopg
+from django.conf import settings
 from django.db import connection
 
 # One cursor per database connection, kept: a new psycopg cursor copies the connection's
@@ -19,9 +19,8 @@ _CURSORS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # Django turns prepared statements off on its connections (prepare_threshold None, for
 # connection poolers), and psycopg then ignores `prepare=True`: each of these statements was
 # parsed and planned anew at every request, half of the database's time per call. They are
-# prepared unless OWNWORDS_DB_PREPARE=0 (e.g. behind a transaction-pooling pgbouncer older
-# than 1.21); the ORM's own statements are never prepared (the threshold is out of reach).
-PREPARE = os.environ.get("OWNWORDS_DB_PREPARE", "1") != "0"
+# prepared unless settings.OWNWORDS_DB_PREPARE is off (e.g. behind a transaction-pooling pgbouncer
+# older than 1.21); the ORM's own statements are never prepared (the threshold is out of reach).
 _ONLY_WHEN_ASKED = 2**31 - 1
 
 
@@ -35,7 +34,7 @@ def hot_cursor():
     raw = connection.connection
     cursor = _CURSORS.get(raw)
     if cursor is None or cursor.closed:
-        if PREPARE and raw.prepare_threshold is None:
+        if settings.OWNWORDS_DB_PREPARE and raw.prepare_threshold is None:
             raw.prepare_threshold = _ONLY_WHEN_ASKED
         cursor = _CURSORS[raw] = psycopg.Cursor(raw)
     with connection.wrap_database_errors:

@@ -22,6 +22,7 @@ from datetime import timedelta
 
 import django_rq
 import httpx
+from django.conf import settings
 from rq import Queue
 
 from experiments.core.llm.transport import StdlibTransport
@@ -56,7 +57,7 @@ def http_client() -> httpx.Client:
     with _lock:
         if _http_client is None:
             # A multi-slot worker's slots share it: room for every slot's connection.
-            size = max(64, int(os.environ.get("OWNWORDS_WORKER_SLOTS") or 0))
+            size = max(64, settings.OWNWORDS_WORKER_SLOTS)
             # Over `StdlibTransport`: httpx's own transport costs twice its CPU per request.
             _http_client = httpx.Client(transport=StdlibTransport(max_idle_per_origin=size))
     return _http_client

@@ -19,6 +19,8 @@ import os
 import socket
 from pathlib import Path
 
+from django.conf import settings
+
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import CONDITIONS, MEM0, get_condition
 from experiments.core.evidence import RankedMemories
@@ -62,7 +64,7 @@ def extraction_slots(run: Run, records: dict[int, str]) -> list[Slot]:
 
 def store_folder(run: Run) -> Path:
     """This run's and this process's own store: an embedded Qdrant folder opens in one process only."""
-    return mem0_store.store_root() / f"run-{run.pk}" / f"{socket.gethostname()}-{os.getpid()}"
+    return Path(settings.OWNWORDS_MEM0_DIR) / f"run-{run.pk}" / f"{socket.gethostname()}-{os.getpid()}"
 
 
 def _answers(run: Run) -> dict[int, tuple[Slot, str | None]]:

@@ -14,10 +14,10 @@ A reservation is made only while the run may send, and that is decided atomicall
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count
 from django.utils import timezone
@@ -184,14 +184,11 @@ class NextReservation:
         return Reservation(self.call_id, ModelCall.Basis.FIRST, 0) if self.call_id is not None else None
 
 
-# OWNWORDS_RESERVE_WITH_RECEIPT=0: every thread reserves its own attempts (for comparisons).
-RESERVE_WITH_RECEIPT = os.environ.get("OWNWORDS_RESERVE_WITH_RECEIPT", "1") != "0"
-
-
 def next_reservation(slot_id: int, *, basis: str, worker: str, lease_s: float, policy: dict) -> NextReservation | None:
     """A ticket for the attempt `reserve` would make with one statement (`_reserve_first`: a first
-    attempt, no HTTP ceilings), for the thread that hands this one its place; else None."""
-    if (not RESERVE_WITH_RECEIPT or basis != ModelCall.Basis.FIRST
+    attempt, no HTTP ceilings), for the thread that hands this one its place; else None (also when
+    settings.OWNWORDS_RESERVE_WITH_RECEIPT is off: every thread reserves its own, for comparisons)."""
+    if (not settings.OWNWORDS_RESERVE_WITH_RECEIPT or basis != ModelCall.Basis.FIRST
             or any(policy.get(key) is not None for key in OPTIONAL_RETRY)):
         return None
     return NextReservation(slot_id, worker, lease_s)

@@ -17,12 +17,12 @@ processes, not K.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from django.conf import settings
 from django.db import DatabaseError, connection, connections
 from dataclasses import dataclass, field
 
@@ -159,28 +159,7 @@ class ResilientWorker(ResilientMixin, Worker):
 
 
 SLOT_JOB = "experiments.execution.jobs.job_slot"
-DEFAULT_SLOTS = 16
-# Database connections per worker process. A slot's database steps are short (one or two
-# statements) and its wait for the service long, so a few threads can serve many slots; but
-# handing each step to another thread costs a thread switch on the path of every request, so
-# up to this many slots each keep a connection of their own.
-DEFAULT_DB_THREADS = 16
 HEARTBEAT_EVERY_S = 5.0
-# How long a thread may run Python before another gets the GIL (Python's default: 5 ms). A slot
-# thread woken with an in-flight place (`concurrency.Handing`) waits for the GIL behind threads
-# parsing answers and building records; that wait is on the path of the next request.
-SWITCH_INTERVAL_S = float(os.environ.get("OWNWORDS_WORKER_SWITCH_S") or 0.001)
-
-
-def _env_count(name: str, default: int) -> int:
-    value = os.environ.get(name, "")
-    try:
-        count = int(value) if value else default
-    except ValueError:
-        raise SystemExit(f"{name} must be a whole number, not {value!r}") from None
-    if count < 1:
-        raise SystemExit(f"{name} must be at least 1")
-    return count
 
 
 def database_step(step, *args, **kwargs):
@@ -251,11 +230,13 @@ class MultiSlotWorker(ResilientSimpleWorker):
     def __init__(self, *args, **kwargs):
         self._last_beat = self._last_suspension_check = 0.0
         super().__init__(*args, **kwargs)
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
-        self.slots = _env_count("OWNWORDS_WORKER_SLOTS", DEFAULT_SLOTS)
+        # A slot thread woken with an in-flight place (`concurrency.Handing`) waits for the GIL
+        # behind threads parsing answers; a short switch interval shortens that wait (settings.py).
+        sys.setswitchinterval(settings.OWNWORDS_WORKER_SWITCH_S)
+        self.slots = settings.OWNWORDS_WORKER_SLOTS
         self._free = threading.BoundedSemaphore(self.slots)
         self._slot_threads = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="slot")
-        db_threads = _env_count("OWNWORDS_WORKER_DB_THREADS", min(self.slots, DEFAULT_DB_THREADS))
+        db_threads = settings.OWNWORDS_WORKER_DB_THREADS
         # As many connections as slots: each slot thread runs its own steps (no hand-over to
         # another thread on the path of every request). Fewer: a pool of database threads.
         self.database = DatabaseThreads(db_threads) if db_threads < self.slots else None

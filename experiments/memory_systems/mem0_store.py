@@ -72,19 +72,18 @@ class Mem0Unavailable(RuntimeError):
     """Mem0 or one of its local parts could not be loaded; the message says what to install."""
 
 
-def store_root() -> Path:
-    """Where Mem0's stores (one folder per run and process) and its own config file live:
-    OWNWORDS_MEM0_DIR, else var/mem0 of the checkout."""
-    return Path(os.environ.get("OWNWORDS_MEM0_DIR") or Path(__file__).resolve().parents[2] / "var" / "mem0")
+# Mem0's own config file goes under MEM0_DIR, which the app's settings set to OWNWORDS_MEM0_DIR
+# (the stores' root, passed in by the caller as each store's folder); without them, here.
+DEFAULT_CONFIG_DIR = Path(__file__).resolve().parents[2] / "var" / "mem0"
 
 
 def _quiet_environment() -> None:
     """Before Mem0 is imported (it reads these then): no telemetry, the hub offline, and its
-    config file under the store root instead of ~/.mem0."""
+    config file under the stores' root instead of ~/.mem0."""
     os.environ["MEM0_TELEMETRY"] = "False"
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ.setdefault("MEM0_DIR", str(store_root()))
+    os.environ.setdefault("MEM0_DIR", str(DEFAULT_CONFIG_DIR))
 
 
 def _load():
