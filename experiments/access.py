@@ -153,7 +153,7 @@ def grant_refusal(user, protocol) -> str | None:
 def may_create_projects(user) -> bool:
     """Any signed-in account, unless the administrator turned that off
     (OWNWORDS_ANYONE_MAY_CREATE_PROJECTS=0): then staff and holders of experiments.add_project."""
-    if getattr(settings, "OWNWORDS_ANYONE_MAY_CREATE_PROJECTS", True):
+    if settings.OWNWORDS_ANYONE_MAY_CREATE_PROJECTS:
         return user.is_authenticated
     return user.is_authenticated and (user.is_staff or user.has_perm("experiments.add_project"))
 

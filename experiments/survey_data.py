@@ -60,7 +60,7 @@ def respondent_record(row: SurveyRespondent) -> Respondent:
 
 def survey_import_workers() -> int:
     """Processes that read and prepare an import's respondents (`prepare.PreparedStream`)."""
-    return int(getattr(settings, "OWNWORDS_SURVEY_IMPORT_WORKERS", 2))
+    return int(settings.OWNWORDS_SURVEY_IMPORT_WORKERS)
 
 
 def sample_sizes(n: int) -> tuple[int, int]:

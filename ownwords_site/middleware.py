@@ -53,7 +53,7 @@ def declared_length(request) -> int:
 
 def request_body_limit() -> int:
     """The largest body an ordinary page takes (bytes)."""
-    return int(float(getattr(settings, "OWNWORDS_MAX_REQUEST_MB", 10)) * 2**20)
+    return int(float(settings.OWNWORDS_MAX_REQUEST_MB) * 2**20)
 
 
 def body_limit_for(request) -> int:

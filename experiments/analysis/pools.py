@@ -46,7 +46,7 @@ def run_pools(run: Run) -> dict[str, dict[str, str]]:
 
 
 def configured_rankers() -> list:
-    return [load_ranker(spec) for spec in getattr(settings, "OWNWORDS_RANKERS", ())]
+    return [load_ranker(spec) for spec in settings.OWNWORDS_RANKERS]
 
 
 def _rows(run: Run, pools: dict) -> list[tuple]:

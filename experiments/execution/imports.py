@@ -39,15 +39,15 @@ MAX_MESSAGE_CHARS = 20_000
 
 
 def upload_limit_bytes() -> int:
-    return int(float(getattr(settings, "OWNWORDS_MAX_UPLOAD_MB", 50)) * MB)
+    return int(float(settings.OWNWORDS_MAX_UPLOAD_MB) * MB)
 
 
 def background_threshold_bytes() -> int:
-    return int(float(getattr(settings, "OWNWORDS_BACKGROUND_IMPORT_MB", 5)) * MB)
+    return int(float(settings.OWNWORDS_BACKGROUND_IMPORT_MB) * MB)
 
 
 def import_dir() -> Path:
-    return Path(getattr(settings, "OWNWORDS_IMPORT_DIR", Path(settings.BASE_DIR) / "var" / "imports"))
+    return Path(settings.OWNWORDS_IMPORT_DIR)
 
 
 def megabytes(size: int) -> str:

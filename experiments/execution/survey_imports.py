@@ -42,11 +42,11 @@ SURVEY_JOB = "survey"  # the meta's "kind": what tells a survey import from an i
 
 
 def survey_upload_limit_bytes() -> int:
-    return int(float(getattr(settings, "OWNWORDS_SURVEY_MAX_UPLOAD_MB", 200)) * MB)
+    return int(float(settings.OWNWORDS_SURVEY_MAX_UPLOAD_MB) * MB)
 
 
 def survey_background_bytes() -> int:
-    return int(float(getattr(settings, "OWNWORDS_SURVEY_BACKGROUND_MB", 5)) * MB)
+    return int(float(settings.OWNWORDS_SURVEY_BACKGROUND_MB) * MB)
 
 
 def survey_too_large_message(size: int) -> str:
