@@ -2,7 +2,7 @@
 import pytest
 from django.urls import reverse
 
-from annotations.models import Adjudication, Assignment, HumanGrade, RatingCampaign
+from annotations.models import Adjudication, Assignment, HumanGrade, RatingCampaign, RatingEvent
 from annotations.rating import rater_item, rating_record
 from experiments.models import Grade
 from tests.annotations_helpers import CONDITIONS
@@ -113,6 +113,22 @@ def test_submit_json_returns_the_next_item_and_stores_before(client, campaign):
     plain = client.post(reverse("rate_submit", args=[slug, pk]),
                         {"assignment": body["item"]["assignment"], "grade": "1"})
     assert plain.status_code == 302 and HumanGrade.objects.count() == 2
+
+
+def test_bad_submissions_answer_with_the_raters_message_and_store_nothing(client, campaign):
+    login(client, rater_user(campaign))
+    slug, pk = campaign.project.slug, campaign.pk
+    item = client.get(reverse("rate_item", args=[slug, pk])).json()["item"]["assignment"]
+    for fields, message in (
+        ({}, "choose a grade from 0 to 3 (or flag the item with a reason)"),
+        ({"grade": "2.5"}, "'2.5' is not a grade; grades are 0, 1, 2 or 3"),
+        ({"flagged": "1", "flag_reason": " "}, "say why you flag this item"),
+        ({"grade": "1", "note": "x" * 2001}, "notes are at most 2000 characters"),
+    ):
+        response = post_json(client, reverse("rate_submit", args=[slug, pk]), {"assignment": item, **fields})
+        assert response.status_code == 400 and response.json()["error"] == message, fields
+        assert response.json()["item"]["assignment"] == item
+    assert not HumanGrade.objects.exists() and not RatingEvent.objects.exists()
 
 
 def test_rater_pages_refuse_strangers(client, cast, campaign):
