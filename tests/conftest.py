@@ -105,6 +105,15 @@ def cast(project):
 
 
 @pytest.fixture
+def loopback_grants(cast):
+    """The administrator's grant of the tests' loopback endpoint (a paid one) to every member of the
+    cast: for the tests of roles and runs on top of it (tests/test_endpoint_grants.py: without one)."""
+    from experiments.models import EndpointGrant
+    for user in cast.values():
+        EndpointGrant.objects.create(endpoint="test-loopback", user=user)
+
+
+@pytest.fixture
 def owner_client(client, cast):
     """The test client logged in as the project's owner."""
     client.force_login(cast["owner"])

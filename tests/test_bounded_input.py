@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
+import annotations.web
 import experiments.web
 from experiments.core.bounded_json import JSONInputError, bounded_json, nesting_depth
 from experiments.data import cohort_draw
@@ -83,9 +84,10 @@ def test_a_command_refuses_a_deeply_nested_file(tmp_path, imported):
 # --- the one helper, used everywhere ---------------------------------------------------------
 
 def app_form_classes():
-    """Every form class defined in the app's web areas."""
+    """Every form class defined in the web areas of both apps."""
     found = []
-    for info in pkgutil.walk_packages(experiments.web.__path__, "experiments.web."):
+    for info in [*pkgutil.walk_packages(experiments.web.__path__, "experiments.web."),
+                 *pkgutil.walk_packages(annotations.web.__path__, "annotations.web.")]:
         module = importlib.import_module(info.name)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, forms.BaseForm) and cls.__module__ == module.__name__:

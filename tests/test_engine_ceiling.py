@@ -104,7 +104,7 @@ def test_only_those_who_may_spend_raise_a_ceiling_on_the_page(client, cast, proj
 
 
 def test_the_owner_sees_the_ceiling_and_its_cost_and_raises_it_on_the_page(
-        client, cast, project, server, http, monkeypatch, redis_for_pages):
+        client, cast, project, server, http, monkeypatch, redis_for_pages, loopback_grants):
     monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     run = stopped_by_ceiling(project, server, http)
     client.force_login(cast["owner"])

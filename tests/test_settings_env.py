@@ -142,7 +142,8 @@ def test_debug_with_the_built_in_key_warns_on_every_start():
 def test_the_https_switches(monkeypatch):
     code = ("import ownwords_site.settings as s; print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, "
             "s.SECURE_SSL_REDIRECT, s.SECURE_HSTS_SECONDS, getattr(s, 'SECURE_PROXY_SSL_HEADER', None))")
-    env = {"PATH": "/usr/bin:/bin", "SECRET_KEY": "k"}
+    env = {"PATH": "/usr/bin:/bin", "SECRET_KEY": "k", "DATABASE_URL": os.environ["DATABASE_URL"],
+           "REDIS_URL": os.environ["REDIS_URL"]}
     plain = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert plain.stdout.split() == ["False", "False", "False", "0", "None"]
     switched = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env={

@@ -216,7 +216,7 @@ def test_an_allowance_stops_at_the_first_answer_and_waits_the_cooldown_between_r
 
 
 def test_the_run_page_shows_the_counts_the_decision_with_its_cost_and_both_choices(
-        project, cohort2, cast, server, client, monkeypatch):
+        project, cohort2, cast, server, client, monkeypatch, loopback_grants):
     run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, client)
     monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     browser = Client()
@@ -240,7 +240,8 @@ def test_the_run_page_shows_the_counts_the_decision_with_its_cost_and_both_choic
     assert Amendment.objects.get(run=run).kind == Amendment.Kind.ACCEPT_MISSING
 
 
-def test_the_shell_shows_the_decision_and_its_cost_before_anything_is_sent(project, cohort2, cast, server, client):
+def test_the_shell_shows_the_decision_and_its_cost_before_anything_is_sent(project, cohort2, cast, server, client,
+                                                                          loopback_grants):
     from django.core.management import call_command
     run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, client)
     report = call_command("run_report", str(run.pk))

@@ -4,6 +4,7 @@ from django import forms
 from annotations.campaigns import MAX_RATINGS_PER_ITEM
 from annotations.models import RatingCampaign
 from experiments.models import Membership, Role
+from experiments.web.bounded_input import INTEGER_COLUMN_MAX, BoundedIntegerField
 from experiments.web.text_input import StorableTextMixin
 
 
@@ -12,11 +13,12 @@ class CampaignForm(StorableTextMixin, forms.Form):
     conditions = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple,
                                            help_text="the final answers of these conditions are rated")
     sample = forms.ChoiceField(choices=RatingCampaign.Sample.choices, initial=RatingCampaign.Sample.ALL)
-    sample_size = forms.IntegerField(required=False, min_value=1, help_text="items in a stratified sample")
-    seed = forms.IntegerField(initial=1, min_value=0, max_value=2**62,
-                              help_text="fixes the sample, who rates what and every queue's order")
-    ratings_per_item = forms.IntegerField(initial=2, min_value=1, max_value=MAX_RATINGS_PER_ITEM,
-                                          label="Ratings per item (k)")
+    sample_size = BoundedIntegerField(required=False, min_value=1, max_value=INTEGER_COLUMN_MAX,
+                                      help_text="items in a stratified sample")
+    seed = BoundedIntegerField(initial=1, min_value=0, max_value=2**62,
+                               help_text="fixes the sample, who rates what and every queue's order")
+    ratings_per_item = BoundedIntegerField(initial=2, min_value=1, max_value=MAX_RATINGS_PER_ITEM,
+                                           label="Ratings per item (k)")
     raters = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple,
                                        help_text="project members with the rater role")
 
@@ -34,12 +36,12 @@ class RaterForm(StorableTextMixin, forms.Form):
 
 
 class GoldForm(StorableTextMixin, forms.Form):
-    number = forms.IntegerField(min_value=1, label="Item number")
+    number = BoundedIntegerField(min_value=1, max_value=INTEGER_COLUMN_MAX, label="Item number")
     grade = forms.TypedChoiceField(choices=[("", "not gold")] + [(g, g) for g in range(4)], coerce=int,
                                    empty_value=None, required=False, label="Gold grade")
 
 
 class AdjudicationForm(StorableTextMixin, forms.Form):
-    number = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    number = BoundedIntegerField(min_value=1, max_value=INTEGER_COLUMN_MAX, widget=forms.HiddenInput)
     grade = forms.TypedChoiceField(choices=[(g, g) for g in range(4)], coerce=int)
     note = forms.CharField(required=False, max_length=2000)

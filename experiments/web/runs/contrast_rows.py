@@ -63,7 +63,11 @@ class ContrastRowForm(StorableTextMixin, forms.Form):
                 "criterion": INTERVAL_ABOVE_ZERO if data["criterion"] else None}
 
 
-ContrastRows = forms.formset_factory(ContrastRowForm, extra=0)
+# Far above any study's contrasts (the paper's largest family has 8), and a cap on the forms Django
+# builds: a posted TOTAL_FORMS of 30 digits otherwise builds thousands of forms (17 s of server time).
+MAX_CONTRAST_ROWS = 100
+ContrastRows = forms.formset_factory(ContrastRowForm, extra=0, max_num=MAX_CONTRAST_ROWS,
+                                     absolute_max=MAX_CONTRAST_ROWS, validate_max=True)
 
 
 def is_pair(contrast: dict) -> bool:
