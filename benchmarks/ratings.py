@@ -10,11 +10,20 @@ grades written directly, since what is measured is the campaign, not the run), t
 - the server time of the rater's next item through the JSON view (median, p95, max over
   200 items rated in between) and its number of queries, which must not grow;          target ≤ 50 ms
 - agreement with 100,000-draw whole-person intervals over 5,000 doubly rated items.    target ≤ 3 s
+
+    .venv/bin/python benchmarks/ratings.py --concurrent 20  # 20 raters of one campaign rating at once
+
+builds a smaller run (200 sessions: 2,000 items, k = 2) and a campaign of that many raters, then
+each rater, a thread with its own connection, stores --per-rater ratings as fast as it can
+(`rating_record`, one transaction each); it prints ratings/s and the latency of a rating
+(p50, p95, max), and checks every rating was stored once.
 """
+import argparse
 import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +52,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from annotations.campaigns import campaign_create  # noqa: E402
+from annotations.models import Assignment, HumanGrade  # noqa: E402
 from annotations.rating import rater_item, rating_record  # noqa: E402
 from experiments.core.conditions import FINAL  # noqa: E402
 from experiments.core.interviews.records import ParsedSession, ParsedTurn  # noqa: E402
@@ -55,19 +65,20 @@ from experiments.models import Grade, Membership, Prediction, Project, Protocol,
 SESSIONS, TARGETS, CONDITIONS = 1_000, 5, ["question-only", "whole-record"]
 RATERS = [f"bench-rater-{i}" for i in range(5)]
 NEXT_ITEMS = 200
+CONCURRENT_SESSIONS = 200
 
 
-def build_run() -> Run:
+def build_run(sessions: int = SESSIONS, raters=RATERS) -> Run:
     turns = []
     for i in range(12):
         turns += [ParsedTurn("interviewer", f"What about part {i} of your work?"),
                   ParsedTurn("participant", f"Part {i} is where I spend most afternoons, honestly.")]
     parsed = [ParsedSession(session_id=f"b{s}", person_id=f"person-{s}", study_id=f"s{s % 3}", language="en",
-                            screener=(), turns=tuple(turns), location=f"line {s}") for s in range(SESSIONS)]
+                            screener=(), turns=tuple(turns), location=f"line {s}") for s in range(sessions)]
     project = Project.objects.create(slug="bench", name="bench")
     sessions_import(project=project, parsed=parsed, source_format="jsonl", source_file="bench.jsonl",
                     task_rule=TaskRule(min_pairs=12, min_targets=TARGETS, max_targets=TARGETS))
-    cohort = cohort_draw(project=project, name="all", size=SESSIONS, seed=1)
+    cohort = cohort_draw(project=project, name="all", size=sessions, seed=1)
     protocol = Protocol.objects.create(project=project, name="bench", cohort=cohort, conditions=CONDITIONS,
                                        generator={"provider": "offline"}, judge={"provider": "offline"})
     run = Run.objects.create(protocol=protocol, status=Run.Status.FINISHED)
@@ -84,15 +95,22 @@ def build_run() -> Run:
     Prediction.objects.bulk_create(predictions, batch_size=5000)
     Grade.objects.bulk_create(grades, batch_size=5000)
     User = get_user_model()
-    for name in RATERS:
+    for name in raters:
         Membership.objects.create(project=project, user=User.objects.create_user(name), role=Role.RATER)
     return run
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--concurrent", type=int, metavar="RATERS", help="only: RATERS raters rating at once")
+    parser.add_argument("--per-rater", type=int, default=50, help="ratings each concurrent rater stores")
+    args = parser.parse_args()
     call_command("migrate", verbosity=0)
     call_command("flush", interactive=False, verbosity=0)
     print(f"database: PostgreSQL {connection.pg_version} {connection.settings_dict['NAME']}")
+    if args.concurrent:
+        concurrent(args.concurrent, args.per_rater)
+        return
     t0 = time.perf_counter()
     run = build_run()
     print(f"set-up: {Prediction.objects.count():,} predictions in {time.perf_counter() - t0:.1f} s")
@@ -125,6 +143,47 @@ def main() -> None:
     print(f"rater_item alone: {len(ctx)} queries")
 
     agreement()
+
+
+def concurrent(raters: int, per_rater: int) -> None:
+    """`raters` threads, each a rater of one campaign with its own connection, rate at once."""
+    names = [f"bench-rater-{i}" for i in range(raters)]
+    run = build_run(CONCURRENT_SESSIONS, names)
+    campaign = campaign_create(run=run, name="concurrent", conditions=CONDITIONS, raters=names, seed=3)
+    queues = {r.user: list(Assignment.objects.filter(campaign=campaign, rater=r.user).order_by("position")
+                           .values_list("pk", flat=True)[:per_rater])
+              for r in campaign.raters.select_related("user")}
+    began, latencies, errors = [], [], []
+    start = threading.Barrier(raters, action=lambda: began.append(time.perf_counter()))
+
+    def rate(user, queue):
+        try:
+            connection.ensure_connection()
+            start.wait()
+            for n, pk in enumerate(queue):
+                t0 = time.perf_counter()
+                rating_record(campaign=campaign, user=user, assignment_id=pk, grade=n % 4, seconds=3.0)
+                latencies.append(time.perf_counter() - t0)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+            start.abort()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=rate, args=item) for item in queues.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    took = time.perf_counter() - began[0]
+    if errors:
+        raise errors[0]
+    stored = HumanGrade.objects.filter(campaign=campaign).count()
+    assert stored == len(latencies) == sum(map(len, queues.values())), (stored, len(latencies))
+    ms = sorted(t * 1000 for t in latencies)
+    print(f"{raters} raters of one campaign at once, {len(ms):,} ratings (each stored once): "
+          f"{len(ms) / took:.0f} ratings/s; a rating p50 {statistics.median(ms):.1f} ms, "
+          f"p95 {ms[int(0.95 * len(ms))]:.1f} ms, max {ms[-1]:.1f} ms")
 
 
 def agreement() -> None:
