@@ -9,7 +9,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from annotations.core.tables import comparisons
-from experiments.analysis.figures import GRADE_TICKS, LAYOUT, _json
+from experiments.analysis.figures import GRADE_TICKS, LAYOUT, figure_json
 
 STAT_NAMES = {"exact": "exact agreement", "within_one": "within one grade", "kappa": "quadratic κ"}
 SOURCE_COLOURS = {"judge": "#6b7280", "raters_mean": "#2f5d9b", "adjudicated": "#4d8a4d"}
@@ -44,7 +44,7 @@ def agreement(payload: dict, display: dict) -> dict | None:
         fig.add_trace(go.Bar(name="Krippendorff's α (all raters)", **_bars(["all raters"], [alpha])))
     fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="agreement", height=420,
                                             xaxis=dict(tickangle=-15), legend=dict(orientation="h", y=-0.4))
-    return _json(fig)
+    return figure_json(fig)
 
 
 def confusion(figure: dict | None, rows: str, columns: str) -> dict | None:
@@ -55,7 +55,7 @@ def confusion(figure: dict | None, rows: str, columns: str) -> dict | None:
                                texttemplate="%{text}", showscale=False))
     fig.update_layout(LAYOUT).update_layout(height=280, width=320, xaxis_title=columns, yaxis_title=rows,
                                             xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
-    return _json(fig)
+    return figure_json(fig)
 
 
 def conditions(payload: dict) -> dict | None:
@@ -72,7 +72,7 @@ def conditions(payload: dict) -> dict | None:
     ])
     fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="agreement",
                                             legend=dict(orientation="h", y=-0.3))
-    return _json(fig)
+    return figure_json(fig)
 
 
 def levels(payload: dict) -> dict | None:
@@ -92,7 +92,7 @@ def levels(payload: dict) -> dict | None:
                                             height=max(220, 80 + 45 * len(scopes)),
                                             legend=dict(orientation="h", y=-0.3))
     fig.update_yaxes(autorange="reversed")
-    return _json(fig)
+    return figure_json(fig)
 
 
 def distribution(payload: dict, display: dict) -> dict | None:
@@ -102,7 +102,7 @@ def distribution(payload: dict, display: dict) -> dict | None:
     names = [display.get(r["rater"], r["rater"]) for r in rows]
     fig = go.Figure([go.Bar(name=f"grade {g}", x=names, y=[r["distribution"][g] for r in rows]) for g in range(4)])
     fig.update_layout(LAYOUT).update_layout(barmode="stack", yaxis_title="graded items")
-    return _json(fig)
+    return figure_json(fig)
 
 
 def contrasts(payload: dict) -> dict | None:
@@ -123,4 +123,4 @@ def contrasts(payload: dict) -> dict | None:
                                             height=max(220, 80 + 60 * len(rated)), scattermode="group",
                                             legend=dict(orientation="h", y=-0.3))
     fig.update_yaxes(autorange="reversed")
-    return _json(fig)
+    return figure_json(fig)

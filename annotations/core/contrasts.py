@@ -25,7 +25,7 @@ dashboard does: ``name``, ``terms`` {condition: coefficient}, ``family``, ``crit
   draws, 95 % linear percentiles; family contrasts also at the run's Bonferroni tails
   over all its family contrasts, from the same draws).
 
-`paired_bootstrap` checks only that differences are finite (``_check_paired``), not that
+`paired_bootstrap` checks only that differences are finite (``check_paired``), not that
 grades are integers, so fractional means go through the same estimator unchanged. What
 does assume integer grades (the threshold decomposition, transition tables) is not
 computed here.

@@ -16,7 +16,8 @@ from experiments.core import stats
 from experiments.core.candidates import is_integer_grade_row
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.analysis.grades import GradeMatrix, grade_matrix
-from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, _tails
+from experiments.core.stats.arguments import bootstrap_tails
+from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.core.conditions import MEMORY, ONE_SHOT, OWNWORDS, RECENCY, WHOLE_RECORD, get_condition
 from experiments.models import AnalysisResult, ModelCall, Prediction, Run, Slot
 from experiments.core.conditions import FINAL
@@ -24,7 +25,7 @@ from experiments.core.criteria import CriteriaError, evaluate_criteria
 
 # The statistics code is part of what a cached result depends on.
 DASHBOARD_VERSION = "2"
-POINTWISE_TAILS = _tails(0.95, None)       # paired_bootstrap's default level
+POINTWISE_TAILS = bootstrap_tails(0.95, None)  # paired_bootstrap's default level
 SWEEP_BUILDERS = {MEMORY: "memory", OWNWORDS: "OwnWords", RECENCY: "most recent sentences"}
 
 

@@ -22,7 +22,7 @@ TEMPLATE = json.loads(go.Figure(layout=dict(template="plotly_white")).to_json())
 GRADE_TICKS = dict(tickmode="array", tickvals=[0, 1, 2, 3], automargin=True)
 
 
-def _json(fig: go.Figure) -> dict:
+def figure_json(fig: go.Figure) -> dict:
     """The figure as plain data for json_script (plotly's own encoder handles numpy), in TEMPLATE."""
     figure = json.loads(fig.to_json())
     figure["layout"]["template"] = TEMPLATE
@@ -71,7 +71,7 @@ def forest(contrasts: list[dict], explore: str | None = None) -> dict | None:
     fig.update_layout(LAYOUT).update_layout(xaxis_title="paired difference (normalized score)",
                       height=max(220, 60 + 45 * len(rows)), legend=dict(orientation="h", y=-0.25))
     fig.update_yaxes(autorange="reversed")
-    return _json(fig)
+    return figure_json(fig)
 
 
 def explore_link(explore: str | None, **params) -> str | None:
@@ -100,7 +100,7 @@ def means(rows: list[dict], explore: str | None = None) -> dict | None:
     ))
     fig.update_layout(LAYOUT).update_layout(xaxis_title="mean normalized content score", height=max(220, 60 + 40 * len(shown)))
     fig.update_yaxes(autorange="reversed")
-    return _json(fig)
+    return figure_json(fig)
 
 
 def sweep(data: dict, explore: str | None = None) -> dict | None:
@@ -118,7 +118,7 @@ def sweep(data: dict, explore: str | None = None) -> dict | None:
         fig.add_hline(y=data["whole_record"], line_dash="dash", annotation_text="whole record")
     fig.update_layout(LAYOUT).update_layout(xaxis_title="memory length (words); B = its characters",
                       yaxis_title="mean normalized score")
-    return _json(fig)
+    return figure_json(fig)
 
 
 def thresholds(contrasts: list[dict], explore: str | None = None) -> dict | None:
@@ -133,7 +133,7 @@ def thresholds(contrasts: list[dict], explore: str | None = None) -> dict | None
                              customdata=[contrast_link(explore, c) for c in rows],
                              textposition="outside", cliponaxis=False))
     fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="difference in share of tasks")
-    return _json(fig)
+    return figure_json(fig)
 
 
 # A 4 × 4 grid of grades needs no more: across a 1920 px page its cells were wide flat bands, read
@@ -155,7 +155,7 @@ def transitions(contrast: dict, explore: str | None = None) -> dict | None:
     fig.update_layout(LAYOUT).update_layout(
         height=300, width=HEATMAP_WIDTH, xaxis_title=f"grade under {axes['columns']}",
         yaxis_title=grade_axis_title(axes["rows"]), xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
-    return _json(fig)
+    return figure_json(fig)
 
 
 AXIS_LINE_CHARS = 24  # about 170 px of 12 px text: fits the 230 px height of a 300 px heatmap's plot
@@ -190,7 +190,7 @@ def lengths(rows: list[dict], explore: str | None = None) -> dict | None:
                      for r in shown])
     fig.update_layout(LAYOUT).update_layout(xaxis_title="answer length (words)", showlegend=False,
                       height=max(220, 60 + 40 * len(shown)))
-    return _json(fig)
+    return figure_json(fig)
 
 
 def cost(per_phase: list[dict], explore: str | None = None) -> dict | None:
@@ -202,4 +202,4 @@ def cost(per_phase: list[dict], explore: str | None = None) -> dict | None:
                            customdata=[explore_link(explore) for _ in per_phase],
                            name="attempts", texttemplate="%{y}", textposition="outside", cliponaxis=False))
     fig.update_layout(LAYOUT).update_layout(yaxis_title="HTTP attempts")
-    return _json(fig)
+    return figure_json(fig)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from experiments.analysis.figures import LAYOUT, _json
+from experiments.analysis.figures import LAYOUT, figure_json
 
 METRIC_TITLES = {"accuracy": "exact-option accuracy (higher is better)",
                  "deviation": "normalized deviation, ordinal items (lower is better)"}
@@ -23,7 +23,7 @@ def condition_means(means: list[dict]) -> dict | None:
                              marker=dict(color=colors), name=metric, showlegend=False), row=1, col=col)
     fig.update_layout(**{**LAYOUT, "height": 120 + 40 * len(rows)})
     fig.update_yaxes(autorange="reversed", automargin=True)
-    return _json(fig)
+    return figure_json(fig)
 
 
 def contrast_forest(contrasts: list[dict]) -> dict | None:
@@ -43,4 +43,4 @@ def contrast_forest(contrasts: list[dict]) -> dict | None:
         fig.add_vline(x=0, line=dict(color="#6b7280", dash="dot"), row=1, col=col)
     fig.update_layout(**{**LAYOUT, "height": 120 + 30 * max(1, len(contrasts) // 2)})
     fig.update_yaxes(automargin=True)
-    return _json(fig)
+    return figure_json(fig)

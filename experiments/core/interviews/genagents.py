@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import math
 
+from experiments.core.interviews.checks import (
+    Collector, check_has_participant_speech, check_id, check_text, load_json_strict,
+)
 from experiments.core.interviews.records import (
-    INTERVIEWER, PARTICIPANT, TURN_MAX_CHARS, ParsedSession, ParsedTurn, _check_has_participant_speech, _check_id,
-    _check_text, _Collector, _load_json_strict, unstorable_text_problem,
+    INTERVIEWER, PARTICIPANT, TURN_MAX_CHARS, ParsedSession, ParsedTurn, unstorable_text_problem,
 )
 
 GENAGENTS_FILES = ("nodes.json", "scratch_demographics.json", "meta.json")
@@ -20,7 +22,7 @@ def parse_genagents(files: dict[str, str], dirname: str) -> list[ParsedSession]:
     Each node's content is ``"Interviewer: <question>\\n\\n<first name>: <answer>"``; the
     answer part may be absent (a closing remark) and node 0 is empty.
     """
-    out = _Collector(dirname)
+    out = Collector(dirname)
     for name in GENAGENTS_FILES:
         if name not in files:
             out.add(name, "", "is missing from the genagents folder")
@@ -28,7 +30,7 @@ def parse_genagents(files: dict[str, str], dirname: str) -> list[ParsedSession]:
     loaded = {}
     for name in GENAGENTS_FILES:
         try:
-            loaded[name] = _load_json_strict(files[name])
+            loaded[name] = load_json_strict(files[name])
         except (ValueError, RecursionError) as exc:
             out.add(name, "", f"is not valid JSON ({exc})")
     out.raise_if_any()
@@ -37,7 +39,7 @@ def parse_genagents(files: dict[str, str], dirname: str) -> list[ParsedSession]:
     if not isinstance(meta, dict) or "id" not in meta:
         out.add("meta.json", "id", "is missing")
     else:
-        _check_id(meta["id"], "meta.json", "id", out)
+        check_id(meta["id"], "meta.json", "id", out)
     if not isinstance(demographics, dict):
         out.add("scratch_demographics.json", "", "must be a JSON object")
         demographics = {}
@@ -72,9 +74,9 @@ def parse_genagents(files: dict[str, str], dirname: str) -> list[ParsedSession]:
         question, _, answer = content[len("Interviewer:"):].partition(answer_marker)
         for speaker, text in ((INTERVIEWER, question.strip()), (PARTICIPANT, answer.strip())):
             if text:
-                _check_text(text, f"nodes.json {where}", "content", out, limit=TURN_MAX_CHARS)
+                check_text(text, f"nodes.json {where}", "content", out, limit=TURN_MAX_CHARS)
                 turns.append(ParsedTurn(speaker, text))
-    _check_has_participant_speech(turns, "nodes.json", out)
+    check_has_participant_speech(turns, "nodes.json", out)
     out.raise_if_any()
     return [
         ParsedSession(

@@ -14,10 +14,12 @@ import re
 from pathlib import Path
 from typing import BinaryIO
 
+from experiments.core.interviews.checks import (
+    Collector, check_has_participant_speech, check_id, check_text, load_json_strict,
+)
 from experiments.core.interviews.records import (
     INTERVIEWER, LANGUAGE_MAX_CHARS, PARTICIPANT, SPEAKERS, TRANSCRIPT_MAX_CHARS, TURN_MAX_CHARS,
-    InterviewFileError, ParsedSession, ParsedTurn, Problem, _check_has_participant_speech, _check_id,
-    _check_text, _Collector, _load_json_strict, decode_utf8, text_is_plain,
+    InterviewFileError, ParsedSession, ParsedTurn, Problem, decode_utf8, text_is_plain,
 )
 from experiments.core.interviews.genagents import GENAGENTS_FILES, parse_genagents  # noqa: F401 (re-exported)
 from experiments.core.interviews.streams import (
@@ -73,7 +75,7 @@ def _jsonl_sessions(lines, stream: SessionStream):
             continue
         where = f"line {number}"
         try:
-            record = _load_json_strict(line)
+            record = load_json_strict(line)
         except (ValueError, RecursionError) as exc:
             out.add(where, "", f"is not valid JSON ({exc})")
             continue
@@ -82,7 +84,7 @@ def _jsonl_sessions(lines, stream: SessionStream):
             yield session
 
 
-def _session_from_record(record, where: str, out: _Collector) -> ParsedSession | None:
+def _session_from_record(record, where: str, out: Collector) -> ParsedSession | None:
     if not isinstance(record, dict):
         out.add(where, "", f"must be a JSON object, got {type(record).__name__}")
         return None
@@ -94,16 +96,16 @@ def _session_from_record(record, where: str, out: _Collector) -> ParsedSession |
             out.add(where, name, "is missing")
     for name in ("session_id", "person_id", "study_id"):
         if name in record:
-            _check_id(record[name], where, name, out)
+            check_id(record[name], where, name, out)
     language = record.get("language", "en")
     if not isinstance(language, str) or not language.strip() or len(language) > LANGUAGE_MAX_CHARS:
         out.add(where, "language", f"must be a short language code such as 'en', got {language!r}")
     else:
-        _check_text(language, where, "language", out, limit=LANGUAGE_MAX_CHARS)
+        check_text(language, where, "language", out, limit=LANGUAGE_MAX_CHARS)
     screener = _screener_from_record(record.get("screener", []), where, out)
     turns = _turns_from_record(record.get("turns"), where, out) if "turns" in record else ()
     if "turns" in record and isinstance(record["turns"], list) and len(out.problems) == before:
-        _check_has_participant_speech(turns, where, out)
+        check_has_participant_speech(turns, where, out)
     if len(out.problems) != before:
         return None
     return ParsedSession(
@@ -117,7 +119,7 @@ def _session_from_record(record, where: str, out: _Collector) -> ParsedSession |
     )
 
 
-def _screener_from_record(items, where: str, out: _Collector) -> tuple[tuple[str, str], ...]:
+def _screener_from_record(items, where: str, out: Collector) -> tuple[tuple[str, str], ...]:
     if not isinstance(items, list):
         out.add(where, "screener", f"must be a list of {{question, answer}} objects, got {type(items).__name__}")
         return ()
@@ -139,12 +141,12 @@ def _screener_from_record(items, where: str, out: _Collector) -> tuple[tuple[str
             if not isinstance(item[part], str):
                 out.add(where, f"{name}.{part}", f"must be a string, got {type(item[part]).__name__}")
             else:
-                _check_text(item[part], where, f"{name}.{part}", out, limit=TURN_MAX_CHARS)
+                check_text(item[part], where, f"{name}.{part}", out, limit=TURN_MAX_CHARS)
         pairs.append((item["question"], item["answer"]))
     return tuple(pairs)
 
 
-def _turns_from_record(items, where: str, out: _Collector) -> tuple[ParsedTurn, ...]:
+def _turns_from_record(items, where: str, out: Collector) -> tuple[ParsedTurn, ...]:
     if not isinstance(items, list):
         out.add(where, "turns", f"must be a list of {{speaker, text}} objects, got {type(items).__name__}")
         return ()
@@ -173,7 +175,7 @@ def _turns_from_record(items, where: str, out: _Collector) -> tuple[ParsedTurn, 
         if not isinstance(text, str):
             out.add(where, f"{name}.text", f"must be a string, got {type(text).__name__}")
             continue
-        _check_text(text, where, f"{name}.text", out, limit=TURN_MAX_CHARS)
+        check_text(text, where, f"{name}.text", out, limit=TURN_MAX_CHARS)
         turns.append(ParsedTurn(speaker, text))
     return tuple(turns)
 
@@ -278,20 +280,20 @@ def _anthropic_sessions(lines, stream: SessionStream):
             yield session
 
 
-def _session_from_anthropic_row(transcript_id: str, text: str, where: str, out: _Collector):
+def _session_from_anthropic_row(transcript_id: str, text: str, where: str, out: Collector):
     before = len(out.problems)
-    _check_id(transcript_id, where, "transcript_id", out)
+    check_id(transcript_id, where, "transcript_id", out)
     prefix, sep, _ = transcript_id.rpartition("_")
     if not sep or not prefix:
         out.add(where, "transcript_id", f"'{transcript_id}' has no split prefix (expected e.g. science_0001)")
-    _check_text(text, where, "text", out, limit=TRANSCRIPT_MAX_CHARS)
+    check_text(text, where, "text", out, limit=TRANSCRIPT_MAX_CHARS)
     preamble, turns = split_anthropic_transcript(text)
     if preamble.strip():
         out.add(where, "text", "has text before the first 'Assistant:', 'AI:' or 'User:' line")
     for i, turn in enumerate(turns):
-        _check_text(turn.text, where, f"text (turn {i})", out, limit=TURN_MAX_CHARS)
+        check_text(turn.text, where, f"text (turn {i})", out, limit=TURN_MAX_CHARS)
     if len(out.problems) == before:
-        _check_has_participant_speech(turns, where, out)
+        check_has_participant_speech(turns, where, out)
     if len(out.problems) != before:
         return None
     return ParsedSession(

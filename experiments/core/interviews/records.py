@@ -1,4 +1,4 @@
-"""What an interview file becomes before it is stored: sessions, turns, problems, and the checks every reader shares.
+"""What an interview file becomes before it is stored: sessions, turns and problems.
 
 Every reader (`readers`) either returns all sessions of a file or raises `InterviewFileError`
 listing what is wrong, each problem naming the file, the line/row and the field.
@@ -6,9 +6,8 @@ Nothing is half-read: the caller imports a file whole or not at all. Imports no 
 """
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 INTERVIEWER = "interviewer"
 PARTICIPANT = "participant"
@@ -108,56 +107,9 @@ class InterviewFileError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-@dataclass
-class _Collector:
-    """Gathers problems for one file so the user sees them all in one go."""
-
-    file: str
-    problems: list[Problem] = field(default_factory=list)
-
-    def add(self, location: str, field_name: str, message: str) -> None:
-        if len(self.problems) < MAX_REPORTED_PROBLEMS:
-            self.problems.append(Problem(self.file, location, field_name, message))
-
-    def raise_if_any(self) -> None:
-        if self.problems:
-            raise InterviewFileError(self.problems)
-
-
 def text_is_plain(text: str, limit: int) -> bool:
-    """The fast test of a text: within the limit and storable (`_check_text` says what is wrong)."""
+    """The fast test of a text: within the limit and storable (`checks.check_text` says what is wrong)."""
     return len(text) <= limit and _UNSTORABLE.search(text) is None
-
-
-_ID_BREAKS = re.compile("[\r\n\t]")
-
-
-def _check_text(text: str, where: str, field_name: str, out: _Collector, *, limit: int) -> None:
-    if len(text) <= limit and _UNSTORABLE.search(text) is None:
-        return
-    problem = unstorable_text_problem(text)
-    if problem:
-        out.add(where, field_name, problem)
-    if len(text) > limit:
-        out.add(where, field_name, f"is {len(text):,} characters long; the limit is {limit:,}")
-
-
-def _check_id(value, where: str, field_name: str, out: _Collector) -> None:
-    if not isinstance(value, str):
-        out.add(where, field_name, f"must be a string, got {type(value).__name__}")
-    elif not value.strip():
-        out.add(where, field_name, "must not be empty")
-    elif value != value.strip() or _ID_BREAKS.search(value):
-        out.add(where, field_name, "must not contain leading/trailing spaces or line breaks")
-    else:
-        _check_text(value, where, field_name, out, limit=ID_MAX_CHARS)
-
-
-def _check_has_participant_speech(turns, where: str, out: _Collector) -> None:
-    if not turns:
-        out.add(where, "turns", "the interview is empty (no turns)")
-    elif not any(t.speaker == PARTICIPANT and t.text.strip() for t in turns):
-        out.add(where, "turns", "the interview has no participant speech")
 
 
 def decode_utf8(data: bytes, filename: str) -> str:
@@ -168,27 +120,3 @@ def decode_utf8(data: bytes, filename: str) -> str:
             [Problem(filename, "", "", f"is not valid UTF-8 (byte {exc.start})")]
         ) from None
     return text[1:] if text.startswith("\ufeff") else text
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not a valid JSON number")
-
-
-def _no_duplicate_keys(pairs):
-    record = dict(pairs)  # one C call; the loop below runs only for a file that has a duplicate
-    if len(record) != len(pairs):
-        seen = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"duplicate key '{key}'")
-            seen.add(key)
-    return record
-
-
-# One decoder for every line (json.loads would build one per call).
-_STRICT_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
-
-
-def _load_json_strict(text: str):
-    """json.loads that refuses NaN/Infinity and duplicate keys instead of guessing."""
-    return _STRICT_DECODER.decode(text)

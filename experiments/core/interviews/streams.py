@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from experiments.core.interviews.records import InterviewFileError, ParsedSession, Problem, _Collector
+from experiments.core.interviews.checks import Collector
+from experiments.core.interviews.records import InterviewFileError, ParsedSession, Problem
 
 # A line of a binary file ends at b"\n"; a lone CR (old Mac files) ends one too, as in
 # universal newlines. Other Unicode separators (U+2028 …) are text, which a JSON string may hold.
@@ -44,7 +45,7 @@ class SessionStream:
     def __init__(self, filename: str, read: Callable[["SessionStream"], Iterator[ParsedSession]],
                  bytes_total: int | None = None):
         self.filename = filename
-        self.problems = _Collector(filename)
+        self.problems = Collector(filename)
         self.bytes_read = 0
         self.bytes_total = bytes_total
         self.sessions_read = 0

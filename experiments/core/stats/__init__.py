@@ -18,9 +18,10 @@ normalizes the raw grades to [0, 1]").  In this module:
   (normally the normalized ones from ``PairedSet.diff``) and return that unit;
 * ``transition_table`` and ``quadratic_kappa`` take raw grades.
 
-Modules: `paired` (one contrast), `shared` (many bootstraps on one stream of draws), `shifts` (I.1), `grouping` (G.1,
-interactions), `agreement` (graders), `reference` (plain-loop bootstrap), `robustness` (I.1 intervals and monotone
-rescoring, subgroups and their differences, covariate regressions, weightings and exclusions: I.2, I.5, I.7, I.8).
+Modules: `arguments` (the tails, draws and paired differences every bootstrap checks), `paired` (one contrast),
+`shared` (many bootstraps on one stream of draws), `shifts` (I.1), `grouping` (G.1, interactions), `agreement`
+(graders), `reference` (plain-loop bootstrap), `robustness` (I.1 intervals and monotone rescoring, subgroups and
+their differences, covariate regressions, weightings and exclusions: I.2, I.5, I.7, I.8).
 
 Paper sections: B.3 (paired estimator, whole-person bootstrap, family tails,
 missing-score bounds, sign test), G.1 (grouping by budget share), G.2 (100,000

@@ -11,7 +11,7 @@ is not pairable and drops out): ``coincidence_matrix``, ``alpha_from_coincidence
 Intervals (``agreement_bootstrap``, ``alpha_bootstrap``, ``mean_vs_judge``) resample
 whole people as ``paired.paired_bootstrap`` does: a fresh ``PCG64(seed)``, people in
 ``np.unique`` order, blocks of 2,000 draws of P person indices with replacement, linear
-percentiles at ``_tails(level, tails)``; the same seed and people resample the same
+percentiles at ``bootstrap_tails(level, tails)``; the same seed and people resample the same
 people as any paired contrast.  Each person's ratings are summed once into a table
 (P × K × K); a draw's table is its multiplicity counts @ the person tables.  ``chunk``
 draws are counted at a time (about 24 bytes × chunk × P, besides one block of indices);
@@ -25,7 +25,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, GRADES, _tails
+from experiments.core.stats.arguments import bootstrap_tails
+from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, GRADES
 
 # Draws per random block: paired_bootstrap's blocks (G.2), hence its random stream.
 BLOCK = 2_000
@@ -310,7 +311,7 @@ def _bootstrap(labels, rows: np.ndarray, statistic: Callable[[np.ndarray], np.nd
 def _agreement(ia: np.ndarray, ib: np.ndarray, persons, extra: np.ndarray | None, *,
                draws: int, seed: int, level: float, tails, chunk: int) -> tuple[AgreementResult, Interval | None]:
     """Shared engine of agreement_bootstrap and mean_vs_judge; ``extra`` is a per-pair value to average."""
-    tails = _tails(level, tails)
+    tails = bootstrap_tails(level, tails)
     labels = _labels(persons, ia.size)
     k = len(GRADES)
     cells = np.zeros((ia.size, k * k))
@@ -362,7 +363,7 @@ def alpha_bootstrap(units, persons, *, draws: int = DEFAULT_DRAWS, seed: int = D
     rows = _unit_coincidences(counts[keep]).reshape(-1, k * k)
     intervals, _ = _bootstrap(labels[keep], rows,
                               lambda s: alpha_from_coincidences(s.reshape(-1, k, k))[:, None],
-                              draws=draws, seed=seed, tails=_tails(level, tails), chunk=chunk)
+                              draws=draws, seed=seed, tails=bootstrap_tails(level, tails), chunk=chunk)
     return intervals[0]
 
 

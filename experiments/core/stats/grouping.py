@@ -6,7 +6,8 @@ from typing import Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from experiments.core.stats.paired import BootstrapResult, PairedSet, _missing, paired_bootstrap, paired_set
+from experiments.core.stats.arguments import is_missing
+from experiments.core.stats.paired import BootstrapResult, PairedSet, paired_bootstrap, paired_set
 
 
 def interaction(a, b, c, d, *, person=None) -> tuple[PairedSet, np.ndarray]:
@@ -30,7 +31,7 @@ def candidate_mean(*candidates: Mapping[Hashable, float | None]) -> dict:
     out = {}
     for k in keys:
         grades = [cand.get(k) for cand in candidates]
-        out[k] = None if any(_missing(g) for g in grades) else sum(map(float, grades)) / len(grades)
+        out[k] = None if any(is_missing(g) for g in grades) else sum(map(float, grades)) / len(grades)
     return out
 
 

@@ -4,11 +4,12 @@ Units: see the package docstring (`experiments.core.stats`). Pure NumPy.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Mapping, NamedTuple, Sequence
 
 import numpy as np
+
+from experiments.core.stats.arguments import bootstrap_tails, check_draws, check_paired, is_missing
 
 # The analysis defaults (G.2): one seed for every contrast of a run, 100,000 draws.
 DEFAULT_SEED = 20260918
@@ -68,36 +69,6 @@ def family_tails(m: int, alpha: float = 0.05) -> tuple[float, float]:
     return (t, 1 - t)
 
 
-def _tails(level: float, tails: tuple[float, float] | None) -> tuple[float, float]:
-    if tails is None:
-        # Rounded so that level 0.95 gives exactly 0.025 and 0.975, hence the
-        # percentiles 2.5 and 97.5 the paper used, not 2.5000000000000022.
-        t = round((1 - level) / 2, 12)
-        tails = (t, 1 - t)
-    lo, hi = float(tails[0]), float(tails[1])
-    if not 0 <= lo < hi <= 1:
-        raise ValueError(f"tails must satisfy 0 <= lo < hi <= 1, got {tails}")
-    return (lo, hi)
-
-
-def _check_paired(cluster, diff) -> tuple[np.ndarray, np.ndarray]:
-    cluster = np.asarray(cluster)
-    diff = np.asarray(diff, dtype=float)
-    if cluster.ndim != 1 or diff.shape != cluster.shape:
-        raise ValueError("cluster labels and differences must be 1-D and of equal length")
-    if diff.size == 0:
-        raise ValueError("no paired tasks")
-    if not np.isfinite(diff).all():
-        # A NaN here is a missing grade that slipped past paired_set().
-        raise ValueError("differences must be finite; drop missing grades with paired_set()")
-    return cluster, diff
-
-
-def _check_draws(draws: int, block: int) -> None:
-    if draws < 1 or block < 1:
-        raise ValueError("draws and block must be positive")
-
-
 def paired_bootstrap(person, diff, *, seed: int, draws: int = 100_000,
                      block: int = 2_000, level: float = 0.95,
                      tails: tuple[float, float] | None = None,
@@ -120,9 +91,9 @@ def paired_bootstrap(person, diff, *, seed: int, draws: int = 100_000,
     person contributes the mean of their tasks instead of their sum, with the
     same resampled people.
     """
-    person, diff = _check_paired(person, diff)
-    _check_draws(draws, block)
-    tails = _tails(level, tails)
+    person, diff = check_paired(person, diff)
+    check_draws(draws, block)
+    tails = bootstrap_tails(level, tails)
     _, inverse = np.unique(person, return_inverse=True)
     n_people = int(inverse.max()) + 1
     S = np.bincount(inverse, weights=diff, minlength=n_people)   # per-person sums
@@ -159,7 +130,7 @@ def study_bootstrap(study, diff, *, seed: int, **kwargs) -> BootstrapResult:
 
 def person_weighted(person, diff) -> float:
     """Person-weighted point estimate: the mean of per-person mean differences (I.8)."""
-    person, diff = _check_paired(person, diff)
+    person, diff = check_paired(person, diff)
     _, inverse = np.unique(person, return_inverse=True)
     sums = np.bincount(inverse, weights=diff)
     counts = np.bincount(inverse)
@@ -232,7 +203,7 @@ def sign_test(person, diff) -> SignTest:
     two-sided p is 2·P(X ≤ min(neg, pos)), capped at 1, computed exactly with
     integers.  Paper: 85 below, 44 above (59 equal) gives p = 0.0004.
     """
-    person, diff = _check_paired(person, diff)
+    person, diff = check_paired(person, diff)
     _, inverse = np.unique(person, return_inverse=True)
     sums = np.bincount(inverse, weights=diff)
     negative = int(np.sum(sums < -ZERO_TOLERANCE))
@@ -283,10 +254,6 @@ class PairedSet:
         return (c @ self.grades) / (MAX_GRADE * divisor)
 
 
-def _missing(grade) -> bool:
-    return grade is None or (isinstance(grade, float) and math.isnan(grade))
-
-
 def paired_set(*conditions: Mapping[Hashable, float | None],
                person: Mapping | Callable | None = None) -> PairedSet:
     """Tasks graded under every condition, and how many were lost (B.3).
@@ -302,14 +269,14 @@ def paired_set(*conditions: Mapping[Hashable, float | None],
         raise ValueError("at least one condition")
     planned = list(dict.fromkeys(k for cond in conditions for k in cond))
     kept = [k for k in planned
-            if all(not _missing(cond.get(k)) for cond in conditions)]
+            if all(not is_missing(cond.get(k)) for cond in conditions)]
     grades = np.array([[float(cond[k]) for k in kept] for cond in conditions],
                       dtype=float).reshape(len(conditions), len(kept))
     people = None
     if person is not None:
         label = person if callable(person) else person.__getitem__
         people = np.asarray([label(k) for k in kept])
-    missing = tuple(sum(_missing(cond.get(k)) for k in planned) for cond in conditions)
+    missing = tuple(sum(is_missing(cond.get(k)) for k in planned) for cond in conditions)
     return PairedSet(tuple(kept), grades, people, len(planned),
                      len(planned) - len(kept), missing)
 

@@ -5,7 +5,8 @@ import math
 
 import numpy as np
 
-from experiments.core.stats.paired import BootstrapResult, _check_draws, _check_paired, _tails
+from experiments.core.stats.arguments import bootstrap_tails, check_draws, check_paired
+from experiments.core.stats.paired import BootstrapResult
 
 
 def _percentile_linear(sorted_values: list[float], q: float) -> float:
@@ -33,9 +34,9 @@ def paired_bootstrap_loop(person, diff, *, seed: int, draws: int = 100_000,
     """
     person = [p.item() if isinstance(p, np.generic) else p for p in np.asarray(person)]
     diff = [float(d) for d in diff]
-    _check_paired(person, diff)
-    _check_draws(draws, block)
-    tails = _tails(level, tails)
+    check_paired(person, diff)
+    check_draws(draws, block)
+    tails = bootstrap_tails(level, tails)
     people = sorted(set(person))
     position = {p: i for i, p in enumerate(people)}
     S = [0.0] * len(people)

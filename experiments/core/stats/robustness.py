@@ -21,9 +21,8 @@ from typing import Hashable, Iterator, Sequence
 
 import numpy as np
 
-from experiments.core.stats.paired import (
-    BootstrapResult, MAX_GRADE, _check_draws, _check_paired, _tails,
-)
+from experiments.core.stats.arguments import bootstrap_tails, check_draws, check_paired
+from experiments.core.stats.paired import BootstrapResult, MAX_GRADE
 from experiments.core.stats.shared import BootstrapRequest, shared_bootstraps
 
 BLOCK = 2_000
@@ -49,7 +48,7 @@ CHUNK_INDICES = 2 ** 21
 
 def _index_chunks(n_people: int, *, seed: int, draws: int, block: int = BLOCK) -> Iterator[tuple[int, np.ndarray]]:
     """``(first draw, idx)``: the people drawn, ``idx[r]`` for draw ``first + r``, in paired_bootstrap's stream."""
-    _check_draws(draws, block)
+    check_draws(draws, block)
     rows = max(1, min(block, CHUNK_INDICES // max(n_people, 1)))
     rng = np.random.Generator(np.random.PCG64(seed))
     for start in range(0, draws, rows):
@@ -76,8 +75,8 @@ def person_weighted_bootstrap(person, diff, *, seed: int, draws: int,
     Each replicate is computed as paired_bootstrap computes it, per-person means summed over the
     drawn people in draw order, chunk by chunk instead of 2,000 draws at once.
     """
-    person, diff = _check_paired(person, diff)
-    tails = _tails(0.95, tails)
+    person, diff = check_paired(person, diff)
+    tails = bootstrap_tails(0.95, tails)
     _, inverse = np.unique(person, return_inverse=True)
     n = int(inverse.max()) + 1
     S = np.bincount(inverse, weights=diff, minlength=n)
@@ -151,7 +150,7 @@ def threshold_robustness(person, per_task, *, seed: int, draws: int,
     per_task = np.asarray(per_task, dtype=float)
     if per_task.ndim != 2 or per_task.shape[0] != MAX_GRADE:
         raise ValueError("per_task must be (3, tasks)")
-    tails = _tails(0.95, tails)
+    tails = bootstrap_tails(0.95, tails)
     results = shared_bootstraps([BootstrapRequest(person, row, (tails,)) for row in per_task],
                                 seed=seed, draws=draws)
     intervals = tuple(Interval(r[0].estimate, r[0].lo, r[0].hi, r[0].n_tasks, r[0].n_people) for r in results)
@@ -187,11 +186,11 @@ def subgroups(labels, person, diff, *, seed: int, draws: int, order: Sequence[Ha
     that leaves a group without tasks leaves the difference undefined, and the interval is then
     not given (``undefined_draws`` says in how many).
     """
-    person, diff = _check_paired(person, diff)
+    person, diff = check_paired(person, diff)
     labels = np.asarray(labels, dtype=object)
     if labels.shape != diff.shape:
         raise ValueError("one label per task")
-    tails = _tails(0.95, tails)
+    tails = bootstrap_tails(0.95, tails)
     present = list(dict.fromkeys(labels.tolist()))
     names = [g for g in order if g in present] if order is not None else present
     requests = [BootstrapRequest(person[labels == g], diff[labels == g], (tails,)) for g in names]
@@ -210,8 +209,8 @@ def subgroups(labels, person, diff, *, seed: int, draws: int, order: Sequence[Ha
 def group_difference(in_first, in_second, person, diff, *, seed: int, draws: int,
                      tails: tuple[float, float] | None = None) -> Interval:
     """Mean of ``diff`` over the first group minus over the second, resampling the people of both."""
-    person, diff = _check_paired(person, diff)
-    tails = _tails(0.95, tails)
+    person, diff = check_paired(person, diff)
+    tails = bootstrap_tails(0.95, tails)
     in_first, in_second = np.asarray(in_first, dtype=bool), np.asarray(in_second, dtype=bool)
     used = in_first | in_second
     labels, inverse = np.unique(person[used], return_inverse=True)
@@ -268,13 +267,13 @@ def covariate_regression(person, x, diff, *, seed: int, draws: int,
     ``paired_bootstrap``'s draws; a draw whose tasks all share one ``x`` has no slope and
     makes the interval undefined.  The intercept is the fitted difference at ``x = 0``.
     """
-    person, diff = _check_paired(person, diff)
+    person, diff = check_paired(person, diff)
     x = np.asarray(x, dtype=float)
     if x.shape != diff.shape or not np.isfinite(x).all():
         raise ValueError("one finite covariate value per task")
     if np.ptp(x) == 0:
         raise ValueError("the covariate takes one value on every task: no slope")
-    tails = _tails(0.95, tails)
+    tails = bootstrap_tails(0.95, tails)
     # Centred covariate: the normal equations stay well conditioned far from x = 0.
     centre = float(x.mean())
     xc = x - centre
@@ -307,7 +306,7 @@ def covariate_regression(person, x, diff, *, seed: int, draws: int,
 def weightings(person, diff, *, seed: int, draws: int,
                tails: tuple[float, float] | None = None) -> tuple[BootstrapResult, BootstrapResult]:
     """The task-weighted and the person-weighted estimate, each with its interval on the same draws (I.8)."""
-    tails = _tails(0.95, tails)
+    tails = bootstrap_tails(0.95, tails)
     task = shared_bootstraps([BootstrapRequest(person, diff, (tails,))], seed=seed, draws=draws)[0][0]
     return task, person_weighted_bootstrap(person, diff, seed=seed, draws=draws, tails=tails)
 
@@ -315,8 +314,8 @@ def weightings(person, diff, *, seed: int, draws: int,
 def without_people(person, diff, excluded, *, seed: int, draws: int,
                    tails: tuple[float, float] | None = None) -> tuple[BootstrapResult, BootstrapResult | None]:
     """The contrast on all tasks and without the ``excluded`` people (I.5): both, the second None when nobody is left."""
-    person, diff = _check_paired(person, diff)
-    tails = _tails(0.95, tails)
+    person, diff = check_paired(person, diff)
+    tails = bootstrap_tails(0.95, tails)
     keep = ~np.isin(person, np.asarray(list(excluded), dtype=person.dtype) if len(excluded) else person[:0])
     requests = [BootstrapRequest(person, diff, (tails,))]
     if keep.any():

@@ -33,9 +33,8 @@ from typing import Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from experiments.core.stats.paired import (
-    BootstrapResult, MAX_GRADE, _check_draws, _check_paired, _tails, paired_bootstrap,
-)
+from experiments.core.stats.arguments import bootstrap_tails, check_draws, check_paired
+from experiments.core.stats.paired import BootstrapResult, MAX_GRADE, paired_bootstrap
 
 UNIT_ROUNDOFF = 2.0 ** -53
 # Rows of draws generated and counted at once: the memory bound (rows × clusters counts).
@@ -56,7 +55,7 @@ class BootstrapRequest:
 
     cluster: Sequence
     diff: Sequence[float]
-    tails: tuple[tuple[float, float], ...] = (_tails(0.95, None),)
+    tails: tuple[tuple[float, float], ...] = (bootstrap_tails(0.95, None),)
 
 
 @dataclass
@@ -87,13 +86,13 @@ def shared_bootstraps(requests: Sequence[BootstrapRequest], *, seed: int, draws:
     does not depend on it, and memory is bounded by ``chunk_rows`` (at most ``block``).
     Groups of at most ``direct_clusters`` clusters compute every replicate directly.
     """
-    _check_draws(draws, block)
+    check_draws(draws, block)
     chunk_rows = max(1, min(chunk_rows, block))
     results: list[list[BootstrapResult] | None] = [None] * len(requests)
     groups: dict[tuple, tuple[np.ndarray, list[_Statistic]]] = {}
     for i, request in enumerate(requests):
-        tails = tuple(_tails(0.95, t) for t in request.tails)
-        cluster, diff = _check_paired(request.cluster, request.diff)
+        tails = tuple(bootstrap_tails(0.95, t) for t in request.tails)
+        cluster, diff = check_paired(request.cluster, request.diff)
         raw = _exact_thirds(diff)
         if raw is None:
             results[i] = [paired_bootstrap(cluster, diff, seed=seed, draws=draws, block=block, tails=t)
