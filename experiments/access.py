@@ -73,6 +73,24 @@ def run_for(request, slug: str, pk: int, *, roles=AGGREGATE_READERS):
     return membership, run
 
 
+def runs_for(request, slug: str, *, roles=AGGREGATE_READERS):
+    """(membership, runs) for the runs the query names (`run` repeated) in project `slug`, checked
+    against `roles`: in the order given, each once.
+
+    A run of another project, or a value that is no run id, is not found (404), like the project.
+    """
+    membership = membership_for(request, slug, roles=roles)
+    try:
+        ids = list(dict.fromkeys(int(v) for v in request.GET.getlist("run")))
+    except ValueError:
+        raise Http404("No such run")
+    found = {r.pk: r for r in Run.objects.select_related("protocol__cohort")
+             .filter(protocol__project=membership.project, pk__in=ids)}
+    if len(found) != len(ids):
+        raise Http404("No such run")
+    return membership, [found[i] for i in ids]
+
+
 # --- who may spend money ---------------------------------------------------------------------
 
 # The offline stand-in costs nothing; every other provider is a paid service.

@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
-from experiments.access import AGGREGATE_READERS, membership_for, run_for
+from experiments.access import run_for, runs_for
 from experiments.analysis.tables import cached_results
 from experiments.analysis.exports import csv_text
 from experiments.audit import Kind, audit_record
@@ -81,18 +81,12 @@ def run_tables(request, slug, pk):
 @login_required
 def project_tables(request, slug):
     """Template experiments/analysis/project_tables.html: the planned contrasts of chosen runs (``run`` repeated)."""
-    membership = membership_for(request, slug, roles=AGGREGATE_READERS)
+    membership, runs = runs_for(request, slug)
     project = membership.project
     fmt = _format(request)
-    try:
-        ids = list(dict.fromkeys(int(v) for v in request.GET.getlist("run")))
-    except ValueError:
-        raise Http404("No such run")
-    found = {r.pk: r for r in Run.objects.select_related("protocol").filter(protocol__project=project, pk__in=ids)}
-    if len(found) != len(ids):
-        raise Http404("No such run")
+    ids = [run.pk for run in runs]
     entries, rows = [], []
-    for run in (found[i] for i in ids):
+    for run in runs:
         dashboard, _ = cached_results(run)
         verdicts, problem = criteria_verdicts(run.protocol, dashboard.payload if dashboard else None)
         entries.append({"run": run, "computed": dashboard is not None, "verdicts": verdicts, "problem": problem})
@@ -103,9 +97,9 @@ def project_tables(request, slug):
             return HttpResponse("No chosen run has its analysis computed.", status=404, content_type="text/plain")
         return _download(request, project, rows, stem=f"{project.slug}-runs-" + "-".join(map(str, ids)),
                          what=f"runs {', '.join(map(str, ids))}: paper-style tables", fmt=fmt,
-                         caption="Runs " + ", ".join(map(str, ids)) + offline_caption(found.values()))
+                         caption="Runs " + ", ".join(map(str, ids)) + offline_caption(runs))
     choices = Run.objects.filter(protocol__project=project).select_related("protocol").order_by("-pk")[:200]
     return render(request, "experiments/analysis/project_tables.html", {
         "membership": membership, "project": project, "entries": entries, "choices": choices, "ids": ids,
         "groups": paper_tables.grouped(rows),
-        "offline_runs": sorted(run.pk for run in found.values() if offline_roles(run.protocol)["any"])})
+        "offline_runs": sorted(run.pk for run in runs if offline_roles(run.protocol)["any"])})

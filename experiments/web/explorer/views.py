@@ -5,14 +5,13 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from experiments.audit import Kind, audit_record
 from experiments.execution.survey import is_survey_protocol
-from experiments.access import AGGREGATE_READERS, TEXT_READERS, membership_for, run_for
+from experiments.access import TEXT_READERS, membership_for, run_for, runs_for
 from experiments.analysis.explorer import explorer_page
 from experiments.analysis.explorer_query import GRADES, ExplorerQuery
 from experiments.analysis.explorer_search import search_predictions, search_tasks
@@ -150,16 +149,8 @@ def run_compare(request, slug):
     """Template experiments/predictions/run_compare.html: two or more runs on the same cohort
     side by side (`run` repeated), each condition's mean, and for `condition` the paired
     whole-person contrast of every run against the first. Numbers only."""
-    membership = membership_for(request, slug, roles=AGGREGATE_READERS)
+    membership, runs = runs_for(request, slug)
     project = membership.project
-    try:
-        ids = list(dict.fromkeys(int(v) for v in request.GET.getlist("run")))
-    except ValueError:
-        raise Http404("No such run")
-    runs = {r.pk: r for r in Run.objects.select_related("protocol__cohort").filter(protocol__project=project, pk__in=ids)}
-    if len(runs) != len(ids):
-        raise Http404("No such run")
-    runs = [runs[i] for i in ids]
     comparison, error = None, ""
     if len(runs) >= 2:
         try:
