@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotations.models import Adjudication, HumanGrade, RatingCampaign, RatingItem
 
-# Raters this far apart disagree about the substance, not a boundary (issue 10).
+# Raters this far apart disagree about the substance, not a boundary.
 ADJUDICATION_SPREAD = 2
 
 

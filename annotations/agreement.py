@@ -1,4 +1,4 @@
-"""A campaign's results (issue 10): its tables from the database, the numbers from `annotations.core`.
+"""A campaign's results: its tables from the database, the numbers from `annotations.core`.
 
 `campaign_table` gathers, per item: the person (task.session.person_id, the bootstrap's
 cluster), the conditions that produced its text, the judge's grade, each rater's rating,

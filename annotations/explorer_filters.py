@@ -1,4 +1,4 @@
-"""The explorer's judge–human disagreement filter (issue 12), registered into experiments'
+"""The explorer's judge–human disagreement filter, registered into experiments'
 explorer from AnnotationsConfig.ready (experiments never imports annotations).
 
 An item's human consensus is its adjudicated grade when an owner decided one, otherwise its

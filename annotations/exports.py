@@ -20,7 +20,7 @@ import json
 
 from annotations.agreement import rater_labels
 from annotations.models import HumanGrade, RatingCampaign, RatingItem
-# One CSV rule for the whole app (issue 11): defusedcsv's writer plus the OWASP additions.
+# One CSV rule for the whole app: defusedcsv's writer plus the OWASP additions.
 from experiments.analysis.exports import cluster_labels, csv_text
 from experiments.models import CohortTask
 

@@ -1,4 +1,4 @@
-"""Rating campaigns: blind human grades of a finished run's answers (DESIGN §2, issue 10).
+"""Rating campaigns: blind human grades of a finished run's answers (docs/design.md §2).
 
 An item is one distinct answer text within a task, as for the judge, so one human grade
 serves every condition that produced that text. Each item goes to exactly k distinct

@@ -1,6 +1,6 @@
 """The rater's side: the next item, storing a rating, undo. The ONE place that chooses what a rater sees.
 
-Blinding (issue 10): a rater sees what the judge saw — question, reference answer,
+Blinding: a rater sees what the judge saw — question, reference answer,
 predicted answer, rubric — and their own progress. Never the condition, the model, the
 judge's grade or rationale, another rater's grade, gold status, or which items share a
 text. `rater_item` builds that view from an explicit list of fields; nothing else of the

@@ -1,5 +1,5 @@
 """The judge's rubric (paper §3.2) as raters see it — as the study's rubric, the judge never named
-on a rater's page (issue 28, item 8): read from the judge's own prompt file.
+on a rater's page: read from the judge's own prompt file.
 
 Raters must grade on the scale the judge used, so the text comes from `prompts/judge_user.txt`
 (the grading steps after the prediction block), not from a second copy that could drift.
@@ -18,7 +18,7 @@ JUDGE_SYSTEM = "judge_system"
 def instruction() -> str:
     """The judge's system instruction, less its demand for JSON (raters press keys instead).
 
-    Raters read it as the study's rubric, never as a judge's (issue 28, item 8: a rater who learns a
+    Raters read it as the study's rubric, never as a judge's (blinding: a rater who learns a
     model graded the answers may defer to it), so its one "Judge" (the verb) reads "Grade"."""
     text = load_prompt(JUDGE_SYSTEM).replace("Output valid JSON only.", "")
     return text.replace("Judge CONTENT ONLY", "Grade CONTENT ONLY").strip()

@@ -1,4 +1,4 @@
-"""Engine throughput through the real queue (issue 4): calls per second against the ideal.
+"""Engine throughput through the real queue: calls per second against the ideal.
 
 A local LLM server (tests/llm_fake_server.py) answers every request after 200 ms; the
 protocol's in-flight cap is 8, so no engine can do better than 8 / 0.2 s = 40 calls/s.
@@ -14,7 +14,7 @@ Printed per configuration (worker class × number of workers):
     * the place empty (between one attempt's outcome and the next reservation: the limiter,
       the queue, job start-up, the reservation's own transaction, the driver at phase ends).
 
-Levels (issue 13): `--levels 8:0.2 32:0.2 128:1` runs, for each K:L, a server answering after L
+Levels: `--levels 8:0.2 32:0.2 128:1` runs, for each K:L, a server answering after L
 seconds and a protocol capping K requests in flight, served by `--processes` multi-slot workers
 (`MultiSlotWorker`, ceil(K / processes) + `--spare` slots each), and prints throughput against
 the ideal K / L and the CPU time per call of every process involved: the workers (their
@@ -418,7 +418,7 @@ def main():
                         help="multi-slot mode: requests in flight K and server latency L (s), e.g. 8:0.2 32:0.2 128:1")
     parser.add_argument("--processes", type=int, default=4, help="multi-slot worker processes (with --levels)")
     parser.add_argument("--level-class", choices=list(WORKER_CLASSES), default="multi",
-                        help="worker class with --levels (resilient: the single-slot workers before issue 13)")
+                        help="worker class with --levels (resilient: the single-slot workers of before multi-slot)")
     parser.add_argument("--spare", type=int, default=6, help="slots per worker beyond ceil(K / processes)")
     parser.add_argument("--phase-seconds", type=float, default=20.0,
                         help="calls per phase = K / L × this (with --levels): the ideal duration of each phase")

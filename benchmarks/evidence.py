@@ -1,4 +1,4 @@
-"""Speed of the evidence builders (issue 3): OwnWords for every target of the 250 shared
+"""Speed of the evidence builders: OwnWords for every target of the 250 shared
 Anthropic Interviewer transcripts at B = 700 characters.
 
     .venv/bin/python benchmarks/evidence.py [--data DIR] [--budget 700] [--repeat 5]

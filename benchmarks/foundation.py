@@ -1,4 +1,4 @@
-"""Import and page speed of the foundation (issue 2).
+"""Import and page speed of the foundation.
 
 Imports the 250 bundled Anthropic Interviewer transcripts into a fresh database and
 times the session page (median of repeated requests) with its query count.

@@ -1,4 +1,4 @@
-"""Speed and peak memory of a large JSONL import (issue 11): 100,000 sessions.
+"""Speed and peak memory of a large JSONL import: 100,000 sessions.
 
 Writes a deterministic JSONL file of SESSIONS sessions (a screener of two items and
 PAIRS question/answer pairs each, every LONG_EVERY-th session twelve, enough for tasks

@@ -1,4 +1,4 @@
-"""Lighthouse performance score of the main pages, on the demo data, logged in (issue 12: >= 90).
+"""Lighthouse performance score of the main pages, on the demo data, logged in (target: >= 90).
 
     npm install --prefix /tmp/lh lighthouse        # once, outside the repository
     .venv/bin/python benchmarks/lighthouse.py              # production mode: DEBUG off, collectstatic, whitenoise

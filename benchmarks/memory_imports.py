@@ -1,4 +1,4 @@
-"""Benchmark of memory imports (issue 15) on PostgreSQL: what sealing and planning cost when a
+"""Benchmark of memory imports on PostgreSQL: what sealing and planning cost when a
 protocol imports the memories of an earlier run instead of writing them.
 
     .venv/bin/python benchmarks/memory_imports.py                  # database bench_memory_imports (dropped, rebuilt)

@@ -1,4 +1,4 @@
-"""Benchmark of the explorer's pages (issue 12) on PostgreSQL.
+"""Benchmark of the explorer's pages on PostgreSQL.
 
     .venv/bin/python benchmarks/pages.py                 # database bench_pages (dropped and rebuilt)
     SESSIONS=20000 RUN_SESSIONS=2000 .venv/bin/python benchmarks/pages.py   # smaller

@@ -1,4 +1,4 @@
-"""Benchmark of the candidate pools page (issue 14) from the database: one common-experiment-sized run.
+"""Benchmark of the candidate pools page from the database: one common-experiment-sized run.
 
 Run from the repository root (a fresh database on the embedded server unless DATABASE_URL names another database):
 

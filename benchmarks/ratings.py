@@ -1,4 +1,4 @@
-"""Benchmark of human ratings (issue 10): campaign creation, the next item, agreement.
+"""Benchmark of human ratings: campaign creation, the next item, agreement.
 
     .venv/bin/python benchmarks/ratings.py                  # PostgreSQL bench_ratings (created if missing)
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_ratings .venv/bin/python benchmarks/ratings.py

@@ -1,4 +1,4 @@
-"""Receipts of the same tasks at once on PostgreSQL (issue 28, item 10): receipts per second,
+"""Receipts of the same tasks at once on PostgreSQL: receipts per second,
 retries and lost answers at K = 8, 32 and 128 threads.
 
 For each K a new run (fusion and selection over two memories: per task six candidates, four

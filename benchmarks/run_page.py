@@ -1,4 +1,4 @@
-"""Benchmark of the run page's progress (issue 12/13) on PostgreSQL: a run of SLOTS slots.
+"""Benchmark of the run page's progress on PostgreSQL: a run of SLOTS slots.
 
     .venv/bin/python benchmarks/run_page.py                       # database bench_run_page (dropped, rebuilt)
     SLOTS=100000 DATABASE_URL=postgres://postgres@127.0.0.1:5432/mydb .venv/bin/python benchmarks/run_page.py
@@ -12,7 +12,7 @@ the Django test client) and the number of queries of: `progress.run_progress` al
 and its JSON poll, and of the lookups a reservation makes under the run's lock (the phase's
 recoveries; the attempts against HTTP ceilings), and a look's hand-out of one window of pending
 slots against all of them, with the Redis memory of a queued slot job. The page must not grow its
-query count with the run; issue 13 asks ≤ 200 ms.
+query count with the run, and take ≤ 200 ms.
 REUSE=1 migrates the database a previous run built and brings its last 15 minutes of calls up to now
 again (so the run is "running" as measured), instead of dropping it.
 """
@@ -136,7 +136,7 @@ def timed(fn, repeat=REPEAT):
 
 def hand_out(run) -> None:
     """A look's hand-out of the pending slots, rolled back each time: one window (what the queue's
-    driver hands out) and all of them (what it did before issue 13's window); and the Redis memory
+    driver hands out) and all of them (what it did before the window); and the Redis memory
     of a slot job, which the window bounds."""
     from django.db import transaction
     from django_rq import get_connection
@@ -199,7 +199,7 @@ def main():
         median, best = timed(fn)
         print(f"{label:16} median {median:7.1f} ms  best {best:7.1f} ms")
     hand_out(run)
-    print(f"(issue 13: the run page ≤ 200 ms with a number of queries that does not grow with the run; "
+    print(f"(target: the run page ≤ 200 ms with a number of queries that does not grow with the run; "
           f"{REPEAT} requests each, wall clock: see `uptime`)")
 
 

@@ -1,4 +1,4 @@
-"""Benchmark of experiments.core.stats (issue 5): the eight-contrast family of App. B.3.
+"""Benchmark of experiments.core.stats: the eight-contrast family of App. B.3.
 
 Run from the repository root:
 
@@ -6,12 +6,12 @@ Run from the repository root:
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python benchmarks/stats.py \
         --dashboard-only --people 4000 20000 --repeat 3
 
-    .venv/bin/python benchmarks/stats.py --diagnostics      # issue 14: pool diagnostics and pickers
+    .venv/bin/python benchmarks/stats.py --diagnostics      # pool diagnostics and pickers
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python benchmarks/stats.py --tables
 
-The second form times issue 13's targets: a dashboard of 200,000 and 1,000,000 predictions
+The second form times the dashboard's targets: a dashboard of 200,000 and 1,000,000 predictions
 (4,000 and 20,000 people, 10 conditions, 8 family contrasts, 100,000 draws) on PostgreSQL,
-each refresh in a fresh process with its peak resident memory. The third (issue 14) computes the
+each refresh in a fresh process with its peak resident memory. The third computes the
 robustness tables of a paper-size run once and serves the tables page, its CSV and its LaTeX from
 the cache (target: ≤ 200 ms).
 
@@ -108,7 +108,7 @@ def main() -> None:
     print(f"* loop seconds extrapolated linearly from {LOOP_DRAWS:,} draws to {DRAWS:,}; "
           "the loop and the vectorised code agreed on those draws.")
 
-    # The same family on one shared stream of draws (issue 13): identical intervals.
+    # The same family on one shared stream of draws: identical intervals.
     requests, separate = [], []
     for name, conds, coefficients in FAMILY:
         paired = stats.paired_set(*(grades[c] for c in conds), person=owner)
@@ -242,7 +242,7 @@ def time_dashboard(run_id: int) -> None:
 
 
 def diagnostics_benchmark(repeat: int = 3) -> None:
-    """Issue 14: the pool diagnostics (App. I.3) and picker contrasts of one common-experiment run.
+    """The pool diagnostics (App. I.3) and picker contrasts of one common-experiment run.
 
     1,768 tasks of 188 people × 12 conditions (two memories × b0, b1, b2, fusion, selection;
     the whole record; the current dialogue), 100,000 draws, everything on one shared stream as
@@ -310,7 +310,7 @@ def diagnostics_benchmark(repeat: int = 3) -> None:
 
 def tables_benchmark(people: int = 188, tasks_per_person: int = 9, conditions_n: int = 12,
                      repeat: int = 20) -> None:
-    """Issue 14: the robustness tables of a paper-size run (188 people, 1,692 tasks, 12 conditions, 8 contrasts,
+    """The robustness tables of a paper-size run (188 people, 1,692 tasks, 12 conditions, 8 contrasts,
     100,000 draws) computed once, then the tables page, its CSV and its LaTeX served from the cache."""
     setup_django()
     from django.contrib.auth import get_user_model
@@ -383,7 +383,7 @@ if __name__ == "__main__":
     parser.add_argument("--run", type=int, nargs="*", default=[], help="time existing benchmark runs again")
     parser.add_argument("--time-dashboard", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--diagnostics", action="store_true",
-                        help="only the pool diagnostics and pickers of one common-experiment run (issue 14)")
+                        help="only the pool diagnostics and pickers of one common-experiment run")
     parser.add_argument("--tables", action="store_true",
                         help="only the robustness tables of a paper-size run: compute once, then the page from cache")
     args = parser.parse_args()

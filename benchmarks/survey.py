@@ -1,4 +1,4 @@
-"""Speed of the survey benchmark's pure core (issue 16) on SYNTHETIC Twin-2K-500-shaped data.
+"""Speed of the survey benchmark's pure core on SYNTHETIC Twin-2K-500-shaped data.
 
     .venv/bin/python benchmarks/survey.py [--data DIR] [--respondents 400] [--budget 700] [--repeat 3]
 

@@ -1,4 +1,4 @@
-"""Speed of storing a survey study in the app (issue 16) on SYNTHETIC Twin-2K-500-shaped data.
+"""Speed of storing a survey study in the app on SYNTHETIC Twin-2K-500-shaped data.
 
     DATABASE_URL=postgres://.../bench_survey .venv/bin/python benchmarks/survey_app.py --data DIR [--workers 2]
 

@@ -1,4 +1,4 @@
-"""Access checks for project pages (DESIGN §2), in one place, and who may spend money (`may_spend`).
+"""Access checks for project pages (docs/design.md §2), in one place, and who may spend money (`may_spend`).
 
 Every view starts with `membership_for(request, slug, roles=...)`: a project the
 user is not a member of does not exist for them (404); a member whose role may not
@@ -32,7 +32,7 @@ def membership_for(request, slug: str, *, roles=EVERY_ROLE) -> Membership:
 
 
 # Every role but the blinded rater: protocols and runs show condition names and aggregate
-# counts, which a rater must never see (DESIGN §2), but no participant text.
+# counts, which a rater must never see (docs/design.md §2), but no participant text.
 AGGREGATE_READERS = frozenset({Role.OWNER, Role.ANALYST, Role.VIEWER})
 
 
@@ -113,7 +113,7 @@ def may_spend(membership, protocol) -> bool:
     when the project delegates spending to them (`Project.analysts_may_spend`). Whoever may
     start a run may also pause it: the same rule decides both. Raters and viewers never.
     On top of the role, each paid endpoint the protocol sends to needs the administrator's grant
-    for the user (`grant_refusal`; issue 28).
+    for the user (`grant_refusal`).
     """
     return _role_refusal(membership, protocol) is None and grant_refusal(membership.user, protocol) is None
 

@@ -48,7 +48,7 @@ class TurnInline(admin.TabularInline):
 
 @admin.register(models.Session)
 class SessionAdmin(AuditedTextAdmin, admin.ModelAdmin):
-    # Every admin view of participant text is audited (issue 28, item 7): the change view shows the turns.
+    # Every admin view of participant text is audited: the change view shows the turns.
     list_display = ["external_id", "project", "study", "person", "source_format", "imported_at"]
     list_filter = ["project", "source_format"]
     search_fields = ["external_id"]

@@ -7,6 +7,6 @@ class ExperimentsConfig(AppConfig):
 
     def ready(self):
         # Every process of the app (web, workers, commands) reads a key only for a configuration
-        # the administrator's endpoint list allows (issue 28): the client asks before reading.
+        # the administrator's endpoint list allows: the client asks before reading.
         from experiments.execution.endpoints import install_key_gate
         install_key_gate()

@@ -1,4 +1,4 @@
-"""The audit log's one writer (issue 12): every view that shows participant text or sends an
+"""The audit log's one writer: every view that shows participant text or sends an
 export calls `audit_record` once, after its access check passed and before it answers; every
 change of a project's members is recorded by `experiments.members` through `audit_write`, in the
 change's own transaction."""
@@ -23,7 +23,7 @@ def audit_write(*, project, user, kind: str, target: str, path: str = "") -> Aud
 
 
 class AuditedTextAdmin:
-    """Admin mixin for models holding participant text (issue 28, item 7): opening one (its change
+    """Admin mixin for models holding participant text: opening one (its change
     view, read-only or not) or a page of its list writes an audit entry, as the site's own pages do.
 
     `audit_project` is the lookup from the model to its project; `audit_kind` the entry's kind.

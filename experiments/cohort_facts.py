@@ -1,4 +1,4 @@
-"""What the run explorer sorts and filters on, copied onto a cohort's tasks (issue 12).
+"""What the run explorer sorts and filters on, copied onto a cohort's tasks.
 
 A sort by person or study and the question-text filter used to join every task of the cohort to
 its session, person or study and question turn (71,430 lookups at a million predictions). A

@@ -1,4 +1,4 @@
-"""Projects and their members (issue 12): creating a project, and the owners' member changes.
+"""Projects and their members: creating a project, and the owners' member changes.
 
 Every change goes through here, so two rules hold everywhere: a project never loses its last
 owner, and every change is in the audit log (who, when, what), written in the change's own

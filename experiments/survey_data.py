@@ -1,4 +1,4 @@
-"""Survey studies as data (issue 16): importing validated respondents whole or not at all, the
+"""Survey studies as data: importing validated respondents whole or not at all, the
 seeded samples as cohorts, and rebuilding a stored respondent for the core.
 
 The core (`experiments.core.survey`) reads and validates the files and checks leaks; this module

@@ -1,5 +1,5 @@
 """The site's boundary: what every request must pass before a view (or Django) reads it, and the
-header every answer carries (issue 28 items 6 and 9, issue 27's input gate).
+header every answer carries (body limits, the Content-Security-Policy, the NUL/overflow input gate).
 
 - `RequestBodyLimit`: a body larger than the route takes is refused with 413 from its
   Content-Length, before anything reads it (the CSRF check reads a POST's whole body, a multipart

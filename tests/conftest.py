@@ -19,7 +19,7 @@ UNRUNNABLE = "stub-system(B=|memory|)"
 @pytest.fixture
 def unrunnable_condition(monkeypatch):
     """A registered condition marked not runnable, for the guards of forms, commands and seals:
-    every real condition runs since issue 15, but a team may register a stub before its code."""
+    every real condition runs today, but a team may register a stub before its code."""
     stub = dataclasses.replace(get_condition("mem0(B=|memory|)"), key=UNRUNNABLE, evidence="stub-system",
                                runnable=False, note="NOT YET RUNNABLE: a stub registered by the tests")
     monkeypatch.setitem(CONDITIONS, UNRUNNABLE, stub)

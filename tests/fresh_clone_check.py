@@ -1,4 +1,4 @@
-"""The README's two commands on a fresh clone with nothing configured (issue 27), as a newcomer runs them.
+"""The README's two commands on a fresh clone with nothing configured, as a newcomer runs them.
 
     python3 tests/fresh_clone_check.py [PYTEST ARGS...]      (.ci/run runs it; takes a few minutes)
 

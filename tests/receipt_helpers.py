@@ -1,4 +1,4 @@
-"""Many receipts of the same tasks at once (issue 28), for tests/test_engine_receipts.py and
+"""Many receipts of the same tasks at once, for tests/test_engine_receipts.py and
 benchmarks/receipts.py.
 
 A run whose tasks each have many slots per phase — four fusion and selection decisions over

@@ -1,4 +1,4 @@
-"""Accounts on a shared server (issue 11): login rate limiting per user name and address
+"""Accounts on a shared server: login rate limiting per user name and address
 (django-axes), Django's password validators, and the RQ dashboard for superusers only."""
 import pytest
 from django.contrib.auth import authenticate, get_user_model

@@ -1,4 +1,4 @@
-"""The rater's side: next item, storing, undo, resume, and every refusal (issue 10 "Bad input")."""
+"""The rater's side: next item, storing, undo, resume, and every refusal."""
 import threading
 from datetime import timedelta
 

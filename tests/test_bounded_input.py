@@ -1,4 +1,4 @@
-"""Bounded input (issue 28, item 5): every JSON field of the app's forms has a size and a nesting
+"""Bounded input: every JSON field of the app's forms has a size and a nesting
 limit, every integer field a range that fits its column; each is refused with a clear form error
 and nothing changes (criteria of 5,000 nested brackets ended in RecursionError, a 500)."""
 import importlib

@@ -1,4 +1,4 @@
-"""The Content-Security-Policy (issue 28, item 9): every page sends it, no template holds an inline
+"""The Content-Security-Policy: every page sends it, no template holds an inline
 script, and in Chromium the key pages — the dashboard's plotly figures, the rating page's keyboard
 flow, the explorer, the run page and a campaign's results page — run under it without one violation."""
 import re

@@ -1,4 +1,4 @@
-"""In Chromium: the project, member, audit, protocol and run pages added for issue 12 have no
+"""In Chromium: the project, member, audit, protocol and run pages have no
 WCAG 2.1 A/AA violation (axe-core, vendored for the tests), and screenshots of each at 1280 and
 1920 px go to var/screenshots/pages/ for review."""
 import json

@@ -1,4 +1,4 @@
-"""In Chromium (issue 10): a rater rates three items with the keyboard only, no reload between
+"""In Chromium: a rater rates three items with the keyboard only, no reload between
 items, closes the page, comes back to find the queue where they left it, and undoes."""
 import os
 from concurrent.futures import ThreadPoolExecutor

@@ -1,4 +1,4 @@
-"""In Chromium: a survey run's dashboard (issue 16) draws its two figures with the vendored plotly
+"""In Chromium: a survey run's dashboard draws its two figures with the vendored plotly
 bundle, labels the synthetic sample and the offline stand-in, and logs nothing to the console."""
 import threading
 

@@ -1,4 +1,4 @@
-"""In Chromium: the tables pages (issue 14) and the dashboard with its criteria have no WCAG 2.1 A/AA
+"""In Chromium: the tables pages and the dashboard with its criteria have no WCAG 2.1 A/AA
 violation (axe-core), and screenshots go to var/screenshots/pages/ for review."""
 import json
 import threading

@@ -1,4 +1,4 @@
-"""The in-flight limiter's hand-over between the slot threads of one process (issue 13), on real Redis.
+"""The in-flight limiter's hand-over between the slot threads of one process, on real Redis.
 
 A place given back while another thread of the same process waits goes to it directly; the cap,
 each holder's own cap and the leases stay Redis's:

@@ -1,4 +1,4 @@
-"""The condition registry (DESIGN §4)."""
+"""The condition registry (docs/design.md §4)."""
 import dataclasses
 import hashlib
 import json
@@ -57,7 +57,7 @@ def test_mem0_is_runnable_at_the_memory_budget_and_says_its_search_is_semantic_o
 
 def test_every_registered_condition_is_runnable():
     runnable = {key for key, condition in CONDITIONS.items() if condition.runnable}
-    assert runnable == set(CONDITIONS)  # Mem0 and MemGPT-style included since issue 15 (App. H)
+    assert runnable == set(CONDITIONS)  # Mem0 and MemGPT-style included (App. H)
 
 
 def test_memgpt_style_names_its_archive_query_prompts():

@@ -1,4 +1,4 @@
-"""Formula injection (issue 11): no CSV of the app starts a text cell with = + - @ | % tab or CR.
+"""Formula injection: no CSV of the app starts a text cell with = + - @ | % tab or CR.
 
 Hostile contrast names and rater notes go through every CSV download (the run dashboard's
 tables, the numeric package, a campaign's results tables and its export of every rating);

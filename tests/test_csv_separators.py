@@ -1,4 +1,4 @@
-"""CSV formulas via `;` (issue 28, item 4): every CSV of the app opens safely with `,` *and* with `;`.
+"""CSV formulas via `;`: every CSV of the app opens safely with `,` *and* with `;`.
 
 A rating note `ok;=2+5;` or a contrast named `x;=2+5;y` used to open in LibreOffice, told to
 split on `;`, as a live formula. Now every field is quoted and a formula start behind a `;`, tab or

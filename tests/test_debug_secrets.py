@@ -1,4 +1,4 @@
-"""Keys and passwords never reach Django's error pages, DEBUG on or off (issue 28, item 3).
+"""Keys and passwords never reach Django's error pages, DEBUG on or off.
 
 With DEBUG=1 (the demo's default) Django's filter is off: a 500 on the protocol form showed a
 pasted key in the debug page's POST table, and the login page a password. Each view where a

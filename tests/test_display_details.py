@@ -1,4 +1,4 @@
-"""Rough edges a reviewer saw on screenshots (issue 12), each held by a check: condition keys that
+"""Rough edges a reviewer saw on screenshots, each held by a check: condition keys that
 wrap between their parts, heatmap axis titles that fit, the protocol form's hint when there is no
 cohort, the offline stand-in never quoting a prompt's "(none)" mark, and a refused request logged
 as one line."""

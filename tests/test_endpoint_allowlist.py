@@ -1,4 +1,4 @@
-"""Provider endpoints come from the administrator's list (issue 11): a protocol that names any other
+"""Provider endpoints come from the administrator's list: a protocol that names any other
 address is neither saved by the editor nor sealed, so a worker never POSTs to an internal host.
 
 The tests' own server (tests/llm_fake_server.py) stands for "an internal host": with the list a

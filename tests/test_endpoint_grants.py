@@ -1,4 +1,4 @@
-"""Spending on a paid endpoint needs the administrator's grant (issue 28, item 2), on top of the
+"""Spending on a paid endpoint needs the administrator's grant, on top of the
 project role; the offline stand-in stays free for all; whether any account may create projects
 is a setting. The pen test's account: a rater elsewhere makes a project, owns it, and could seal
 and run against the organisation's paid endpoint. Now the page says why there is no button, a

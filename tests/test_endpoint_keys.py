@@ -1,4 +1,4 @@
-"""Keys belong to the administrator's endpoint list (issue 28, item 1).
+"""Keys belong to the administrator's endpoint list.
 
 Each entry of OWNWORDS_LLM_ENDPOINTS names the variables its key may come from (`key_env`); a
 protocol names at most one of them. The attack found by the penetration test: an account that

@@ -1,4 +1,4 @@
-"""Issue 11's remainders: raising a stopped run's HTTP ceiling, and lease expiry while a run may not send.
+"""Raising a stopped run's HTTP ceiling, and lease expiry while a run may not send.
 
 - A run a ceiling stopped goes on only by a recorded amendment that raises the ceiling: owners
   (whoever may spend) only, the old and new ceilings and the most it may cost recorded and shown,

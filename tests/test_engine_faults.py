@@ -1,4 +1,4 @@
-"""The engine under faults (issue 11, points 1, 2 and the circuit race of 4), with real parts.
+"""The engine under faults (worker loss, outages and the quota circuit's race), with real parts.
 
 PostgreSQL, real Redis, real HTTP to the local LLM server (tests/llm_fake_server.py), and a
 TCP proxy of this file's own between the engine and Redis, which a test cuts (every open

@@ -1,4 +1,4 @@
-"""A phase's slots go onto the queue a window at a time (issue 13: a million-slot phase would hold a
+"""A phase's slots go onto the queue a window at a time (a million-slot phase would hold a
 million jobs in Redis and take a minute to enqueue).
 
 - `run_drive` and `run_refill` hand out at most the window's room (counted in the database), in

@@ -1,4 +1,4 @@
-"""Multi-slot workers (issue 13): many requests in flight per worker process, the journal's rules unchanged.
+"""Multi-slot workers: many requests in flight per worker process, the journal's rules unchanged.
 
 Real `rqworker` processes of `MultiSlotWorker`, real PostgreSQL and Redis, real HTTP to the local
 LLM server, which counts the requests it holds at every moment.

@@ -1,4 +1,4 @@
-"""The boundary between generation and judging (issue 13): a large judging phase hands out its
+"""The boundary between generation and judging: a large judging phase hands out its
 first part at once and the rest is planned part by part while those calls are sent, without the
 run's lock, each part handed out as soon as it is planned.
 

@@ -1,4 +1,4 @@
-"""No paid answer is lost at its receipt (issue 28, item 10), on PostgreSQL with real transactions.
+"""No paid answer is lost at its receipt, on PostgreSQL with real transactions.
 
 - Twelve threads receive, all at once, the answers of the same three tasks, phase by phase: the
   memories, the six candidates per task, the four fusion and selection decisions per task

@@ -1,4 +1,4 @@
-"""The run explorer, the project search and the cross-run comparison (issue 12).
+"""The run explorer, the project search and the cross-run comparison.
 
 A finished offline run (4 people × 5 tasks, 3 conditions) whose final answers are rewritten by
 hand (tests/explorer_helpers.py: memory i % 4, OwnWords 3 − i % 4, question-only 0 but missing

@@ -1,4 +1,4 @@
-"""The facts the explorer sorts and filters on, copied onto a cohort's tasks (issue 12): a sort by
+"""The facts the explorer sorts and filters on, copied onto a cohort's tasks: a sort by
 person or study and the question-text filter list exactly what ordering by the labels and keys
 (code point order, ties in cohort order) and matching the questions give, whether the cohort was
 drawn (facts copied then) or stored by a script without them (copied on the explorer's first look),

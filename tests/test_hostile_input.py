@@ -1,4 +1,4 @@
-"""Hostile input (issue 11): NUL characters and lone surrogates get a clear message, never a 500.
+"""Hostile input: NUL characters and lone surrogates get a clear message, never a 500.
 
 Every input path: the three import formats through the command and the upload page, the
 commands' names (project, cohort), the project forms, a session's URL. On PostgreSQL a NUL

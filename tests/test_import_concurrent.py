@@ -1,4 +1,4 @@
-"""Two imports into one project at once take turns (PostgreSQL advisory lock, issue 11).
+"""Two imports into one project at once take turns (PostgreSQL advisory lock).
 
 The second waits for the first to end and then sees its sessions, so a session id both
 files carry gets the usual clear message instead of a unique-key error, and nothing of the

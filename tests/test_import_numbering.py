@@ -1,4 +1,4 @@
-"""A file's people and studies are numbered in label order over the whole file (issue 11).
+"""A file's people and studies are numbered in label order over the whole file.
 
 A large file is stored in batches; numbering the people of each batch on its own would give
 the same file other person and study ids when streamed than when read whole, and so another

@@ -1,4 +1,4 @@
-"""The NUL/overflow matrix (issue 27): every GET and POST parameter of every page, sent with a NUL,
+"""The NUL/overflow matrix: every GET and POST parameter of every page, sent with a NUL,
 a lone surrogate (`%ED%A0%80` in the query string or form body) and a 30-digit integer, answers 400
 or a normal page — never 500, never an error from the database.
 
@@ -173,7 +173,7 @@ def answer(client, method: str, path: str, *, query: str = "", body: str = "") -
 def test_no_parameter_of_any_page_reaches_the_database_unusable(client, world, route, name):
     client.force_login(world["rater"] if name.startswith("rate_") else world["owner"])
     path = path_for(route, world)
-    # Every answer carries the Content-Security-Policy (issue 28, item 9), whatever its status.
+    # Every answer carries the Content-Security-Policy, whatever its status.
     assert "script-src 'self'" in client.get(path)["Content-Security-Policy"]
     problems = []
     fields = world["post_fields"].get(name, {})

@@ -1,4 +1,4 @@
-"""Large imports (issue 11): an upload limit with a clear message, and big files as a background job.
+"""Large imports: an upload limit with a clear message, and big files as a background job.
 
 The background import goes through a real Redis queue of this test's own and a real rq
 SimpleWorker in burst mode; the progress page is read before and after the worker ran.

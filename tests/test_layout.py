@@ -1,4 +1,4 @@
-"""The layout's rules (issue 9), checked on the import graph so the house cannot rot quietly.
+"""The layout's rules, checked on the import graph so the house cannot rot quietly.
 
 The graph is built from the source with `ast` (no extra dependency): one node per module of
 `experiments` and `annotations` (migrations left out), one arrow per import of another module of

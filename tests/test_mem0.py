@@ -1,4 +1,4 @@
-"""Mem0 as deployed (issue 15, paper App. H): mem0ai runs unmodified on embedded Qdrant and the bundled
+"""Mem0 as deployed (paper App. H): mem0ai runs unmodified on embedded Qdrant and the bundled
 MiniLM embedder; its extraction call goes through the request journal to the tests' local
 OpenAI-compatible server (tests/llm_fake_server.py), over a real socket.
 

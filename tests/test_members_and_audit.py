@@ -1,4 +1,4 @@
-"""Project creation, member management and the audit log (issue 12): the role matrix, the
+"""Project creation, member management and the audit log: the role matrix, the
 last-owner rule, clear refusals that change nothing, and the log's entries."""
 import pytest
 from django.contrib.auth import get_user_model

@@ -1,4 +1,4 @@
-"""One engine everywhere (issue 27): PostgreSQL, embedded under var/ by default, never SQLite.
+"""One engine everywhere: PostgreSQL, embedded under var/ by default, never SQLite.
 
 The code keeps no second implementation for another database: no `.vendor` branch anywhere, and the
 embedded servers start, answer, are reused and stop cleanly, leaving no process behind."""

@@ -1,4 +1,4 @@
-"""The access matrix of every page (DESIGN §2): anonymous, outsider, and each role."""
+"""The access matrix of every page (docs/design.md §2): anonymous, outsider, and each role."""
 import pytest
 from django.urls import reverse
 

@@ -1,4 +1,4 @@
-"""Protocol, run and prediction pages (issue 4, DESIGN §2): the access matrix of every page and
+"""Protocol, run and prediction pages (docs/design.md §2): the access matrix of every page and
 action, the editor's validation, what each role sees, and that keys and text never leak."""
 import html
 
@@ -581,7 +581,7 @@ def test_the_prediction_page_shows_every_condition_side_by_side_with_its_provena
     body = client.get(reverse("prediction_detail", args=["alpha", finished.pk, task.pk])).content.decode()
     assert task.question_turn.text in body and task.answer_turn.text in body
     for key in finished.protocol.conditions:
-        assert f"<h2><code>{key}</code>" in body  # one section of cards per condition (issue 12)
+        assert f"<h2><code>{key}</code>" in body  # one section of cards per condition
     prediction = finished.predictions.get(task=task, condition=OWNWORDS)
     grade = finished.grades.get(task=task, answer_sha256=prediction.answer_sha256)
     assert prediction.text in body and f"{prediction.evidence_chars} characters" in body
@@ -600,7 +600,7 @@ def test_the_offline_stand_in_is_labelled_wherever_its_output_shows(client, worl
     client.force_login(world["users"]["owner"])
     detail = client.get(reverse("prediction_detail", args=["alpha", finished.pk, world["task"].pk])).content.decode()
     assert "not model results" in detail
-    # issue 12: the label once per page (its notice), not in every cell
+    # the label once per page (its notice), not in every cell
     assert detail.count("offline-label") == 1 and OFFLINE_LABEL in detail
     for url in (reverse("prediction_list", args=["alpha", finished.pk]), reverse("run_detail", args=["alpha", finished.pk])):
         body = client.get(url).content.decode()
@@ -616,7 +616,7 @@ def test_selection_shows_its_candidates_and_which_one_it_copied(client, world):
     chosen = run.predictions.get(task=world["task"], condition=SELECTION, label="final").chosen_label
     assert f"copies candidate {chosen}" in body
     for label in ("b0", "b1", "b2"):
-        assert f'data-label="{label}"' in body  # a card per candidate (issue 12)
+        assert f'data-label="{label}"' in body  # a card per candidate
 
 
 def test_the_prediction_list_pages_through_tasks_with_grades(client, world, finished, monkeypatch):

@@ -1,4 +1,4 @@
-"""`Prediction.score` and `copied_label` (issue 12): what the engine stores with each answer is
+"""`Prediction.score` and `copied_label`: what the engine stores with each answer is
 what `analysis.grades.final_grades` computes from the grades, on a real run against the local
 LLM server with empty answers (operational zeros), unparseable judge replies (missing grades),
 invalid selections, a fusion that copies a candidate and one that writes anew, and on a

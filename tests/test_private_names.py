@@ -13,7 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("experiments", "annotations", "ownwords_site")
-# Left for the rework of the retry policy (issue 29 item 1), which owns `execution.policy`:
+# Left for the rework of the retry policy (into a typed policy), which owns `execution.policy`:
 # the journal reads the cached concurrency cap by its private name.
 KNOWN = {"experiments/execution/journal.py: from experiments.execution.policy import _cap"}
 

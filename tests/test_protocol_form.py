@@ -1,4 +1,4 @@
-"""The protocol form (issue 12): conditions grouped by family, contrasts chosen from lists, and the
+"""The protocol form: conditions grouped by family, contrasts chosen from lists, and the
 expected calls and tokens shown before sealing — checked against a run's real slots and by hand."""
 import pytest
 from django.db.models import Count

@@ -1,4 +1,4 @@
-"""Blinding (issue 28, item 8): no page a rater can open names the judge, or a model grading.
+"""Blinding: no page a rater can open names the judge, or a model grading.
 
 Raters who learn that a model judge graded the answers may defer to it. Every page of the site a
 rater of a campaign gets (200) is opened as that rater — the rating page, its JSON item, the

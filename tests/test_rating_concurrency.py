@@ -1,4 +1,4 @@
-"""Raters of one campaign do not wait on each other (issue 29), on PostgreSQL, threads with
+"""Raters of one campaign do not wait on each other, on PostgreSQL, threads with
 connections of their own: a rating locks its assignment row and reads the campaign row FOR SHARE.
 What the campaign lock guaranteed still holds: one rating per item however many tabs, no rating
 after a close, one rater's undos one after the other."""

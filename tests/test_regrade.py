@@ -1,4 +1,4 @@
-"""Re-grade-only runs (issue 10, paper App. H) against the real local LLM server.
+"""Re-grade-only runs (paper App. H) against the real local LLM server.
 
 A finished run's distinct answers are judged again by a second judge (here Gemini's wire format,
 the source run being graded over the OpenAI one) or by the same judge: exactly one journaled

@@ -1,4 +1,4 @@
-"""Bodies refused before they are read (issue 28, item 6), over a real socket.
+"""Bodies refused before they are read, over a real socket.
 
 A client declares a 300 MiB body and sends a few bytes of it: every page but the two import
 pages answers 413 from the Content-Length at once, without waiting for the rest (the CSRF check

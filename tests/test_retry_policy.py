@@ -1,4 +1,4 @@
-"""The paper's retry policy exactly (App. B.2; issue 11 point 5), through the real local LLM server.
+"""The paper's retry policy exactly (App. B.2), through the real local LLM server.
 
 - The cooldown: an ordinary retry re-sends the identical request after the protocol's cooldown
   at least; a provider's Retry-After (OpenAI) or RetryInfo.retryDelay (Gemini) may lengthen

@@ -1,4 +1,4 @@
-"""Management commands for protocols and runs (issue 4): create, seal, start, pause, resume and
+"""Management commands for protocols and runs: create, seal, start, pause, resume and
 report from a shell; bad input gets a CommandError with a clear message and changes nothing."""
 import json
 

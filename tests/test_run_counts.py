@@ -1,4 +1,4 @@
-"""The run page's counters at any size (issue 13): on PostgreSQL the tallies the database keeps
+"""The run page's counters at any size: on PostgreSQL the tallies the database keeps
 (`RunTally`, filled by triggers, folded when read) equal a count of the rows after every kind of
 change — a whole offline run, status changes one by one and in bulk, receipts with and without
 usage, a late receipt, deletions — and the run page's query count does not grow with the run."""

@@ -1,4 +1,4 @@
-"""The run page (issue 12): a progress bar per phase, a time-left estimate that is right early on
+"""The run page: a progress bar per phase, a time-left estimate that is right early on
 and while paused, amendments as sentences, and a query count that does not grow with the run."""
 from datetime import timedelta
 

@@ -1,4 +1,4 @@
-"""The rq scheduler after a Redis outage (issue 28, item 11), with real processes.
+"""The rq scheduler after a Redis outage, with real processes.
 
 A `redis-server` of this test's own (its own port, its data saved on shutdown and loaded on
 start) serves a `manage.py rqworker --with-scheduler` of the resilient worker class. A job

@@ -112,7 +112,7 @@ def test_a_bad_database_url_stops_start_up():
     assert result.returncode != 0 and "the scheme must be postgres" in result.stderr
 
 
-# --- issue 11: a server many people share ---------------------------------------------------------
+# --- a server many people share ------------------------------------------------------------------
 
 import json  # noqa: E402
 import re  # noqa: E402

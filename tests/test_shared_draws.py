@@ -1,6 +1,6 @@
-"""Statistics that share their draws (issue 13) give, to the last bit, what one bootstrap per statistic gives.
+"""Statistics that share their draws give, to the last bit, what one bootstrap per statistic gives.
 
-The reference is the per-statistic computation the dashboard made before issue 13: one
+The reference is the per-statistic computation the dashboard made before shared draws: one
 `paired_bootstrap` per interval, on `final_grades`' mapping, in cohort order.  Results are
 compared with ``==``, never with a tolerance.
 """
@@ -162,7 +162,7 @@ def build_run(seed: int, tasks: list[int], studies: int, missing: float, draws: 
 
 
 def reference_statistics(run: m.Run) -> dict:
-    """The dashboard's means, contrasts and sweep as computed before issue 13: one bootstrap per interval."""
+    """The dashboard's means, contrasts and sweep as computed before shared draws: one bootstrap per interval."""
     protocol = run.protocol
     table = final_grades(run)
     entries = m.CohortTask.objects.filter(cohort=protocol.cohort).order_by("position")

@@ -1,4 +1,4 @@
-"""Who may spend money (issue 11): the whole permission matrix, on the pages and in the shell.
+"""Who may spend money: the whole permission matrix, on the pages and in the shell.
 
 Owners seal, start, pause, resume and decide about slots without an answer (re-issue, continue
 with them missing) for every protocol; analysts do so for protocols that call no paid provider,

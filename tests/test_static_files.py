@@ -1,4 +1,4 @@
-"""Static files (issue 12, Lighthouse): collected under hashed names with gzip copies and served by
+"""Static files (Lighthouse): collected under hashed names with gzip copies and served by
 whitenoise compressed and cached for good; plotly is the vendored cartesian bundle of the same
 plotly.js version as the pinned plotly.py, loaded deferred and only by pages with figures."""
 import gzip

@@ -1,4 +1,4 @@
-"""Tests of experiments.core.stats (issue 5): the paper's paired statistics.
+"""Tests of experiments.core.stats: the paper's paired statistics.
 
 Expected values are computed by hand in the comments, or by an independent
 implementation (the slow loop, scipy, scikit-learn), never by the code under

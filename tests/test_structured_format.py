@@ -1,4 +1,4 @@
-"""Structured output on local servers (issue 28, item 12): the JSON object form beside the JSON
+"""Structured output on local servers: the JSON object form beside the JSON
 schema, sealed only when chosen; and a server error on a run's first judge call names the likely
 cause in the run's stop message. Against the tests' local HTTP server, scripted to answer as
 llama.cpp's server does (HTTP 500 for a json_schema response_format, JSON mode accepted).

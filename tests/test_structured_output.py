@@ -1,4 +1,4 @@
-"""A judge's structured output (issue 10): the provider's JSON-schema switch on the wire, the reply
+"""A judge's structured output: the provider's JSON-schema switch on the wire, the reply
 read by the ordinary judge parser, parse failures recorded and never redrawn, the option sealed —
 and protocols without it sealed exactly as before."""
 import hashlib

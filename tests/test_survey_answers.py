@@ -1,4 +1,4 @@
-"""The survey answer parser on hostile JSON (issue 16): item numbers to option numbers; missing,
+"""The survey answer parser on hostile JSON: item numbers to option numbers; missing,
 extra, out-of-range, non-integer and duplicate items recorded per item, never guessed."""
 import pytest
 

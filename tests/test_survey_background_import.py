@@ -1,4 +1,4 @@
-"""Large survey uploads (issue 16): over a size threshold they import as a background job with a
+"""Large survey uploads: over a size threshold they import as a background job with a
 progress page; over the hard limit they are refused from the Content-Length, nothing written.
 
 The background import goes through a real Redis queue of this test's own and a real rq

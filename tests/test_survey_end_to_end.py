@@ -1,4 +1,4 @@
-"""The survey core end to end against the tests' local LLM server (issue 16), without Django: the memory
+"""The survey core end to end against the tests' local LLM server, without Django: the memory
 call, OwnWords at |memory|, one answer call per respondent and condition over real HTTP, the parser,
 the scores and a contrast. The server answers from what it is sent, so the prompt must carry the items."""
 import json

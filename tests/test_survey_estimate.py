@@ -1,4 +1,4 @@
-"""The survey token estimate on the protocol page (issue 16): prompt lengths measured over
+"""The survey token estimate on the protocol page: prompt lengths measured over
 respondents spread evenly across the sample, not the first respondent alone."""
 import pytest
 from django.core.management import call_command

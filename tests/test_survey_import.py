@@ -1,4 +1,4 @@
-"""Importing survey studies (issue 16): the command and the owners' page, whole or not at all."""
+"""Importing survey studies: the command and the owners' page, whole or not at all."""
 import json
 
 import pytest

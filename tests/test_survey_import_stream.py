@@ -1,4 +1,4 @@
-"""Survey imports streamed (issue 16): respondents read and prepared in worker processes
+"""Survey imports streamed: respondents read and prepared in worker processes
 (`core.survey.prepare`) while the import writes them batch by batch, in one transaction.
 
 The stream must store exactly what the list import stores, and a problem found late (after

@@ -1,4 +1,4 @@
-"""The per-respondent leak check (issue 16, App. H): violations reported and those respondents
+"""The per-respondent leak check (App. H): violations reported and those respondents
 excluded, never silently; fixtures from the generator's --leak option and hand-made leaks."""
 import pytest
 

@@ -1,4 +1,4 @@
-"""OwnWords for surveys (issue 16, App. H): BM25 per target block over the persona's answer lines,
+"""OwnWords for surveys (App. H): BM25 per target block over the persona's answer lines,
 filled round-robin to the budget; a case checked by hand and the scores of evidence.bm25_scores."""
 import pytest
 

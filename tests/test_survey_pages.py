@@ -1,4 +1,4 @@
-"""Survey pages by role (issue 16): the import page (owners; good and bad input), the study page,
+"""Survey pages by role: the import page (owners; good and bad input), the study page,
 a survey run's dashboard (numbers for owners, analysts and viewers) and a respondent's items with
 predicted and recorded options (only roles that read participant text; audited)."""
 import json

@@ -1,4 +1,4 @@
-"""Survey prompt assembly (issue 16): the App. E "Twin-2K-500 answering" prompt byte for byte, the
+"""Survey prompt assembly: the App. E "Twin-2K-500 answering" prompt byte for byte, the
 block order of every condition, and the memory call with the concrete-memory prompt unchanged."""
 from pathlib import Path
 

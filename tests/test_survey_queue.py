@@ -1,4 +1,4 @@
-"""A survey run (issue 16) through real Redis and real rqworker processes, not the inline driver:
+"""A survey run through real Redis and real rqworker processes, not the inline driver:
 memories, one answer call per respondent and condition, and the analysis, each a job that a
 worker process takes from the queues, against the tests' local LLM server over real HTTP.
 

@@ -1,4 +1,4 @@
-"""Reading the Twin-2K-500 wave_split release (issue 16): every question type of the synthetic sample,
+"""Reading the Twin-2K-500 wave_split release: every question type of the synthetic sample,
 parquet/JSON/JSONL, the full_persona refusal, and bad input refused whole with a clear message."""
 import json
 from collections import Counter

@@ -1,4 +1,4 @@
-"""A survey run end to end through the engine (issue 16), against the tests' local LLM server:
+"""A survey run end to end through the engine, against the tests' local LLM server:
 memories, one answer call per respondent and condition, answers parsed per item (failures
 recorded, never redrawn), scored without a judge."""
 import json

@@ -1,4 +1,4 @@
-"""Survey scores (issue 16): exact-option accuracy and normalized deviation on a case computed by
+"""Survey scores: exact-option accuracy and normalized deviation on a case computed by
 hand, per-respondent means, paired whole-person intervals equal to the project's bootstrap, the human
 test-retest row and prespecified criteria."""
 import math

@@ -1,4 +1,4 @@
-"""Targets of the survey experiments (issue 16): closed-form single-answer wave-4 items, matrices
+"""Targets of the survey experiments: closed-form single-answer wave-4 items, matrices
 expanded to one item per row, the screener lines, and the seeded respondent samples."""
 from collections import Counter
 

@@ -207,7 +207,7 @@ def test_criteria_are_sealed_and_bad_criteria_refused(tables_run):
 
 
 def test_the_export_through_contrast_gives_the_dashboard_figures(client, cast, tables_run, tmp_path):
-    """Round trip (issue 14): the numeric package, read by `manage.py contrast`, gives the dashboard's numbers."""
+    """Round trip: the numeric package, read by `manage.py contrast`, gives the dashboard's numbers."""
     prediction = Prediction.objects.filter(run=tables_run, condition=MEMORY, label="final").first()
     Grade.objects.filter(run=tables_run, task=prediction.task, answer_sha256=prediction.answer_sha256).update(
         status=Grade.Status.MISSING, score=None)         # one task lost to a missing grade

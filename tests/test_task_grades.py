@@ -1,4 +1,4 @@
-"""`TaskGrades` (issue 12): one row per run × task holding each condition's final grade as one
+"""`TaskGrades`: one row per run × task holding each condition's final grade as one
 character, kept equal to the final predictions' stored scores wherever they are written — the
 engine's one-statement journal results, `store_scores` of a task, of an answer text (a regrade of
 one answer) and of a whole run (a re-grade's copies), missing grades — and the explorer lists the

@@ -1,4 +1,4 @@
-"""The task page's previous/next and "k of n" (issue 12) in one query: the same tasks and places
+"""The task page's previous/next and "k of n" in one query: the same tasks and places
 as the list counted by hand, whether the grades are read from the `TaskGrades` rows (a finished
 run) or from the final predictions (a run whose answers may not all exist yet), with ties in the
 difference and missing grades; a sort by one grade alone reads the rows, and a cohort task

@@ -1,4 +1,4 @@
-"""The task page (issue 12): cards, the chosen candidate, identical answers, j/k within a filter,
+"""The task page: cards, the chosen candidate, identical answers, j/k within a filter,
 the evidence found again inside the transcript, and a constant number of queries."""
 import re
 from urllib.parse import urlencode

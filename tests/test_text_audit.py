@@ -1,4 +1,4 @@
-"""Every view of participant text is audited (issue 28, item 7): the adjudication page, and the
+"""Every view of participant text is audited: the adjudication page, and the
 admin's change and list views of the models that hold such text (sessions with their turns,
 turns, screener answers, cohort questions, Mem0's memories, survey exclusions)."""
 import pytest

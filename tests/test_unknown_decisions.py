@@ -1,5 +1,5 @@
 """Unknown slots are the owner's decision, and a resume after a quota stop grants a recorded
-allowance (issue 11, points 3, 4 and 6; paper App. B.2).
+allowance (paper App. B.2).
 
 Against the tests' local LLM server, with PostgreSQL: a slot whose worker died mid-request
 (a reservation whose lease ran out) is unknown; at the end of its phase the run pauses and

@@ -1,4 +1,4 @@
-"""Agreement of human raters with each other and with the judge (issue 10; paper §3.2, §8, I.6).
+"""Agreement of human raters with each other and with the judge (paper §3.2, §8, I.6).
 
 Pure: a `RatingTable` (items × raters, plain numbers) in, a JSON-safe payload out, every
 statistic from `experiments.core.stats.agreement`. Choices, fixed here once:

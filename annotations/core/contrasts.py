@@ -1,4 +1,4 @@
-"""A run's planned contrasts recomputed under human grades, beside the judge on the same tasks (issue 10).
+"""A run's planned contrasts recomputed under human grades, beside the judge on the same tasks.
 
 Pure: the campaign's `RatingTable` plus, per condition, which item each task's final
 answer is (``task_items``: condition → {task → item index}); `annotations.contrasts`

@@ -1,4 +1,4 @@
-"""Numbers behind a run's dashboards (issue 5), from the grades and the request journal.
+"""Numbers behind a run's dashboards, from the grades and the request journal.
 
 Everything here is numbers about tasks, never text, so viewers may see it. The result is
 cached per run together with the sha256 of its inputs (the grade table, the planned
@@ -91,7 +91,7 @@ class _SharedDraws:
     """The dashboard's bootstraps, collected and then computed on one stream of draws.
 
     Every interval of a dashboard uses the run's seed, so intervals over the same people
-    resample the same people: `stats.shared_bootstraps` draws them once for all (issue 13),
+    resample the same people: `stats.shared_bootstraps` draws them once for all,
     with results identical to one `paired_bootstrap` per interval.
     """
 

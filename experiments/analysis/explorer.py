@@ -1,4 +1,4 @@
-"""Finding tasks in a run (issue 12): the explorer's filters, sort and pages in SQL.
+"""Finding tasks in a run: the explorer's filters, sort and pages in SQL.
 
 A run's grade of a task under a condition is the condition's `final` prediction's stored
 `score` (`analysis.grades.store_scores` keeps it equal to what `final_grades` computes). The

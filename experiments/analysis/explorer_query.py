@@ -1,4 +1,4 @@
-"""The explorer's filters and sort as the URL carries them (issue 12): `ExplorerQuery`.
+"""The explorer's filters and sort as the URL carries them: `ExplorerQuery`.
 
 `ExplorerQuery.from_params` reads and checks a query string (see the `run_explorer` view for the
 parameter names); `analysis.explorer` turns a query into SQL.

@@ -1,4 +1,4 @@
-"""Search within a project (issue 12): task questions, reference answers and predictions.
+"""Search within a project: task questions, reference answers and predictions.
 
 Full-text search: `to_tsvector('english', text) @@ plainto_tsquery(...)`, the same expression as
 the GIN indexes of migration 0006, so a search reads the index rather than the table (and needs no

@@ -7,7 +7,7 @@ The package is *long*: one row per task and condition (HEADER). It is the one fo
 people (and studies) are numbered in the order the bootstrap takes them, so the command gives
 the dashboard's figures from the package alone.
 
-The CSV rule (issue 11, formula injection): cells go through `defusedcsv`'s writer, which
+The CSV rule (formula injection): cells go through `defusedcsv`'s writer, which
 puts a `'` before a text cell starting with = + - @ | or % (and escapes its `|`), and we add
 the rest of the OWASP rule: a text cell starting with a tab or a carriage return, or hiding a
 formula start behind leading whitespace or control characters (some spreadsheets strip those),
@@ -16,7 +16,7 @@ Python writes it (-0.25 stays -0.25) and so does a text cell that is a plain num
 (defusedcsv leaves `-?[0-9,.]+` alone), because a spreadsheet reads those as numbers, not
 formulas; quoting them would turn every negative estimate into text.
 
-Issue 28 (item 4): a file opened with `;` (or tab) as its separator splits a cell at every `;`
+Separators: a file opened with `;` (or tab) as its separator splits a cell at every `;`
 inside it, and the piece after it (`ok;=2+5;`) is a cell of its own to the spreadsheet. So every
 field is quoted (QUOTE_ALL: LibreOffice then keeps the whole quoted field together), and a formula
 start right after a `;`, tab or line break inside a text cell gets the `'` too, for readers that
@@ -62,7 +62,7 @@ def cluster_labels(keys) -> dict:
 
     `paired_bootstrap` takes clusters in ``np.unique`` order of their ids, so numbering them in
     that order lets anyone recompute the app's intervals from the package, to the last digit
-    (`manage.py contrast` on the package, issue 14), without the ids themselves.
+    (`manage.py contrast` on the package), without the ids themselves.
     """
     return {key: n for n, key in enumerate(sorted(set(keys)), start=1)}
 
@@ -125,7 +125,7 @@ def csv_text(header, rows) -> str:
     buffer = io.StringIO()
     # Lines end in CRLF (RFC 4180), and that is what makes the writer quote a cell holding a
     # lone CR: with "\n" alone it would write the CR bare and a reader would split the row there.
-    # Every field quoted (issue 28): no `;` inside a cell can end it for a spreadsheet.
+    # Every field quoted: no `;` inside a cell can end it for a spreadsheet.
     writer = csv.DictWriter(buffer, fieldnames=header, extrasaction="ignore", lineterminator="\r\n",
                             quoting=csv.QUOTE_ALL)
     writer.writeheader()

@@ -1,4 +1,4 @@
-"""A run's candidate pools: pickers as contrasts and the App. I.3 diagnostics (issue 14).
+"""A run's candidate pools: pickers as contrasts and the App. I.3 diagnostics.
 
 Reads each fusion / selection pool's candidates (texts, stored grades, display order), the
 selector's choice and fusion's answer, runs the pickers (`core.pickers`, and the rerankers

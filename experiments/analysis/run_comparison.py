@@ -1,11 +1,11 @@
-"""Two or more runs on the same cohort side by side (issue 12): numbers only.
+"""Two or more runs on the same cohort side by side: numbers only.
 
 Each condition's mean in each run (normalized grade, whole-person interval as on the dashboard),
 and, for one chosen condition, the paired contrast of every later run against the first: per
 task, the later run's normalized grade minus the first run's, over the tasks graded in both,
 with the project's whole-person bootstrap under the first run's protocol seed and draws,
 exactly as `analysis.dashboard` computes a planned contrast. Every interval of the page uses
-that one seed, so they share their draws (`stats.shared_bootstraps`, issue 13): each equals
+that one seed, so they share their draws (`stats.shared_bootstraps`): each equals
 `stats.paired_bootstrap` of its statistic to the last bit, drawn once for all.
 """
 from __future__ import annotations

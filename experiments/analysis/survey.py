@@ -1,4 +1,4 @@
-"""A survey run's numbers (issue 16, App. H): per condition accuracy and normalized deviation,
+"""A survey run's numbers (App. H): per condition accuracy and normalized deviation,
 paired differences with whole-person intervals, the human test-retest row and the prespecified
 criteria, all by `core.survey.scores`; kept on the run as its analysis (the dashboard reads it)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A run's robustness tables (issue 14; paper App. I.1, I.2, I.4, I.5, I.7, I.8), cached like the dashboard.
+"""A run's robustness tables (paper App. I.1, I.2, I.4, I.5, I.7, I.8), cached like the dashboard.
 
 For every planned contrast: task- and person-weighted estimates, ΔP≥k with intervals and what a
 monotone rescoring can do, subgroups by target position, by "specific" reference answers and by

@@ -1,4 +1,4 @@
-"""Explorer filters that other apps provide (issue 12), so that experiments never imports them.
+"""Explorer filters that other apps provide, so that experiments never imports them.
 
 An app registers a `TaskFilter` from its AppConfig.ready (annotations registers the judge–human
 disagreement); the explorer offers it, as `filter=<key>` in the URL, on the runs for which

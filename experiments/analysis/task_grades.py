@@ -1,4 +1,4 @@
-"""`TaskGrades` (a run's grades of a task, one character per condition, issue 12): kept equal to
+"""`TaskGrades` (a run's grades of a task, one character per condition): kept equal to
 the final predictions' stored grades, and read in SQL by the explorer.
 
 - `lock_task_rows` locks the rows of the tasks whose predictions are about to be written;
@@ -12,7 +12,7 @@ the final predictions' stored grades, and read in SQL by the explorer.
 
 The engine grades the conditions of one task from several workers at once. A row computed from a
 snapshot that lacks another worker's uncommitted grade, written after that worker's row, would
-lose that grade; and two workers that lock a task's predictions in two orders deadlock (issue 28).
+lose that grade; and two workers that lock a task's predictions in two orders deadlock.
 So whoever writes a task's predictions takes the task's row first (`lock_task_rows`, an upsert
 that writes nothing new; rows of many tasks in task order), before any prediction, and reads the
 predictions in a later statement, which sees every grade committed by whoever held the lock
@@ -70,7 +70,7 @@ def lock_task_rows(run_id: int, cohort_id: int, conditions, *, task_id: int | No
 
     Whoever writes a task's predictions takes its row first (module: concurrent graders), so
     the receipts of one task queue at that row instead of locking its predictions in two
-    orders (issue 28: two decisions of one task deadlocked in `store_scores`), and the
+    orders (two decisions of one task deadlocked so in `store_scores`), and the
     predictions are read, after the lock, with every grade committed before it."""
     blank = MISSING * len(conditions)
     with connection.cursor() as cursor:

@@ -1,7 +1,7 @@
 """Message assembly: a condition and a task in, the exact messages sent out. Pure Python, no Django.
 
 `assemble` is the one place that decides what an answering call contains, so what a page
-shows as "what the model saw" is by construction what was sent (DESIGN §4, Prediction keeps
+shows as "what the model saw" is by construction what was sent (docs/design.md §4, Prediction keeps
 the exact evidence and messages). `assemble_memory_request` and `assemble_judge` do the same
 for the memory writer (App. E.1-E.4) and the blind judge (App. E.10-E.11, §3.2).
 
@@ -35,7 +35,7 @@ EVIDENCE_PART_SEPARATOR = "\n\n"
 
 @dataclass(frozen=True)
 class TaskInput:
-    """One prediction task as the builders need it (DESIGN §4, Task).
+    """One prediction task as the builders need it (docs/design.md §4, Task).
 
     `turns` is the whole session; `cut` is the target question's turn index (the current
     dialogue sees the turns before it); `record_cut` is the session's earliest task cut,

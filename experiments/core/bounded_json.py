@@ -1,4 +1,4 @@
-"""JSON text with a size and a nesting limit, checked before it is parsed (issue 28, item 5).
+"""JSON text with a size and a nesting limit, checked before it is parsed.
 
 Python's JSON decoder recurses once per bracket, so 5,000 nested brackets end in RecursionError
 (and whatever walks the value afterwards recurses as deep). `bounded_json` counts the nesting

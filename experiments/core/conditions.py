@@ -1,4 +1,4 @@
-"""The condition registry (DESIGN §4): evidence construction x answering workflow x prompts,
+"""The condition registry (docs/design.md §4): evidence construction x answering workflow x prompts,
 as named, frozen, parameterised specs. Pure Python, no Django.
 
 A condition says *what* the answering call sees and *how many* calls answer; `assembly`

@@ -18,7 +18,7 @@ Python's built-in `sum`, so scores and ties are exact and reproducible. (On Pyth
 later, `sum` of floats is compensated, which can change the last bit of a score and so
 the order of near-ties; this project runs on 3.11.)
 
-The other evidence of DESIGN §6: the whole record, the current dialogue (both speakers,
+The other evidence of docs/design.md §6: the whole record, the current dialogue (both speakers,
 tail-capped at 16,000 characters), the screener block (capped at 4,000), and the two
 memory-plus-record combinations (App. H).
 """

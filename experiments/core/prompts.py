@@ -2,7 +2,7 @@
 
 Every prompt is `prompts/<name>.txt` at the repository root (paper App. E); prompts/README.md
 describes the file format. A prompt is identified by its name and the sha256 of the whole
-file (comment header included), which is what a protocol seal records (DESIGN §4).
+file (comment header included), which is what a protocol seal records (docs/design.md §4).
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ that is how a place freed by an expiry, which pushes nothing, is found.
 
 Redis may go away for a while (a restart, a network blip). Taking a place then waits with
 backoff until Redis answers again: nothing has been sent yet, so waiting costs nothing but
-time. Giving a place back never raises: the caller has an answer to record (issue 11), so a
+time. Giving a place back never raises: the caller has an answer to record, so a
 failed release is logged and retried in the background with backoff until it succeeds or the
 place's lease has run out (after which Redis drops the token by itself).
 """

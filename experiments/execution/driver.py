@@ -272,7 +272,7 @@ def run_analyze(run_id: int) -> None:
     if run.phase != Phase.ANALYSIS:
         return  # done already (a second analysis job)
     if is_survey_protocol(run.protocol):
-        summary = survey_summary(run)  # scored against the recorded options, no judge (issue 16)
+        summary = survey_summary(run)  # scored against the recorded options, no judge
     else:
         summary = run_summary(dashboard_refresh(run).payload, run.protocol.criteria)
     if run_pools(run):
@@ -295,7 +295,7 @@ def run_analyze(run_id: int) -> None:
 
 
 def _tables_after(run: Run) -> None:
-    """The robustness tables (issue 14), once the run is done: they take longer than the dashboard
+    """The robustness tables, once the run is done: they take longer than the dashboard
     (many more intervals), so they never hold the run back; the tables page says when they are
     missing, and `analysis_refresh` computes them again. A survey run has none: its analysis is
     scored against recorded options (`analysis.survey`)."""

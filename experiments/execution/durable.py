@@ -1,4 +1,4 @@
-"""A paid answer is never dropped for a transient database error (issue 28).
+"""A paid answer is never dropped for a transient database error.
 
 Between the service's answer and its receipt's commit (`journal._record`) the answer lives only
 in the worker's memory. A deadlock, a serialization failure, a lock timeout or a lost connection

@@ -1,4 +1,4 @@
-"""Handing a phase's slots out to the queue, a window at a time (issue 13).
+"""Handing a phase's slots out to the queue, a window at a time.
 
 A slot handed out has its `dispatched_at` set and a job on its phase's queue (`jobs.dispatch`).
 The queue's driver hands out at most a window of a phase's slots that are handed out and not

@@ -1,4 +1,4 @@
-"""Large interview files import as a background job on the `default` queue, with progress (issue 11).
+"""Large interview files import as a background job on the `default` queue, with progress.
 
 A file over `background_threshold_bytes()` is not read inside the request: the upload is
 copied to `OWNWORDS_IMPORT_DIR`, a job is queued, and the owner follows it on the import's

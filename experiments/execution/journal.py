@@ -8,9 +8,9 @@
 - quota exhaustion opens the run's circuit and holds the slot; a non-transient error stops
   the run; both wait for an owner's amendment;
 - the answer's receipt is made again after a transient database error until it is durable
-  (`durable`, issue 28), never dropped;
+  (`durable`), never dropped;
 - the answer's receipt is committed before the in-flight place is given back: a Redis blip
-  at that moment (issue 11) costs a logged, retried release, never the answer (an answer or an
+  at that moment costs a logged, retried release, never the answer (an answer or an
   unusable response, which changes no one's right to send, may hand its place first to a
   thread of the same process waiting for one: in-process, nothing there can fail; that thread's
   first attempt is then reserved in the receipt's own statement, `receipt_sql`, and it sends
@@ -262,7 +262,7 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
 
 def _hand_on(limiter, place):
     """Hand the place to a waiting thread of this process (`HandoverLimiter.hand_on`): never
-    through Redis, so nothing can fail here before the receipt is stored (issue 11)."""
+    through Redis, so nothing can fail here before the receipt is stored."""
     hand_on = getattr(limiter, "hand_on", None)
     return hand_on(place) if place is not None and hand_on is not None else None
 
@@ -337,7 +337,7 @@ def expire_leases(run: Run) -> None:
     pending with its recovery still due (`retry_at` kept), to be handed out again, or, while the
     run may not send (paused, stopped, circuit open), is held for the owner's amendment as a
     live worker's reservation would hold it. The driver runs this whether or not the run may
-    send (issue 11): a dead worker's slots are settled after a stop too.
+    send: a dead worker's slots are settled after a stop too.
     """
     now = timezone.now()
     # Only the phase's slots in flight can have an open reservation that matters (earlier

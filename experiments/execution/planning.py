@@ -332,7 +332,7 @@ def _share_the_run(run: Run) -> None:
 
 
 def _by_kind(phase, interview_planner):
-    """The phase's planner for the run's kind: interview tasks, or survey respondents (issue 16)."""
+    """The phase's planner for the run's kind: interview tasks, or survey respondents."""
     def plan(run: Run) -> None:
         (SURVEY_PLANNERS[phase] if is_survey_protocol(run.protocol) else interview_planner)(run)
     plan.__name__ = interview_planner.__name__

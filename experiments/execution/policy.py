@@ -194,6 +194,6 @@ def _cap(run: Run, provider: str) -> int:
 
 
 def offline_roles(protocol) -> dict:
-    """Which roles the offline stand-in plays: every page showing its output must say so (DESIGN §7)."""
+    """Which roles the offline stand-in plays: every page showing its output must say so (docs/design.md §7)."""
     roles = {role: getattr(protocol, role).get("provider") == "offline" for role in ("generator", "judge")}
     return {**roles, "any": any(roles.values()), "label": OFFLINE_LABEL}

@@ -5,7 +5,7 @@ A reservation is made only while the run may send, and that is decided atomicall
 - the circuit (`Run.circuit_open`, set when a quota answer is recorded) and the run's status
   are read under a lock on the run's row that conflicts with the lock the quota answer's
   recording holds, so a reservation either commits before the circuit opens or sees it open
-  (issue 11: reservations were made 0–13 ms after a quota answer, from a snapshot taken
+  (without the lock, reservations were made 0–13 ms after a quota answer, from a snapshot taken
   before the circuit's commit);
 - a recovery uses one of the phase's and the slot's allowances, counted under the run's lock;
 - a protocol's HTTP ceilings (per phase, for the whole run) are counted under the run's lock

@@ -1,4 +1,4 @@
-"""A run's slots per phase and status, and its calls per phase, for the run page (issue 13).
+"""A run's slots per phase and status, and its calls per phase, for the run page.
 
 They come from `RunTally`, which triggers keep in the transactions that change slots and calls
 (see `experiments.models.tally`): one statement folds the deltas appended since the last look

@@ -1,4 +1,4 @@
-"""Survey runs through the same engine (issue 16; paper App. E "Twin-2K-500 answering", App. H).
+"""Survey runs through the same engine (paper App. E "Twin-2K-500 answering", App. H).
 
 A protocol whose conditions are survey conditions (`core.survey.prompt.SURVEY_CONDITIONS`, keys
 "survey:…") over a survey sample (a cohort without tasks) plans:

@@ -1,4 +1,4 @@
-"""Large survey uploads import as a background job on the `default` queue, with progress (issue 16).
+"""Large survey uploads import as a background job on the `default` queue, with progress.
 
 The pattern of interview imports (`imports`): an upload whose files together exceed
 `survey_background_bytes()` is not read inside the request. The files are copied to a folder of

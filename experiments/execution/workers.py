@@ -1,4 +1,4 @@
-"""rq workers that wait out a Redis outage instead of quitting (issue 11).
+"""rq workers that wait out a Redis outage instead of quitting.
 
 rq's own loop retries only while it waits for a job; a Redis error anywhere else — the
 heartbeat after a job, the bookkeeping of a finished job, the suspension check, maintenance —
@@ -9,7 +9,7 @@ only rq's view of that job may be stale, which its registries' cleanup repairs.
 
     manage.py rqworker --worker-class experiments.execution.workers.ResilientSimpleWorker ...
 
-`MultiSlotWorker` carries many slots at once (issue 13): K requests in flight need a handful of
+`MultiSlotWorker` carries many slots at once: K requests in flight need a handful of
 processes, not K.
 
     OWNWORDS_WORKER_SLOTS=32 manage.py rqworker --worker-class experiments.execution.workers.MultiSlotWorker ...
@@ -48,7 +48,7 @@ class ResilientScheduler(RQScheduler):
     rq 3.0 runs its scheduler's loop (`RQScheduler.work`: locks, heartbeat, enqueueing the jobs
     due) with no handling of Redis errors: a 3 s outage ended the process ("Scheduler … raised an
     exception"), and the worker starts a new one only at its maintenance, every 10 minutes, so
-    no delayed look ran meanwhile (issue 28). Here each of those steps waits for Redis (PING with
+    no delayed look ran meanwhile. Here each of those steps waits for Redis (PING with
     backoff) and the loop goes on; a stop asked for meanwhile (SIGTERM) ends the wait."""
 
     def _survive(self, what: str, step, *args, **kwargs):

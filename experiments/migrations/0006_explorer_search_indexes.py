@@ -1,4 +1,4 @@
-"""Full-text indexes of the project search (issue 12).
+"""Full-text indexes of the project search.
 
 The expressions are exactly those of `experiments.analysis.explorer_search` (`to_tsvector(
 'english'::regconfig, text)`), so a search reads the GIN index.

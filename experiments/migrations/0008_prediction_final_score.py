@@ -1,5 +1,5 @@
 """`Prediction.score` and `copied_label`: each answer's grade, and the candidate a final answer
-repeats, stored with it (issue 12) for the explorer's indexes.
+repeats, stored with it for the explorer's indexes.
 
 The backfill is one UPDATE: the score by the rule of `analysis.grades.final_grades` (an invalid
 selection 0, an answer its judge grade of the same text in the same task, otherwise null), the

@@ -1,4 +1,4 @@
-"""The run page at a million slots (issue 13).
+"""The run page at a million slots.
 
 `ModelCall.run` and `ModelCall.phase`: each attempt carries its slot's run and phase, so the
 calls of a phase in a recent window come from the (run, phase, finished_at) index instead of

@@ -1,4 +1,4 @@
-"""The run explorer at a million predictions (issue 12): each cohort task gets the rank of its
+"""The run explorer at a million predictions: each cohort task gets the rank of its
 person's label and study's key within the cohort and its question in lower case, copied here for
 the cohorts there are, one UPDATE each.
 

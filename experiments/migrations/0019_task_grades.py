@@ -1,4 +1,4 @@
-"""`TaskGrades` (issue 12): a run's grades of each task as one character per condition, for the
+"""`TaskGrades`: a run's grades of each task as one character per condition, for the
 explorer's grade filters and a − b sort; written here for the runs there are from their final
 predictions' stored scores, one statement per run.
 

@@ -1,4 +1,4 @@
-"""The domain model (DESIGN §4): interview data and tasks in `data`, protocols, runs and
+"""The domain model (docs/design.md §4): interview data and tasks in `data`, protocols, runs and
 the request journal in `runs`."""
 from experiments.models.data import (  # noqa: F401
     TEXT_ROLES,

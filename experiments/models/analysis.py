@@ -14,7 +14,7 @@ class AnalysisResult(models.Model):
 
 
 class PoolAnalysisResult(models.Model):
-    """A run's pickers and pool diagnostics (issue 14), cached with the sha256 of their inputs."""
+    """A run's pickers and pool diagnostics, cached with the sha256 of their inputs."""
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="pool_analysis_result")
     inputs_sha256 = models.CharField(max_length=64)

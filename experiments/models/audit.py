@@ -1,4 +1,4 @@
-"""The audit log (issue 12): who opened which participant text and who exported what.
+"""The audit log: who opened which participant text and who exported what.
 
 One row per page view of a session's transcript or a task's texts, per export and per change of
 the project's members; written only by `experiments.audit`, read by owners on the project's audit page.

@@ -1,4 +1,4 @@
-"""Interview data, tasks and cohorts (DESIGN §4). Participant text lives in Turn,
+"""Interview data, tasks and cohorts (docs/design.md §4). Participant text lives in Turn,
 ScreenerItem and (through its turns) Task: only roles that may read text see them."""
 from django.conf import settings
 from django.db import models
@@ -225,7 +225,7 @@ class Cohort(models.Model):
     """A frozen set of tasks drawn by a recorded rule and seed (paper App. G)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="cohorts")
-    # None: a survey sample (issue 16), its respondents in SurveySampleMember.
+    # None: a survey sample, its respondents in SurveySampleMember.
     task_set = models.ForeignKey(TaskSet, null=True, blank=True, on_delete=models.PROTECT, related_name="cohorts")
     name = models.CharField(max_length=100)
     seed = models.BigIntegerField()

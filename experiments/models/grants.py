@@ -1,4 +1,4 @@
-"""Who may spend on a paid endpoint (issue 28, item 2): the administrator's grants.
+"""Who may spend on a paid endpoint: the administrator's grants.
 
 A grant names an endpoint of the administrator's list (`settings.LLM_ENDPOINTS`, by name) and one
 user or one group. Sealing, starting and amending runs of a protocol that sends to a paid endpoint

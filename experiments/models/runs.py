@@ -1,4 +1,4 @@
-"""Protocols, runs and the request journal (DESIGN §4, paper App. B.2).
+"""Protocols, runs and the request journal (docs/design.md §4, paper App. B.2).
 
 A Slot is one logical request with a stable key; each ModelCall is one attempt at it,
 reserved (a committed row) before any byte is sent. The journal is the ground truth for

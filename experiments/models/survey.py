@@ -1,4 +1,4 @@
-"""Survey studies (issue 16, paper §8 and App. H): Twin-2K-500 respondents, their target items,
+"""Survey studies (paper §8 and App. H): Twin-2K-500 respondents, their target items,
 the respondents excluded by the leak check, the seeded samples (cohorts without tasks) and what a
 survey run wrote (memories, answers parsed per item).
 

@@ -1,4 +1,4 @@
-"""`RunTally`: the run page's counters, kept by the database itself (issue 13, PostgreSQL).
+"""`RunTally`: the run page's counters, kept by the database itself (PostgreSQL triggers), at any size.
 
 The run page counts a run's slots per phase and status and sums its calls per phase; at a million
 slots, counting them on every 2 s poll costs seconds. Triggers on the slot and call tables

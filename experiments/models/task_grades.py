@@ -1,4 +1,4 @@
-"""`TaskGrades`: a run's grades of one task under every condition, as one short string (issue 12).
+"""`TaskGrades`: a run's grades of one task under every condition, as one short string.
 
 The explorer filters and sorts on grades: "OwnWords 3, memory 0", "sort by a − b". Read from the
 final predictions, each such filter joins one prediction per task and condition (two index

@@ -1,4 +1,4 @@
-"""Bounded form input (issue 28, item 5): one JSON field and one integer field for every form.
+"""Bounded form input: one JSON field and one integer field for every form.
 
 Unbounded input ended in a 500: criteria of 5,000 nested brackets (RecursionError) and a 30-digit
 number (out of its column's range at INSERT). Every JSON field of the app's forms is a

@@ -1,4 +1,4 @@
-"""One rule for text that comes in through a form: no NUL character, no lone surrogate (issue 11).
+"""One rule for text that comes in through a form: no NUL character, no lone surrogate.
 
 PostgreSQL refuses NUL in text and no database can store a lone surrogate (it is not a
 character), so either would end in a 500 where the user deserves a message. Django's

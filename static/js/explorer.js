@@ -1,4 +1,4 @@
-// The task page (issue 12): j/k through the explorer's filtered list, ? for the keys, words
+// The task page: j/k through the explorer's filtered list, ? for the keys, words
 // shared with the real answer marked on demand, a condition's evidence highlighted inside the
 // transcript, and an in-page search of the transcript. No library; the page works without it.
 (function () {

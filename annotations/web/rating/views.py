@@ -1,4 +1,4 @@
-"""The rater's page (issue 10): one item at a time, keyboard first, no reload between items.
+"""The rater's page: one item at a time, keyboard first, no reload between items.
 
 The page renders the first item on the server (it works without JavaScript: forms post and
 redirect back); static/js/rating.js then submits with fetch and swaps in the next item from

@@ -1,6 +1,6 @@
 """A campaign's results pages: agreement, contrasts under human grades, their CSVs, and the owners' export.
 
-Who sees what (DESIGN §2, issue 10):
+Who sees what (docs/design.md §2):
 
 * owners: everything, with raters' usernames beside their labels, and the export of every
   rating (notes included, ids remapped);

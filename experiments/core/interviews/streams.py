@@ -1,6 +1,6 @@
 """Interview files read as a stream: bytes → lines → sessions, one session at a time.
 
-A large file (issue 11: 100,000 sessions, tens of megabytes) is never held whole: the
+A large file (100,000 sessions, tens of megabytes) is never held whole: the
 binary file is read line by line, each line decoded on its own, each session checked as it
 comes. Problems are gathered on the way; the file is still imported whole or not at all,
 because the caller stores the sessions inside one transaction and, after the last one,

@@ -2,7 +2,7 @@
 
 A demo and test double for the model services of the paper's App. B.2/B.3, never a model
 result: its model version is ``OFFLINE_MODEL_VERSION`` and every grade rationale starts with
-``OFFLINE_LABEL``, so pages can say so (DESIGN §7).
+``OFFLINE_LABEL``, so pages can say so (docs/design.md §7).
 
 It receives exactly the (system, user) messages a real model would get and finds what it needs
 by the bracketed section headings of prompts/*.txt (``[QUESTION]``, ``[ACTUAL ANSWER]``,

@@ -4,7 +4,7 @@ httpx's own transport (httpcore and h11) spends about 1.3 ms of CPU on one reque
 response on this project's 2-core machines, and its connection pool scans every connection of
 the pool under a lock on each request; `http.client` needs about half of that, and an idle
 connection is taken from a list. At a hundred calls a second that is a tenth of a core, on the
-path of every request (issue 13). The client above it is still `httpx.Client`: its timeouts,
+path of every request. The client above it is still `httpx.Client`: its timeouts,
 headers, content decoding, proxies from the environment (mounted by httpx, not through this
 transport) and exceptions are those the rest of the code knows.
 

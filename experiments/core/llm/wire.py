@@ -41,7 +41,7 @@ OPENAI_JUDGE_FORMAT = {"type": "json_schema",
 # The two forms of structured output an OpenAI-compatible server may take (`structured_format`):
 # "json_schema", the reply held to JUDGE_SCHEMA (OpenAI, vLLM, SGLang), or "json_object", JSON
 # mode: any JSON object, its shape left to the judge's prompt (what llama.cpp's server takes; it
-# answered json_schema with HTTP 500, issue 28). Gemini's responseSchema is its only form.
+# answered json_schema with HTTP 500). Gemini's responseSchema is its only form.
 STRUCTURED_FORMATS = ("json_schema", "json_object")
 OPENAI_JSON_OBJECT_FORMAT = {"type": "json_object"}
 # Gemini's responseSchema is an OpenAPI subset: upper-case types, no enum of integers (a range
@@ -287,7 +287,7 @@ def concurrency_problems(concurrency) -> list[str]:
 def first_call_failure_hint(config: ModelConfig, http_status: int | None) -> str:
     """The likely cause of an HTTP 500 on a run's first call with these settings ("" for another
     status): before anything was answered, a server error is more often a setting the server does
-    not take than a passing fault (issue 28: llama.cpp answers a json_schema response_format so)."""
+    not take than a passing fault (llama.cpp's server answers a json_schema response_format so)."""
     if http_status != 500:
         return ""
     if config.structured_output and config.provider == "openai" and config.structured_format == "json_schema":

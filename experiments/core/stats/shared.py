@@ -1,4 +1,4 @@
-"""Many whole-person bootstraps on one stream of draws (issue 13): identical to `paired_bootstrap`, to the last bit.
+"""Many whole-person bootstraps on one stream of draws: identical to `paired_bootstrap`, to the last bit.
 
 Every interval of one analysis uses the same seed, so statistics with the same set of
 clusters (people, or studies) resample the same clusters in every draw.  Instead of

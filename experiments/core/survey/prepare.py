@@ -1,4 +1,4 @@
-"""Respondents made ready to store, batch by batch, in worker processes if asked (issue 16). No Django.
+"""Respondents made ready to store, batch by batch, in worker processes if asked. No Django.
 
 Importing a full release is mostly Python work per respondent: decoding the JSON columns, building
 and checking every question, the leak check, the target items and the JSON the app stores. Here

@@ -1,4 +1,4 @@
-"""endpoint_grants: the administrator's grants to spend on paid endpoints (issue 28, item 2).
+"""endpoint_grants: the administrator's grants to spend on paid endpoints.
 
     manage.py endpoint_grants list [ENDPOINT]
     manage.py endpoint_grants grant ENDPOINT (--user NAME | --group NAME) [--note TEXT]

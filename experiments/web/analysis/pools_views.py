@@ -1,4 +1,4 @@
-"""A run's candidate pools page (issue 14): pickers as rows of contrasts and the App. I.3 diagnostics.
+"""A run's candidate pools page: pickers as rows of contrasts and the App. I.3 diagnostics.
 
 Numbers only, like the dashboard: owners, analysts and viewers see it, raters do not
 (`access.run_for` with its default, the aggregate readers). The numbers are cached with the

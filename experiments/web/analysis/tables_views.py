@@ -1,4 +1,4 @@
-"""Paper-style tables of a run and across runs (issue 14): page, CSV and LaTeX, from cached numbers only.
+"""Paper-style tables of a run and across runs: page, CSV and LaTeX, from cached numbers only.
 
 Owners, analysts and viewers see them (numbers, no text); raters do not. The pages never compute
 a bootstrap: they read the dashboard's and the robustness tables' caches (`analysis.tables`), and

@@ -1,4 +1,4 @@
-"""Contrast dashboards and numeric exports of a run (issue 5): numbers only, no text.
+"""Contrast dashboards and numeric exports of a run: numbers only, no text.
 
 Owners, analysts and viewers see them (the paper's "public package" level); raters do not
 (`access.run_for` with its default, the aggregate readers).

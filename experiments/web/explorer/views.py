@@ -47,7 +47,7 @@ def run_explorer(request, slug, pk):
     """
     membership, run = run_for(request, slug, pk, roles=TEXT_READERS)
     if is_survey_protocol(run.protocol):
-        return redirect("survey_respondents", slug=slug, pk=pk)  # items and options, not tasks (issue 16)
+        return redirect("survey_respondents", slug=slug, pk=pk)  # items and options, not tasks
     protocol = run.protocol
     query = ExplorerQuery.from_params(request.GET, protocol.conditions)
     page = explorer_page(run, query)

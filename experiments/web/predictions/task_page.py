@@ -1,4 +1,4 @@
-"""What the task page shows (issue 12): one card per condition and slot, and the transcript with
+"""What the task page shows: one card per condition and slot, and the transcript with
 each condition's evidence marked, read in a constant number of queries whatever the number of
 conditions (predictions with their grades, memories, model calls, turns: one query each)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a project's member should do next, from its state: the home page's first line (issue 12).
+"""What a project's member should do next, from its state: the home page's first line.
 
 Each step is (what to do, URL name, its arguments) and depends only on counts and the newest
 protocol and run, so the page says "import", "derive tasks", "draw a cohort", "define a

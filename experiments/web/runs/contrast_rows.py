@@ -1,4 +1,4 @@
-"""Planned contrasts chosen from lists on the protocol form (issue 12): each row is one paired
+"""Planned contrasts chosen from lists on the protocol form: each row is one paired
 difference "first − second" of two conditions picked from selects grouped by family, with its
 family and criterion boxes. Contrasts of another shape (weights, more terms: written with the
 `protocol_create` command's text syntax) are kept or dropped with a box, never retyped."""

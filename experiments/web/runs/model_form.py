@@ -134,7 +134,7 @@ class ModelConfigForm(StorableTextMixin, forms.Form):
 
     @sensitive_variables("name")
     def _check_key_variable(self, name, provider, base_url, chosen):
-        """Only a variable the endpoint allows may be named (issue 28): the administrator's list,
+        """Only a variable the endpoint allows may be named: the administrator's list,
         not the form, says which of the server's environment variables may travel where."""
         if not name or not provider or self.has_error("endpoint") or self.has_error("base_url"):
             return

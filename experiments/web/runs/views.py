@@ -1,4 +1,4 @@
-"""Pages for protocols and runs (issue 4, DESIGN §2): define, edit, seal, start, watch and amend.
+"""Pages for protocols and runs (docs/design.md §2): define, edit, seal, start, watch and amend.
 
 Each view starts with one access helper (`membership_for`, `protocol_for`, `run_for`), which is
 the whole access check. Who may do what:

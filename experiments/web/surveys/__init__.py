@@ -1,1 +1,1 @@
-"""Survey studies' pages (issue 16): import (owners), study, run dashboard, respondents' items."""
+"""Survey studies' pages: import (owners), study, run dashboard, respondents' items."""

@@ -1,4 +1,4 @@
-"""Survey pages (issue 16). Access through `experiments.access`: owners import; owners, analysts and
+"""Survey pages. Access through `experiments.access`: owners import; owners, analysts and
 viewers see studies (counts, exclusions, samples) and a survey run's dashboard (numbers only);
 only the roles that read participant text see a respondent's items with predicted and recorded
 options (and every such view is audited). Synthetic studies say so on every page."""
