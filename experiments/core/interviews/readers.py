@@ -309,16 +309,24 @@ def _session_from_anthropic_row(transcript_id: str, text: str, where: str, out: 
 
 # --- reading from disk ----------------------------------------------------------------
 
+def format_from_name(name: str) -> str | None:
+    """The format a file's name says (.jsonl or .ndjson, .csv), or None: for a path and an upload alike."""
+    lowered = name.lower()
+    if lowered.endswith((".jsonl", ".ndjson")):
+        return "jsonl"
+    if lowered.endswith(".csv"):
+        return "anthropic-csv"
+    return None
+
+
 def guess_format(path: Path) -> str:
     if path.is_dir():
         if (path / "nodes.json").exists():
             return "genagents"
         raise InterviewFileError([Problem(str(path), "", "", "is a folder without nodes.json")])
-    suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".ndjson"):
-        return "jsonl"
-    if suffix == ".csv":
-        return "anthropic-csv"
+    fmt = format_from_name(path.name)
+    if fmt:
+        return fmt
     raise InterviewFileError(
         [Problem(str(path), "", "", "cannot tell the format from the name; pass --format " + "|".join(FORMATS))]
     )

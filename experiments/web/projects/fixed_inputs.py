@@ -10,6 +10,7 @@ from experiments.access import OWNERS, membership_for
 from experiments.core.fixed_inputs import FixedInputError
 from experiments.data import CohortError
 from experiments.fixed_inputs import cohort_from_task_list
+from experiments.web.form_errors import errors_text
 from experiments.web.projects.forms import FIXED_INPUT_MAX_BYTES, TaskListForm
 
 
@@ -20,7 +21,7 @@ def task_list_import_view(request, slug):
     membership = membership_for(request, slug, roles=OWNERS)
     form = TaskListForm(request.POST, request.FILES)
     if not form.is_valid():
-        messages.error(request, "No cohort made: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        messages.error(request, f"No cohort made: {errors_text(form)}")
         return redirect("project_detail", slug=slug)
     upload = form.cleaned_data["task_list"]
     if upload.size > FIXED_INPUT_MAX_BYTES:

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from experiments.access import OWNERS, PROJECT_CREATION_REFUSAL, may_create_projects, membership_for
 from experiments.members import MembershipError, member_add, member_remove, member_set_role, project_create
 from experiments.models import AuditEntry, Membership, Role
+from experiments.web.form_errors import errors_text
 from experiments.web.text_input import StorableTextMixin
 
 AUDIT_ENTRIES_PER_PAGE = 50
@@ -43,11 +44,6 @@ class SpendingForm(forms.Form):
         required=False, label="Analysts may spend",
         help_text="analysts may seal, start, pause, resume and amend runs that call a paid provider",
     )
-
-
-def _errors(form) -> str:
-    return "; ".join(f"{name}: {' '.join(errors)}" if name != "__all__" else " ".join(errors)
-                     for name, errors in form.errors.items())
 
 
 @login_required
@@ -100,7 +96,7 @@ def member_add_view(request, slug):
     membership = membership_for(request, slug, roles=OWNERS)
     form = MemberAddForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"Nobody was added: {_errors(form)}")
+        messages.error(request, f"Nobody was added: {errors_text(form)}")
     else:
         try:
             added = member_add(project=membership.project, actor=request.user, path=request.get_full_path(),
@@ -119,7 +115,7 @@ def member_role_view(request, slug, member_pk):
     member = _member(membership, member_pk)
     form = RoleForm(request.POST)
     if not form.is_valid():
-        messages.error(request, f"The role was not changed: {_errors(form)}")
+        messages.error(request, f"The role was not changed: {errors_text(form)}")
         return redirect("project_members", slug=slug)
     try:
         member_set_role(membership=member, role=form.cleaned_data["role"], actor=request.user,

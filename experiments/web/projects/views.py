@@ -21,12 +21,13 @@ from experiments.execution.imports import (
     QueueUnavailable, background_threshold_bytes, import_enqueue, import_progress, upload_limit_bytes,
 )
 from experiments.core.paper_protocols import PAPER_PROTOCOLS
+from experiments.web.form_errors import errors_text
 from experiments.web.projects.next_step import next_step
 from experiments.core.fixed_inputs import FixedInputError
 from experiments.fixed_inputs import cohort_draw_excluding
 from experiments.web.projects.forms import (FIXED_INPUT_MAX_BYTES, CohortForm, ImportForm, TaskListForm, TaskRuleForm,
                                             declared_upload_over, upload_too_large_message)
-from experiments.core.interviews.readers import GENAGENTS_FILES, parse_genagents, stream_binary
+from experiments.core.interviews.readers import GENAGENTS_FILES, format_from_name, parse_genagents, stream_binary
 from experiments.core.interviews.records import InterviewFileError, Problem, decode_utf8, unstorable_text_problem
 from experiments.models import Cohort, Membership, Session, Study, Task, Turn
 from experiments.data import (
@@ -211,7 +212,7 @@ def _import_uploads(project, uploads, fmt, user):
     if fmt == "genagents" or (not fmt and genagents):
         groups = [("genagents", "genagents folder", uploads)]
     else:
-        groups = [(fmt or _guess_upload_format(u.name), u.name, [u]) for u in uploads]
+        groups = [(fmt or format_from_name(u.name), u.name, [u]) for u in uploads]
     results, queued = [], []
     for group_fmt, label, files in groups:
         try:
@@ -260,15 +261,6 @@ def import_progress_view(request, slug, job_id):
                   {"membership": membership, "project": membership.project, "progress": progress})
 
 
-def _guess_upload_format(name):
-    lowered = name.lower()
-    if lowered.endswith((".jsonl", ".ndjson")):
-        return "jsonl"
-    if lowered.endswith(".csv"):
-        return "anthropic-csv"
-    return None
-
-
 @login_required
 @require_POST
 def tasks_derive_view(request, slug):
@@ -276,7 +268,7 @@ def tasks_derive_view(request, slug):
     membership = membership_for(request, slug, roles=OWNERS)
     form = TaskRuleForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Tasks not derived: " + "; ".join(m for ms in form.errors.values() for m in ms))
+        messages.error(request, f"Tasks not derived: {errors_text(form, names=False)}")
         return redirect("project_detail", slug=slug)
     rule = TaskRule(**form.cleaned_data)
     new_tasks = tasks_derive(project=membership.project, rule=rule)
@@ -292,7 +284,7 @@ def cohort_draw_view(request, slug):
     project = membership.project
     form = CohortForm(request.POST, request.FILES, project=project)
     if not form.is_valid():
-        messages.error(request, "No cohort drawn: " + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        messages.error(request, f"No cohort drawn: {errors_text(form)}")
         return redirect("project_detail", slug=slug)
     draw = dict(project=project, name=form.cleaned_data["name"], size=form.cleaned_data["size"],
                 seed=form.cleaned_data["seed"], exclude_cohorts=form.cleaned_data["exclude"], user=request.user)
