@@ -1,4 +1,4 @@
-"""Forms of the protocol editor and the run page's amendments.
+"""The protocol editor's forms (the amendment forms are beside their views, in `amend`).
 
 A protocol is edited with three forms validated together (`ProtocolEditor`): the protocol's own
 fields and one `ModelConfigForm` each for the generator and the judge. The sealing rules
@@ -27,8 +27,7 @@ from experiments.web.runs.contrast_rows import KeptContrastsField, contrast_rows
 from experiments.web.runs.model_form import OFFLINE_CONFIG, ModelConfigForm, model_initial
 from experiments.web.text_input import StorableTextMixin
 
-__all__ = ["ModelConfigForm", "model_initial", "ProtocolEditor", "ProtocolForm", "ReasonForm", "ResumeForm",
-           "CeilingForm", "ConcurrencyForm"]
+__all__ = ["ModelConfigForm", "model_initial", "ProtocolEditor", "ProtocolForm"]
 
 # --- the forms --------------------------------------------------------------------------------
 
@@ -201,52 +200,3 @@ class ProtocolEditor:
               "about": "for a survey sample only: answers scored against the recorded options, no judge (App. H)",
               "rows": [{"key": c.key, "runnable": True, "note": c.label, "checked": c.key in chosen}
                        for c in SURVEY_CONDITIONS.values()]}]
-
-
-class ReasonForm(StorableTextMixin, forms.Form):
-    """Every amendment carries a reason (paper App. B.2)."""
-
-    reason = forms.CharField(max_length=2000, widget=forms.TextInput(attrs={"size": 60}),
-                             error_messages={"required": "give a reason: amendments are recorded with it"})
-
-
-class ResumeForm(ReasonForm):
-    """Resume: the continuation amendment gives each held slot this many identical requests (App. B.2)."""
-
-    allowance = BoundedIntegerField(
-        required=False, min_value=1, max_value=10, initial=1, label="Identical requests per held slot",
-        help_text="the paper's continuation allowed one; each is sent only if the one before it failed without output",
-    )
-
-    field_order = ["allowance", "reason"]
-
-    def clean_allowance(self):
-        return self.cleaned_data["allowance"] or 1  # empty: the paper's one request
-
-
-class CeilingForm(ReasonForm):
-    """Raise the run's HTTP ceilings (an amendment; empty: that ceiling stays)."""
-
-    phase_ceiling = BoundedIntegerField(required=False, min_value=1, max_value=10_000_000,
-                                       label="New ceiling for this phase (HTTP attempts)")
-    run_ceiling = BoundedIntegerField(required=False, min_value=1, max_value=10_000_000,
-                                     label="New ceiling for the whole run (HTTP attempts)")
-
-    field_order = ["phase_ceiling", "run_ceiling", "reason"]
-
-    def clean(self):
-        data = super().clean()
-        if data.get("phase_ceiling") is None and data.get("run_ceiling") is None:
-            raise forms.ValidationError("give a new ceiling for the phase, for the run, or both")
-        return data
-
-
-class ConcurrencyForm(ReasonForm):
-    provider = forms.ChoiceField()
-    cap = BoundedIntegerField(min_value=1, max_value=1000, label="In-flight cap")
-
-    field_order = ["provider", "cap", "reason"]
-
-    def __init__(self, *args, providers, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["provider"].choices = [(p, p) for p in providers]

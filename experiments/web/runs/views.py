@@ -43,8 +43,8 @@ from experiments.execution.sealing import protocol_memory_imports, protocol_prob
 from experiments.execution.survey import is_survey_protocol, survey_estimate
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
-from experiments.web.runs.amend import NO_QUEUE, providers
-from experiments.web.runs.forms import CeilingForm, ConcurrencyForm, ProtocolEditor, ReasonForm, ResumeForm
+from experiments.web.runs.amend import NO_QUEUE, CeilingForm, ConcurrencyForm, ReasonForm, ResumeForm, providers
+from experiments.web.runs.forms import ProtocolEditor
 from experiments.web.runs.regrade import regrade_context
 # The keys sent with a protocol form: Django's error reports must never show them.
 KEY_FIELDS = ("generator-api_key_env", "judge-api_key_env")
