@@ -24,38 +24,16 @@ default 3, the task page's and the search's median and max of 5) of:
 import gc
 import os
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DB = "bench_pages"
-os.environ.setdefault("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{DB}")
-os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
-os.environ.setdefault("SECRET_KEY", "benchmark-only")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
-os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+from page_setup import REUSE, copy, django_on_scratch_database  # benchmarks/page_setup.py, beside this script
+
 SESSIONS = int(os.environ.get("SESSIONS", 100_000))
 RUN_SESSIONS = int(os.environ.get("RUN_SESSIONS", 14_286))
 PAIRS, TARGETS = 10, 5
-
-REUSE = os.environ.get("REUSE") == "1"  # measure the database a previous run built (migrated first)
 REPEAT = int(os.environ.get("REPEAT", 3))
 
-name = os.environ["DATABASE_URL"].rsplit("/", 1)[1]
-if not REUSE:
-    for command in ("dropdb", "createdb"):
-        subprocess.run([command, "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True)
-
-import django  # noqa: E402
-from django.conf import settings  # noqa: E402
-
-django.setup()
-# The pages' {% static %} tags without a collectstatic run (production's storage reads its manifest).
-settings.STORAGES = {**settings.STORAGES,
-                     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+django_on_scratch_database("bench_pages")
 
 import numpy as np  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
@@ -76,12 +54,6 @@ CONDITIONS = [k for k in REGISTRY if "fusion" not in k and "selection" not in k]
     "memory(concrete,100w)+fusion(3)", "memory(concrete,100w)+selection(3)"]
 WORDS = [f"w{i}" for i in range(3000)] + ["garden", "music", "weekend", "family", "work"]
 RARE = "zeppelin"
-
-
-def copy(table: str, columns: str, rows) -> None:
-    with connection.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as out:
-        for row in rows:
-            out.write_row(row)
 
 
 _POOL: dict[int, list[str]] = {}

@@ -18,36 +18,15 @@ again (so the run is "running" as measured), instead of dropping it.
 """
 import os
 import statistics
-import subprocess
-import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_run_page")
-os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
-os.environ.setdefault("SECRET_KEY", "benchmark-only")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
-os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+from page_setup import REUSE, copy, django_on_scratch_database  # benchmarks/page_setup.py, beside this script
+
 SLOTS = int(os.environ.get("SLOTS", 1_000_000))
 REPEAT = int(os.environ.get("REPEAT", 15))
 
-REUSE = os.environ.get("REUSE") == "1"
-
-name = os.environ["DATABASE_URL"].rsplit("/", 1)[1]
-if not REUSE:
-    for command in ("dropdb", "createdb"):
-        subprocess.run([command, "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True)
-
-import django  # noqa: E402
-from django.conf import settings  # noqa: E402
-
-django.setup()
-# The page's {% static %} tags without a collectstatic run (production's storage reads its manifest).
-settings.STORAGES = {**settings.STORAGES,
-                     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+django_on_scratch_database("bench_run_page")
 
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -64,12 +43,6 @@ from experiments.models import (Amendment, Cohort, Membership, ModelCall, Projec
                                 Run, TaskSet)
 
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
-
-
-def copy(table: str, columns: str, rows) -> None:
-    with connection.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as out:
-        for row in rows:
-            out.write_row(row)
 
 
 def build():

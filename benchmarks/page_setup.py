@@ -1,0 +1,49 @@
+"""What the page benchmarks share (pages.py, run_page.py): a scratch PostgreSQL database, Django set
+up to serve its pages in this process, and COPY for their bulk rows.
+
+    from page_setup import REUSE, copy, django_on_scratch_database  # beside the script
+    django_on_scratch_database("bench_pages")                      # before importing Django's modules
+
+REUSE=1 keeps the database a previous run built (the scripts migrate it); otherwise it is dropped and
+created again: do not point DATABASE_URL at real data.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+REUSE = os.environ.get("REUSE") == "1"  # measure the database a previous run built (migrated first)
+
+
+def django_on_scratch_database(default_name: str) -> None:
+    """The environment's defaults (DATABASE_URL: database `default_name` on the local server), the
+    database dropped and created again unless REUSE=1, then Django set up."""
+    os.environ.setdefault("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{default_name}")
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
+    os.environ.setdefault("SECRET_KEY", "benchmark-only")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
+    os.environ.setdefault("ALLOWED_HOSTS", "testserver")
+    name = os.environ["DATABASE_URL"].rsplit("/", 1)[1]
+    if not REUSE:
+        for command in ("dropdb", "createdb"):
+            subprocess.run([command, "-h", "127.0.0.1", "-U", "postgres", name], capture_output=True)
+
+    import django
+    from django.conf import settings
+
+    django.setup()
+    # The pages' {% static %} tags without a collectstatic run (production's storage reads its manifest).
+    settings.STORAGES = {**settings.STORAGES,
+                         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+
+
+def copy(table: str, columns: str, rows) -> None:
+    """Write `rows` into `table` with COPY (what is measured is the reading, not the writing)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as out:
+        for row in rows:
+            out.write_row(row)
