@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from annotations.models import UNDO_WINDOW_S, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingEvent
+from annotations.rating_sql import campaign_shared
 
 # A reported time per item above this is a tab left open, not rating time.
 MAX_SECONDS_PER_ITEM = 3600
@@ -112,18 +113,6 @@ def _seconds(reported: float | None, served_at, now) -> float | None:
     return None
 
 
-def _campaign_shared(campaign: RatingCampaign) -> RatingCampaign:
-    """The campaign row, read FOR SHARE: raters hold it together, so they do not wait on each
-    other, while an owner's change of the campaign (close, remove or reassign a rater, gold), which
-    takes it FOR UPDATE (`annotations.campaigns`), waits for the ratings in flight and they for it:
-    no rating is stored after a close or into a queue being reassigned. Django has no FOR SHARE."""
-    if not connection.features.has_select_for_update:
-        return RatingCampaign.objects.get(pk=campaign.pk)
-    table, key = connection.ops.quote_name(RatingCampaign._meta.db_table), RatingCampaign._meta.pk.column
-    # One row by its primary key.
-    return RatingCampaign.objects.raw(f"SELECT * FROM {table} WHERE {key} = %s FOR SHARE", [campaign.pk])[0]
-
-
 @transaction.atomic
 def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: int | None, note: str = "",
                   flagged: bool = False, flag_reason: str = "", seconds: float | None = None) -> HumanGrade:
@@ -135,7 +124,7 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: 
     the first, never a second rating. Raters of one campaign lock different rows: none waits
     for another.
     """
-    campaign = _campaign_shared(campaign)
+    campaign = campaign_shared(campaign)
     if not campaign.is_open():
         raise RatingError("this campaign is closed; ratings are no longer taken")
     _active_rater(campaign, user)
@@ -183,7 +172,7 @@ def rating_undo(*, campaign: RatingCampaign, user) -> int:
     own: their CampaignRater row is locked, so two undos at once withdraw their last two ratings
     (as they would one after the other); other raters lock other rows.
     """
-    campaign = _campaign_shared(campaign)
+    campaign = campaign_shared(campaign)
     if not campaign.is_open():
         raise RatingError("this campaign is closed; ratings can no longer be undone")
     _active_rater(campaign, user, lock=True)

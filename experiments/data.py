@@ -20,8 +20,9 @@ from experiments.core.estimate import CohortShape
 from experiments.core.interviews.records import InterviewFileError, ParsedSession, printable, unstorable_text_problem
 from experiments.core.interviews.streams import FileLabels
 from experiments.import_store import (
-    BATCH_SESSIONS, TASK_COLUMNS, SessionWriter, batches, cycle_collector_paused, lock_project_imports, task_rows,
+    BATCH_SESSIONS, TASK_COLUMNS, SessionWriter, batches, cycle_collector_paused, task_rows,
 )
+from experiments.import_store_sql import lock_project_imports
 from experiments.models import (
     Cohort,
     CohortTask,

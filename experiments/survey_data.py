@@ -24,7 +24,8 @@ from experiments.import_store import cycle_collector_paused
 from experiments.models import (
     Cohort, Project, SurveyExclusion, SurveyItem, SurveyRespondent, SurveySampleMember, SurveyStudy,
 )
-from experiments.survey_store import SurveyWriter, use_fast_compression
+from experiments.survey_store import SurveyWriter
+from experiments.survey_store_sql import use_fast_compression
 
 SAMPLE_NAMES = ("development", "reported")
 

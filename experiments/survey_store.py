@@ -9,35 +9,21 @@ problem found late in the input still leaves nothing behind.
 Where the time goes (2,058 full-size respondents, ~270 KB of text each, already prepared): the
 server compresses every large value it stores (TOAST), and with its default method, pglz, writing
 them took 15.5-18.6 s; with lz4 (PostgreSQL 14+, when built with it) 8.6-8.8 s, the client's own
-CPU under 1 s either way (a machine with load 4-7). `use_fast_compression` chooses lz4 for this
+CPU under 1 s either way (a machine with load 4-7). `survey_store_sql.use_fast_compression` chooses lz4 for this
 transaction only; values so written read back exactly the same, and the columns' settings are
 untouched.
 """
 from __future__ import annotations
 
-from django.db import connection
-
 from experiments.core.survey.prepare import PreparedRespondent
 from experiments.core.survey.records import SurveyProblem
-from experiments.import_store import insert_rows, reserve_ids
+from experiments.import_store_sql import insert_rows, reserve_ids
 from experiments.models import SurveyItem, SurveyRespondent
 
 RESPONDENT_COLUMNS = ("id", "study_id", "pid", "persona_text", "persona_json", "earlier_json", "wave4_json",
                       "location")
 ITEM_COLUMNS = ("respondent_id", "number", "key", "qid", "row_id", "block", "question", "row", "options", "kind",
                 "wave4", "earlier")
-
-
-def use_fast_compression() -> bool:
-    """lz4 for the large values this transaction stores, where the server was built with it (see the
-    docstring)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
-        row = cursor.fetchone()
-        if not (row and row[0]):
-            return False
-        cursor.execute("SET LOCAL default_toast_compression = 'lz4'")
-    return True
 
 
 class SurveyWriter:

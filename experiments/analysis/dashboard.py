@@ -8,13 +8,13 @@ from __future__ import annotations
 
 
 import numpy as np
-from django.db import connection
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from experiments.core import stats
 from experiments.core.candidates import is_integer_grade_row
 from experiments.core.canonical import canonical_json, sha256_text
+from experiments.analysis.answers_sql import answer_length_counts
 from experiments.analysis.grades import GradeMatrix, grade_matrix
 from experiments.core.stats.arguments import bootstrap_tails
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
@@ -228,10 +228,6 @@ def _sweep(conditions, means: list[dict]) -> dict:
     return {"lines": lines, "whole_record": reference, "shown": shown}
 
 
-# Python's str.split() separators (str.isspace), as one regular-expression class for PostgreSQL.
-PYTHON_WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
-
-
 def _answer_lengths(run: Run) -> list[dict]:
     """Word and character counts of each condition's final answers (numbers, not text).
 
@@ -240,13 +236,8 @@ def _answer_lengths(run: Run) -> list[dict]:
     answer text travels.
     """
     counts: dict[str, list[tuple[int, int, int]]] = {}       # condition → (words, chars, answers)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT condition, regexp_count(text, %s), char_length(text), COUNT(*) "
-            f"FROM {Prediction._meta.db_table} WHERE run_id = %s AND label = %s AND text IS NOT NULL "
-            "GROUP BY 1, 2, 3", [f"[^{PYTHON_WHITESPACE}]+", run.pk, FINAL])
-        for condition, words, chars, n in cursor.fetchall():
-            counts.setdefault(condition, []).append((words, chars, n))
+    for condition, words, chars, n in answer_length_counts(run.pk, FINAL):
+        counts.setdefault(condition, []).append((words, chars, n))
     rows = []
     for condition in run.protocol.conditions:
         table = np.array(sorted(counts.get(condition, [])), dtype=np.int64).reshape(-1, 3)

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db import connection
-
 from experiments.analysis.explorer_query import ExplorerQuery
+from experiments.analysis.explorer_sql import (
+    cohort_page, final_cell_rows, listed_count, listed_page, neighbours_around, neighbours_in_cohort,
+)
 from experiments.analysis.task_grades import grade_at
 from experiments.analysis.task_filters import TASK_FILTERS
 from experiments.cohort_facts import cohort_facts_copy, cohort_facts_missing
@@ -233,19 +234,12 @@ def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> E
     facts_flag, facts_params = ((f", {cohort_facts_missing()}", [run.protocol.cohort_id]) if _reads_facts(query)
                                 else ("", []))
     for _ in range(2):
-        with connection.cursor() as cursor:
-            if not sql.is_whole_cohort():
-                cursor.execute(f"WITH listed AS (SELECT ct.task_id AS task_id, ct.position AS position, "
-                               f"{_numeric_key(query, score)} AS k {text}) "
-                               f"SELECT task_id, position, (SELECT COUNT(*) FROM listed){facts_flag} FROM listed "
-                               f"ORDER BY k LIMIT %s OFFSET %s", [*params, *facts_params, size, offset])
-            else:
-                counted, count_params = sql.text(for_sort=False)
-                # the subquery's own aliases shadow the outer ones: it is uncorrelated
-                cursor.execute(f"SELECT ct.task_id, ct.position, (SELECT COUNT(*) {counted}){facts_flag} {text} "
-                               f"ORDER BY {_order(query, score)} LIMIT %s OFFSET %s",
-                               [*count_params, *facts_params, *params, size, offset])
-            found = cursor.fetchall()
+        if not sql.is_whole_cohort():
+            found = listed_page(_numeric_key(query, score), text, facts_flag, [*params, *facts_params, size, offset])
+        else:
+            counted, count_params = sql.text(for_sort=False)
+            found = cohort_page(counted, facts_flag, text, _order(query, score),
+                                [*count_params, *facts_params, *params, size, offset])
         if found:
             total, missing = found[0][2], bool(facts_flag and found[0][3])
         else:  # past the end, or nothing matches
@@ -264,9 +258,7 @@ def explorer_page(run: Run, query: ExplorerQuery, *, size: int = PAGE_SIZE) -> E
 def _count(sql: _Sql, facts_flag: str, facts_params: list) -> tuple[int, bool]:
     """The filtered tasks' number, and whether the cohort's facts are missing (when asked)."""
     text, params = sql.text(for_sort=False)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*){facts_flag} {text}", [*facts_params, *params])
-        row = cursor.fetchone()
+    row = listed_count(facts_flag, text, [*facts_params, *params])
     return row[0], bool(facts_flag and row[1])
 
 
@@ -313,29 +305,11 @@ def _neighbours_row(query: ExplorerQuery, sql: _Sql, score: dict[str, str], task
     key = _numeric_key(query, score)
     # a key's position: key mod 2³² (or minus the key, for the descending cohort order)
     place = "-{k}" if query.sort == "-task" else f"{{k}} %% {_SPAN}"
-    # each task's key computed once, in the subquery (PostgreSQL would otherwise inline it and
-    # compute the key again in every comparison of the aggregate: several times slower)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH around AS (SELECT COUNT(*) AS total, SUM(CASE WHEN l.k < h.k THEN 1 ELSE 0 END) AS before, "
-            f"MAX(CASE WHEN l.k < h.k THEN l.k END) AS previous, MIN(CASE WHEN l.k > h.k THEN l.k END) AS following "
-            f"FROM (SELECT {key} AS k {text} OFFSET 0) l "
-            f"CROSS JOIN (SELECT {key} AS k {text} AND ct.task_id = %s OFFSET 0) h) "
-            f"SELECT (SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position = {place.format(k='previous')}), "
-            f"(SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position = {place.format(k='following')}), "
-            f"before + 1, total{extra} FROM around",
-            [*params, *params, task_id, cohort, cohort, *extra_params])
-        return cursor.fetchone()
+    return neighbours_around(key, text, place, extra, [*params, *params, task_id, cohort, cohort, *extra_params])
 
 
 def _neighbours_in_cohort_order(run: Run, position: int, *, descending: bool) -> dict:
-    cohort = run.protocol.cohort_id
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT (SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position < %s ORDER BY position DESC LIMIT 1), "
-            f"(SELECT task_id FROM {_CT} WHERE cohort_id = %s AND position > %s ORDER BY position LIMIT 1), "
-            f"(SELECT COUNT(*) FROM {_CT} WHERE cohort_id = %s)", [cohort, position, cohort, position, cohort])
-        before, after, total = cursor.fetchone()
+    before, after, total = neighbours_in_cohort(run.protocol.cohort_id, position)
     if descending:
         return {"previous": after, "next": before, "place": total - position, "total": total}
     return {"previous": before, "next": after, "place": position + 1, "total": total}
@@ -356,12 +330,7 @@ def final_cells(run: Run, task_ids: list[int]) -> dict[int, dict[str, dict]]:
     the selection's chosen candidate; one query."""
     if not task_ids:
         return {}
-    marks = ", ".join(["%s"] * len(task_ids))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT task_id, condition, status, chosen_label, score FROM {_P} "
-            f"WHERE run_id = %s AND label = %s AND task_id IN ({marks})", [run.pk, FINAL, *task_ids])
-        found = cursor.fetchall()
+    found = final_cell_rows(run.pk, FINAL, task_ids)
     cells: dict[int, dict[str, dict]] = {}
     for task_id, condition, status, chosen, score in found:
         cells.setdefault(task_id, {})[condition] = {

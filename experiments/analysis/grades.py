@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import CharField, Case, OuterRef, PositiveSmallIntegerField, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
@@ -17,6 +17,7 @@ from experiments.core.candidates import CANDIDATE_LABELS, derive_column, is_deri
 from experiments.core.canonical import canonical_json
 from experiments.core.conditions import FINAL
 from experiments.models import CohortTask, Grade, Prediction, Protocol, Run
+from experiments.analysis.grades_sql import packed_grade_rows
 from experiments.analysis.task_grades import lock_task_rows, refresh_task_grades
 
 
@@ -116,22 +117,7 @@ def _packed_grades(run: Run, cohort_id: int, positions: np.ndarray, conditions, 
     out: dict[str, np.ndarray] = {}
     if positions.size and conditions:
         width = len(str(int(positions.max())))
-        packed_position = f"lpad(CAST(ct.position AS text), {width}, '0')"
-        grade = ("CASE WHEN p.status = %s THEN '0' "
-                 "WHEN p.status IN (%s, %s) AND g.score BETWEEN 0 AND 9 THEN CAST(g.score AS CHAR(1)) "
-                 "WHEN p.status IN (%s, %s) AND g.score IS NOT NULL THEN 'X' ELSE '-' END")
-        S = Prediction.Status
-        sql = (f"SELECT p.condition, string_agg({packed_position} || {grade}, '') "
-               f"FROM {Prediction._meta.db_table} p "
-               f"JOIN {CohortTask._meta.db_table} ct ON ct.task_id = p.task_id AND ct.cohort_id = %s "
-               f"LEFT JOIN {Grade._meta.db_table} g "
-               "ON g.run_id = p.run_id AND g.task_id = p.task_id AND g.answer_sha256 = p.answer_sha256 "
-               "WHERE p.run_id = %s AND p.label = %s AND p.condition IN ({}) GROUP BY p.condition"
-               ).format(", ".join(["%s"] * len(conditions)))
-        params = [S.INVALID_SELECTION, S.OK, S.EMPTY, S.OK, S.EMPTY, cohort_id, run.pk, label, *conditions]
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            packed_rows = cursor.fetchall()
+        packed_rows = packed_grade_rows(run.pk, cohort_id, width, conditions, label)
         for condition, packed in packed_rows:
             cells = np.frombuffer(packed.encode("ascii"), dtype=np.uint8).reshape(-1, width + 1)
             digits = cells[:, :width].astype(np.int64) - ord("0")

@@ -14,10 +14,10 @@ hash of their own: a grade is bound to its answer's sha256, so a changed answer 
 from __future__ import annotations
 
 import numpy as np
-from django.db import connection
 from django.utils import timezone
 
-from experiments.analysis.dashboard import PYTHON_WHITESPACE, dashboard_inputs
+from experiments.analysis.answers_sql import answer_measure_rows
+from experiments.analysis.dashboard import dashboard_inputs
 from experiments.core import stats
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
@@ -26,7 +26,7 @@ from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.core.task_attributes import (
     FIRST_TARGET, LATER_TARGETS, NOT_SPECIFIC, SPECIFIC, is_specific, length_ratio, log_length_gap, target_group,
 )
-from experiments.models import AnalysisResult, CohortTask, Prediction, Run, TablesResult
+from experiments.models import AnalysisResult, CohortTask, Run, TablesResult
 
 TABLES_VERSION = "1"
 EVIDENCE_UNIT = 100     # the evidence-length gap is regressed per 100 characters
@@ -75,15 +75,7 @@ def _answer_measures(run: Run, conditions, task_ids: np.ndarray) -> dict[str, tu
     out = {c: (np.full(task_ids.size, np.nan), np.full(task_ids.size, np.nan)) for c in conditions}
     if not conditions:
         return out          # no planned contrast: nothing to measure
-    # Words as `len(text.split())` counts them: runs of characters outside Python's whitespace.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT condition, task_id, regexp_count(text, %s), evidence_chars "
-            f"FROM {Prediction._meta.db_table} WHERE run_id = %s AND label = %s AND text IS NOT NULL "
-            f"AND condition IN ({', '.join(['%s'] * len(conditions))})",
-            [f"[^{PYTHON_WHITESPACE}]+", run.pk, FINAL, *conditions])
-        rows = cursor.fetchall()
-    for condition, task_id, words, evidence in rows:
+    for condition, task_id, words, evidence in answer_measure_rows(run.pk, FINAL, conditions):
         i = where.get(task_id)
         if i is not None:
             out[condition][0][i], out[condition][1][i] = words, evidence

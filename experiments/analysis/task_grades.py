@@ -21,15 +21,12 @@ changes in an existing row only the characters of the conditions it writes.
 """
 from __future__ import annotations
 
-from django.db import connection
-
+from experiments.analysis.task_grades_sql import POSITION, lock_filtered_task_rows, lock_task_row, write_task_rows
 from experiments.core.conditions import FINAL
-from experiments.models import CohortTask, Prediction, TaskGrades
+from experiments.models import Prediction, TaskGrades
 
-_TG, _P, _CT = TaskGrades._meta.db_table, Prediction._meta.db_table, CohortTask._meta.db_table
+_TG, _P = TaskGrades._meta.db_table, Prediction._meta.db_table
 MISSING = "-"
-# a task's cohort position, for the row (`task` is SQL for its id)
-_POSITION = "(SELECT position FROM " + _CT + " WHERE cohort_id = %s AND task_id = {task})"
 
 
 def _digit(score: str) -> str:
@@ -73,20 +70,11 @@ def lock_task_rows(run_id: int, cohort_id: int, conditions, *, task_id: int | No
     orders (two decisions of one task deadlocked so in `store_scores`), and the
     predictions are read, after the lock, with every grade committed before it."""
     blank = MISSING * len(conditions)
-    with connection.cursor() as cursor:
-        if task_id is not None and answer_sha256 is None and status is None:
-            cursor.execute(f"INSERT INTO {_TG} AS tg (run_id, task_id, position, grades) "
-                           f"VALUES (%s, %s, {_POSITION.format(task='%s')}, %s) "
-                           "ON CONFLICT (run_id, task_id) DO UPDATE SET grades = tg.grades",
-                           [run_id, task_id, cohort_id, task_id, blank])
-            return
-        where, params = _tasks_filter(run_id, task_id, answer_sha256, status)
-        cursor.execute(f"INSERT INTO {_TG} AS tg (run_id, task_id, position, grades) "
-                       f"SELECT %s, t.task_id, {_POSITION.format(task='t.task_id')}, %s "
-                       f"FROM (SELECT DISTINCT p.task_id FROM {_P} p WHERE p.run_id = %s AND p.label = '{FINAL}'"
-                       f"{where}) t ORDER BY t.task_id "
-                       "ON CONFLICT (run_id, task_id) DO UPDATE SET grades = tg.grades",
-                       [run_id, cohort_id, blank, run_id, *params])
+    if task_id is not None and answer_sha256 is None and status is None:
+        lock_task_row(run_id, cohort_id, task_id, blank)
+        return
+    where, params = _tasks_filter(run_id, task_id, answer_sha256, status)
+    lock_filtered_task_rows(run_id, cohort_id, blank, where, params)
 
 
 def refresh_task_grades(run_id: int, cohort_id: int, conditions, *, task_id: int | None = None,
@@ -98,13 +86,7 @@ def refresh_task_grades(run_id: int, cohort_id: int, conditions, *, task_id: int
         lock_task_rows(run_id, cohort_id, conditions, task_id=task_id, answer_sha256=answer_sha256, status=status)
     where, params = _tasks_filter(run_id, task_id, answer_sha256, status)
     row, row_params = _row(conditions, _digit("p.score"), [])
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {_TG} (run_id, task_id, position, grades) "
-                       f"SELECT %s, p.task_id, {_POSITION.format(task='p.task_id')}, {row} FROM {_P} p "
-                       f"WHERE p.run_id = %s AND p.label = '{FINAL}'{where} GROUP BY p.task_id "
-                       "ON CONFLICT (run_id, task_id) DO UPDATE SET position = excluded.position, "
-                       "grades = excluded.grades",
-                       [run_id, cohort_id, *row_params, run_id, *params])
+    write_task_rows(run_id, cohort_id, row, row_params, where, params)
 
 
 def task_grades_statement(run_id: int, task_id: int, cohort_id: int, conditions, written: str, written_params: list,
@@ -123,7 +105,7 @@ def task_grades_statement(run_id: int, task_id: int, cohort_id: int, conditions,
             f"ON p.run_id = %s AND p.task_id = %s AND p.label = '{FINAL}' AND p.condition = k.condition")
     padded = f"tg.grades || '{MISSING * len(conditions)}'"  # a row shorter than the protocol
     sql = (f"INSERT INTO {_TG} AS tg (run_id, task_id, position, grades) "
-           f"SELECT %s, %s, {_POSITION.format(task='%s')}, string_agg(COALESCE(CASE WHEN {written} THEN {char} "
+           f"SELECT %s, %s, {POSITION.format(task='%s')}, string_agg(COALESCE(CASE WHEN {written} THEN {char} "
            f"ELSE {_digit('p.score')} END, '{MISSING}'), '' ORDER BY k.place) {each} "
            "WHERE EXISTS (SELECT 1 FROM moved) HAVING COUNT(p.id) > 0 "  # no final answer yet: no row
            "ON CONFLICT (run_id, task_id) DO UPDATE SET grades = (SELECT string_agg(CASE WHEN "
