@@ -131,12 +131,6 @@ def redis_proxy(redis_connection):
     proxy.close()
 
 
-@pytest.fixture(scope="module")
-def client():
-    with httpx.Client(trust_env=False) as http_client:
-        yield http_client
-
-
 def redis_db() -> int:
     return int(urlsplit(settings.REDIS_URL).path.lstrip("/") or 0)
 
@@ -145,7 +139,7 @@ def redis_db() -> int:
 
 
 def test_redis_cut_between_the_answer_and_the_release_loses_nothing_and_the_worker_carries_on(
-        project, server, client, redis_connection, redis_proxy):
+        project, server, http, redis_connection, redis_proxy):
     run = make_run(project, build_cohort(project, sessions=2, name="cut"), conditions=[QUESTION_ONLY],
                    generator=openai_model(server), concurrency={"openai": 2})
     step = run_drive(run.pk)
@@ -166,7 +160,7 @@ def test_redis_cut_between_the_answer_and_the_release_loses_nothing_and_the_work
         return answer(request, "Recorded first.")
 
     server.script(Reply(body=cut_then_answer))
-    slot_execute(first.pk, limiter=limiter, client=client, worker="test", sleep=Sleeps())  # raises nothing
+    slot_execute(first.pk, limiter=limiter, client=http, worker="test", sleep=Sleeps())  # raises nothing
 
     # The receipt was committed while Redis was away.
     assert not restored_at
@@ -183,7 +177,7 @@ def test_redis_cut_between_the_answer_and_the_release_loses_nothing_and_the_work
     wait_for(lambda: restored_at and direct.in_flight(name) == 0, 8, "the place to be given back")
     assert timezone.now() - call.reserved_at < timedelta(seconds=TIMEOUT_S + LEASE_GRACE_S)
     # ... and the same worker carries on with the next slot through the same limiter.
-    slot_execute(second.pk, limiter=limiter, client=client, worker="test", sleep=Sleeps())
+    slot_execute(second.pk, limiter=limiter, client=http, worker="test", sleep=Sleeps())
     second.refresh_from_db()
     assert second.status == Slot.Status.OK
     assert [r.body for r in server.requests] == [request_bytes(run, first), request_bytes(run, second)]
@@ -257,13 +251,13 @@ def _die(seconds):
 
 
 def test_a_worker_dead_in_its_cooldown_leaves_its_slot_pending_and_the_recovery_is_sent_once(
-        project, server, client):
+        project, server, http):
     run = make_run(project, build_cohort(project), conditions=[QUESTION_ONLY], generator=openai_model(server))
     [slot_id] = run_drive(run.pk).slot_ids
     slot = Slot.objects.get(pk=slot_id)
     server.script(Reply(429, openai_rate_limited()))
     with pytest.raises(WorkerDied):
-        slot_execute(slot.pk, limiter=NoLimiter(), client=client, worker="dies", sleep=Sleeps(then=_die))
+        slot_execute(slot.pk, limiter=NoLimiter(), client=http, worker="dies", sleep=Sleeps(then=_die))
     slot.refresh_from_db()
     assert slot.status == Slot.Status.IN_FLIGHT and slot.retry_at is not None
     run_drive(run.pk)  # its lease has not run out: nothing changes
@@ -276,8 +270,8 @@ def test_a_worker_dead_in_its_cooldown_leaves_its_slot_pending_and_the_recovery_
     assert slot.status == Slot.Status.PENDING and slot.pk in step.slot_ids  # handed out again
     assert "its worker stopped during the cooldown" in slot.status_note
 
-    slot_execute(slot.pk, limiter=NoLimiter(), client=client, worker="other", sleep=Sleeps())
-    slot_execute(slot.pk, limiter=NoLimiter(), client=client, worker="duplicate", sleep=Sleeps())
+    slot_execute(slot.pk, limiter=NoLimiter(), client=http, worker="other", sleep=Sleeps())
+    slot_execute(slot.pk, limiter=NoLimiter(), client=http, worker="duplicate", sleep=Sleeps())
     slot.refresh_from_db()
     assert slot.status == Slot.Status.OK
     calls = journal(slot)

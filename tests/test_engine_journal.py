@@ -8,7 +8,6 @@ journal (ModelCall) recorded — and counts the requests the server actually rec
 from collections import Counter
 from datetime import timedelta
 
-import httpx
 import pytest
 from django.utils import timezone
 
@@ -51,12 +50,6 @@ FIRST, RECOVERY, AMENDMENT = ModelCall.Basis.FIRST, ModelCall.Basis.RECOVERY, Mo
 PER_DAY = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
 
 
-@pytest.fixture(scope="module")
-def client():
-    with httpx.Client(trust_env=False) as http_client:  # no proxy between us and 127.0.0.1
-        yield http_client
-
-
 @pytest.fixture
 def cohort1(project):
     return build_cohort(project, sessions=1, targets=1)
@@ -78,9 +71,9 @@ def generation_slot(run) -> Slot:
     return Slot.objects.get(pk=step.slot_ids[0])
 
 
-def execute(slot, client, sleep=None) -> Sleeps:
+def execute(slot, http, sleep=None) -> Sleeps:
     sleep = sleep if sleep is not None else Sleeps()
-    slot_execute(slot.pk, limiter=NoLimiter(), client=client, worker="test", sleep=sleep)
+    slot_execute(slot.pk, limiter=NoLimiter(), client=http, worker="test", sleep=sleep)
     slot.refresh_from_db()
     return sleep
 
@@ -97,11 +90,11 @@ def assert_identical_requests(server, run, slot, n):
 # --- transient faults: retried with the identical request, at most twice ----------------------
 
 
-def test_output_free_429_is_retried_identically_twice_then_the_slot_fails(project, cohort1, server, client):
+def test_output_free_429_is_retried_identically_twice_then_the_slot_fails(project, cohort1, server, http):
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=openai_model(server))
     slot = generation_slot(run)
     server.script(*[Reply(429, openai_rate_limited()) for _ in range(5)])
-    sleeps = execute(slot, client)
+    sleeps = execute(slot, http)
 
     calls = journal(slot)
     assert [c.basis for c in calls] == [FIRST, RECOVERY, RECOVERY]
@@ -119,23 +112,23 @@ def test_output_free_429_is_retried_identically_twice_then_the_slot_fails(projec
     assert sleeps.calls == [0.0, 0.0]  # the protocol's cooldown (0 s here), between attempts only
 
 
-def test_the_servers_retry_delay_lengthens_the_cooldown_never_shortens_it(project, cohort1, server, client):
+def test_the_servers_retry_delay_lengthens_the_cooldown_never_shortens_it(project, cohort1, server, http):
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=openai_model(server),
                    retry_policy={"cooldown_s": 0.1})
     slot = generation_slot(run)
     server.script(Reply(429, openai_rate_limited(), {"retry-after-ms": "250"}))
-    sleeps = execute(slot, client)
+    sleeps = execute(slot, http)
     assert sleeps.calls == [0.25]
     assert [c.basis for c in journal(slot)] == [FIRST, RECOVERY]
     assert "after 0.25 s (server retry delay, longer than the 0.1 s cooldown)" in journal(slot)[1].justification
     assert slot.status == Slot.Status.OK and prediction(slot).text == "A default answer."
 
 
-def test_gemini_per_minute_resource_exhausted_recovers_on_the_second_attempt(project, cohort1, server, client):
+def test_gemini_per_minute_resource_exhausted_recovers_on_the_second_attempt(project, cohort1, server, http):
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=gemini_model(server))
     slot = generation_slot(run)
     server.script(Reply(429, gemini_quota_exhausted("GenerateRequestsPerMinutePerProjectPerModel", "0s")))
-    execute(slot, client)
+    execute(slot, http)
     first, second = journal(slot)
     assert (first.basis, first.outcome, first.http_status) == (FIRST, "transient", 429)
     assert (second.basis, second.outcome, second.http_status) == (RECOVERY, "ok", 200)
@@ -145,11 +138,11 @@ def test_gemini_per_minute_resource_exhausted_recovers_on_the_second_attempt(pro
     assert Run.objects.get(pk=run.pk).status == Run.Status.RUNNING  # per-minute: no circuit
 
 
-def test_a_429_carrying_output_is_recorded_once_and_never_redrawn(project, cohort1, server, client):
+def test_a_429_carrying_output_is_recorded_once_and_never_redrawn(project, cohort1, server, http):
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=openai_model(server))
     slot = generation_slot(run)
     server.script(Reply(429, openai_completion("I would say partly."), {"retry-after": "0"}))
-    sleeps = execute(slot, client)
+    sleeps = execute(slot, http)
     [call] = journal(slot)
     assert (call.basis, call.outcome, call.http_status) == (FIRST, "unusable", 429)
     assert call.text == "I would say partly." and call.finish_reason == "stop"
@@ -162,11 +155,11 @@ def test_a_429_carrying_output_is_recorded_once_and_never_redrawn(project, cohor
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
 @pytest.mark.parametrize("status", [502, 503, 504])
 def test_output_free_gateway_errors_are_retried_with_the_identical_request(
-        project, cohort1, server, client, provider, status):
+        project, cohort1, server, http, provider, status):
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=model_for(server, provider))
     slot = generation_slot(run)
     server.script(Reply(status, b"<html><body>Service unavailable</body></html>"))
-    execute(slot, client)
+    execute(slot, http)
     first, second = journal(slot)
     assert (first.basis, first.outcome, first.http_status, first.text) == (FIRST, "transient", status, None)
     assert second.basis == RECOVERY
@@ -177,14 +170,14 @@ def test_output_free_gateway_errors_are_retried_with_the_identical_request(
 
 
 @pytest.mark.parametrize("fault", ["timeout", "dropped connection"])
-def test_response_free_exceptions_are_retried_with_the_identical_request(project, cohort1, server, client, fault):
+def test_response_free_exceptions_are_retried_with_the_identical_request(project, cohort1, server, http, fault):
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=openai_model(server))
     slot = generation_slot(run)
     if fault == "timeout":
         server.script(Reply(body=openai_completion("Too late."), delay_s=TIMEOUT_S + 1.0))
     else:
         server.script(Reply(drop=True))
-    execute(slot, client)
+    execute(slot, http)
     first, second = journal(slot)
     assert (first.basis, first.outcome, first.http_status, first.text) == (FIRST, "transient", None, None)
     assert first.error.startswith("no response: ")
@@ -195,11 +188,11 @@ def test_response_free_exceptions_are_retried_with_the_identical_request(project
     assert_identical_requests(server, run, slot, 2)
 
 
-def test_the_phase_recovery_allowance_refuses_the_second_recovery_of_the_phase(project, cohort2, server, client):
+def test_the_phase_recovery_allowance_refuses_the_second_recovery_of_the_phase(project, cohort2, server, http):
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=openai_model(server),
                    retry_policy={"phase_allowance": 1})
     server.script(*[Reply(429, openai_rate_limited()) for _ in range(3)])
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     first_slot, second_slot = Slot.objects.filter(run=run, phase=Phase.GENERATION).order_by("pk")
     assert [c.basis for c in journal(first_slot)] == [FIRST, RECOVERY]  # the phase's one recovery
     assert [c.basis for c in journal(second_slot)] == [FIRST]
@@ -213,7 +206,7 @@ def test_the_phase_recovery_allowance_refuses_the_second_recovery_of_the_phase(p
 
 
 def test_a_recovery_refused_at_reservation_by_the_phase_allowance_leaves_its_answer_missing(
-        project, cohort2, server, client):
+        project, cohort2, server, http):
     """Two slots decide on a recovery while one is left; the one reserved second is refused."""
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=openai_model(server),
                    retry_policy={"phase_allowance": 1})
@@ -221,7 +214,7 @@ def test_a_recovery_refused_at_reservation_by_the_phase_allowance_leaves_its_ans
     first_slot, second_slot = Slot.objects.filter(pk__in=step.slot_ids).order_by("pk")
     server.script(Reply(429, openai_rate_limited()), Reply(429, openai_rate_limited()))
     # While the first slot waits out its cooldown, the second fails once and takes the recovery.
-    execute(first_slot, client, Sleeps(then=lambda s: execute(second_slot, client)))
+    execute(first_slot, http, Sleeps(then=lambda s: execute(second_slot, http)))
     assert [c.basis for c in journal(second_slot)] == [FIRST, RECOVERY]
     assert second_slot.status == Slot.Status.OK
     assert [c.basis for c in journal(first_slot)] == [FIRST]
@@ -245,12 +238,12 @@ QUOTA_REPLIES = {
 
 @pytest.mark.parametrize("fault", list(QUOTA_REPLIES))
 def test_quota_exhaustion_opens_the_circuit_and_only_a_resume_sends_again(
-        project, cohort2, cast, server, client, fault):
+        project, cohort2, cast, server, http, fault):
     provider, reply, status = QUOTA_REPLIES[fault]
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=model_for(server, provider))
     server.script(reply())
     sleeps = Sleeps()
-    run = run_inline(run.pk, client=client, sleep=sleeps)
+    run = run_inline(run.pk, client=http, sleep=sleeps)
 
     held, other = Slot.objects.filter(run=run, phase=Phase.GENERATION).order_by("pk")
     [call] = journal(held)
@@ -263,9 +256,9 @@ def test_quota_exhaustion_opens_the_circuit_and_only_a_resume_sends_again(
     assert len(server.requests) == 1
 
     # While the circuit is open nothing is sent, whoever asks.
-    run_inline(run.pk, client=client, sleep=sleeps)
-    execute(other, client)
-    execute(held, client)
+    run_inline(run.pk, client=http, sleep=sleeps)
+    execute(other, http)
+    execute(held, http)
     assert run_drive(run.pk).slot_ids == ()
     assert len(server.requests) == 1
     progress = run_progress(run)["phases"][1]
@@ -275,7 +268,7 @@ def test_quota_exhaustion_opens_the_circuit_and_only_a_resume_sends_again(
     assert amendment.kind == Amendment.Kind.RESUME
     assert amendment.payload == {"held_slots_released": [held.key], "was": "paused", "circuit_was_open": True,
                                  "allowance": 1, "stopped_because": run.status_reason}
-    run = run_inline(run.pk, client=client, sleep=sleeps)
+    run = run_inline(run.pk, client=http, sleep=sleeps)
 
     assert run.status == Run.Status.FINISHED and not run.circuit_open
     first, again = journal(held)
@@ -289,14 +282,14 @@ def test_quota_exhaustion_opens_the_circuit_and_only_a_resume_sends_again(
 
 
 def test_a_recovery_due_when_the_circuit_opens_is_held_and_resumed_by_one_amendment_request(
-        project, cohort2, cast, server, client):
+        project, cohort2, cast, server, http):
     """App. B.2's continuation: slots with only output-free 429s get one identical request each."""
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=openai_model(server))
     step = run_drive(run.pk)
     waiting, exhausted = Slot.objects.filter(pk__in=step.slot_ids).order_by("pk")
     server.script(Reply(429, openai_rate_limited()), Reply(429, openai_insufficient_quota()))
     # During the first slot's cooldown the second one meets the exhausted quota.
-    execute(waiting, client, Sleeps(then=lambda s: execute(exhausted, client)))
+    execute(waiting, http, Sleeps(then=lambda s: execute(exhausted, http)))
     assert exhausted.status == Slot.Status.HELD
     assert [c.basis for c in journal(waiting)] == [FIRST]  # its recovery was not sent
     assert waiting.status == Slot.Status.HELD and "held for the owner's amendment" in waiting.status_note
@@ -305,7 +298,7 @@ def test_a_recovery_due_when_the_circuit_opens_is_held_and_resumed_by_one_amendm
     amendment = run_resume(run=run, user=cast["owner"], reason="continuation")
     assert sorted(amendment.payload["held_slots_released"]) == sorted([waiting.key, exhausted.key])
     server.script(Reply(503, b""))  # the continuation's one request may fail: no recovery then
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     waiting.refresh_from_db()
     exhausted.refresh_from_db()
     assert [(c.basis, c.outcome) for c in journal(waiting)] == [(FIRST, "transient"), (AMENDMENT, "transient")]
@@ -318,18 +311,18 @@ def test_a_recovery_due_when_the_circuit_opens_is_held_and_resumed_by_one_amendm
     assert (run.status, run.phase) == (Run.Status.PAUSED, Phase.GENERATION)
     assert len(server.requests) == 4
     control.run_accept_missing(run=run, user=cast["owner"], reason="keep it missing, as the paper")
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     assert run.status == Run.Status.FINISHED
 
 
 # --- non-transient errors stop the run --------------------------------------------------------
 
 
-def test_rejected_credentials_stop_the_run_with_a_clear_reason(project, cohort2, cast, server, client):
+def test_rejected_credentials_stop_the_run_with_a_clear_reason(project, cohort2, cast, server, http):
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=openai_model(server))
     server.script(Reply(401, openai_error("Incorrect API key provided: sk-...abcd.", code="invalid_api_key",
                                           error_type="invalid_request_error")))
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     held = Slot.objects.filter(run=run, phase=Phase.GENERATION).order_by("pk").first()
     [call] = journal(held)
     assert (call.basis, call.outcome, call.http_status) == (FIRST, "fatal", 401)
@@ -337,7 +330,7 @@ def test_rejected_credentials_stop_the_run_with_a_clear_reason(project, cohort2,
     assert run.status_reason == (f"Stopped by a non-transient error on slot {held.key}: "
                                  "HTTP 401: Incorrect API key provided: sk-...abcd.")
     assert held.status == Slot.Status.HELD
-    run_inline(run.pk, client=client, sleep=Sleeps())
+    run_inline(run.pk, client=http, sleep=Sleeps())
     assert len(server.requests) == 1  # stopped: nothing more is sent
     with pytest.raises(RunError):
         control.run_pause(run=run, user=cast["owner"], reason="too late")
@@ -347,11 +340,11 @@ def test_rejected_credentials_stop_the_run_with_a_clear_reason(project, cohort2,
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
-def test_a_malformed_json_body_is_recorded_unusable_after_one_attempt(project, cohort1, server, client, provider):
+def test_a_malformed_json_body_is_recorded_unusable_after_one_attempt(project, cohort1, server, http, provider):
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=model_for(server, provider))
     slot = generation_slot(run)
     server.script(Reply(body=b'{"choices": [{"message": '))
-    execute(slot, client)
+    execute(slot, http)
     [call] = journal(slot)
     assert (call.outcome, call.http_status, call.error) == ("unusable", 200, "malformed JSON body")
     assert call.raw_body == '{"choices": [{"message": ' and call.text is None
@@ -359,13 +352,13 @@ def test_a_malformed_json_body_is_recorded_unusable_after_one_attempt(project, c
     assert len(server.requests) == 1
 
 
-def test_max_tokens_with_empty_text_is_recorded_and_missing_not_an_empty_answer(project, cohort1, server, client):
+def test_max_tokens_with_empty_text_is_recorded_and_missing_not_an_empty_answer(project, cohort1, server, http):
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=gemini_model(server))
     slot = generation_slot(run)
     server.script(Reply(body=gemini_response([{"text": "thinking hard", "thought": True}],
                                              finish_reason="MAX_TOKENS", candidates_tokens=None,
                                              thoughts_tokens=1596)))
-    execute(slot, client)
+    execute(slot, http)
     [call] = journal(slot)
     assert (call.outcome, call.finish_reason, call.text) == ("unusable", "MAX_TOKENS", "")
     assert "not 'STOP' (incomplete)" in call.error
@@ -376,12 +369,12 @@ def test_max_tokens_with_empty_text_is_recorded_and_missing_not_an_empty_answer(
     assert len(server.requests) == 1
 
 
-def test_thought_parts_never_reach_the_answer(project, cohort1, server, client):
+def test_thought_parts_never_reach_the_answer(project, cohort1, server, http):
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=gemini_model(server))
     slot = generation_slot(run)
     parts = [{"text": "The participant is probably a gardener.", "thought": True}, {"text": "  I grow tomatoes. "}]
     server.script(Reply(body=gemini_response(parts, candidates_tokens=5, thoughts_tokens=42)))
-    execute(slot, client)
+    execute(slot, http)
     [call] = journal(slot)
     assert (call.outcome, call.text, call.finish_reason) == ("ok", "I grow tomatoes.", "STOP")
     assert (call.input_tokens, call.output_tokens, call.reasoning_tokens, call.total_tokens) == (12, 5, 42, 59)
@@ -390,7 +383,7 @@ def test_thought_parts_never_reach_the_answer(project, cohort1, server, client):
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
-def test_an_unexpected_model_version_is_recorded_unusable_and_not_redrawn(project, cohort1, server, client, provider):
+def test_an_unexpected_model_version_is_recorded_unusable_and_not_redrawn(project, cohort1, server, http, provider):
     if provider == "openai":
         generator = openai_model(server, expected_model_version="gpt-test-1")
         reply, returned = Reply(body=openai_completion("Hi there.", model="gpt-test-1-mini")), "gpt-test-1-mini"
@@ -401,7 +394,7 @@ def test_an_unexpected_model_version_is_recorded_unusable_and_not_redrawn(projec
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=generator)
     slot = generation_slot(run)
     server.script(reply)
-    execute(slot, client)
+    execute(slot, http)
     [call] = journal(slot)
     assert (call.outcome, call.model_version, call.text) == ("unusable", returned, "Hi there.")
     assert "unexpected model version" in call.error
@@ -410,11 +403,11 @@ def test_an_unexpected_model_version_is_recorded_unusable_and_not_redrawn(projec
 
 
 def test_a_selection_with_duplicate_keys_is_an_invalid_selection_and_an_operational_zero(
-        project, cohort1, server, client):
+        project, cohort1, server, http):
     roles = Roles(server, answer=["Alpha answer.", "Beta answer.", "Gamma answer."],
                   selection=lambda request: '{"candidate_id": "c1", "candidate_id": "c2"}')
     run = make_run(project, cohort1, conditions=[SELECTION], generator=openai_model(server))
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     decision = Slot.objects.get(run=run, phase=Phase.DECISIONS)
     [call] = journal(decision)
     assert (call.outcome, call.text) == ("ok", '{"candidate_id": "c1", "candidate_id": "c2"}')
@@ -429,12 +422,12 @@ def test_a_selection_with_duplicate_keys_is_an_invalid_selection_and_an_operatio
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
 def test_identical_messages_share_a_generation_and_identical_answers_a_judge_call(
-        project, cohort2, server, client, provider):
+        project, cohort2, server, http, provider):
     # Within each task: b0, b1, b2 answer Alpha, Alpha, Beta; fusion answers Alpha again.
     roles = Roles(server, answer=["Alpha answer.", "Alpha answer.", "Beta answer."],
                   fusion=lambda request: "Alpha answer.", selection=lambda request: '{"candidate_id": "c2"}')
     run = make_run(project, cohort2, conditions=[ONE_SHOT, FUSION, SELECTION], generator=model_for(server, provider))
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     assert run.status == Run.Status.FINISHED
 
     # One memory; per task one shared slot per candidate (the one-shot is b0 of both pools);
@@ -463,10 +456,10 @@ def test_identical_messages_share_a_generation_and_identical_answers_a_judge_cal
     assert grades[FUSION]["mean"] == 1.0 and grades[ONE_SHOT]["mean"] == 1.0
 
 
-def test_an_empty_answer_is_an_operational_zero_without_a_judge_call(project, cohort1, server, client):
+def test_an_empty_answer_is_an_operational_zero_without_a_judge_call(project, cohort1, server, http):
     roles = Roles(server, answer=lambda request: "   ")
     run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=openai_model(server))
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     [p] = Prediction.objects.filter(run=run)
     assert (p.status, p.text) == (Prediction.Status.EMPTY, "")
     [grade] = Grade.objects.filter(run=run)
@@ -487,7 +480,7 @@ def _reserve_and_die(slot):
 
 
 def test_an_expired_reservation_is_unknown_never_resent_and_reissued_once_by_amendment(
-        project, cohort2, cast, server, client):
+        project, cohort2, cast, server, http):
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=openai_model(server))
     step = run_drive(run.pk)
     lost, other = Slot.objects.filter(pk__in=step.slot_ids).order_by("pk")
@@ -497,14 +490,14 @@ def test_an_expired_reservation_is_unknown_never_resent_and_reissued_once_by_ame
     assert lost.status == Slot.Status.UNKNOWN and prediction(lost).status == Prediction.Status.MISSING
     [call] = journal(lost)
     assert call.outcome == journal_rules.UNKNOWN_OUTCOME and "lease ran out" in call.error
-    execute(lost, client)  # a late duplicate job for it sends nothing
+    execute(lost, http)  # a late duplicate job for it sends nothing
     assert server.requests == []
     assert run_progress(run)["phases"][1]["unknown"] == 1
 
     amendment = run_reissue_unknown(run=run, user=cast["owner"], reason="the worker crashed")
     assert amendment.payload == {"slots": [lost.key], "phase": Phase.GENERATION, "allowance": 1, "requests": 1,
                                  "input_tokens": None, "output_tokens": None, "tokens_known_for": 0}
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     lost.refresh_from_db()
     assert [(c.basis, c.outcome) for c in journal(lost)] == [(FIRST, "unknown"), (AMENDMENT, "ok")]
     assert lost.status == Slot.Status.OK  # the old reservation did not make the new one unknown
@@ -512,7 +505,7 @@ def test_an_expired_reservation_is_unknown_never_resent_and_reissued_once_by_ame
     assert run.status == Run.Status.FINISHED
 
 
-def test_an_outcome_arriving_after_its_lease_is_kept_but_the_slot_stays_unknown(project, cohort2, server, client):
+def test_an_outcome_arriving_after_its_lease_is_kept_but_the_slot_stays_unknown(project, cohort2, server, http):
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=openai_model(server))
     step = run_drive(run.pk)
     late_slot = Slot.objects.get(pk=step.slot_ids[0])
@@ -529,14 +522,14 @@ def test_an_outcome_arriving_after_its_lease_is_kept_but_the_slot_stays_unknown(
     assert prediction(late_slot).status == Prediction.Status.MISSING
 
 
-def test_a_phase_is_settled_only_when_no_slot_is_open(project, cohort2, server, client):
+def test_a_phase_is_settled_only_when_no_slot_is_open(project, cohort2, server, http):
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=openai_model(server))
     step = run_drive(run.pk)
     first, second = Slot.objects.filter(pk__in=step.slot_ids).order_by("pk")
     assert step.recheck_in_s == pytest.approx(TIMEOUT_S + policy.LEASE_GRACE_S + 0.5, abs=0.2)
-    execute(first, client)
+    execute(first, http)
     assert phase_settled(first.pk) is None
-    execute(second, client)
+    execute(second, http)
     assert phase_settled(second.pk) == run.pk
 
 

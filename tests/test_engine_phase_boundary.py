@@ -11,7 +11,6 @@ per slot.
 import threading
 import time
 
-import httpx
 import pytest
 from django.db import connection, transaction
 
@@ -27,13 +26,7 @@ TASKS, FIRST = 12, 5
 
 
 @pytest.fixture
-def client():
-    with httpx.Client(trust_env=False) as http_client:
-        yield http_client
-
-
-@pytest.fixture
-def generated(project, server, client, monkeypatch):
+def generated(project, server, http, monkeypatch):
     """A run whose generation is complete, with a first judging part of FIRST calls."""
     monkeypatch.setattr(driver, "FIRST_PART_MIN", FIRST)
     monkeypatch.setattr(driver, "FIRST_PART_ROUNDS", 0)
@@ -41,18 +34,18 @@ def generated(project, server, client, monkeypatch):
     run = make_run(project, build_cohort(project, sessions=4, targets=3, name="boundary"),
                    conditions=[QUESTION_ONLY], generator=openai_model(server), concurrency={"openai": 2})
     for slot_id in run_drive(run.pk).slot_ids:
-        slot_execute(slot_id, limiter=NoLimiter(), client=client, worker="test", sleep=Sleeps())
+        slot_execute(slot_id, limiter=NoLimiter(), client=http, worker="test", sleep=Sleeps())
     return run
 
 
-def _answer(client, slot_ids):
+def _answer(http, slot_ids):
     for slot_id in slot_ids:
-        slot_execute(slot_id, limiter=NoLimiter(), client=client, worker="test", sleep=Sleeps())
+        slot_execute(slot_id, limiter=NoLimiter(), client=http, worker="test", sleep=Sleeps())
 
 
-def _finish(run, client, slot_ids):
-    _answer(client, slot_ids)
-    finished = run_inline(run.pk, client=client, sleep=Sleeps())
+def _finish(run, http, slot_ids):
+    _answer(http, slot_ids)
+    finished = run_inline(run.pk, client=http, sleep=Sleeps())
     assert finished.status == Run.Status.FINISHED
     judged = Slot.objects.filter(run=run, phase=Phase.JUDGING)
     assert judged.count() == TASKS  # one per distinct answer of a task
@@ -62,7 +55,7 @@ def _finish(run, client, slot_ids):
     assert Grade.objects.filter(run=run, status=Grade.Status.OK).count() == TASKS
 
 
-def test_the_first_part_is_handed_out_before_the_rest_is_planned_and_every_slot_once(generated, client):
+def test_the_first_part_is_handed_out_before_the_rest_is_planned_and_every_slot_once(generated, http):
     run = generated
     first = run_drive(run.pk)
     assert (first.phase, first.plan_rest, len(first.slot_ids)) == (Phase.JUDGING, True, FIRST)
@@ -80,11 +73,11 @@ def test_the_first_part_is_handed_out_before_the_rest_is_planned_and_every_slot_
     assert len(set(handed)) == TASKS
     after = run_drive(run.pk)
     assert not after.plan_rest and not after.slot_ids  # every slot was handed out once
-    _finish(run, client, handed)
+    _finish(run, http, handed)
 
 
 def test_a_look_while_the_first_part_is_under_way_leaves_the_rest_to_parts_planned_without_the_lock(
-        generated, client):
+        generated, http):
     """A delayed look comes while the first part's calls are under way (and, say, the part's
     planner died): planning the rest under the run's lock would make every reservation and
     answer wait for it, so the look leaves it to `run_plan_part`, which checks the seal then."""
@@ -99,20 +92,20 @@ def test_a_look_while_the_first_part_is_under_way_leaves_the_rest_to_parts_plann
         step = run_plan_part(run.pk)
         rest += step.slot_ids
     assert len(rest) == TASKS - FIRST and not set(first.slot_ids) & set(rest)
-    _finish(run, client, first.slot_ids + rest)
+    _finish(run, http, first.slot_ids + rest)
 
 
-def test_a_look_with_nothing_under_way_plans_the_whole_rest_under_its_lock(generated, client):
+def test_a_look_with_nothing_under_way_plans_the_whole_rest_under_its_lock(generated, http):
     run = generated
     first = run_drive(run.pk)
-    _answer(client, first.slot_ids)  # the first part answered, and no part came (its worker died)
+    _answer(http, first.slot_ids)  # the first part answered, and no part came (its worker died)
     again = run_drive(run.pk)  # this look plans the rest
     assert not again.plan_rest and len(again.slot_ids) == TASKS - FIRST
     assert not set(first.slot_ids) & set(again.slot_ids)
     late = run_plan_part(run.pk)  # late and harmless: nothing more to plan or hand out
     assert not late.plan_rest and not late.slot_ids
     assert Slot.objects.filter(run=run, phase=Phase.JUDGING).count() == TASKS
-    _finish(run, client, again.slot_ids)
+    _finish(run, http, again.slot_ids)
 
 
 def _waiting_on_a_lock(exclude_pid: int) -> bool:
@@ -125,7 +118,7 @@ def _waiting_on_a_lock(exclude_pid: int) -> bool:
 
 
 def test_a_part_planned_while_a_drive_holds_the_run_waits_for_it_without_a_deadlock(transactional_db, generated,
-                                                                                    client):
+                                                                                    http):
     """A drive holding the run FOR UPDATE plans the whole phase while a part (no run lock) plans
     the same keys: the part must wait for the drive before it inserts anything (a deadlock at
     K = 128 before: the part's foreign-key checks, deferred to its commit, waited for the drive, the drive's insert for
@@ -133,7 +126,7 @@ def test_a_part_planned_while_a_drive_holds_the_run_waits_for_it_without_a_deadl
     run = generated
     first = run_drive(run.pk)
     assert first.plan_rest and len(first.slot_ids) == FIRST
-    _answer(client, first.slot_ids)  # nothing under way: a drive plans the rest under its lock
+    _answer(http, first.slot_ids)  # nothing under way: a drive plans the rest under its lock
     part, errors = [], []
 
     def plan_a_part():
@@ -161,4 +154,4 @@ def test_a_part_planned_while_a_drive_holds_the_run_waits_for_it_without_a_deadl
     assert not thread.is_alive() and not errors, errors
     assert not whole.plan_rest and len(whole.slot_ids) == TASKS - FIRST
     assert part and not part[0].slot_ids  # everything was handed out by the drive, once
-    _finish(run, client, whole.slot_ids)
+    _finish(run, http, whole.slot_ids)

@@ -46,9 +46,9 @@ def fake_llm():
 
 
 @pytest.fixture(scope="module", params=["httpx-transport", "stdlib-transport"])
-def client(request):
+def http(request):
     """Every wire test runs over httpx's own transport and over the engine workers' one
-    (`StdlibTransport`): the same outcomes, faults included, from both."""
+    (`StdlibTransport`): the same outcomes, faults included, from both (conftest's `http`, twice)."""
     # One client for the module: each new httpx.Client builds an SSL context (~0.1 s).
     # trust_env=False: a proxy from the environment must not sit between us and 127.0.0.1.
     transport = StdlibTransport() if request.param == "stdlib-transport" else None
@@ -88,8 +88,8 @@ def gemini_config(server, **changes) -> ModelConfig:
     return ModelConfig(**{**settings, **changes})
 
 
-def attempt(config, client, system="You simulate a participant.", user="[QUESTION]\nWhy?"):
-    return send(config, build_request(config, system, user), client=client)
+def attempt(config, http, system="You simulate a participant.", user="[QUESTION]\nWhy?"):
+    return send(config, build_request(config, system, user), client=http)
 
 
 def assert_no_retry(outcome):
@@ -101,9 +101,9 @@ def assert_no_retry(outcome):
 # --- complete answers ------------------------------------------------------------------------
 
 
-def test_openai_answer_is_ok_with_text_usage_and_identity(fake_llm, client):
+def test_openai_answer_is_ok_with_text_usage_and_identity(fake_llm, http):
     fake_llm.script(Reply(body=openai_completion("  I cycle to work.\n", reasoning_tokens=5)))
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.OK
     assert outcome.http_status == 200
     assert outcome.text == "I cycle to work."
@@ -116,8 +116,8 @@ def test_openai_answer_is_ok_with_text_usage_and_identity(fake_llm, client):
     assert_no_retry(outcome)
 
 
-def test_openai_request_carries_the_configured_parameters_and_bearer_key(fake_llm, client):
-    attempt(openai_config(fake_llm), client, system="SYS", user="USER")
+def test_openai_request_carries_the_configured_parameters_and_bearer_key(fake_llm, http):
+    attempt(openai_config(fake_llm), http, system="SYS", user="USER")
     (request,) = fake_llm.requests
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == f"Bearer {API_KEY}"
@@ -129,25 +129,25 @@ def test_openai_request_carries_the_configured_parameters_and_bearer_key(fake_ll
     }  # temperature omitted: the service default (App. B.3)
 
 
-def test_openai_older_servers_get_max_tokens_and_an_explicit_temperature(fake_llm, client):
+def test_openai_older_servers_get_max_tokens_and_an_explicit_temperature(fake_llm, http):
     config = openai_config(fake_llm, token_param="max_tokens", temperature=0.0, reasoning=None)
-    attempt(config, client)
+    attempt(config, http)
     body = fake_llm.requests[0].json
     assert body["max_tokens"] == 1600 and body["temperature"] == 0.0
     assert "max_completion_tokens" not in body and "reasoning_effort" not in body
 
 
-def test_unreported_usage_is_unknown_not_zero(fake_llm, client):
+def test_unreported_usage_is_unknown_not_zero(fake_llm, http):
     body = openai_completion("Fine.")
     del body["usage"]
     fake_llm.script(Reply(body=body))
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.OK
     assert outcome.usage == Usage(None, None, None, None)
 
 
-def test_gemini_answer_and_request_use_the_native_format(fake_llm, client):
-    outcome = attempt(gemini_config(fake_llm), client, system="SYS", user="USER")
+def test_gemini_answer_and_request_use_the_native_format(fake_llm, http):
+    outcome = attempt(gemini_config(fake_llm), http, system="SYS", user="USER")
     assert outcome.kind == OutcomeKind.OK
     assert outcome.text == "A default answer."
     (request,) = fake_llm.requests
@@ -165,7 +165,7 @@ def test_gemini_answer_and_request_use_the_native_format(fake_llm, client):
     }
 
 
-def test_gemini_text_joins_non_thought_parts_stripped_and_counts_thoughts(fake_llm, client):
+def test_gemini_text_joins_non_thought_parts_stripped_and_counts_thoughts(fake_llm, http):
     parts = [
         {"text": "Let me think about the participant...", "thought": True},
         {"text": "\n  I mostly cycle, "},
@@ -173,7 +173,7 @@ def test_gemini_text_joins_non_thought_parts_stripped_and_counts_thoughts(fake_l
         {"thoughtSignature": "opaque"},
     ]
     fake_llm.script(Reply(body=gemini_response(parts, candidates_tokens=9, thoughts_tokens=42)))
-    outcome = attempt(gemini_config(fake_llm), client)
+    outcome = attempt(gemini_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.OK
     assert outcome.text == "I mostly cycle, unless it rains."
     assert outcome.finish_reason == "STOP"
@@ -182,21 +182,21 @@ def test_gemini_text_joins_non_thought_parts_stripped_and_counts_thoughts(fake_l
                                   total_tokens=63)
 
 
-def test_a_complete_empty_answer_is_ok_with_empty_text(fake_llm, client):
+def test_a_complete_empty_answer_is_ok_with_empty_text(fake_llm, http):
     # App. B.3: a complete expected-model empty answer is an operational zero, not a failure.
     fake_llm.script(Reply(body=gemini_response([{"text": "  "}])))
-    outcome = attempt(gemini_config(fake_llm), client)
+    outcome = attempt(gemini_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.OK and outcome.text == ""
 
 
 # --- received content that is not a usable answer: recorded, never redrawn --------------------
 
 
-def test_gemini_max_tokens_with_empty_text_is_recorded_as_unusable(fake_llm, client):
+def test_gemini_max_tokens_with_empty_text_is_recorded_as_unusable(fake_llm, http):
     parts = [{"text": "thinking hard", "thought": True}]
     fake_llm.script(Reply(body=gemini_response(parts, finish_reason="MAX_TOKENS",
                                                candidates_tokens=None, thoughts_tokens=1596)))
-    outcome = attempt(gemini_config(fake_llm), client)
+    outcome = attempt(gemini_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.UNUSABLE
     assert outcome.text == ""
     assert outcome.finish_reason == "MAX_TOKENS"
@@ -206,34 +206,34 @@ def test_gemini_max_tokens_with_empty_text_is_recorded_as_unusable(fake_llm, cli
     assert_no_retry(outcome)
 
 
-def test_openai_length_finish_is_unusable_but_keeps_its_text(fake_llm, client):
+def test_openai_length_finish_is_unusable_but_keeps_its_text(fake_llm, http):
     fake_llm.script(Reply(body=openai_completion("I usually", finish_reason="length")))
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.UNUSABLE
     assert outcome.text == "I usually" and outcome.finish_reason == "length"
     assert_no_retry(outcome)
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
-def test_wrong_model_version_is_unusable(fake_llm, client, provider):
+def test_wrong_model_version_is_unusable(fake_llm, http, provider):
     if provider == "openai":
         config = openai_config(fake_llm, expected_model_version="gpt-test-1")
         fake_llm.script(Reply(body=openai_completion("Hi.", model="gpt-test-1-mini")))
     else:
         config = gemini_config(fake_llm)
         fake_llm.script(Reply(body=gemini_response(model_version="gemini-test-flash-lite")))
-    outcome = attempt(config, client)
+    outcome = attempt(config, http)
     assert outcome.kind == OutcomeKind.UNUSABLE
     assert "unexpected model version" in outcome.error
     assert outcome.text  # what was received is still recorded
     assert_no_retry(outcome)
 
 
-def test_gemini_needs_exactly_one_candidate(fake_llm, client):
+def test_gemini_needs_exactly_one_candidate(fake_llm, http):
     blocked = {"promptFeedback": {"blockReason": "SAFETY"}, "modelVersion": "gemini-test-flash"}
     fake_llm.script(Reply(body=gemini_response(candidates=2)), Reply(body=blocked))
-    two = attempt(gemini_config(fake_llm), client)
-    none = attempt(gemini_config(fake_llm), client)
+    two = attempt(gemini_config(fake_llm), http)
+    none = attempt(gemini_config(fake_llm), http)
     assert two.kind == none.kind == OutcomeKind.UNUSABLE
     assert "got 2" in two.error and two.text is None
     assert "SAFETY" in none.error
@@ -241,31 +241,31 @@ def test_gemini_needs_exactly_one_candidate(fake_llm, client):
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
-def test_malformed_json_body_is_unusable_and_kept_raw(fake_llm, client, provider):
+def test_malformed_json_body_is_unusable_and_kept_raw(fake_llm, http, provider):
     fake_llm.script(Reply(body=b'{"choices": [{"message": '))
     config = openai_config(fake_llm) if provider == "openai" else gemini_config(fake_llm)
-    outcome = attempt(config, client)
+    outcome = attempt(config, http)
     assert outcome.kind == OutcomeKind.UNUSABLE
     assert outcome.error == "malformed JSON body"
     assert outcome.raw_body == '{"choices": [{"message": '
     assert_no_retry(outcome)
 
 
-def test_json_of_the_wrong_shape_is_unusable(fake_llm, client):
+def test_json_of_the_wrong_shape_is_unusable(fake_llm, http):
     fake_llm.script(Reply(body={"choices": [{"message": "not an object"}]}))
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.UNUSABLE
     assert "unexpected response shape" in outcome.error
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
-def test_a_429_that_carries_output_is_received_content_not_a_retry(fake_llm, client, provider):
+def test_a_429_that_carries_output_is_received_content_not_a_retry(fake_llm, http, provider):
     if provider == "openai":
         config, body = openai_config(fake_llm), openai_completion("Real answer.")
     else:
         config, body = gemini_config(fake_llm), gemini_response([{"text": "Real answer."}])
     fake_llm.script(Reply(429, body, {"retry-after": "1"}))
-    outcome = attempt(config, client)
+    outcome = attempt(config, http)
     assert outcome.kind == OutcomeKind.UNUSABLE
     assert outcome.http_status == 429
     assert outcome.text == "Real answer."
@@ -276,11 +276,11 @@ def test_a_429_that_carries_output_is_received_content_not_a_retry(fake_llm, cli
 # --- output-free transient failures: retried with the identical request ------------------------
 
 
-def test_output_free_429_is_transient_and_the_retry_sends_identical_bytes(fake_llm, client):
+def test_output_free_429_is_transient_and_the_retry_sends_identical_bytes(fake_llm, http):
     config = openai_config(fake_llm)
     prepared = build_request(config, "SYS", "USER")
     fake_llm.script(Reply(429, openai_rate_limited(), {"retry-after": "2"}))
-    first = send(config, prepared, client=client)
+    first = send(config, prepared, client=http)
     assert first.kind == OutcomeKind.TRANSIENT
     assert first.http_status == 429 and first.text is None
     assert first.retry_after_s == 2.0
@@ -290,40 +290,40 @@ def test_output_free_429_is_transient_and_the_retry_sends_identical_bytes(fake_l
     assert "recovery 1 of 2" in decision.justification
     assert "the server asked for 2 s" in decision.justification
 
-    second = send(config, prepared, client=client)
+    second = send(config, prepared, client=http)
     assert second.kind == OutcomeKind.OK
     first_request, second_request = fake_llm.requests
     assert first_request.body == second_request.body == prepared.body_bytes
 
 
-def test_retry_after_ms_is_read_in_milliseconds(fake_llm, client):
+def test_retry_after_ms_is_read_in_milliseconds(fake_llm, http):
     fake_llm.script(Reply(429, openai_rate_limited(), {"retry-after-ms": "1500"}))
-    assert attempt(openai_config(fake_llm), client).retry_after_s == 1.5
+    assert attempt(openai_config(fake_llm), http).retry_after_s == 1.5
 
 
-def test_retry_after_may_be_an_http_date(fake_llm, client):
+def test_retry_after_may_be_an_http_date(fake_llm, http):
     when = datetime.now(timezone.utc) + timedelta(seconds=90)
     fake_llm.script(Reply(503, b"", {"retry-after": format_datetime(when, usegmt=True)}))
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.TRANSIENT
     assert 85 <= outcome.retry_after_s <= 90
 
 
 @pytest.mark.parametrize("status", [502, 503, 504])
 def test_output_free_gateway_errors_are_transient_with_the_default_cooldown(
-    fake_llm, client, status
+    fake_llm, http, status
 ):
     fake_llm.script(Reply(status, b"<html><body>Bad gateway</body></html>"))
-    outcome = attempt(gemini_config(fake_llm), client)
+    outcome = attempt(gemini_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.TRANSIENT and outcome.http_status == status
     decision = decide_retry(POLICY, outcome, recoveries_so_far=1, phase_allowance_left=3)
     assert decision.retry and decision.wait_s == 30.0
     assert "recovery 2 of 2" in decision.justification and "cooldown" in decision.justification
 
 
-def test_a_slow_server_times_out_as_a_response_free_transient(fake_llm, client):
+def test_a_slow_server_times_out_as_a_response_free_transient(fake_llm, http):
     fake_llm.script(Reply(body=openai_completion("late"), delay_s=1.0))
-    outcome = attempt(openai_config(fake_llm, timeout_s=0.2), client)
+    outcome = attempt(openai_config(fake_llm, timeout_s=0.2), http)
     assert outcome.kind == OutcomeKind.TRANSIENT
     assert outcome.http_status is None and outcome.text is None
     assert "Timeout" in outcome.error
@@ -332,54 +332,54 @@ def test_a_slow_server_times_out_as_a_response_free_transient(fake_llm, client):
     assert decision.retry and "no response" in decision.justification
 
 
-def test_a_connection_dropped_without_response_is_transient(fake_llm, client):
+def test_a_connection_dropped_without_response_is_transient(fake_llm, http):
     fake_llm.script(Reply(drop=True))
-    outcome = attempt(gemini_config(fake_llm), client)
+    outcome = attempt(gemini_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.TRANSIENT and outcome.http_status is None
     assert "no response" in outcome.error
     assert len(fake_llm.requests) == 1
 
 
-def test_a_body_cut_off_after_the_status_line_is_received_not_response_free(fake_llm, client):
+def test_a_body_cut_off_after_the_status_line_is_received_not_response_free(fake_llm, http):
     # The service answered (a status line arrived), so the paper's response-free retry does not
     # apply: the attempt is recorded as it is.
     fake_llm.script(Reply(200, openai_completion("A long answer that breaks off."), cut_body=True))
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.UNUSABLE and outcome.http_status == 200
     assert "response interrupted" in outcome.error
     assert_no_retry(outcome)
 
 
-def test_a_body_trickling_past_the_timeout_is_cut_at_the_total_deadline(fake_llm, client):
+def test_a_body_trickling_past_the_timeout_is_cut_at_the_total_deadline(fake_llm, http):
     # Each byte arrives well within the read timeout, so only a total deadline stops it:
     # the journal's lease for the attempt (timeout + grace) must outlast the attempt.
     fake_llm.script(Reply(200, openai_completion("A slow answer."), trickle_s=0.05))
     config = openai_config(fake_llm, timeout_s=0.5)
-    outcome = attempt(config, client)
+    outcome = attempt(config, http)
     assert outcome.kind == OutcomeKind.UNUSABLE and outcome.http_status == 200
     assert "response interrupted" in outcome.error and "in total" in outcome.error
     assert outcome.elapsed_s < config.timeout_s + 0.3
     assert_no_retry(outcome)
 
 
-def test_nothing_listening_is_a_transient_connect_error(client):
+def test_nothing_listening_is_a_transient_connect_error(http):
     with running_fake_llm() as server:
         config = openai_config(server)
-    outcome = attempt(config, client)  # the server has stopped: connection refused
+    outcome = attempt(config, http)  # the server has stopped: connection refused
     assert outcome.kind == OutcomeKind.TRANSIENT and "ConnectError" in outcome.error
 
 
-def test_gemini_per_minute_resource_exhausted_is_transient_with_its_retry_delay(fake_llm, client):
+def test_gemini_per_minute_resource_exhausted_is_transient_with_its_retry_delay(fake_llm, http):
     body = gemini_quota_exhausted("GenerateRequestsPerMinutePerProjectPerModel", "12.5s")
     fake_llm.script(Reply(429, body))
-    outcome = attempt(gemini_config(fake_llm), client)
+    outcome = attempt(gemini_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.TRANSIENT
     assert outcome.retry_after_s == 12.5
     assert decide_retry(POLICY, outcome, 0, 10).wait_s == 30.0  # the cooldown at least
     assert decide_retry(RetryPolicy(cooldown_s=5), outcome, 0, 10).wait_s == 12.5  # lengthened
 
 
-def test_a_slot_stops_after_two_recoveries_three_attempts_in_all(fake_llm, client):
+def test_a_slot_stops_after_two_recoveries_three_attempts_in_all(fake_llm, http):
     # A roomy timeout: nothing here is slow, and on a loaded machine 0.3 s once cut a 429's body,
     # which is then (rightly) received content, never retried.
     config = openai_config(fake_llm, timeout_s=5.0)
@@ -387,7 +387,7 @@ def test_a_slot_stops_after_two_recoveries_three_attempts_in_all(fake_llm, clien
     fake_llm.script(*[Reply(429, openai_rate_limited()) for _ in range(5)])
     attempts, recoveries, decision = 0, 0, None
     while True:  # the journal's loop, in miniature (no sleeping: a 0 s cooldown)
-        outcome = send(config, prepared, client=client)
+        outcome = send(config, prepared, client=http)
         attempts += 1
         decision = decide_retry(RetryPolicy(cooldown_s=0), outcome, recoveries, 256 - recoveries)
         if not decision.retry:
@@ -401,16 +401,16 @@ def test_a_slot_stops_after_two_recoveries_three_attempts_in_all(fake_llm, clien
 # --- quota: the circuit opens -----------------------------------------------------------------
 
 
-def test_gemini_per_day_resource_exhausted_is_quota(fake_llm, client):
+def test_gemini_per_day_resource_exhausted_is_quota(fake_llm, http):
     body = gemini_quota_exhausted("GenerateRequestsPerDayPerProjectPerModel-FreeTier", "30s")
     fake_llm.script(Reply(429, body))
-    outcome = attempt(gemini_config(fake_llm), client)
+    outcome = attempt(gemini_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.QUOTA
     assert outcome.retry_after_s == 30.0  # recorded, but never a reason to retry
     assert "circuit" in assert_no_retry(outcome).justification
 
 
-def test_gemini_per_day_limit_named_in_error_info_is_quota(fake_llm, client):
+def test_gemini_per_day_limit_named_in_error_info_is_quota(fake_llm, http):
     error_info = {
         "@type": "type.googleapis.com/google.rpc.ErrorInfo",
         "reason": "RATE_LIMIT_EXCEEDED",
@@ -418,49 +418,49 @@ def test_gemini_per_day_limit_named_in_error_info_is_quota(fake_llm, client):
     }
     body = gemini_error(429, "RESOURCE_EXHAUSTED", "Quota exceeded", [error_info])
     fake_llm.script(Reply(429, body))
-    assert attempt(gemini_config(fake_llm), client).kind == OutcomeKind.QUOTA
+    assert attempt(gemini_config(fake_llm), http).kind == OutcomeKind.QUOTA
 
 
-def test_http_402_is_quota(fake_llm, client):
+def test_http_402_is_quota(fake_llm, http):
     fake_llm.script(Reply(402, {"error": {"message": "Payment required: credits exhausted"}}))
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.QUOTA and outcome.http_status == 402
     assert_no_retry(outcome)
 
 
-def test_openai_insufficient_quota_is_quota_not_a_rate_limit(fake_llm, client):
+def test_openai_insufficient_quota_is_quota_not_a_rate_limit(fake_llm, http):
     fake_llm.script(Reply(429, openai_insufficient_quota(), {"retry-after": "1"}))
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.QUOTA
     assert_no_retry(outcome)
 
 
-def test_a_configured_pattern_marks_quota_for_other_providers(fake_llm, client):
+def test_a_configured_pattern_marks_quota_for_other_providers(fake_llm, http):
     fake_llm.script(Reply(429, {"detail": "Monthly token budget exhausted for this key"}))
     config = openai_config(fake_llm, quota_pattern=r"budget exhausted")
-    assert attempt(config, client).kind == OutcomeKind.QUOTA
+    assert attempt(config, http).kind == OutcomeKind.QUOTA
     fake_llm.script(Reply(429, {"detail": "Monthly token budget exhausted for this key"}))
-    assert attempt(openai_config(fake_llm), client).kind == OutcomeKind.TRANSIENT
+    assert attempt(openai_config(fake_llm), http).kind == OutcomeKind.TRANSIENT
 
 
 # --- fatal: the phase stops -------------------------------------------------------------------
 
 
-def test_request_too_large_429_is_fatal_not_retryable(fake_llm, client):
+def test_request_too_large_429_is_fatal_not_retryable(fake_llm, http):
     fake_llm.script(Reply(429, openai_request_too_large()))
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.FATAL and outcome.http_status == 429
     assert outcome.error.startswith("HTTP 429: Request too large")
     assert_no_retry(outcome)
 
 
 @pytest.mark.parametrize("status", [401, 403])
-def test_rejected_credentials_are_fatal_and_the_echoed_key_is_redacted(fake_llm, client, status):
+def test_rejected_credentials_are_fatal_and_the_echoed_key_is_redacted(fake_llm, http, status):
     # OpenAI-style services quote the key they rejected; it must not reach our records.
     message = f"Incorrect API key provided: {API_KEY}."
     fake_llm.script(Reply(status, openai_error(message, code="invalid_api_key",
                                                error_type="invalid_request_error")))
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.FATAL and outcome.http_status == status
     assert API_KEY not in outcome.error and API_KEY not in outcome.raw_body
     assert "[redacted]" in outcome.error
@@ -468,26 +468,26 @@ def test_rejected_credentials_are_fatal_and_the_echoed_key_is_redacted(fake_llm,
 
 
 @pytest.mark.parametrize("status", [400, 404, 500])
-def test_other_http_errors_are_fatal(fake_llm, client, status):
+def test_other_http_errors_are_fatal(fake_llm, http, status):
     fake_llm.script(Reply(status, gemini_error(status, "INVALID_ARGUMENT", "bad request")))
-    outcome = attempt(gemini_config(fake_llm), client)
+    outcome = attempt(gemini_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.FATAL and outcome.error == f"HTTP {status}: bad request"
 
 
-def test_an_unusable_base_url_is_fatal(client):
-    outcome = attempt(ModelConfig("openai", "ftp://127.0.0.1:1/v1", "m"), client)
+def test_an_unusable_base_url_is_fatal(http):
+    outcome = attempt(ModelConfig("openai", "ftp://127.0.0.1:1/v1", "m"), http)
     assert outcome.kind == OutcomeKind.FATAL and "UnsupportedProtocol" in outcome.error
 
 
-def test_a_missing_key_variable_is_fatal_and_sends_nothing(fake_llm, client, monkeypatch):
+def test_a_missing_key_variable_is_fatal_and_sends_nothing(fake_llm, http, monkeypatch):
     monkeypatch.delenv(KEY_ENV)
-    outcome = attempt(openai_config(fake_llm), client)
+    outcome = attempt(openai_config(fake_llm), http)
     assert outcome.kind == OutcomeKind.FATAL and KEY_ENV in outcome.error
     assert fake_llm.requests == []
 
 
-def test_a_local_server_needs_no_key(fake_llm, client):
-    outcome = attempt(openai_config(fake_llm, api_key_env=None), client)
+def test_a_local_server_needs_no_key(fake_llm, http):
+    outcome = attempt(openai_config(fake_llm, api_key_env=None), http)
     assert outcome.kind == OutcomeKind.OK
     assert "authorization" not in fake_llm.requests[0].headers
 
@@ -521,14 +521,14 @@ def test_build_request_is_deterministic_and_hash_sensitive():
     assert len(first.request_sha256) == 64
 
 
-def test_the_key_never_appears_in_reprs_errors_or_logs(fake_llm, client, caplog):
+def test_the_key_never_appears_in_reprs_errors_or_logs(fake_llm, http, caplog):
     caplog.set_level(logging.DEBUG)  # httpx's own loggers included
     config = openai_config(fake_llm)
     prepared = build_request(config, "S", "U")
     fake_llm.script(Reply(401, openai_error(f"bad key {API_KEY}", code="invalid_api_key",
                                             error_type="invalid_request_error")),
                     Reply(drop=True))
-    outcomes = [send(config, prepared, client=client) for _ in range(3)]
+    outcomes = [send(config, prepared, client=http) for _ in range(3)]
     shown = " ".join([repr(config), repr(prepared), str(prepared.headers),
                       prepared.body_bytes.decode(), caplog.text]
                      + [repr(o) + o.error + o.raw_body for o in outcomes])
@@ -545,9 +545,9 @@ def test_invalid_configs_fail_early():
         ModelConfig("openai", "http://x", "m", quota_pattern="(unclosed")
 
 
-def test_the_fake_server_answers_after_its_configured_delay(fake_llm, client):
+def test_the_fake_server_answers_after_its_configured_delay(fake_llm, http):
     fake_llm.default_delay_s = 0.2
-    outcome = attempt(openai_config(fake_llm, timeout_s=1.0), client)
+    outcome = attempt(openai_config(fake_llm, timeout_s=1.0), http)
     assert outcome.kind == OutcomeKind.OK and outcome.elapsed_s >= 0.2
 
 
@@ -592,8 +592,8 @@ def grade(reference, prediction):
     return json.loads(outcome.text)
 
 
-def test_offline_answer_quotes_the_best_matching_evidence_without_any_network(fake_llm, client):
-    outcome = offline(ANSWER_PROMPT, client=client)
+def test_offline_answer_quotes_the_best_matching_evidence_without_any_network(fake_llm, http):
+    outcome = offline(ANSWER_PROMPT, client=http)
     assert outcome.kind == OutcomeKind.OK
     assert outcome.model_version == OFFLINE_MODEL_VERSION == "offline-stand-in-1"
     assert outcome.http_status is None and fake_llm.requests == []

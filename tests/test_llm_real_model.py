@@ -9,7 +9,6 @@ received content (ok, or unusable when it stopped early), a returned model versi
 import json
 import os
 
-import httpx
 import pytest
 
 from experiments.core.llm.wire import ModelConfig, OutcomeKind, build_request
@@ -21,12 +20,6 @@ pytestmark = [
     pytest.mark.llm,
     pytest.mark.skipif(not BASE_URL, reason="OWNWORDS_TEST_LLM_URL is not set"),
 ]
-
-
-@pytest.fixture(scope="module")
-def client():
-    with httpx.Client(trust_env=False) as http_client:
-        yield http_client
 
 
 def real_config(max_output_tokens: int) -> ModelConfig:
@@ -52,19 +45,19 @@ def assert_received(outcome):
     assert outcome.usage.total_tokens is not None
 
 
-def test_a_real_model_answers_as_a_participant(client):
+def test_a_real_model_answers_as_a_participant(http):
     config = real_config(max_output_tokens=60)
     system = "You are simulating a research-interview participant. Reply only with their reply."
     user = (
         "[EARLIER IN THE INTERVIEW, verbatim]\n- I cycle to the hospital every morning.\n\n"
         "[QUESTION]\nHow do you get to work?\n\nAnswer as this participant would."
     )
-    outcome = send(config, build_request(config, system, user), client=client)
+    outcome = send(config, build_request(config, system, user), client=http)
     assert_received(outcome)
     print(f"\nanswer ({outcome.kind}, {outcome.elapsed_s:.2f} s, {outcome.usage}):", outcome.text)
 
 
-def test_a_real_model_grades_like_a_judge(client):
+def test_a_real_model_grades_like_a_judge(http):
     config = real_config(max_output_tokens=120)
     system = (
         "You are grading whether a PREDICTED answer matches the ACTUAL one. "
@@ -75,7 +68,7 @@ def test_a_real_model_grades_like_a_judge(client):
         "[PREDICTED ANSWER]\nBy bike.\n\n"
         'Return only a JSON object {"score": <0-3>, "rationale": "..."}.'
     )
-    outcome = send(config, build_request(config, system, user), client=client)
+    outcome = send(config, build_request(config, system, user), client=http)
     assert_received(outcome)
     try:
         parsed = json.loads(outcome.text)

@@ -1,7 +1,6 @@
 """The MemGPT-style condition (paper App. H): archive-query parsing, the exact evidence, and a
 whole run through the request journal against the tests' local OpenAI-compatible server."""
 
-import httpx
 import pytest
 from django.test import Client
 
@@ -106,13 +105,8 @@ def test_the_condition_is_runnable_and_estimated_as_one_more_call_per_task():
 
 # --- a whole run against the local server ----------------------------------------------------
 
-@pytest.fixture(scope="module")
-def client():
-    with httpx.Client(trust_env=False) as http_client:
-        yield http_client
 
-
-def test_a_run_journals_every_call_and_records_unparsed_queries_without_redrawing(project, server, client):
+def test_a_run_journals_every_call_and_records_unparsed_queries_without_redrawing(project, server, http):
     cohort = build_cohort(project, sessions=2, targets=2, name="memgpt")
     query_replies = iter(['{"queries": ["gardening", "session"]}', "not json at all",
                           '{"queries": ["part"]}', '{"queries": ["a","b","c","d"]}'])
@@ -125,7 +119,7 @@ def test_a_run_journals_every_call_and_records_unparsed_queries_without_redrawin
 
     roles = Roles(server, answer=answer)
     run = make_run(project, cohort, conditions=[MEMGPT, ONE_SHOT], generator=openai_model(server))
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     assert run.status == "finished", run.status_reason
 
     archive = Slot.objects.filter(run=run, key__startswith="archive|")
@@ -156,12 +150,12 @@ def test_a_run_journals_every_call_and_records_unparsed_queries_without_redrawin
     assert Slot.objects.filter(run=run, phase=Phase.DECISIONS).count() == 2
 
 
-def test_the_task_page_shows_the_archive_queries_to_text_readers_only(project, server, client, cast):
+def test_the_task_page_shows_the_archive_queries_to_text_readers_only(project, server, http, cast):
     cohort = build_cohort(project, sessions=1, targets=1, name="memgpt-page")
     Roles(server, answer=lambda request: ('{"queries": ["gardening talk"]}' if "[CORE MEMORY]" in user_text(request)
                                           else "Alpha answer."))
     run = make_run(project, cohort, conditions=[MEMGPT], generator=openai_model(server))
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     task = Prediction.objects.get(run=run, condition=MEMGPT).task
     browser = Client()
     browser.force_login(cast["analyst"])

@@ -1,7 +1,6 @@
 """Memories built once, reused (paper App. G): a later protocol imports the sealed memories of an
 earlier run instead of paying for them again; the seal names the source run and the hashes;
 memories not covered are written as usual; the run page counts the imported ones."""
-import httpx
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
@@ -19,18 +18,12 @@ TRAIT_ONE_SHOT = "memory(trait,100w)+one-shot"
 OWNWORDS = "ownwords(B=|memory|)"
 
 
-@pytest.fixture(scope="module")
-def client():
-    with httpx.Client(trust_env=False) as http_client:
-        yield http_client
-
-
 @pytest.fixture
-def first_run(project, server, client):
+def first_run(project, server, http):
     """A finished run that wrote the concrete memory of each of three sessions."""
     cohort = build_cohort(project, sessions=3, targets=1, name="imports")
     run = make_run(project, cohort, conditions=[ONE_SHOT], generator=openai_model(server), name="first")
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     assert run.status == Run.Status.FINISHED
     assert Memory.objects.filter(run=run, text__isnull=False).count() == 3
     return run
@@ -40,7 +33,7 @@ def memory_calls(run) -> int:
     return ModelCall.objects.filter(slot__run=run, slot__phase=Phase.MEMORIES).count()
 
 
-def test_a_second_run_imports_every_memory_it_shares_and_writes_only_the_others(project, server, client, first_run):
+def test_a_second_run_imports_every_memory_it_shares_and_writes_only_the_others(project, server, http, first_run):
     roles = Roles(server)
     protocol = make_protocol(project, first_run.protocol.cohort, conditions=[ONE_SHOT, OWNWORDS, TRAIT_ONE_SHOT],
                              generator=openai_model(server), name="second")
@@ -58,7 +51,7 @@ def test_a_second_run_imports_every_memory_it_shares_and_writes_only_the_others(
 
     run = Run.objects.create(protocol=protocol)
     run_start(run=run)
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     assert run.status == Run.Status.FINISHED, run.status_reason
     # zero calls for the imported concrete memories; the trait ones (not covered) were written
     assert roles.kinds["memory"] == 3 and memory_calls(run) == 3
@@ -73,7 +66,7 @@ def test_a_second_run_imports_every_memory_it_shares_and_writes_only_the_others(
     assert first_user <= second_user
 
 
-def test_the_run_page_counts_the_imported_memories(project, server, client, first_run, cast):
+def test_the_run_page_counts_the_imported_memories(project, server, http, first_run, cast):
     protocol = make_protocol(project, first_run.protocol.cohort, conditions=[ONE_SHOT],
                              generator=openai_model(server), name="page")
     protocol.memory_import_runs = [first_run.pk]
@@ -81,7 +74,7 @@ def test_the_run_page_counts_the_imported_memories(project, server, client, firs
     protocol = protocol_seal(protocol=protocol, user=None)
     run = Run.objects.create(protocol=protocol)
     run_start(run=run)
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     assert memory_calls(run) == 0
     browser = Client()
     browser.force_login(cast["viewer"])  # counts only
@@ -143,7 +136,7 @@ def test_the_estimate_before_sealing_leaves_out_the_imported_memories(project, s
     assert "3 imported from earlier runs" in response.content.decode()
 
 
-def test_a_run_that_imported_passes_its_memories_on_naming_the_run_that_wrote_them(project, server, client,
+def test_a_run_that_imported_passes_its_memories_on_naming_the_run_that_wrote_them(project, server, http,
                                                                                    first_run):
     second = make_protocol(project, first_run.protocol.cohort, conditions=[ONE_SHOT], generator=openai_model(server),
                            name="relay")
@@ -152,7 +145,7 @@ def test_a_run_that_imported_passes_its_memories_on_naming_the_run_that_wrote_th
     second = protocol_seal(protocol=second, user=None)
     relay = Run.objects.create(protocol=second)
     run_start(run=relay)
-    relay = run_inline(relay.pk, client=client, sleep=Sleeps())
+    relay = run_inline(relay.pk, client=http, sleep=Sleeps())
     third = make_protocol(project, first_run.protocol.cohort, conditions=[ONE_SHOT], generator=openai_model(server),
                           name="third")
     third.memory_import_runs = [relay.pk]

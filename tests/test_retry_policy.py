@@ -13,7 +13,6 @@
 """
 import hashlib
 
-import httpx
 import pytest
 
 from experiments.core.canonical import canonical_json
@@ -34,21 +33,15 @@ FIRST, RECOVERY = ModelCall.Basis.FIRST, ModelCall.Basis.RECOVERY
 PER_MINUTE = "GenerateRequestsPerMinutePerProjectPerModel"
 
 
-@pytest.fixture(scope="module")
-def client():
-    with httpx.Client(trust_env=False) as http_client:
-        yield http_client
-
-
 def generation_slots(run) -> list[Slot]:
     step = run_drive(run.pk)
     assert step.phase == Phase.GENERATION, step
     return list(Slot.objects.filter(pk__in=step.slot_ids).order_by("pk"))
 
 
-def execute(slot, client, sleep=None) -> Sleeps:
+def execute(slot, http, sleep=None) -> Sleeps:
     sleep = sleep if sleep is not None else Sleeps()
-    slot_execute(slot.pk, limiter=NoLimiter(), client=client, worker="test", sleep=sleep)
+    slot_execute(slot.pk, limiter=NoLimiter(), client=http, worker="test", sleep=sleep)
     slot.refresh_from_db()
     return sleep
 
@@ -68,14 +61,14 @@ RETRY_DELAYS = {
 @pytest.mark.parametrize("server_delay_s, waited_s", [(2, 30.0), (45, 45.0), (None, 30.0)],
                          ids=["shorter than the cooldown", "longer than the cooldown", "none given"])
 def test_a_retry_waits_the_cooldown_at_least_and_the_servers_delay_only_lengthens_it(
-        project, server, client, case, server_delay_s, waited_s):
+        project, server, http, case, server_delay_s, waited_s):
     provider, reply = RETRY_DELAYS[case]
     model = (openai_model if provider == "openai" else gemini_model)(server)
     run = make_run(project, build_cohort(project), conditions=[QUESTION_ONLY], generator=model,
                    retry_policy={"cooldown_s": 30.0})  # the paper's cooldown
     [slot] = generation_slots(run)
     server.script(reply(server_delay_s) if server_delay_s is not None else Reply(429, openai_rate_limited()))
-    sleeps = execute(slot, client)
+    sleeps = execute(slot, http)
 
     assert sleeps.calls == [waited_s]
     first, recovery = journal(slot)
@@ -90,23 +83,23 @@ def test_a_retry_waits_the_cooldown_at_least_and_the_servers_delay_only_lengthen
 # --- the recovery allowances (per slot, per phase) ---------------------------------------------
 
 
-def test_a_slot_has_at_most_two_recoveries(project, server, client):
+def test_a_slot_has_at_most_two_recoveries(project, server, http):
     run = make_run(project, build_cohort(project), conditions=[QUESTION_ONLY], generator=openai_model(server))
     [slot] = generation_slots(run)
     server.script(*[Reply(503, {"error": {"message": "overloaded"}}) for _ in range(4)])
-    sleeps = execute(slot, client)
+    sleeps = execute(slot, http)
     assert [c.basis for c in journal(slot)] == [FIRST, RECOVERY, RECOVERY]
     assert slot.status == Slot.Status.FAILED and slot.status_note == "no retry: slot used its 2 recoveries"
     assert len(server.requests) == 3 and len(sleeps.calls) == 2
 
 
-def test_a_phase_has_at_most_its_recovery_allowance(project, server, client):
+def test_a_phase_has_at_most_its_recovery_allowance(project, server, http):
     run = make_run(project, build_cohort(project, sessions=3, name="allow"), conditions=[QUESTION_ONLY],
                    generator=openai_model(server), retry_policy={"phase_allowance": 2})
     slots = generation_slots(run)
     server.script(*[Reply(429, openai_rate_limited()) for _ in range(6)])
     for slot in slots:
-        execute(slot, client)
+        execute(slot, http)
     recoveries = ModelCall.objects.filter(slot__run=run, basis=RECOVERY).count()
     assert recoveries == 2  # slot 1: two recoveries, both failed; slots 2 and 3: none left
     assert [s.status for s in slots] == [Slot.Status.FAILED] * 3
@@ -117,11 +110,11 @@ def test_a_phase_has_at_most_its_recovery_allowance(project, server, client):
 # --- the HTTP ceilings -----------------------------------------------------------------------------
 
 
-def test_the_phase_http_ceiling_stops_the_phase_with_its_reason(project, server, client):
+def test_the_phase_http_ceiling_stops_the_phase_with_its_reason(project, server, http):
     Roles(server)
     run = make_run(project, build_cohort(project, sessions=4, name="ceil"), conditions=[QUESTION_ONLY],
                    generator=openai_model(server), retry_policy={"phase_http_ceilings": {"generation": 3}})
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     assert run.status == Run.Status.STOPPED and run.phase == Phase.GENERATION
     assert run.status_reason == ("Stopped: the generation phase's HTTP ceiling was reached (3 of 3 attempts "
                                  "reserved). Nothing more is sent in this phase until an owner amends the ceiling.")
@@ -129,13 +122,13 @@ def test_the_phase_http_ceiling_stops_the_phase_with_its_reason(project, server,
     assert Slot.objects.filter(run=run, status=Slot.Status.PENDING).count() == 1  # never sent
 
 
-def test_recoveries_count_against_the_ceiling_and_a_due_recovery_is_held(project, server, client):
+def test_recoveries_count_against_the_ceiling_and_a_due_recovery_is_held(project, server, http):
     run = make_run(project, build_cohort(project, sessions=2, name="held"), conditions=[QUESTION_ONLY],
                    generator=openai_model(server), retry_policy={"phase_http_ceilings": {"generation": 2}})
     first, second = generation_slots(run)
     server.script(Reply(429, openai_rate_limited()))
     # While the first slot waits for its recovery, the second takes the last attempt allowed.
-    execute(first, client, Sleeps(then=lambda s: execute(second, client)))
+    execute(first, http, Sleeps(then=lambda s: execute(second, http)))
     assert second.status == Slot.Status.OK
     assert first.status == Slot.Status.HELD
     assert "HTTP ceiling was reached (2 of 2 attempts reserved)" in first.status_note
@@ -144,11 +137,11 @@ def test_recoveries_count_against_the_ceiling_and_a_due_recovery_is_held(project
     assert len(server.requests) == 2
 
 
-def test_the_run_http_ceiling_counts_every_phase(project, server, client):
+def test_the_run_http_ceiling_counts_every_phase(project, server, http):
     Roles(server)
     run = make_run(project, build_cohort(project, sessions=2, name="runceil"), conditions=[QUESTION_ONLY],
                    generator=openai_model(server), retry_policy={"run_http_ceiling": 3})
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     # Two answers in generation, then one judge call: the second judge call would be the fourth.
     assert run.status == Run.Status.STOPPED and run.phase == Phase.JUDGING
     assert "the run's HTTP ceiling was reached (3 of 3 attempts reserved)" in run.status_reason

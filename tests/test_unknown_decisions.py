@@ -10,7 +10,6 @@ without an answer is the same decision again.
 """
 from datetime import timedelta
 
-import httpx
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -27,12 +26,6 @@ from tests.engine_helpers import QUESTION_ONLY, Sleeps, build_cohort, journal, m
 from tests.llm_fake_server import Reply, openai_insufficient_quota
 
 FIRST, AMENDMENT = ModelCall.Basis.FIRST, ModelCall.Basis.AMENDMENT
-
-
-@pytest.fixture(scope="module")
-def client():
-    with httpx.Client(trust_env=False) as http_client:
-        yield http_client
 
 
 @pytest.fixture
@@ -52,21 +45,21 @@ def _reserve_and_die(slot):
     return reservation
 
 
-def _paused_with_an_unknown_slot(project, cohort2, server, client):
+def _paused_with_an_unknown_slot(project, cohort2, server, http):
     """A generation of two slots: one worker dies mid-request, the other slot is answered."""
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=openai_model(server))
     step = run_drive(run.pk)
     lost, other = Slot.objects.filter(pk__in=step.slot_ids).order_by("pk")
     _reserve_and_die(lost)
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     lost.refresh_from_db()
     other.refresh_from_db()
     return run, lost, other
 
 
 def test_a_phase_with_an_unknown_slot_pauses_at_its_end_and_nothing_advances_or_is_sent(
-        project, cohort2, cast, server, client):
-    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, client)
+        project, cohort2, cast, server, http):
+    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, http)
     assert (lost.status, other.status) == (Slot.Status.UNKNOWN, Slot.Status.OK)
     assert (run.status, run.phase) == (Run.Status.PAUSED, Phase.GENERATION)
     assert run.status_reason == ("Paused at the end of base generation: 1 slots of the phase ended without an "
@@ -78,7 +71,7 @@ def test_a_phase_with_an_unknown_slot_pauses_at_its_end_and_nothing_advances_or_
     assert run_drive(run.pk) == run_drive(run.pk).__class__()
     with pytest.raises(RunError, match="wait for your decision: continue with them missing, or re-issue each once"):
         control.run_resume(run=run, user=cast["owner"], reason="just go on")
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     assert (run.status, run.phase, len(server.requests)) == (Run.Status.PAUSED, Phase.GENERATION, 1)
     assert not Amendment.objects.filter(run=run).exists()
 
@@ -91,13 +84,13 @@ def test_a_phase_with_an_unknown_slot_pauses_at_its_end_and_nothing_advances_or_
 
 
 def test_continuing_with_them_missing_is_recorded_and_the_phase_advances_with_the_slot_missing(
-        project, cohort2, cast, server, client):
-    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, client)
+        project, cohort2, cast, server, http):
+    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, http)
     amendment = control.run_accept_missing(run=run, user=cast["owner"], reason="as the paper: unknowns stay missing")
     assert amendment.kind == Amendment.Kind.ACCEPT_MISSING and amendment.created_by == cast["owner"]
     assert amendment.payload == {"phase": Phase.GENERATION, "slots": [lost.key], "unknown": 1, "failed": 0,
                                  "stopped_because": run.status_reason}
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     assert run.status == Run.Status.FINISHED
     lost.refresh_from_db()
     assert lost.status == Slot.Status.UNKNOWN and f"amendment {amendment.pk}" in lost.status_note
@@ -110,8 +103,8 @@ def test_continuing_with_them_missing_is_recorded_and_the_phase_advances_with_th
 
 
 def test_reissuing_each_once_shows_its_cost_sends_one_identical_request_and_continues(
-        project, cohort2, cast, server, client):
-    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, client)
+        project, cohort2, cast, server, http):
+    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, http)
     # The dead worker's receipt arrived late, with usage: the slot stays unknown, its tokens are known.
     [dead] = journal(lost)
     late = wire.Outcome(wire.OutcomeKind.OK, http_status=200, text="Too late.", finish_reason="stop",
@@ -126,7 +119,7 @@ def test_reissuing_each_once_shows_its_cost_sends_one_identical_request_and_cont
                                  "input_tokens": 40, "output_tokens": 7, "tokens_known_for": 1}
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING  # paused for this decision: the decision continues it
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     lost.refresh_from_db()
     assert run.status == Run.Status.FINISHED
     assert [(c.basis, c.outcome) for c in journal(lost)] == [(FIRST, "ok"), (AMENDMENT, "ok")]
@@ -134,49 +127,49 @@ def test_reissuing_each_once_shows_its_cost_sends_one_identical_request_and_cont
     assert generation_bodies == [request_bytes(run, other), request_bytes(run, lost)]  # one more, identical
 
 
-def test_a_reissued_slot_that_ends_unknown_again_is_a_new_decision(project, cohort2, cast, server, client):
-    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, client)
+def test_a_reissued_slot_that_ends_unknown_again_is_a_new_decision(project, cohort2, cast, server, http):
+    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, http)
     control.run_reissue_unknown(run=run, user=cast["owner"], reason="once more")
     _reserve_and_die(lost)  # the amended request's worker dies too
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     lost.refresh_from_db()
     assert [c.basis for c in journal(lost)] == [FIRST, AMENDMENT] and lost.status == Slot.Status.UNKNOWN
     assert (run.status, run.phase) == (Run.Status.PAUSED, Phase.GENERATION)
     assert len(server.requests) == 1  # neither reservation was sent by a living worker, nor re-sent
     control.run_accept_missing(run=run, user=cast["owner"], reason="give up")
-    assert run_inline(run.pk, client=client, sleep=Sleeps()).status == Run.Status.FINISHED
+    assert run_inline(run.pk, client=http, sleep=Sleeps()).status == Run.Status.FINISHED
 
 
 def test_unknown_slots_of_a_phase_already_planned_over_are_refused_with_a_reason(project, cohort2, cast, server,
-                                                                                 client):
+                                                                                 http):
     """Older runs advanced over unknown slots: the later phase consumed their missing results."""
-    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, client)
+    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, http)
     Run.objects.filter(pk=run.pk).update(phase=Phase.JUDGING, planned_phase=Phase.JUDGING, status=Run.Status.RUNNING)
     with pytest.raises(RunError, match="unknown slots of earlier phases were settled when their phase ended"):
         control.run_reissue_unknown(run=run, user=cast["owner"], reason="too late")
     assert Slot.objects.get(pk=lost.pk).amended_attempts == 0
 
 
-def _quota_stopped(project, cohort2, server, client, **retry):
+def _quota_stopped(project, cohort2, server, http, **retry):
     run = make_run(project, cohort2, conditions=[QUESTION_ONLY], generator=openai_model(server),
                    retry_policy=retry or None)
     server.script(Reply(429, openai_insufficient_quota()))
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     held = Slot.objects.get(run=run, status=Slot.Status.HELD)
     assert (run.status, run.circuit_open) == (Run.Status.PAUSED, True)
     return run, held
 
 
 def test_a_resume_records_its_allowance_and_grants_exactly_that_many_identical_requests(
-        project, cohort1, cast, server, client):
-    run, held = _quota_stopped(project, cohort1, server, client)
+        project, cohort1, cast, server, http):
+    run, held = _quota_stopped(project, cohort1, server, http)
     amendment = control.run_resume(run=run, user=cast["owner"], reason="quota raised", allowance=3)
     assert amendment.payload["allowance"] == 3 and amendment.payload["held_slots_released"] == [held.key]
     assert amendment.payload["stopped_because"].startswith("Quota exhausted")
     held.refresh_from_db()
     assert held.amended_attempts == 3
     server.script(Reply(503, b""), Reply(503, b""), Reply(503, b""))  # every allowed request fails without output
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     held.refresh_from_db()
     assert [(c.basis, c.outcome) for c in journal(held)] == [(FIRST, "quota")] + [(AMENDMENT, "transient")] * 3
     assert [r.body for r in server.requests].count(request_bytes(run, held)) == 4  # 1 + exactly 3, identical
@@ -184,19 +177,19 @@ def test_a_resume_records_its_allowance_and_grants_exactly_that_many_identical_r
     assert (run.status, run.phase, held.status) == (Run.Status.PAUSED, Phase.GENERATION, Slot.Status.FAILED)
     assert progress.run_next(run)["decision"]["slots"] == [{"key": held.key, "status": "failed"}]
     control.run_reissue_unknown(run=run, user=cast["owner"], reason="one more")
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     assert run.status == Run.Status.FINISHED
     assert [c.basis for c in journal(held)] == [FIRST] + [AMENDMENT] * 4
 
 
 def test_an_allowance_stops_at_the_first_answer_and_waits_the_cooldown_between_requests(
-        project, cohort1, cast, server, client):
-    run, held = _quota_stopped(project, cohort1, server, client, cooldown_s=30.0)
+        project, cohort1, cast, server, http):
+    run, held = _quota_stopped(project, cohort1, server, http, cooldown_s=30.0)
     control.run_resume(run=run, user=cast["owner"], reason="quota raised", allowance=2)
     server.script(Reply(503, b""))
     step = run_drive(run.pk)
     for slot_id in step.slot_ids:
-        journal_rules.slot_execute(slot_id, limiter=NoLimiter(), client=client, worker="t", sleep=Sleeps())
+        journal_rules.slot_execute(slot_id, limiter=NoLimiter(), client=http, worker="t", sleep=Sleeps())
     held.refresh_from_db()
     assert held.status == Slot.Status.FAILED and [c.basis for c in journal(held)] == [FIRST, AMENDMENT]
     step = run_drive(run.pk)
@@ -208,7 +201,7 @@ def test_an_allowance_stops_at_the_first_answer_and_waits_the_cooldown_between_r
     ModelCall.objects.filter(slot=held).update(finished_at=timezone.now() - timedelta(seconds=31))
     step = run_drive(run.pk)
     assert step.slot_ids == (held.pk,)
-    run = run_inline(run.pk, client=client, sleep=Sleeps())
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
     held.refresh_from_db()
     assert [(c.basis, c.outcome) for c in journal(held)] == [(FIRST, "quota"), (AMENDMENT, "transient"),
                                                              (AMENDMENT, "ok")]
@@ -216,8 +209,8 @@ def test_an_allowance_stops_at_the_first_answer_and_waits_the_cooldown_between_r
 
 
 def test_the_run_page_shows_the_counts_the_decision_with_its_cost_and_both_choices(
-        project, cohort2, cast, server, client, monkeypatch, loopback_grants):
-    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, client)
+        project, cohort2, cast, server, http, monkeypatch, loopback_grants):
+    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, http)
     monkeypatch.setattr(progress, "queue_reachable", lambda: True)
     browser = Client()
     browser.force_login(cast["owner"])
@@ -240,10 +233,10 @@ def test_the_run_page_shows_the_counts_the_decision_with_its_cost_and_both_choic
     assert Amendment.objects.get(run=run).kind == Amendment.Kind.ACCEPT_MISSING
 
 
-def test_the_shell_shows_the_decision_and_its_cost_before_anything_is_sent(project, cohort2, cast, server, client,
+def test_the_shell_shows_the_decision_and_its_cost_before_anything_is_sent(project, cohort2, cast, server, http,
                                                                           loopback_grants):
     from django.core.management import call_command
-    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, client)
+    run, lost, other = _paused_with_an_unknown_slot(project, cohort2, server, http)
     report = call_command("run_report", str(run.pk))
     assert "waiting for a decision: 1 slots of this phase ended without an answer — nothing advances" in report
     assert f"manage.py run_reissue {run.pk}" in report and f"manage.py run_accept_missing {run.pk}" in report
