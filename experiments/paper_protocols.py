@@ -11,6 +11,7 @@ from __future__ import annotations
 from experiments.core.contrasts import contrast_problems
 from experiments.core.estimate import RunEstimate, estimate_run, with_imported_memories
 from experiments.core.conditions import CONDITIONS, get_condition
+from experiments.core.kinds import inferred_kind
 from experiments.core.interviews.records import unstorable_text_problem
 from experiments.core.paper_protocols import Instantiated, paper_protocol
 from experiments.data import cohort_shape
@@ -65,6 +66,7 @@ def protocol_from_template(*, template: str, cohort: Cohort, name: str | None = 
     providers = {generator.get("provider"), judge.get("provider")}
     protocol = Protocol.objects.create(
         project_id=cohort.project_id, cohort=cohort, name=name, conditions=made.conditions,
+        kind=inferred_kind(made.conditions, regrade=False),
         generator=generator, judge=judge, concurrency=concurrency or {p: 4 for p in providers if isinstance(p, str)},
         contrasts=made.contrasts, bootstrap=dict(made.template.bootstrap),
         memory_import_runs=list(memory_import_runs), created_by=user,

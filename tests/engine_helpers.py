@@ -18,6 +18,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 
+from experiments.core.kinds import inferred_kind
 from experiments.core.llm import wire
 from experiments.execution.policy import model_config
 from experiments.execution.control import run_start
@@ -82,6 +83,7 @@ def make_protocol(project, cohort, *, conditions, generator, judge=None, retry_p
                   contrasts=(), name="engine-test", bootstrap=None) -> Protocol:
     return Protocol.objects.create(
         project=project, cohort=cohort, name=name, conditions=list(conditions),
+        kind=inferred_kind(conditions, regrade=False),
         generator=generator, judge=judge or generator,
         retry_policy={**NO_WAIT, **(retry_policy or {})},
         concurrency=concurrency or {},

@@ -5,14 +5,19 @@ The seal regression constants below were obtained by running this file's tests o
 printing each `protocol.seal` without its `code_version`, and pasting the values here. They must
 never change: sealed protocols keep their seals, and the kind is not part of what a seal hashes.
 """
+import importlib
+
 import pytest
+from django.apps import apps
 from django.core.management import call_command
+from django.db import IntegrityError, transaction
 
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.survey.prompt import MEMORY, OWNWORDS, SCREENER_ONLY
 from experiments.execution import control, sealing
 from experiments.execution.driver import run_inline
-from experiments.models import Cohort, Project, Run
+from experiments.execution.kinds import KINDS, kind_rules
+from experiments.models import Cohort, Project, Protocol, Run
 from tests.engine_helpers import FUSION, ONE_SHOT, QUESTION_ONLY, build_cohort, make_protocol, make_run
 from tests.survey_helpers import SAMPLE
 
@@ -100,7 +105,33 @@ def test_a_regrade_seal_is_byte_identical_to_the_old_code(project):
     regrade = control.regrade_create(source=run, user=None, name="kinds-regrade")
     seal = without_code(regrade.seal)
     assert seal.pop("settings_sha256") == sha256_text(canonical_json(sealing.protocol_settings(regrade)))
+    assert regrade.kind == Protocol.Kind.REGRADE and kind_rules(regrade).seals_source
     assert seal["regrade"].pop("source_run") == run.pk
     assert seal == REGRADE_SEAL
     settings = {**sealing.protocol_settings(regrade), "regrade_of": 0}
     assert sha256_text(canonical_json(settings)) == REGRADE_SETTINGS_WITH_SOURCE_0
+
+
+@pytest.mark.django_db
+def test_the_kind_must_agree_with_the_conditions(project):
+    interview, survey = interview_protocol(project), survey_protocol()
+    assert (interview.kind, survey.kind) == (Protocol.Kind.INTERVIEW, Protocol.Kind.SURVEY)
+    survey.kind = Protocol.Kind.INTERVIEW
+    with pytest.raises(ValueError, match="a survey protocol, but its kind says interview"):
+        survey.save()
+    interview.conditions = [SCREENER_ONLY]
+    with pytest.raises(ValueError, match="make it a survey protocol"):
+        interview.save()
+    with pytest.raises(IntegrityError), transaction.atomic():  # the database's own check: a re-grade names its run
+        Protocol.objects.filter(pk=interview.pk).update(kind=Protocol.Kind.REGRADE)
+    assert set(KINDS) == set(Protocol.Kind.values)
+
+
+@pytest.mark.django_db
+def test_the_migration_fills_the_kind_as_the_old_inference_said(project):
+    interview, survey = interview_protocol(project), survey_protocol()
+    Protocol.objects.filter(pk__in=[interview.pk, survey.pk]).update(kind=Protocol.Kind.INTERVIEW)
+    migration = importlib.import_module("experiments.migrations.0024_protocol_kind")
+    migration.fill_kinds(apps, None)
+    kinds = dict(Protocol.objects.values_list("pk", "kind"))
+    assert (kinds[interview.pk], kinds[survey.pk]) == (Protocol.Kind.INTERVIEW, Protocol.Kind.SURVEY)

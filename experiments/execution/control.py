@@ -9,6 +9,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from experiments.execution.endpoints import require_allowed_endpoint
+from experiments.execution.kinds import kind_rules
 from experiments.execution.policy import RunError, effective_http_ceilings, model_config, retry_settings
 from experiments.execution.reservation import ceiling_reached
 from experiments.execution.sealing import protocol_seal, seal_mismatches
@@ -29,14 +30,12 @@ def run_start(*, run: Run) -> None:
         if problems:
             raise RunError("the seal no longer matches: " + "; ".join(problems))
         # The administrator may have withdrawn an endpoint since the seal: refuse before any request.
-        senders = [current.protocol.judge] if current.protocol.is_regrade() else [
-            current.protocol.generator, current.protocol.judge]
-        for config in senders:
-            require_allowed_endpoint(model_config(config))
+        rules = kind_rules(current.protocol)
+        for role in rules.sending_roles:
+            require_allowed_endpoint(model_config(getattr(current.protocol, role)))
         current.status = Run.Status.RUNNING
         current.started_at = timezone.now()
-        if current.protocol.is_regrade():
-            current.phase = Phase.JUDGING  # a re-grade generates nothing: straight to its one phase
+        current.phase = rules.first_phase  # a re-grade generates nothing: straight to its one phase
         current.save(update_fields=["status", "started_at", "phase"])
     run.status, run.started_at, run.phase = current.status, current.started_at, current.phase
 
@@ -301,6 +300,9 @@ def regrade_create(*, source: Run, user, judge: dict | None = None, cap: int | N
             raise RunError(f"run {source.pk} is {source.get_status_display().lower()}; "
                            "only a finished run can be re-graded")
         base = source.protocol
+        if base.kind == Protocol.Kind.SURVEY:
+            raise RunError(f"run {source.pk} is a survey run: its answers are scored against the recorded "
+                           "options, not graded by a judge, so there is nothing to re-grade")
         judge = dict(base.judge) if judge is None else judge
         name = (name or "").strip() or _regrade_name(source, retest=judge == base.judge)
         if len(name) > Protocol._meta.get_field("name").max_length:
@@ -314,6 +316,7 @@ def regrade_create(*, source: Run, user, judge: dict | None = None, cap: int | N
             project=base.project, name=name, cohort=base.cohort, conditions=list(base.conditions),
             generator=base.generator, judge=judge, concurrency=concurrency, retry_policy=base.retry_policy,
             contrasts=base.contrasts, bootstrap=base.bootstrap, regrade_of=source, created_by=user,
+            kind=Protocol.Kind.REGRADE,
         )
         # A refused seal raises inside this transaction: the protocol is not kept.
         return protocol_seal(protocol=protocol, user=user)

@@ -19,8 +19,6 @@ from django.db.models import Count, F, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from experiments.analysis.dashboard import dashboard_refresh, run_summary
-from experiments.analysis.judges import judge_comparison
 from experiments.analysis.pools import pools_refresh, run_pools
 from experiments.analysis.tables import tables_refresh
 from experiments.core.llm.transport import StdlibTransport
@@ -30,11 +28,9 @@ from experiments.execution.control import decision_pause, slots_awaiting_decisio
 from experiments.execution.hand_out import hand_out_next
 from experiments.execution import mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
-from experiments.analysis.survey import survey_summary
+from experiments.execution.kinds import kind_rules
 from experiments.execution.planning import PLANNERS, plan_judging
 from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, retry_settings, role_config
-from experiments.execution.survey import is_survey_protocol
-from experiments.execution.regrade import plan_regrade
 from experiments.execution.sealing import seal_mismatches
 from experiments.models import ModelCall, Run, Slot
 from experiments.models.runs import PHASE_ORDER, Phase
@@ -80,6 +76,7 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None, windowed:
     with transaction.atomic():
         run = Run.objects.select_for_update(of=("self",)).select_related("protocol").get(pk=run_id)
         seal_checked = False
+        rules = kind_rules(run.protocol)
         while run.may_send():
             complete = True
             slots = Slot.objects.filter(run=run, phase=run.phase)
@@ -92,10 +89,8 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None, windowed:
             if run.phase == Phase.ANALYSIS:
                 return Step(phase=Phase.ANALYSIS, analyze=True)
             if run.planned_phase != run.phase:
-                planner = plan_regrade if run.protocol.is_regrade() else PLANNERS[run.phase]
-                interview_judging = (run.phase == Phase.JUDGING and planner is not plan_regrade
-                                     and not is_survey_protocol(run.protocol))
-                if interview_judging and slots.filter(status__in=OPEN_STATUSES).exists():
+                in_parts = run.phase == Phase.JUDGING and rules.judging_in_parts
+                if in_parts and slots.filter(status__in=OPEN_STATUSES).exists():
                     # Planned in parts and its first calls under way: the rest is planned without
                     # the run's lock (`run_plan_part`, which checks the seal then), not here, where
                     # every reservation and answer would wait for it. (With none under way the rest
@@ -105,13 +100,13 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None, windowed:
                     if not seal_checked and not _seal_holds(run):
                         return Step()
                     seal_checked = True  # once per look: nothing is read from disk twice in one transaction
-                    if interview_judging and not slots.exists():
+                    if in_parts and not slots.exists():
                         # Every in-flight place is empty until the phase's first calls are handed
                         # out: a large phase hands out its first part now and the rest is planned
                         # without the run's lock while these are sent (`run_plan_part`).
                         complete = plan_judging(run, first=_first_part(run))
                     else:
-                        planner(run)
+                        rules.planners[run.phase](run)
                 if complete:
                     run.planned_phase = run.phase
                     run.save(update_fields=["planned_phase"])
@@ -156,7 +151,7 @@ def run_plan_part(run_id: int, *, check_seal: bool = True, windowed: bool = Fals
     together (its planning, slowed by the calls under way, must end before they do). A part is
     handed out only while the run may send (a reservation checks again anyway)."""
     run = Run.objects.select_related("protocol").get(pk=run_id)
-    if run.phase != Phase.JUDGING or run.planned_phase == run.phase or run.protocol.is_regrade():
+    if run.phase != Phase.JUDGING or run.planned_phase == run.phase or not kind_rules(run.protocol).judging_in_parts:
         return Step()
     if check_seal and seal_mismatches(run.protocol, code=False):
         return Step()
@@ -251,7 +246,7 @@ def _next_deadline_s(run: Run) -> float:
     now, since a slot handed out now can be reserved at any moment."""
     now = timezone.now()
     lease = timedelta(seconds=max(role_config(run, role).timeout_s for role in Slot.Role.values) + LEASE_GRACE_S)
-    open_calls = ModelCall.objects.filter(slot__run=run, slot__phase=run.phase, outcome="",
+    open_calls = ModelCall.objects.filter(slot__run=run, slot__phase=run.phase, outcome=ModelCall.Outcome.IN_FLIGHT,
                                           slot__status=Slot.Status.IN_FLIGHT)
     deadlines = [now + lease]
     earliest_lease = open_calls.order_by("lease_until").values_list("lease_until", flat=True).first()
@@ -271,19 +266,13 @@ def run_analyze(run_id: int) -> None:
     run = Run.objects.select_related("protocol").get(pk=run_id)
     if run.phase != Phase.ANALYSIS:
         return  # done already (a second analysis job)
-    if is_survey_protocol(run.protocol):
-        summary = survey_summary(run)  # scored against the recorded options, no judge
-    else:
-        summary = run_summary(dashboard_refresh(run).payload, run.protocol.criteria)
+    summary = kind_rules(run.protocol).summary(run)  # a survey's is scored against the recorded options
     if run_pools(run):
         # The candidate-pool page is computed here too, so its first view only reads it.
         try:
             pools_refresh(run)
         except RankerError as error:  # a configured reranker that does not load: the page says so
             logger.warning("run %s: candidate pools not computed: %s", run_id, error)
-    if run.protocol.is_regrade():
-        # Computed once here, like the contrasts: both runs' grades are final by now.
-        summary["judges"] = judge_comparison(run)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.phase != Phase.ANALYSIS:
@@ -299,7 +288,7 @@ def _tables_after(run: Run) -> None:
     (many more intervals), so they never hold the run back; the tables page says when they are
     missing, and `analysis_refresh` computes them again. A survey run has none: its analysis is
     scored against recorded options (`analysis.survey`)."""
-    if is_survey_protocol(run.protocol):
+    if not kind_rules(run.protocol).robustness_tables:
         return
     try:
         tables_refresh(run)

@@ -25,7 +25,7 @@ from experiments.core.canonical import sha256_text
 from experiments.core.conditions import CONDITIONS, MEM0, get_condition
 from experiments.core.evidence import RankedMemories
 from experiments.memory_systems import mem0_store
-from experiments.models import Mem0Extraction, ModelCall, Run, Slot
+from experiments.models import Mem0Extraction, ModelCall, Protocol, Run, Slot
 from experiments.models.runs import Phase
 
 SLOT_PREFIX = "mem0|"
@@ -43,7 +43,8 @@ def is_extraction(slot: Slot) -> bool:
 
 def planning_problem(run: Run) -> str | None:
     """Why this process cannot plan the run's current phase for Mem0, or None (checked before planning)."""
-    if run.phase not in (Phase.MEMORIES, Phase.GENERATION) or run.protocol.is_regrade() or not uses_mem0(run):
+    if run.phase not in (Phase.MEMORIES, Phase.GENERATION) or run.protocol.kind == Protocol.Kind.REGRADE \
+            or not uses_mem0(run):
         return None
     return mem0_store.unavailable_reason()
 
@@ -71,7 +72,7 @@ def _answers(run: Run) -> dict[int, tuple[Slot, str | None]]:
     """session id -> (its extraction slot, the journal's answer text or None when not usable)."""
     slots = {slot.pk: slot for slot in Slot.objects.filter(run=run, phase=Phase.MEMORIES,
                                                           key__startswith=SLOT_PREFIX)}
-    texts = dict(ModelCall.objects.filter(slot_id__in=slots, outcome="ok").values_list("slot_id", "text"))
+    texts = dict(ModelCall.objects.filter(slot_id__in=slots, outcome=ModelCall.Outcome.OK).values_list("slot_id", "text"))
     return {
         slot.session_id: (slot, texts.get(slot.pk) if slot.status == Slot.Status.OK else None)
         for slot in slots.values()

@@ -24,7 +24,6 @@ from experiments.data import cohort_tasks
 from experiments.execution import mem0_planning
 from experiments.execution.hot_sql import hot_cursor
 from experiments.execution.memory_imports import imported_memories
-from experiments.execution.survey import SURVEY_PLANNERS, is_survey_protocol
 from experiments.models import Grade, Memory, ModelCall, Prediction, Run, ScreenerItem, Slot, Task, Turn
 from experiments.models.runs import Phase
 
@@ -331,17 +330,10 @@ def _share_the_run(run: Run) -> None:
         cursor.execute(f"SELECT 1 FROM {Run._meta.db_table} WHERE id = %s FOR KEY SHARE", [run.pk])
 
 
-def _by_kind(phase, interview_planner):
-    """The phase's planner for the run's kind: interview tasks, or survey respondents."""
-    def plan(run: Run) -> None:
-        (SURVEY_PLANNERS[phase] if is_survey_protocol(run.protocol) else interview_planner)(run)
-    plan.__name__ = interview_planner.__name__
-    return plan
-
-
+# An interview protocol's planners (`execution.kinds` gives every kind its own).
 PLANNERS = {
-    Phase.MEMORIES: _by_kind(Phase.MEMORIES, plan_memories),
-    Phase.GENERATION: _by_kind(Phase.GENERATION, plan_generation),
-    Phase.DECISIONS: _by_kind(Phase.DECISIONS, plan_decisions),
-    Phase.JUDGING: _by_kind(Phase.JUDGING, plan_judging),
+    Phase.MEMORIES: plan_memories,
+    Phase.GENERATION: plan_generation,
+    Phase.DECISIONS: plan_decisions,
+    Phase.JUDGING: plan_judging,
 }

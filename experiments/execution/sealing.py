@@ -13,26 +13,25 @@ import subprocess
 from pathlib import Path
 
 from django.db import transaction
-from django.db.models import CharField, Func
 from django.utils import timezone
 
 from experiments.core.candidates import derived_problem, is_derived
-from experiments.core.conditions import CONDITIONS, JUDGE_PROMPTS, MEM0, get_condition
+from experiments.core.conditions import CONDITIONS, MEM0, get_condition
 from experiments.core.criteria import criteria_problems
 from experiments.core.canonical import canonical_json, sha256_text
+from experiments.core.kinds import SURVEY_PREFIX
 from experiments.execution.endpoints import endpoint_problem
+from experiments.execution.kinds import kind_rules
 from experiments.memory_systems.availability import condition_unavailable
 from experiments.memory_systems.mem0_store import extraction_prompt_ref
 from experiments.execution.memory_imports import import_run_problems, memory_import_digest
 from experiments.execution.planning import task_inputs
 from experiments.execution.policy import DEFAULT_RETRY, RunError, is_number, model_config, retry_policy_problems
 from experiments.execution.regrade import answers_digest
-from experiments.models import CohortTask, Protocol, Run
+from experiments.models import Protocol, Run
 from experiments.core.prompts import PromptError, prompt_sha256
-from experiments.data import canonical_task_lines, cohort_tasks
-from experiments.execution.survey import (
-    SURVEY_PREFIX, is_survey_protocol, survey_condition_spec, survey_list_sha256, survey_prompt_names, survey_problems,
-)
+from experiments.data import cohort_tasks
+from experiments.execution.survey import survey_condition_spec, survey_problems
 from experiments.survey_data import is_survey_cohort
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,17 +51,7 @@ def code_version() -> str:
 
 
 def prompt_names(protocol: Protocol) -> list[str]:
-    if is_survey_protocol(protocol):
-        return survey_prompt_names(protocol)
-    names = set(JUDGE_PROMPTS)
-    if protocol.is_regrade():
-        return sorted(names)  # nothing is generated: a changed answer prompt does not concern it
-    for key in protocol.conditions:
-        try:
-            names.update(get_condition(key).prompt_names())
-        except KeyError:
-            continue  # protocol_problems names it
-    return sorted(names)
+    return kind_rules(protocol).prompt_names(protocol)
 
 
 def _condition_spec(key: str) -> str:
@@ -86,7 +75,7 @@ def protocol_settings(protocol: Protocol) -> dict:
         "contrasts": protocol.contrasts,
         "bootstrap": protocol.bootstrap,
     }
-    if protocol.is_regrade():
+    if kind_rules(protocol).seals_source:
         settings["regrade_of"] = protocol.regrade_of_id
     if protocol.memory_import_runs:  # only then, so seals made before imports existed keep their hash
         settings["memory_import_runs"] = protocol.memory_import_runs
@@ -101,33 +90,6 @@ def _uses_mem0(protocol: Protocol) -> str | None:
     return next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == MEM0), None)
 
 
-_TASK_FIELDS = ("task__session__external_id", "task__session__person__label", "task__session__study__key",
-                "task__position", "task__question_turn__index", "task__answer_turn__index", "task__cut",
-                "task__record_cut")
-_TEXT_FIELDS = ("task__question_turn__text", "task__answer_turn__text")
-
-
-class _TextSha256(Func):
-    """The hex sha256 of a text's UTF-8 bytes, computed by PostgreSQL (as `sha256_text`)."""
-
-    template = "ENCODE(SHA256(CONVERT_TO(%(expressions)s, 'UTF8')), 'hex')"
-    output_field = CharField()
-
-
-def cohort_task_list_sha256(cohort) -> str:
-    """The sha256 of the cohort's `canonical_task_list`, from one plain query.
-
-    The driver checks the seal before each phase, between the last answer of one phase and the
-    first request of the next, under the run's lock: building five model instances per task
-    cost most of that time on large cohorts, and so did moving every question and answer text
-    to this process only to hash it. The database hashes the texts (the same
-    sha256 of the same UTF-8 bytes) and only the hashes cross the wire."""
-    rows = CohortTask.objects.filter(cohort=cohort).order_by("position")
-    hashed = rows.annotate(**{f"sha_{i}": _TextSha256(name) for i, name in enumerate(_TEXT_FIELDS)})
-    lines = hashed.values_list(*_TASK_FIELDS, "sha_0", "sha_1")
-    return sha256_text(canonical_task_lines(lines))
-
-
 def protocol_hashes(protocol: Protocol) -> dict:
     prompts = {}
     for name in prompt_names(protocol):
@@ -139,16 +101,16 @@ def protocol_hashes(protocol: Protocol) -> dict:
     if mem0_key and condition_unavailable(CONDITIONS[mem0_key]) is None:
         name, digest = extraction_prompt_ref()
         prompts[name] = digest
+    rules = kind_rules(protocol)
     hashes = {
         "prompts": prompts,
-        "task_list_sha256": (survey_list_sha256(protocol.cohort) if is_survey_protocol(protocol)
-                             else cohort_task_list_sha256(protocol.cohort)),
+        "task_list_sha256": rules.task_list_sha256(protocol.cohort),
         "settings_sha256": sha256_text(canonical_json(protocol_settings(protocol))),
         "code_version": code_version(),
     }
-    if protocol.is_regrade():
+    if rules.seals_source:
         hashes["regrade"] = {**answers_digest(protocol.regrade_of), "judge": protocol.judge}
-    if protocol.memory_import_runs and not protocol.is_regrade():
+    if protocol.memory_import_runs and not rules.seals_source:
         # model instances here (task inputs need them), only for a protocol that imports memories
         hashes["memory_imports"] = _memory_imports(protocol, cohort_tasks(protocol.cohort))
     return hashes
@@ -158,7 +120,7 @@ def protocol_memory_imports(protocol: Protocol) -> dict | None:
     """What the protocol imports (its seal's record once sealed; what sealing now would record before)."""
     if protocol.is_sealed():
         return protocol.seal.get("memory_imports")
-    if not protocol.memory_import_runs or protocol.is_regrade() or protocol.cohort_id is None:
+    if not protocol.memory_import_runs or kind_rules(protocol).seals_source or protocol.cohort_id is None:
         return None
     return _memory_imports(protocol, cohort_tasks(protocol.cohort))
 
@@ -226,7 +188,7 @@ def protocol_problems(protocol: Protocol) -> list[str]:
         problems.append("choose at least one condition")
     if protocol.cohort_id is None:
         problems.append("choose a cohort")
-    elif is_survey_protocol(protocol) or is_survey_cohort(protocol.cohort):
+    elif protocol.kind == Protocol.Kind.SURVEY or is_survey_cohort(protocol.cohort):
         return problems + survey_problems(protocol) + _model_problems(protocol, ("generator",)) \
             + _settings_problems(protocol)
     elif not protocol.cohort.cohort_tasks.exists():
@@ -244,7 +206,7 @@ def protocol_problems(protocol: Protocol) -> list[str]:
     if len(set(protocol.conditions)) != len(protocol.conditions):
         problems.append("a condition is listed twice")
     problems += _model_problems(protocol, ("generator", "judge"))
-    if protocol.is_regrade():
+    if kind_rules(protocol).seals_source:
         problems += _regrade_problems(protocol.regrade_of)
     problems += import_run_problems(protocol)
     problems += _settings_problems(protocol)

@@ -16,6 +16,7 @@ import dataclasses
 from django.db import transaction
 
 from experiments.core.canonical import canonical_json, sha256_text
+from experiments.core.kinds import SURVEY_PREFIX
 from experiments.core.survey.answers import parse_survey_answer
 from experiments.core.survey.ownwords import survey_ownwords, whole_persona
 from experiments.core.survey.prompt import (
@@ -29,13 +30,8 @@ from experiments.survey_data import (
     is_survey_cohort, respondent_record, sample_list_sha256, sample_persona_lengths, sample_respondents,
 )
 
-SURVEY_PREFIX = "survey:"
 MEMORY_SLOT = "survey-memory"
 ANSWER_SLOT = "survey"
-
-
-def is_survey_protocol(protocol) -> bool:
-    return any(isinstance(key, str) and key.startswith(SURVEY_PREFIX) for key in protocol.conditions)
 
 
 def is_survey_slot(slot: Slot) -> bool:

@@ -5,8 +5,11 @@ reserved (a committed row) before any byte is sent. The journal is the ground tr
 resuming and for cost: a slot with a terminal outcome is never requested again.
 """
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
+from experiments.core import kinds
+from experiments.core.llm.wire import OutcomeKind
 from experiments.models.data import Cohort, Project, Session, Task
 
 
@@ -25,10 +28,18 @@ PHASE_ORDER = [Phase.MEMORIES, Phase.GENERATION, Phase.DECISIONS, Phase.JUDGING,
 class Protocol(models.Model):
     """Cohort × conditions × model configs × caps × contrasts; sealed before any request."""
 
+    class Kind(models.TextChoices):
+        INTERVIEW = kinds.INTERVIEW, "Interview"
+        SURVEY = kinds.SURVEY, "Survey"
+        REGRADE = kinds.REGRADE, "Re-grade"
+
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="protocols")
     name = models.CharField(max_length=100)
     cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="protocols")
-    conditions = models.JSONField(help_text="condition keys of experiments.conditions")
+    # What the protocol is about (`execution.kinds`: its planners, pages and seal rules). Never part of
+    # a seal: it follows from the conditions and `regrade_of` (`core.kinds.inferred_kind`), which are.
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.INTERVIEW)
+    conditions = models.JSONField(help_text="condition keys of experiments.core.conditions")
     generator = models.JSONField(help_text="experiments.llm.ModelConfig fields (also writes memories)")
     judge = models.JSONField(help_text="experiments.llm.ModelConfig fields")
     concurrency = models.JSONField(default=dict, help_text="in-flight cap per provider, e.g. {'openai': 8}")
@@ -63,6 +74,11 @@ class Protocol(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="protocol_name_unique_in_project"),
+            # a re-grade names the run it re-grades, and only a re-grade does
+            models.CheckConstraint(
+                condition=models.Q(kind="regrade", regrade_of__isnull=False)
+                | (~models.Q(kind="regrade") & models.Q(regrade_of__isnull=True)),
+                name="protocol_regrade_kind"),
         ]
 
     def __str__(self):
@@ -71,10 +87,21 @@ class Protocol(models.Model):
     def is_sealed(self) -> bool:
         return self.sealed_at is not None
 
-    def is_regrade(self) -> bool:
-        return self.regrade_of_id is not None
+    def kind_problem(self) -> str | None:
+        """Why the stored kind disagrees with the conditions and `regrade_of`, or None."""
+        expected = kinds.inferred_kind(self.conditions, regrade=self.regrade_of_id is not None)
+        if self.kind == expected:
+            return None
+        return f"its conditions make it a {expected} protocol, but its kind says {self.kind or 'nothing'}"
+
+    def clean(self):
+        super().clean()
+        if problem := self.kind_problem():
+            raise ValidationError({"kind": problem})
 
     def save(self, *args, **kwargs):
+        if problem := self.kind_problem():
+            raise ValueError(problem)
         # Sealed means read-only: later changes are amendments, recorded on the run.
         if self.pk is not None and Protocol.objects.filter(pk=self.pk, sealed_at__isnull=False).exists():
             raise ValueError("a sealed protocol is read-only; record an amendment instead")
@@ -207,6 +234,15 @@ class ModelCall(models.Model):
         RECOVERY = "recovery", "Recovery by the retry policy"
         AMENDMENT = "amendment", "Allowed by an amendment"
 
+    class Outcome(models.TextChoices):
+        IN_FLIGHT = "", "In flight"  # reserved, no outcome yet
+        OK = OutcomeKind.OK.value, "Completed"
+        TRANSIENT = OutcomeKind.TRANSIENT.value, "Transient failure"
+        QUOTA = OutcomeKind.QUOTA.value, "Quota exhausted"
+        FATAL = OutcomeKind.FATAL.value, "Non-transient error"
+        UNUSABLE = OutcomeKind.UNUSABLE.value, "Content unusable"
+        UNKNOWN = "unknown", "Unknown"  # the lease ran out without an outcome (the worker died mid-request)
+
     slot = models.ForeignKey(Slot, on_delete=models.CASCADE, related_name="calls")
     # The slot's run and phase, copied when the attempt is reserved (a slot never changes either),
     # so the run page's per-phase counts read the (run, phase) index instead of joining every slot.
@@ -219,7 +255,8 @@ class ModelCall(models.Model):
     reserved_at = models.DateTimeField()
     lease_until = models.DateTimeField(help_text="after this, a reservation without outcome is unknown")
     finished_at = models.DateTimeField(null=True, blank=True)
-    outcome = models.CharField(max_length=16, blank=True, help_text="experiments.llm.OutcomeKind; empty while in flight")
+    outcome = models.CharField(max_length=16, blank=True, choices=Outcome.choices, default=Outcome.IN_FLIGHT,
+                               help_text="what the attempt came to (experiments.core.llm.wire.OutcomeKind), or unknown")
     http_status = models.PositiveIntegerField(null=True, blank=True)
     response_id = models.CharField(max_length=200, blank=True)
     model_version = models.CharField(max_length=200, blank=True)

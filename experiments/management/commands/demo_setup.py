@@ -129,8 +129,8 @@ class Command(BaseCommand):
                 survey_import(project=project, name=SURVEY_STUDY, respondents=read_survey_path(SURVEY_SAMPLE),
                               sources=[SURVEY_SAMPLE.name], synthetic=True)
             cohort = project.cohorts.get(name=f"{SURVEY_STUDY} development")
-            protocol = protocol_seal(protocol=Protocol.objects.create(project=project, cohort=cohort,
-                                                                      **DEMO_SURVEY_PROTOCOL), user=None)
+            protocol = protocol_seal(protocol=Protocol.objects.create(
+                project=project, cohort=cohort, kind=Protocol.Kind.SURVEY, **DEMO_SURVEY_PROTOCOL), user=None)
             run = Run.objects.create(protocol=protocol)
             run_start(run=run)
         page = f"/p/{project.slug}/runs/{run.pk}/survey/"
@@ -147,7 +147,7 @@ class Command(BaseCommand):
         if project.protocols.filter(name=DEMO_PROTOCOL["name"]).exists():
             return "demo protocol exists already; no new run"
         cohort = project.cohorts.get(name=DEMO_COHORT["name"])
-        protocol = Protocol.objects.create(project=project, cohort=cohort, **DEMO_PROTOCOL)
+        protocol = Protocol.objects.create(project=project, cohort=cohort, kind=Protocol.Kind.INTERVIEW, **DEMO_PROTOCOL)
         protocol = protocol_seal(protocol=protocol, user=None)
         run = Run.objects.create(protocol=protocol)
         run_start(run=run)

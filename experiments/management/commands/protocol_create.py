@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from experiments.execution.policy import DEFAULT_RETRY
 from experiments.core.llm.wire import api_key_env_problem, concurrency_problems
 from experiments.core.contrasts import contrast_problems, parse_contrast_line
+from experiments.core.kinds import inferred_kind
 from experiments.access import TEXT_READERS, member_with_role
 from experiments.models import Cohort, Project, Protocol
 from experiments.execution.sealing import protocol_problems
@@ -90,6 +91,7 @@ def _values(spec: dict) -> dict:
     contrasts = spec.get("contrasts", [])
     return {
         "name": spec["name"],
+        "kind": inferred_kind(spec["conditions"], regrade=False),  # a re-grade is made by regrade_run
         "conditions": spec["conditions"],
         "generator": spec["generator"],
         "judge": spec["judge"],

@@ -16,15 +16,15 @@ from experiments.analysis.dashboard import dashboard_cached
 from experiments.analysis.exports import csv_text, scores_package_rows
 from experiments.execution.policy import offline_roles
 from experiments.web.analysis.tables_views import criteria_verdicts
-from experiments.execution.survey import is_survey_protocol
+from experiments.execution.kinds import kind_rules
 
 
 @login_required
 def run_dashboard(request, slug, pk):
     """Template experiments/analysis/run_dashboard.html: figures, each with its table and CSV."""
     membership, run = run_for(request, slug, pk)
-    if is_survey_protocol(run.protocol):
-        return redirect("survey_dashboard", slug=slug, pk=pk)  # scored without a judge: its own page
+    if (dashboard := kind_rules(run.protocol).dashboard) != "run_dashboard":
+        return redirect(dashboard, slug=slug, pk=pk)  # a survey's is scored without a judge: its own page
     result = dashboard_cached(run)
     context = {"membership": membership, "project": membership.project, "run": run, "result": result}
     if result is not None:
@@ -101,7 +101,7 @@ def _csv_response(filename, header, rows):
 def run_dashboard_csv(request, slug, pk, table):
     """The numbers of one dashboard table as CSV."""
     membership, run = run_for(request, slug, pk)
-    if is_survey_protocol(run.protocol):  # scored without a judge: its own tables
+    if run.protocol.kind == run.protocol.Kind.SURVEY:  # scored without a judge: its own tables
         return redirect("survey_dashboard_csv", slug=slug, pk=pk, table=table)
     result = dashboard_cached(run)
     if table not in CSV_TABLES or result is None:
@@ -115,8 +115,8 @@ def run_dashboard_csv(request, slug, pk, table):
 def run_scores_csv(request, slug, pk):
     """The run's numeric package: task-level scores, remapped labels, lengths, no text."""
     membership, run = run_for(request, slug, pk)
-    if is_survey_protocol(run.protocol):
-        return redirect("survey_dashboard", slug=slug, pk=pk)  # its numbers are the survey tables
+    if (dashboard := kind_rules(run.protocol).dashboard) != "run_dashboard":
+        return redirect(dashboard, slug=slug, pk=pk)  # its numbers are the survey tables
     header, rows = scores_package_rows(run)
     audit_record(request, membership.project, Kind.EXPORT, f"run {run.pk}: task-level scores (CSV)")
     return _csv_response(f"run-{run.pk}-scores.csv", header, rows)

@@ -10,7 +10,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from experiments.audit import Kind, audit_record
-from experiments.execution.survey import is_survey_protocol
+from experiments.execution.kinds import kind_rules
 from experiments.access import TEXT_READERS, membership_for, run_for, runs_for
 from experiments.analysis.explorer import explorer_page
 from experiments.analysis.explorer_query import GRADES, ExplorerQuery
@@ -46,8 +46,8 @@ def run_explorer(request, slug, pk):
     - `page`: 1-based page number.
     """
     membership, run = run_for(request, slug, pk, roles=TEXT_READERS)
-    if is_survey_protocol(run.protocol):
-        return redirect("survey_respondents", slug=slug, pk=pk)  # items and options, not tasks
+    if respondents := kind_rules(run.protocol).respondents:
+        return redirect(respondents, slug=slug, pk=pk)  # items and options, not tasks
     protocol = run.protocol
     query = ExplorerQuery.from_params(request.GET, protocol.conditions)
     page = explorer_page(run, query)

@@ -15,7 +15,7 @@ from experiments.web.predictions.task_page import task_cards, transcript
 
 from experiments.data import cohort_tasks
 from experiments.execution.policy import offline_roles
-from experiments.execution.survey import is_survey_protocol
+from experiments.execution.kinds import kind_rules
 from experiments.models import CohortTask
 
 TASKS_PER_PAGE = 25
@@ -25,8 +25,8 @@ TASKS_PER_PAGE = 25
 def prediction_list(request, slug, pk):
     """Template experiments/predictions/prediction_list.html: the run's tasks with each condition's grade."""
     membership, run = run_for(request, slug, pk, roles=TEXT_READERS)
-    if is_survey_protocol(run.protocol):
-        return redirect("survey_respondents", slug=slug, pk=pk)  # a survey run has respondents, not tasks
+    if respondents := kind_rules(run.protocol).respondents:
+        return redirect(respondents, slug=slug, pk=pk)  # a survey run has respondents, not tasks
     protocol = run.protocol
     page = Paginator(cohort_tasks(protocol.cohort), TASKS_PER_PAGE).get_page(request.GET.get("page"))
     audit_record(request, membership.project, Kind.TASK, f"task list of run {run.pk}, page {page.number}")

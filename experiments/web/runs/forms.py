@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from experiments.core.conditions import CONDITIONS, conditions_by_family
+from experiments.core.kinds import inferred_kind
 from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.contrasts import contrast_problems
 from experiments.core.criteria import criteria_problems
@@ -159,6 +160,7 @@ class ProtocolEditor:
         return {
             "name": data["name"],
             "cohort": data["cohort"],
+            "kind": inferred_kind(data["conditions"], regrade=False),  # the editor never makes a re-grade
             "conditions": data["conditions"],
             "generator": self.generator.config(),
             "judge": self.judge.config(),

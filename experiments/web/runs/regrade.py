@@ -18,8 +18,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from experiments.access import OWNERS, config_grant_refusal, run_for
 from experiments.analysis.judges import contrasts_side_by_side
 from experiments.execution import control, jobs, policy, progress
-from experiments.execution.survey import is_survey_protocol
-from experiments.models import Run
+from experiments.models import Protocol, Run
 from experiments.web.runs.forms import ModelConfigForm, model_initial
 from experiments.web.text_input import StorableTextMixin
 
@@ -94,7 +93,7 @@ def _granted(request, form: RegradeForm, run: Run) -> bool:
 
 def _refusal(run: Run) -> str | None:
     """Why no re-grade can start from this page now (nothing is created then), or None."""
-    if is_survey_protocol(run.protocol):  # scored against the recorded options: no judge to replace
+    if run.protocol.kind == Protocol.Kind.SURVEY:  # scored against the recorded options: no judge to replace
         return (f"Run {run.pk} is a survey run: its answers are scored against the recorded options, "
                 "not graded by a judge, so there is nothing to re-grade and nothing was created.")
     if run.status != Run.Status.FINISHED:
@@ -111,10 +110,10 @@ def regrade_context(membership, run: Run) -> dict:
     """What the run page shows about re-grades: the owner's form on a finished run, the runs
     re-grading this one, and for a re-grade run its source and the judge–judge comparison."""
     context = {"regrades": Run.objects.filter(protocol__regrade_of=run).select_related("protocol")}
-    if membership.is_owner() and run.status == Run.Status.FINISHED and not is_survey_protocol(run.protocol):
+    if membership.is_owner() and run.status == Run.Status.FINISHED and run.protocol.kind != Protocol.Kind.SURVEY:
         context["regrade_form"] = RegradeForm(source=run)
     protocol = run.protocol
-    if protocol.is_regrade():
+    if protocol.kind == Protocol.Kind.REGRADE:
         context["source_run"] = protocol.regrade_of
         if run.status == Run.Status.FINISHED:
             context["judges"] = (run.analysis or {}).get("judges")

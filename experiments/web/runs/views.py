@@ -40,7 +40,7 @@ from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import control, jobs, mem0_planning, policy, progress
 from experiments.execution.memory_imports import memory_facts
 from experiments.execution.sealing import protocol_memory_imports, protocol_problems, protocol_seal
-from experiments.execution.survey import is_survey_protocol, survey_estimate
+from experiments.execution.survey import survey_estimate
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
 from experiments.web.runs.amend import NO_QUEUE, CeilingForm, ConcurrencyForm, ReasonForm, ResumeForm, providers
@@ -110,9 +110,9 @@ def protocol_detail(request, slug, pk):
         "spend_refusal": _spend_refusal(membership, protocol),
         "offline": policy.offline_roles(protocol),
         # A re-grade sends only judge calls, one per distinct answer of its source: not this estimate.
-        "estimate": None if protocol.is_regrade() else (
+        "estimate": None if protocol.kind == protocol.Kind.REGRADE else (
             survey_estimate(protocol, protocol.generator.get("max_output_tokens") or DEFAULT_OUTPUT_CAP)
-            if is_survey_protocol(protocol) else
+            if protocol.kind == protocol.Kind.SURVEY else
             _estimate(protocol.cohort, protocol.conditions, protocol.generator, protocol.judge)),
         **_protocol_facts(protocol),
     }
@@ -246,7 +246,7 @@ def run_detail(request, slug, pk):
         "offline": policy.offline_roles(protocol),
         "analysis": run.analysis if run.status == Run.Status.FINISHED else None,
         "mem0": mem0_planning.extraction_counts(run),
-        "survey": is_survey_protocol(protocol),
+        "survey": protocol.kind == protocol.Kind.SURVEY,
         **_protocol_facts(protocol),
         **regrade_context(membership, run),
         "memory_facts": memory_facts(run),

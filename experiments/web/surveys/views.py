@@ -24,7 +24,6 @@ from experiments.execution.survey_imports import (
 )
 from experiments.execution.survey_imports import survey_import_progress as survey_import_progress_of
 from experiments.execution.policy import offline_roles
-from experiments.execution.survey import is_survey_protocol
 from experiments.models import SurveyAnswer, SurveyItem, SurveyStudy
 from experiments.survey_data import sample_respondents, sample_study, survey_import
 from experiments.web.projects.forms import MultipleFileField, declared_upload_over
@@ -153,7 +152,7 @@ def survey_study(request, slug, pk):
 
 def _survey_run(request, slug, pk, roles):
     membership, run = run_for(request, slug, pk, roles=roles)
-    if not is_survey_protocol(run.protocol):
+    if run.protocol.kind != run.protocol.Kind.SURVEY:
         raise Http404("Not a survey run")
     return membership, run
 

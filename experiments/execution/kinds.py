@@ -1,0 +1,129 @@
+"""What each kind of protocol takes — its planners, its analysis, its pages, its seal rules — in one table.
+
+`Protocol.kind` says what a protocol is about (interviews, a survey, a re-grade of a finished run);
+`kind_rules(protocol)` is the only place that turns it into behaviour. The driver plans a phase with
+`planners[phase]` and analyses a run with `summary`; sealing hashes `prompt_names` and the task list of
+`task_list_sha256`; the pages send a run to its `dashboard` and, where tasks are not what it has, to
+its `respondents` page. Nothing here enters a seal by itself: a seal is computed exactly as before
+the kind was stored.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from django.db.models import CharField, Func
+
+from experiments.analysis.dashboard import dashboard_refresh, run_summary
+from experiments.analysis.judges import judge_comparison
+from experiments.analysis.survey import survey_summary
+from experiments.core.canonical import sha256_text
+from experiments.core.conditions import JUDGE_PROMPTS, get_condition
+from experiments.data import canonical_task_lines
+from experiments.execution.planning import PLANNERS
+from experiments.execution.regrade import plan_regrade
+from experiments.execution.survey import SURVEY_PLANNERS, survey_list_sha256, survey_prompt_names
+from experiments.models import CohortTask, Protocol, Run, Slot
+from experiments.models.runs import Phase
+
+
+@dataclass(frozen=True)
+class KindRules:
+    """One kind's behaviour: what the driver, the sealing and the pages ask of a protocol."""
+
+    planners: Mapping[str, Callable[[Run], None]]  # phase → the planner of its slots
+    judging_in_parts: bool  # a large judging phase is planned and handed out part by part (`driver`)
+    first_phase: str  # where a started run begins
+    sending_roles: tuple[str, ...]  # the model settings whose endpoints a run calls
+    summary: Callable[[Run], dict]  # the analysis phase's headline, kept on the run
+    robustness_tables: bool  # the tables page is computed once the run is done
+    prompt_names: Callable[[Protocol], list[str]]  # the prompt files a seal hashes
+    task_list_sha256: Callable[[object], str]  # the cohort's list, as a seal hashes it
+    seals_source: bool  # the seal binds the run it re-grades and that run's answers
+    dashboard: str  # the run's dashboard page (URL name)
+    respondents: str | None  # the page a run's task pages give way to (URL name), or None
+
+
+# --- seal rules ---------------------------------------------------------------------------------
+
+def interview_prompt_names(protocol: Protocol) -> list[str]:
+    names = set(JUDGE_PROMPTS)
+    for key in protocol.conditions:
+        try:
+            names.update(get_condition(key).prompt_names())
+        except KeyError:
+            continue  # protocol_problems names it
+    return sorted(names)
+
+
+def regrade_prompt_names(protocol: Protocol) -> list[str]:
+    return sorted(JUDGE_PROMPTS)  # nothing is generated: a changed answer prompt does not concern it
+
+
+_TASK_FIELDS = ("task__session__external_id", "task__session__person__label", "task__session__study__key",
+                "task__position", "task__question_turn__index", "task__answer_turn__index", "task__cut",
+                "task__record_cut")
+_TEXT_FIELDS = ("task__question_turn__text", "task__answer_turn__text")
+
+
+class _TextSha256(Func):
+    """The hex sha256 of a text's UTF-8 bytes, computed by PostgreSQL (as `sha256_text`)."""
+
+    template = "ENCODE(SHA256(CONVERT_TO(%(expressions)s, 'UTF8')), 'hex')"
+    output_field = CharField()
+
+
+def cohort_task_list_sha256(cohort) -> str:
+    """The sha256 of the cohort's `canonical_task_list`, from one plain query.
+
+    The driver checks the seal before each phase, between the last answer of one phase and the
+    first request of the next, under the run's lock: building five model instances per task
+    cost most of that time on large cohorts, and so did moving every question and answer text
+    to this process only to hash it. The database hashes the texts (the same
+    sha256 of the same UTF-8 bytes) and only the hashes cross the wire."""
+    rows = CohortTask.objects.filter(cohort=cohort).order_by("position")
+    hashed = rows.annotate(**{f"sha_{i}": _TextSha256(name) for i, name in enumerate(_TEXT_FIELDS)})
+    lines = hashed.values_list(*_TASK_FIELDS, "sha_0", "sha_1")
+    return sha256_text(canonical_task_lines(lines))
+
+
+# --- analysis -----------------------------------------------------------------------------------
+
+def interview_summary(run: Run) -> dict:
+    return run_summary(dashboard_refresh(run).payload, run.protocol.criteria)
+
+
+def regrade_summary(run: Run) -> dict:
+    # Computed once here, like the contrasts: both runs' grades are final by now.
+    return {**interview_summary(run), "judges": judge_comparison(run)}
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+BOTH_ROLES = (Slot.Role.GENERATOR, Slot.Role.JUDGE)
+
+KINDS: dict[str, KindRules] = {
+    Protocol.Kind.INTERVIEW: KindRules(
+        planners=PLANNERS, judging_in_parts=True, first_phase=Phase.MEMORIES, sending_roles=BOTH_ROLES,
+        summary=interview_summary, robustness_tables=True, prompt_names=interview_prompt_names,
+        task_list_sha256=cohort_task_list_sha256, seals_source=False, dashboard="run_dashboard", respondents=None,
+    ),
+    # scored against the recorded options (`analysis.survey`): no decisions, no judge, no tables
+    Protocol.Kind.SURVEY: KindRules(
+        planners=SURVEY_PLANNERS, judging_in_parts=False, first_phase=Phase.MEMORIES, sending_roles=BOTH_ROLES,
+        summary=survey_summary, robustness_tables=False, prompt_names=survey_prompt_names,
+        task_list_sha256=survey_list_sha256, seals_source=False, dashboard="survey_dashboard",
+        respondents="survey_respondents",
+    ),
+    # judges a finished run's answers again, generating nothing (`execution.regrade`)
+    Protocol.Kind.REGRADE: KindRules(
+        planners=dict.fromkeys(PLANNERS, plan_regrade), judging_in_parts=False, first_phase=Phase.JUDGING,
+        sending_roles=(Slot.Role.JUDGE,), summary=regrade_summary, robustness_tables=True,
+        prompt_names=regrade_prompt_names, task_list_sha256=cohort_task_list_sha256, seals_source=True,
+        dashboard="run_dashboard", respondents=None,
+    ),
+}
+
+
+def kind_rules(protocol: Protocol) -> KindRules:
+    return KINDS[protocol.kind]
