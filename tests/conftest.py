@@ -84,6 +84,20 @@ def http():
 
 
 @pytest.fixture
+def cohort1(project):
+    """A cohort of one session with one task, for the engine's tests."""
+    from tests.engine_helpers import build_cohort
+    return build_cohort(project, sessions=1, targets=1)
+
+
+@pytest.fixture
+def cohort2(project):
+    """A cohort of one session with two tasks."""
+    from tests.engine_helpers import build_cohort
+    return build_cohort(project, sessions=1, targets=2)
+
+
+@pytest.fixture
 def project(db):
     return Project.objects.create(slug="alpha", name="Alpha study")
 

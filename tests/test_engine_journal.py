@@ -29,7 +29,6 @@ from tests.engine_helpers import (
     TIMEOUT_S,
     Roles,
     Sleeps,
-    build_cohort,
     gemini_model,
     journal,
     make_run,
@@ -48,16 +47,6 @@ from tests.llm_fake_server import (
 
 FIRST, RECOVERY, AMENDMENT = ModelCall.Basis.FIRST, ModelCall.Basis.RECOVERY, ModelCall.Basis.AMENDMENT
 PER_DAY = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
-
-
-@pytest.fixture
-def cohort1(project):
-    return build_cohort(project, sessions=1, targets=1)
-
-
-@pytest.fixture
-def cohort2(project):
-    return build_cohort(project, sessions=1, targets=2)
 
 
 def model_for(server, provider, **changes):
@@ -489,7 +478,7 @@ def test_an_expired_reservation_is_unknown_never_resent_and_reissued_once_by_ame
     lost.refresh_from_db()
     assert lost.status == Slot.Status.UNKNOWN and prediction(lost).status == Prediction.Status.MISSING
     [call] = journal(lost)
-    assert call.outcome == journal_rules.UNKNOWN_OUTCOME and "lease ran out" in call.error
+    assert call.outcome == ModelCall.Outcome.UNKNOWN and "lease ran out" in call.error
     execute(lost, http)  # a late duplicate job for it sends nothing
     assert server.requests == []
     assert run_progress(run)["phases"][1]["unknown"] == 1

@@ -22,20 +22,10 @@ from experiments.execution.driver import run_drive, run_inline
 from experiments.execution.policy import RunError
 from experiments.models import Amendment, ModelCall, Prediction, Run, Slot
 from experiments.models.runs import Phase
-from tests.engine_helpers import QUESTION_ONLY, Sleeps, build_cohort, journal, make_run, openai_model, request_bytes
+from tests.engine_helpers import QUESTION_ONLY, Sleeps, journal, make_run, openai_model, request_bytes
 from tests.llm_fake_server import Reply, openai_insufficient_quota
 
 FIRST, AMENDMENT = ModelCall.Basis.FIRST, ModelCall.Basis.AMENDMENT
-
-
-@pytest.fixture
-def cohort2(project):
-    return build_cohort(project, sessions=1, targets=2)
-
-
-@pytest.fixture
-def cohort1(project):
-    return build_cohort(project, sessions=1, targets=1)
 
 
 def _reserve_and_die(slot):
