@@ -104,6 +104,6 @@ def _stored_since(call_id: int, first_try, ticket: NextReservation | None) -> bo
         return False
     if ticket is not None and ticket.call_id is None:
         ticket.call_id = (ModelCall.objects.filter(
-            slot_id=ticket.slot_id, basis=ModelCall.Basis.FIRST, outcome="", worker=ticket.worker[:200],
+            slot_id=ticket.slot_id, basis=ModelCall.Basis.FIRST, outcome=ModelCall.Outcome.IN_FLIGHT, worker=ticket.worker[:200],
             reserved_at__gte=first_try).values_list("pk", flat=True).first())
     return True

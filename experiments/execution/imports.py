@@ -22,6 +22,7 @@ import django_rq
 import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import models
 from rq import get_current_job
 from rq.job import Job, NoSuchJobError
 
@@ -36,6 +37,15 @@ MB = 1024 * 1024
 RESULT_TTL_S = 7 * 24 * 3600  # the outcome stays readable for a week
 JOB_TIMEOUT_S = 4 * 3600
 MAX_MESSAGE_CHARS = 20_000
+
+
+class ImportStatus(models.TextChoices):
+    """Where a background import stands, as its job's meta and result say (stored as the plain value)."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    FAILED = "failed", "Failed"
+    DONE = "done", "Done"
 
 
 def upload_limit_bytes() -> int:
@@ -77,7 +87,7 @@ def import_enqueue(*, project: Project, upload, fmt: str, label: str, user=None)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{job_id}.upload"
     save_upload(upload, path)
-    meta = {"project": project.pk, "label": printable(label), "format": fmt, "status": "queued", "sessions": 0,
+    meta = {"project": project.pk, "label": printable(label), "format": fmt, "status": ImportStatus.QUEUED.value, "sessions": 0,
             "bytes_read": 0, "bytes_total": path.stat().st_size, "message": ""}
     try:
         import_queue().enqueue(job_import_file, project.pk, getattr(user, "pk", None), str(path), fmt, label,
@@ -97,7 +107,7 @@ def job_import_file(project_id: int, user_id: int | None, path: str, fmt: str, l
         project = Project.objects.get(pk=project_id)
         user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
         stream = stream_binary(file.open, label, fmt, file.stat().st_size)
-        record_progress(job, status="running")
+        record_progress(job, status=ImportStatus.RUNNING)
 
         def progress(sessions: int) -> None:
             record_progress(job, sessions=sessions, bytes_read=stream.bytes_read)
@@ -105,18 +115,19 @@ def job_import_file(project_id: int, user_id: int | None, path: str, fmt: str, l
         summary = sessions_import(project=project, parsed=stream, source_format=fmt, source_file=label, user=user,
                                   on_batch=progress)
     except InterviewFileError as exc:
-        record_progress(job, status="failed", sessions=0, message=f"Nothing imported from {printable(label)}:\n{exc}")
-        return "failed"
+        record_progress(job, status=ImportStatus.FAILED, sessions=0,
+                        message=f"Nothing imported from {printable(label)}:\n{exc}")
+        return ImportStatus.FAILED.value
     except Exception:
         logger.exception("import of %s failed", printable(label))
-        record_progress(job, status="failed", sessions=0,
+        record_progress(job, status=ImportStatus.FAILED, sessions=0,
                         message="Nothing imported: the import stopped on an unexpected error (logged on the server).")
         raise
     finally:
         file.unlink(missing_ok=True)
-    record_progress(job, status="done", sessions=summary.sessions, bytes_read=stream.bytes_total,
+    record_progress(job, status=ImportStatus.DONE, sessions=summary.sessions, bytes_read=stream.bytes_total,
             message=f"{printable(label)}: {summary}")
-    return "done"
+    return ImportStatus.DONE.value
 
 
 def record_progress(job, **changes) -> None:
@@ -124,6 +135,8 @@ def record_progress(job, **changes) -> None:
         return
     if "message" in changes:
         changes["message"] = changes["message"][:MAX_MESSAGE_CHARS]
+    if "status" in changes:
+        changes["status"] = ImportStatus(changes["status"]).value  # a plain string in the job's meta
     job.meta.update(changes)
     job.save_meta()
 
@@ -138,11 +151,11 @@ def import_progress(job_id: str, project: Project, kind: str = "interviews") -> 
     meta = job.get_meta(refresh=True)
     if meta.get("project") != project.pk or meta.get("kind", "interviews") != kind:
         return None
-    status = meta.get("status", "queued")
-    if status in ("queued", "running") and job.is_failed:
-        status = "failed"  # the worker died or the job timed out before it could say so
+    status = meta.get("status", ImportStatus.QUEUED.value)
+    if status in (ImportStatus.QUEUED, ImportStatus.RUNNING) and job.is_failed:
+        status = ImportStatus.FAILED.value  # the worker died or the job timed out before it could say so
         meta["message"] = meta.get("message") or "Nothing imported: the import job stopped (worker lost or timed out)."
     total = meta.get("bytes_total") or 0
     return {**meta, "status": status, "job_id": job_id,
             "percent": round(100 * meta.get("bytes_read", 0) / total) if total else 0,
-            "finished": status in ("done", "failed")}
+            "finished": status in (ImportStatus.DONE, ImportStatus.FAILED)}

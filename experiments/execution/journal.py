@@ -50,8 +50,6 @@ logger = logging.getLogger(__name__)
 
 # --- one slot --------------------------------------------------------------------------------
 
-# ModelCall.outcome of a reservation whose lease ran out without an outcome (the slot is unknown).
-UNKNOWN_OUTCOME = "unknown"
 OPEN_STATUSES = (Slot.Status.PENDING, Slot.Status.IN_FLIGHT, Slot.Status.HELD)
 
 
@@ -71,7 +69,7 @@ def _record(call_id: int, outcome: Outcome, decision: Decision, slot: Slot | Non
     if slot is None:
         slot = Slot.objects.defer("system", "user").get(calls__pk=call_id)
     receipt = dict(
-        finished_at=now, outcome=kind.value, http_status=outcome.http_status,
+        finished_at=now, outcome=ModelCall.Outcome(kind.value), http_status=outcome.http_status,
         response_id=(outcome.response_id or "")[:200], model_version=(outcome.model_version or "")[:200],
         finish_reason=(outcome.finish_reason or "")[:64], text=outcome.text,
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
@@ -136,7 +134,7 @@ def _first_call_hint(slot: Slot, outcome: Outcome) -> str:
     """The likely cause of a server error on the phase's first call (`wire.first_call_failure_hint`):
     no call of the phase was answered yet, so the server more likely refuses the settings."""
     if outcome.http_status != 500 or ModelCall.objects.filter(
-            run_id=slot.run_id, phase=slot.phase, outcome=OutcomeKind.OK.value).exists():
+            run_id=slot.run_id, phase=slot.phase, outcome=ModelCall.Outcome.OK).exists():
         return ""
     return " " + first_call_failure_hint(role_config(slot.run, slot.role), outcome.http_status)
 
@@ -343,21 +341,21 @@ def expire_leases(run: Run) -> None:
     # Only the phase's slots in flight can have an open reservation that matters (earlier
     # phases are all terminal): the (run, phase, status) index keeps this cheap on big runs.
     in_flight = Slot.objects.filter(run=run, phase=run.phase, status=Slot.Status.IN_FLIGHT)
-    expired = ModelCall.objects.filter(slot__in=in_flight, outcome="", lease_until__lt=now)
+    expired = ModelCall.objects.filter(slot__in=in_flight, outcome=ModelCall.Outcome.IN_FLIGHT, lease_until__lt=now)
     # Locked, so an outcome being recorded right now either lands first (and the call is no
     # longer open when the lock is granted) or waits and finds the call marked unknown.
     calls = list(expired.select_for_update(of=("self",)).values_list("pk", "slot_id"))
     slot_ids = [slot_id for _, slot_id in calls]
     if calls:
         ModelCall.objects.filter(pk__in=[pk for pk, _ in calls]).update(
-            outcome=UNKNOWN_OUTCOME,
+            outcome=ModelCall.Outcome.UNKNOWN,  # the lease ran out without an outcome (the slot is unknown)
             error="no outcome was recorded before the lease ran out: the worker stopped mid-request; "
                   "the request may or may not have reached the service",
         )
         for slot in Slot.objects.filter(pk__in=slot_ids, status=Slot.Status.IN_FLIGHT).select_related("run"):
             settle(slot, Slot.Status.UNKNOWN,
                    "reserved, no outcome recorded: the request may or may not have reached the service")
-    stale = in_flight.filter(retry_at__isnull=False).exclude(calls__outcome="")
+    stale = in_flight.filter(retry_at__isnull=False).exclude(calls__outcome=ModelCall.Outcome.IN_FLIGHT)
     for slot in stale.select_for_update(of=("self",)):
         lease_s = role_config(run, slot.role).timeout_s + LEASE_GRACE_S
         if slot.retry_at + timedelta(seconds=lease_s) < now:

@@ -261,7 +261,7 @@ def plan_decisions(run: Run) -> None:
 def _archive_replies(run: Run) -> dict[str, str]:
     """The text of every archive-query call that completed: slot key → the reply as received."""
     return dict(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION, slot__key__startswith="archive|",
-                                         slot__status=Slot.Status.OK, outcome="ok")
+                                         slot__status=Slot.Status.OK, outcome=ModelCall.Outcome.OK)
                 .values_list("slot__key", "text"))
 
 

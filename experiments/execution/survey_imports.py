@@ -30,7 +30,7 @@ from experiments.core.survey.prepare import PreparedStream
 from experiments.core.survey.records import SurveyImportError
 from experiments.execution import imports
 from experiments.execution.imports import (
-    JOB_TIMEOUT_S, MB, RESULT_TTL_S, QueueUnavailable, import_dir, import_progress, megabytes, record_progress,
+    JOB_TIMEOUT_S, MB, RESULT_TTL_S, ImportStatus, QueueUnavailable, import_dir, import_progress, megabytes, record_progress,
     save_upload,
 )
 from experiments.models import Project
@@ -71,7 +71,7 @@ def survey_import_enqueue(*, project: Project, uploads, name: str, synthetic: bo
             names.append(stored)
         total = sum((folder / n).stat().st_size for n in names)
         meta = {"project": project.pk, "kind": SURVEY_JOB, "label": printable(name), "files": names,
-                "status": "queued", "respondents": 0, "bytes_read": 0, "bytes_total": total, "study": None,
+                "status": ImportStatus.QUEUED.value, "respondents": 0, "bytes_read": 0, "bytes_total": total, "study": None,
                 "message": ""}
         imports.import_queue().enqueue(job_import_survey, project.pk, getattr(user, "pk", None), str(folder), names,
                                        name, synthetic, job_id=job_id, meta=meta, job_timeout=JOB_TIMEOUT_S,
@@ -90,25 +90,26 @@ def job_import_survey(project_id: int, user_id: int | None, folder: str, names: 
     try:
         project = Project.objects.get(pk=project_id)
         user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
-        record_progress(job, status="running")
+        record_progress(job, status=ImportStatus.RUNNING)
         result = survey_import(project=project, name=name, respondents=PreparedStream(
                                    [place / n for n in names], survey_import_workers()),
                                sources=names, synthetic=synthetic, user=user,
                                on_batch=lambda read: record_progress(job, respondents=read))
     except SurveyImportError as exc:
-        record_progress(job, status="failed", respondents=0, message=f"Nothing imported as {printable(name)}:\n{exc}")
-        return "failed"
+        record_progress(job, status=ImportStatus.FAILED, respondents=0,
+                        message=f"Nothing imported as {printable(name)}:\n{exc}")
+        return ImportStatus.FAILED.value
     except Exception:
         logger.exception("survey import %s failed", printable(name))
-        record_progress(job, status="failed", respondents=0, message="Nothing imported: the import stopped on an "
-                                                             "unexpected error (logged on the server).")
+        record_progress(job, status=ImportStatus.FAILED, respondents=0,
+                        message="Nothing imported: the import stopped on an unexpected error (logged on the server).")
         raise
     finally:
         shutil.rmtree(place, ignore_errors=True)
-    record_progress(job, status="done", respondents=result.imported, study=result.study.pk, bytes_read=0,
+    record_progress(job, status=ImportStatus.DONE, respondents=result.imported, study=result.study.pk, bytes_read=0,
             message=f"{printable(name)}: {result.imported} respondent(s) imported; "
                     f"{result.excluded_respondents} excluded by the leak check.")
-    return "done"
+    return ImportStatus.DONE.value
 
 
 def survey_import_progress(job_id: str, project: Project) -> dict | None:
