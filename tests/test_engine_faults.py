@@ -296,7 +296,7 @@ def test_a_reservation_waits_for_the_circuit_being_opened_and_then_sees_it_open(
         try:
             with transaction.atomic():  # the quota answer's recording, caught before its commit
                 _record(reservation.call_id, Outcome(OutcomeKind.QUOTA, http_status=429, error="quota"),
-                        Decision(False, 0.0, "no retry"), quota_slot)
+                        Decision(retry=False, wait_s=0.0, justification="no retry"), quota_slot)
                 recording.set()
                 time.sleep(0.5)
         finally:

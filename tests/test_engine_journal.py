@@ -501,7 +501,7 @@ def test_an_outcome_arriving_after_its_lease_is_kept_but_the_slot_stays_unknown(
     reservation = _reserve_and_die(late_slot)
     run_drive(run.pk)
     outcome = wire.Outcome(wire.OutcomeKind.OK, http_status=200, text="Too late.", finish_reason="stop")
-    decision = policy.Decision(False, 0.0, "completed")
+    decision = policy.Decision(retry=False, wait_s=0.0, justification="completed")
     assert journal_rules._record(reservation.call_id, outcome, decision) is False
     late_slot.refresh_from_db()
     [call] = journal(late_slot)

@@ -99,7 +99,8 @@ def test_reissuing_each_once_shows_its_cost_sends_one_identical_request_and_cont
     [dead] = journal(lost)
     late = wire.Outcome(wire.OutcomeKind.OK, http_status=200, text="Too late.", finish_reason="stop",
                         usage=wire.Usage(input_tokens=40, output_tokens=7, total_tokens=47))
-    assert journal_rules._record(dead.pk, late, policy.Decision(False, 0.0, "completed")) is False
+    completed = policy.Decision(retry=False, wait_s=0.0, justification="completed")
+    assert journal_rules._record(dead.pk, late, completed) is False
     estimate = control.reissue_estimate(run)
     assert {k: estimate[k] for k in ("requests", "input_tokens", "output_tokens", "tokens_known_for")} == {
         "requests": 1, "input_tokens": 40, "output_tokens": 7, "tokens_known_for": 1}

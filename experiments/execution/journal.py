@@ -38,7 +38,7 @@ from experiments.execution.durable import record_durably, retried
 from experiments.execution.outcomes import apply_result, result_statements
 from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
 from experiments.execution.policy import (
-    LEASE_GRACE_S, Decision, RetryPolicy, _cap, decide_retry, limiter_name, retry_settings, role_config,
+    LEASE_GRACE_S, Decision, RetryPolicy, current_cap, decide_retry, limiter_name, retry_settings, role_config,
 )
 from experiments.execution.receipt_sql import record_receipt as _record_receipt
 from experiments.execution.reservation import (
@@ -212,7 +212,7 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
                                    cooldown_s=float(policy["cooldown_s"]))
     prepared = build_request(config, slot.system, slot.user)
     lease_s = config.timeout_s + LEASE_GRACE_S
-    name, cap = limiter_name(config), db(_cap, run, config.provider)
+    name, cap = limiter_name(config), db(current_cap, run, config.provider)
     basis, justification, after_call = ModelCall.Basis.FIRST, "", None
     if slot.status == Slot.Status.PENDING and slot.retry_at is not None:
         # Back to pending after its worker died during the cooldown: the recovery is still due.
@@ -303,7 +303,8 @@ def _decide(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reser
             outcome: Outcome) -> Decision:
     if outcome.kind == OutcomeKind.TRANSIENT and reservation.basis == ModelCall.Basis.AMENDMENT:
         # The owner's amendment allowed exactly one identical request (App. B.2's continuation).
-        return Decision(False, 0.0, "no retry: the amendment allowed exactly one identical request")
+        return Decision(retry=False, wait_s=0.0,
+                        justification="no retry: the amendment allowed exactly one identical request")
     recoveries = reservation.recoveries + (reservation.basis == ModelCall.Basis.RECOVERY)
     allowance_left = 0
     if outcome.kind == OutcomeKind.TRANSIENT:

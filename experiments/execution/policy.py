@@ -117,7 +117,7 @@ def limiter_name(config: ModelConfig) -> str:
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RetryPolicy:
     """The paper's recovery rule (App. B.2), configurable per protocol."""
 
@@ -126,7 +126,7 @@ class RetryPolicy:
     retry_statuses: tuple[int, ...] = RETRYABLE_STATUSES
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Decision:
     retry: bool
     wait_s: float
@@ -150,15 +150,16 @@ def decide_retry(
             OutcomeKind.QUOTA: "quota exhausted; the circuit opens until an owner resumes",
             OutcomeKind.FATAL: "non-transient error; the phase stops",
         }[outcome.kind]
-        return Decision(False, 0.0, f"no retry: {reason}")
+        return Decision(retry=False, wait_s=0.0, justification=f"no retry: {reason}")
     if outcome.http_status is not None and outcome.http_status not in policy.retry_statuses:
-        return Decision(False, 0.0, f"no retry: HTTP {outcome.http_status} is not retryable")
+        return Decision(retry=False, wait_s=0.0,
+                        justification=f"no retry: HTTP {outcome.http_status} is not retryable")
     if recoveries_so_far >= policy.max_recoveries_per_slot:
-        return Decision(
-            False, 0.0, f"no retry: slot used its {policy.max_recoveries_per_slot} recoveries"
-        )
+        return Decision(retry=False, wait_s=0.0,
+                        justification=f"no retry: slot used its {policy.max_recoveries_per_slot} recoveries")
     if phase_allowance_left <= 0:
-        return Decision(False, 0.0, "no retry: the phase's recovery allowance is used up")
+        return Decision(retry=False, wait_s=0.0,
+                        justification="no retry: the phase's recovery allowance is used up")
     if outcome.retry_after_s is not None and outcome.retry_after_s > policy.cooldown_s:
         wait_s, source = outcome.retry_after_s, f"server retry delay, longer than the {policy.cooldown_s:g} s cooldown"
     elif outcome.retry_after_s is not None:
@@ -172,9 +173,9 @@ def decide_retry(
     )
     recovery = recoveries_so_far + 1
     return Decision(
-        True,
-        wait_s,
-        f"recovery {recovery} of {policy.max_recoveries_per_slot} after {cause}; "
+        retry=True,
+        wait_s=wait_s,
+        justification=f"recovery {recovery} of {policy.max_recoveries_per_slot} after {cause}; "
         f"identical request after {wait_s:g} s ({source})",
     )
 
@@ -183,7 +184,8 @@ _CAP_CACHE: dict[tuple[int, str], tuple[float, int]] = {}
 CAP_CACHE_S = 2.0  # a concurrency amendment reaches every worker within this
 
 
-def _cap(run: Run, provider: str) -> int:
+def current_cap(run: Run, provider: str) -> int:
+    """The run's in-flight cap for the provider, read again at most every CAP_CACHE_S seconds."""
     key, now = (run.pk, provider), time.monotonic()
     cached = _CAP_CACHE.get(key)
     if cached is None or cached[0] < now:
