@@ -100,22 +100,7 @@ WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker", "fork": "rq.worker.Worker"
                   "multi": "experiments.execution.workers.MultiSlotWorker"}
 
 
-def ensure_database(url: str) -> None:
-    """Create the PostgreSQL database named by DATABASE_URL when it does not exist."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.scheme not in ("postgres", "postgresql"):
-        return
-    import psycopg
-
-    name = parts.path.lstrip("/")
-    admin = psycopg.connect(host=parts.hostname, port=parts.port or 5432, user=parts.username or "postgres",
-                            password=parts.password, dbname="postgres", autocommit=True)
-    with admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            admin.execute(f'CREATE DATABASE "{name}"')
-
+from page_setup import ensure_database  # noqa: E402
 
 ensure_database(os.environ["DATABASE_URL"])
 

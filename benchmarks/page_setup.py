@@ -1,5 +1,6 @@
-"""What the page benchmarks share (pages.py, run_page.py): a scratch PostgreSQL database, Django set
-up to serve its pages in this process, and COPY for their bulk rows.
+"""What the benchmarks share: a scratch PostgreSQL database, Django set up to serve its pages in this
+process and COPY for their bulk rows (pages.py, run_page.py); a database made when missing
+(`ensure_database`: engine.py, receipts.py, survey_app.py).
 
     from page_setup import REUSE, copy, django_on_scratch_database  # beside the script
     django_on_scratch_database("bench_pages")                      # before importing Django's modules
@@ -38,6 +39,21 @@ def django_on_scratch_database(default_name: str) -> None:
     # The pages' {% static %} tags without a collectstatic run (production's storage reads its manifest).
     settings.STORAGES = {**settings.STORAGES,
                          "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+
+
+def ensure_database(url: str) -> None:
+    """Create the PostgreSQL database `url` names when it does not exist (a host and port, or the
+    embedded server's socket directory)."""
+    import psycopg
+    from psycopg import sql
+
+    from ownwords_site.env import database_from_url
+
+    target = database_from_url(url)
+    with psycopg.connect(host=target["HOST"] or None, port=target["PORT"] or None, user=target["USER"] or "postgres",
+                         password=target["PASSWORD"] or None, dbname="postgres", autocommit=True) as admin:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (target["NAME"],)).fetchone():
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(target["NAME"])))
 
 
 def copy(table: str, columns: str, rows) -> None:

@@ -33,20 +33,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
 os.environ.setdefault("OWNWORDS_LLM_ENDPOINTS", '[{"name": "bench-local", "url_prefix": "http://127.0.0.1:"}]')
 
 
-
-def ensure_database(url: str) -> None:
-    """Create the PostgreSQL database named by DATABASE_URL when it does not exist (as engine.py)."""
-    from urllib.parse import urlsplit
-
-    import psycopg
-
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    with psycopg.connect(host=parts.hostname, port=parts.port or 5432, user=parts.username or "postgres",
-                         password=parts.password, dbname="postgres", autocommit=True) as admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            admin.execute(f'CREATE DATABASE "{name}"')
-
+from page_setup import ensure_database  # noqa: E402
 
 ensure_database(os.environ["DATABASE_URL"])
 

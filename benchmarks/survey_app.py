@@ -25,21 +25,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
 os.environ.setdefault("DEBUG", "1")
 
-from urllib.parse import urlsplit  # noqa: E402
-
-
-def ensure_database(url: str) -> None:
-    """Create the PostgreSQL database the URL names, if missing (as benchmarks/engine.py does)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("postgres", "postgresql"):
-        return
-    import psycopg
-    name = parts.path.lstrip("/")
-    with psycopg.connect(host=parts.hostname, port=parts.port or 5432, user=parts.username or "postgres",
-                         password=parts.password, dbname="postgres", autocommit=True) as admin:
-        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            admin.execute(f'CREATE DATABASE "{name}"')
-
+from page_setup import ensure_database  # noqa: E402
 
 ensure_database(os.environ["DATABASE_URL"])
 
