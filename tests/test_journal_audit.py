@@ -36,7 +36,8 @@ def clean_journal():
         call(1, 1, 1, "first", "transient", 0, 1, elapsed_s=1.0),
         call(2, 1, 2, "recovery", "ok", 2, 4, input_tokens=10, output_tokens=5, total_tokens=15, elapsed_s=2.0),
         # a worker died mid-request; its receipt came after the lease; the owner re-issued the slot
-        call(3, 2, 1, "first", "ok", 0, 70, lease=60, input_tokens=40, output_tokens=7, total_tokens=47, elapsed_s=70.0),
+        call(3, 2, 1, "first", "ok", 0, 70, lease=60, input_tokens=40, output_tokens=7, total_tokens=47,
+             elapsed_s=70.0),
         call(4, 2, 2, "amendment", "ok", 80, 81, input_tokens=40, output_tokens=6, total_tokens=46, elapsed_s=1.0),
         call(5, 3, 1, "first", "transient", 0, 1),
         call(6, 3, 2, "recovery", "transient", 2, 3),

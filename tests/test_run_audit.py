@@ -22,7 +22,9 @@ from experiments.execution.driver import run_drive, run_inline
 from experiments.models import ModelCall, Run, Slot
 from experiments.models.runs import Phase
 from experiments.run_audit import audit_run
-from tests.engine_helpers import QUESTION_ONLY, Roles, Sleeps, build_cohort, journal, make_run, openai_model
+from tests.engine_helpers import (
+    FUSION, ONE_SHOT, QUESTION_ONLY, SELECTION, Roles, Sleeps, build_cohort, journal, make_run, openai_model,
+)
 from tests.llm_fake_server import Reply, answer
 
 FIRST, RECOVERY, AMENDMENT = ModelCall.Basis.FIRST, ModelCall.Basis.RECOVERY, ModelCall.Basis.AMENDMENT
@@ -141,7 +143,6 @@ def test_the_command_prints_both_tables_and_no_participant_text(faulty_run):
     out = StringIO()
     call_command("run_audit", str(run.pk), stdout=out)
     text = out.getvalue()
-    print(text)
     assert "Table 13" in text and "Table 14" in text and text.rstrip().endswith("0 violations")
     assert "HTTP reservations" in text and "elapsed s (sum)" in text
     for slot in Slot.objects.filter(run=run):
@@ -152,6 +153,20 @@ def test_the_command_prints_both_tables_and_no_participant_text(faulty_run):
     call_command("run_audit", str(run.pk), "--json", stdout=data)
     parsed = json.loads(data.getvalue())
     assert parsed["run"] == run.pk and parsed["violations"] == [] and parsed["total"]["reservations"] == 10
+
+
+def test_a_clean_run_through_every_phase_has_no_violation(project, cohort2, server, http):
+    Roles(server, answer=["Alpha answer.", "Alpha answer.", "Beta answer."])
+    run = make_run(project, cohort2, conditions=[ONE_SHOT, FUSION, SELECTION], generator=openai_model(server))
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
+    assert run.status == Run.Status.FINISHED
+    audit = audit_run(run)
+    assert audit.violations == []
+    rows = audit.as_dict()["phases"]
+    assert [row["phase"] for row in rows] == [Phase.MEMORIES, Phase.GENERATION, Phase.DECISIONS, Phase.JUDGING]
+    assert [row["reservations"] for row in rows] == [
+        ModelCall.objects.filter(run=run, phase=row["phase"]).count() for row in rows]
+    assert audit.as_dict()["total"]["reservations"] == len(server.requests)  # every request the server saw
 
 
 def _audit_fails(run) -> str:
