@@ -48,8 +48,14 @@ def _analysed_conditions(protocol) -> list[str]:
 
 def dashboard_cached(run: Run) -> AnalysisResult | None:
     """The cached result if its inputs are still current, else None."""
-    _, inputs_sha = dashboard_inputs(run)
-    return AnalysisResult.objects.filter(run=run, inputs_sha256=inputs_sha).first()
+    return dashboard_cached_with_grades(run)[0]
+
+
+def dashboard_cached_with_grades(run: Run) -> tuple[AnalysisResult | None, GradeMatrix]:
+    """`dashboard_cached` and the grades it was checked against (one read of them), for numbers
+    counted from the grades on the page itself (the grade distributions)."""
+    matrix, inputs_sha = dashboard_inputs(run)
+    return AnalysisResult.objects.filter(run=run, inputs_sha256=inputs_sha).first(), matrix
 
 
 def dashboard_refresh(run: Run) -> AnalysisResult:

@@ -203,3 +203,58 @@ def cost(per_phase: list[dict], explore: str | None = None) -> dict | None:
                            name="attempts", texttemplate="%{y}", textposition="outside", cliponaxis=False))
     fig.update_layout(LAYOUT).update_layout(yaxis_title="HTTP attempts")
     return figure_json(fig)
+
+
+GRADE_COLORS = ("#c2410c", "#f59e0b", "#60a5fa", "#1d4ed8")
+
+
+def grade_distribution(rows: list[dict], explore: str | None = None) -> dict | None:
+    """The 0–3 grades of each condition's final answers (Fig. 6): one bar per grade and one for
+    the missing grades, bars grouped by condition; a bar's height is its share of the planned
+    tasks, its count on hover (and in the table beside it). A grade's bar opens the explorer on
+    the condition's tasks with that grade."""
+    shown = [r for r in rows if r["planned"]]
+    if not shown:
+        return None
+    names = [r["condition"] for r in shown]
+    fig = go.Figure()
+    for g, color in enumerate(GRADE_COLORS):
+        fig.add_trace(go.Bar(
+            name=f"grade {g}", x=names, y=[r["shares"][g] for r in shown], marker_color=color,
+            customdata=[[r["counts"][g], explore_link(explore, condition=r["condition"], grade=g)] for r in shown],
+            hovertemplate="%{x}<br>grade " + str(g) + ": %{customdata[0]} tasks (%{y:.1%})<extra></extra>"))
+    fig.add_trace(go.Bar(
+        name="missing", x=names, y=[r["missing_share"] for r in shown], marker_color="#9ca3af",
+        customdata=[[r["missing"]] for r in shown],
+        hovertemplate="%{x}<br>missing: %{customdata[0]} tasks (%{y:.1%})<extra></extra>"))
+    fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="share of planned tasks",
+                                            yaxis_tickformat=".0%", legend=dict(orientation="h", y=-0.3),
+                                            height=360)
+    return figure_json(fig)
+
+
+def cohort_overlap(names: list[str], shared_people, shared_sessions) -> dict | None:
+    """The cohort map's matrix (Fig. 5): cell (i, j) shaded by the people cohorts i and j both drew,
+    labelled "people · sessions"; the diagonal is each cohort's own draw. Counts only."""
+    if not names:
+        return None
+    text = [[f"{p} · {s}" for p, s in zip(row_p, row_s)] for row_p, row_s in zip(shared_people, shared_sessions)]
+    fig = go.Figure(go.Heatmap(
+        z=[list(row) for row in shared_people], x=names, y=names, colorscale="Blues", text=text,
+        texttemplate="%{text}", hovertemplate="%{y} and %{x}: %{text} (people · sessions)<extra></extra>"))
+    side = max(300, 120 + 70 * len(names))
+    fig.update_layout(LAYOUT).update_layout(height=side, width=side + 160, yaxis_autorange="reversed",
+                                            xaxis_title="cohort", yaxis_title="cohort")
+    return figure_json(fig)
+
+
+def cohort_sizes(names: list[str], people, sessions) -> dict | None:
+    """People and sessions each cohort drew (Fig. 5's bars)."""
+    if not names:
+        return None
+    fig = go.Figure([go.Bar(name="people", x=names, y=list(people), texttemplate="%{y}", textposition="outside",
+                            cliponaxis=False),
+                     go.Bar(name="sessions", x=names, y=list(sessions), texttemplate="%{y}", textposition="outside",
+                            cliponaxis=False)])
+    fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="drawn")
+    return figure_json(fig)

@@ -10,5 +10,7 @@ urlpatterns = [
     path("p/<slug:slug>/runs/<int:pk>/pools/", pools_views.run_pools_page, name="run_pools"),
     path("p/<slug:slug>/runs/<int:pk>/export/scores.csv", views.run_scores_csv, name="run_scores_csv"),
     path("p/<slug:slug>/runs/<int:pk>/tables/", tables_views.run_tables, name="run_tables"),
+    path("p/<slug:slug>/runs/<int:pk>/tables/share-groups.csv", tables_views.run_share_groups_csv,
+         name="run_share_groups_csv"),
     path("p/<slug:slug>/tables/", tables_views.project_tables, name="project_tables"),
 ]

@@ -12,7 +12,8 @@ from experiments.analysis import figures
 from experiments.core.conditions import SELECTION, get_condition
 from experiments.access import run_for
 from experiments.audit import Kind, audit_record
-from experiments.analysis.dashboard import dashboard_cached
+from experiments.analysis.dashboard import dashboard_cached_with_grades
+from experiments.core import grade_distribution
 from experiments.analysis.exports import csv_text, scores_package_rows
 from experiments.execution.policy import offline_roles
 from experiments.web.analysis.tables_views import criteria_verdicts
@@ -25,10 +26,11 @@ def run_dashboard(request, slug, pk):
     membership, run = run_for(request, slug, pk)
     if (dashboard := kind_rules(run.protocol).dashboard) != "run_dashboard":
         return redirect(dashboard, slug=slug, pk=pk)  # a survey's is scored without a judge: its own page
-    result = dashboard_cached(run)
+    result, matrix = dashboard_cached_with_grades(run)
     context = {"membership": membership, "project": membership.project, "run": run, "result": result}
     if result is not None:
         data = result.payload
+        grades = _grade_distributions(run, matrix)
         # Points open the explorer on the tasks behind them, for roles that may read its text.
         explore = reverse("run_explorer", args=[slug, pk]) if membership.can_read_text() else None
         context.update(
@@ -42,6 +44,8 @@ def run_dashboard(request, slug, pk):
                          if c.get("transitions")],
             lengths=figures.lengths(data["lengths"], explore),
             cost=figures.cost(data["cost"]["per_phase"], explore),
+            grades=grades,
+            grades_figure=figures.grade_distribution(grades, explore),
             offline=offline_roles(run.protocol)["any"],
             # The stand-in answers byte-identical requests identically: a selection's three candidates
             # are one text, so it picks its one-shot's answer whatever it chooses.
@@ -50,6 +54,12 @@ def run_dashboard(request, slug, pk):
         )
         context["verdicts"], context["criteria_problem"] = criteria_verdicts(run.protocol, data)
     return render(request, "experiments/analysis/run_dashboard.html", context)
+
+
+def _grade_distributions(run, matrix) -> list[dict]:
+    """Fig. 6: the 0–3 grades of each of the run's conditions, counted from the dashboard's grades."""
+    conditions = [c for c in run.protocol.conditions if c in matrix.conditions]
+    return grade_distribution.distributions(conditions, [matrix.row(c) for c in conditions])
 
 
 CSV_TABLES = {
@@ -65,6 +75,7 @@ CSV_TABLES = {
                    "unreported", "elapsed_s"],
     "cost_condition": ["condition", "slots", "attempts", "recoveries", "input_tokens", "output_tokens",
                        "reasoning_tokens", "unreported", "elapsed_s"],
+    "grades": grade_distribution.CSV_COLUMNS,
 }
 
 
@@ -103,12 +114,14 @@ def run_dashboard_csv(request, slug, pk, table):
     membership, run = run_for(request, slug, pk)
     if run.protocol.kind == run.protocol.Kind.SURVEY:  # scored without a judge: its own tables
         return redirect("survey_dashboard_csv", slug=slug, pk=pk, table=table)
-    result = dashboard_cached(run)
+    result, matrix = dashboard_cached_with_grades(run)
     if table not in CSV_TABLES or result is None:
         return HttpResponse("No such table, or the analysis is not computed yet.", status=404,
                             content_type="text/plain")
     audit_record(request, membership.project, Kind.EXPORT, f"run {run.pk}: dashboard table {table} (CSV)")
-    return _csv_response(f"run-{run.pk}-{table}.csv", CSV_TABLES[table], _table_rows(result.payload, table))
+    rows = (grade_distribution.csv_rows(_grade_distributions(run, matrix)) if table == "grades"
+            else _table_rows(result.payload, table))
+    return _csv_response(f"run-{run.pk}-{table}.csv", CSV_TABLES[table], rows)
 
 
 @login_required

@@ -1,7 +1,7 @@
 """URLs of projects, sessions, tasks and cohorts."""
 from django.urls import path
 
-from experiments.web.projects import fixed_inputs, members, views
+from experiments.web.projects import cohort_map, fixed_inputs, members, views
 
 urlpatterns = [
     path("", views.project_list, name="project_list"),
@@ -18,6 +18,7 @@ urlpatterns = [
     path("p/<slug:slug>/tasks/derive/", views.tasks_derive_view, name="tasks_derive"),
     path("p/<slug:slug>/cohorts/draw/", views.cohort_draw_view, name="cohort_draw"),
     path("p/<slug:slug>/cohorts/task-list/", fixed_inputs.task_list_import_view, name="cohort_task_list"),
+    path("p/<slug:slug>/cohorts/map/", cohort_map.cohort_map_view, name="cohort_map"),
     path("p/<slug:slug>/cohorts/<int:pk>/", views.cohort_detail, name="cohort_detail"),
     path("p/<slug:slug>/sessions/<path:session_id>/", views.session_detail, name="session_detail"),
 ]
