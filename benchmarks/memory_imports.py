@@ -36,6 +36,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 
 from experiments.core.interviews.records import ParsedSession, ParsedTurn  # noqa: E402
+from experiments.core.slot_keys import parse_slot_key  # noqa: E402
 from experiments.core.tasks import TaskRule  # noqa: E402
 from experiments.data import cohort_draw, sessions_import  # noqa: E402
 from experiments.execution.planning import plan_memories  # noqa: E402
@@ -75,9 +76,10 @@ def main():
     run = Run.objects.create(protocol=first, status=Run.Status.RUNNING)
     plan_memories(run)
     slots = list(Slot.objects.filter(run=run, phase=Phase.MEMORIES).values_list("pk", "key"))
-    Memory.objects.bulk_create([Memory(run=run, session_id=int(key.split("|")[1]), kind=key.split("|")[2],
-                                       words=int(key.split("|")[3]), text=f"memory {pk}", slot_id=pk)
-                                for pk, key in slots], batch_size=5000)
+    keys = [(pk, parse_slot_key(text)) for pk, text in slots]
+    Memory.objects.bulk_create([Memory(run=run, session_id=key.session_id, kind=key.memory_kind,
+                                       words=key.words, text=f"memory {pk}", slot_id=pk)
+                                for pk, key in keys], batch_size=5000)
     Slot.objects.filter(run=run).update(status=Slot.Status.OK)
     Run.objects.filter(pk=run.pk).update(phase=Phase.GENERATION)
     print(f"{SESSIONS} sessions, {len(slots)} memories in the first run")

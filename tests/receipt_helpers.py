@@ -21,6 +21,7 @@ from django.db import connection
 
 from experiments.core.conditions import memory_key
 from experiments.core.llm.wire import Outcome, OutcomeKind
+from experiments.core.slot_keys import parse_slot_key
 from experiments.execution import durable
 from experiments.execution.driver import run_drive
 from experiments.execution.journal import _decide_and_record, _prepare, _reserve
@@ -36,14 +37,14 @@ CANDIDATE_TEXTS = ("Alpha answer.", "Beta answer.", "Gamma answer.")
 def answer_text(slot: Slot) -> str:
     """The answer a slot receives: memories, candidates by their index, a fusion that copies a
     candidate or writes anew, a selection of c1 or c2, a judge's grade (Alpha 3, Beta 0, else 1)."""
-    parts = slot.key.split("|")
+    key = parse_slot_key(slot.key)
     if slot.phase == "memories":
-        return f"Likes gardening; works as a composer ({parts[-2]} memory)."  # its own text per kind
+        return f"Likes gardening; works as a composer ({key.memory_kind} memory)."  # its own text per kind
     if slot.phase == "generation":
-        return CANDIDATE_TEXTS[int(parts[-1]) % 3]
+        return CANDIDATE_TEXTS[key.index % 3]
     if slot.phase == "decisions":
-        concrete = "concrete" in parts[-1]
-        if "fusion" in parts[-1]:
+        concrete = "concrete" in key.condition
+        if "fusion" in key.condition:
             return "Alpha answer." if concrete else "A fused answer."
         return json.dumps({"candidate_id": "c1" if concrete else "c2"})
     answer = slot.user.split("[PREDICTED ANSWER]", 1)[-1]

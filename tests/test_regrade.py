@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from experiments.analysis.grades import final_grades
 from experiments.core.canonical import canonical_json
+from experiments.core.slot_keys import parse_slot_key
 from experiments.core.stats import quadratic_kappa
 from experiments.execution import control, progress
 from experiments.execution.concurrency import NoLimiter
@@ -95,7 +96,7 @@ def test_a_regrade_calls_the_judge_once_per_distinct_answer_and_generates_nothin
     expected = distinct_answers(source)  # non-empty ones: an empty answer is graded by rule
     slots = Slot.objects.filter(run=run)
     assert {s.phase for s in slots} == {Phase.JUDGING} and {s.role for s in slots} == {Slot.Role.JUDGE}
-    assert {(s.task_id, s.key.split("|")[2]) for s in slots} == expected
+    assert {(s.task_id, parse_slot_key(s.key).answer_sha) for s in slots} == expected
     calls = ModelCall.objects.filter(slot__run=run)
     assert calls.count() == len(expected) == slots.count()
     assert all(c.basis == ModelCall.Basis.FIRST and c.outcome == "ok" for c in calls)

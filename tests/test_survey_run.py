@@ -7,6 +7,7 @@ import re
 import pytest
 from django.core.management import call_command
 
+from experiments.core.slot_keys import parse_slot_key
 from experiments.core.survey.prompt import (
     MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_PERSONA, OWNWORDS, SCREENER_ONLY, WHOLE_PERSONA,
 )
@@ -153,7 +154,7 @@ def test_a_failed_memory_leaves_its_conditions_missing_without_a_call(server, su
     assert run.status == Run.Status.FINISHED, run.status_reason
     failed = Slot.objects.get(run=run, phase="memories", status=Slot.Status.FAILED)
     assert failed.calls.count() == 3
-    respondent_id = int(failed.key.split("|")[1])
+    respondent_id = parse_slot_key(failed.key).respondent_id
     assert SurveyMemory.objects.get(run=run, respondent_id=respondent_id).text is None
     missing = SurveyAnswer.objects.get(run=run, respondent_id=respondent_id, condition=MEMORY)
     assert (missing.status, missing.error, missing.slot_id) == ("missing", "memory missing", None)

@@ -24,11 +24,11 @@ from django.conf import settings
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import CONDITIONS, MEM0, get_condition
 from experiments.core.evidence import RankedMemories
+from experiments.core.slot_keys import Mem0Key
 from experiments.memory_systems import mem0_store
 from experiments.models import Mem0Extraction, ModelCall, Protocol, Run, Slot
 from experiments.models.runs import Phase
 
-SLOT_PREFIX = "mem0|"
 PROMPT_NAME = "mem0ai ADDITIVE_EXTRACTION_PROMPT"
 
 
@@ -38,7 +38,7 @@ def uses_mem0(run: Run) -> bool:
 
 
 def is_extraction(slot: Slot) -> bool:
-    return slot.phase == Phase.MEMORIES and slot.key.startswith(SLOT_PREFIX)
+    return slot.phase == Phase.MEMORIES and slot.key.startswith(Mem0Key.prefix())
 
 
 def planning_problem(run: Run) -> str | None:
@@ -55,7 +55,7 @@ def extraction_slots(run: Run, records: dict[int, str]) -> list[Slot]:
     for session_id, record in records.items():
         system, user = mem0_store.extraction_request(record)
         slots.append(Slot(
-            run=run, phase=Phase.MEMORIES, key=f"{SLOT_PREFIX}{session_id}", role=Slot.Role.GENERATOR,
+            run=run, phase=Phase.MEMORIES, key=str(Mem0Key(session_id=session_id)), role=Slot.Role.GENERATOR,
             session_id=session_id, system=system, user=user,
             request_sha256=sha256_text(system + "\x00" + user),
             prompt_refs=[[PROMPT_NAME, sha256_text(system)]],
@@ -71,7 +71,7 @@ def store_folder(run: Run) -> Path:
 def _answers(run: Run) -> dict[int, tuple[Slot, str | None]]:
     """session id -> (its extraction slot, the journal's answer text or None when not usable)."""
     slots = {slot.pk: slot for slot in Slot.objects.filter(run=run, phase=Phase.MEMORIES,
-                                                          key__startswith=SLOT_PREFIX)}
+                                                          key__startswith=Mem0Key.prefix())}
     texts = dict(ModelCall.objects.filter(slot_id__in=slots, outcome=ModelCall.Outcome.OK).values_list("slot_id", "text"))
     return {
         slot.session_id: (slot, texts.get(slot.pk) if slot.status == Slot.Status.OK else None)

@@ -13,6 +13,7 @@ from experiments.analysis.task_grades import lock_task_rows, task_grades_stateme
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import FINAL, SELECTION, get_condition, prediction_labels
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
+from experiments.core.slot_keys import parse_slot_key
 from experiments.execution import mem0_planning
 from experiments.execution.survey import apply_survey_result, is_survey_slot
 from experiments.execution.planning import candidate_pool_key
@@ -32,9 +33,9 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
     elif mem0_planning.is_extraction(slot):
         return  # its answer stays in the journal, where Mem0's add reads it (`mem0_planning.rankings`)
     elif slot.phase == Phase.MEMORIES:
-        _, session_id, kind, words = slot.key.split("|")
+        key = parse_slot_key(slot.key)
         Memory.objects.update_or_create(
-            run_id=slot.run_id, session_id=int(session_id), kind=kind, words=int(words),
+            run_id=slot.run_id, session_id=key.session_id, kind=key.memory_kind, words=key.words,
             defaults={"text": text or None, "slot": slot},
         )
     elif slot.phase == Phase.GENERATION:
@@ -51,16 +52,17 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
             _apply_selection(prediction, condition, text)
         store_scores(slot.run_id, task_id=prediction.task_id, locked=True)
     elif slot.phase == Phase.JUDGING:
-        _, task_id, answer_sha = slot.key.split("|")
-        _lock_task(slot, int(task_id))
+        key = parse_slot_key(slot.key)
+        task_id, answer_sha = key.task_id, key.answer_sha
+        _lock_task(slot, task_id)
         grade = {**_grade_values(text), "slot_id": slot.pk}
         # One statement (INSERT … ON CONFLICT DO UPDATE) on the path of every judge answer, where
         # update_or_create takes four (a locking read, a savepoint, the write, its release).
         Grade.objects.bulk_create(
-            [Grade(run_id=slot.run_id, task_id=int(task_id), answer_sha256=answer_sha, **grade)],
+            [Grade(run_id=slot.run_id, task_id=task_id, answer_sha256=answer_sha, **grade)],
             update_conflicts=True, unique_fields=["run", "task", "answer_sha256"], update_fields=list(grade),
         )
-        store_scores(slot.run_id, task_id=int(task_id), answer_sha256=answer_sha, locked=True)
+        store_scores(slot.run_id, task_id=task_id, answer_sha256=answer_sha, locked=True)
 
 
 def _lock_task(slot: Slot, task_id: int | None) -> bool:
@@ -115,7 +117,8 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
                   [status, text, answer_sha, graded, answer_sha, FINAL, answer_sha, answer_sha, FINAL, slot.pk])
         return [grades, answer]
     if slot.phase == Phase.JUDGING:
-        _, task_id, answer_sha = slot.key.split("|")
+        key = parse_slot_key(slot.key)
+        task_id, answer_sha = key.task_id, key.answer_sha
         grade = {**_grade_values(outcome_text), "slot_id": slot.pk}
         columns = ["run_id", "task_id", "answer_sha256", *grade]
         # Typed: with parameters bound on the server a bare NULL in a SELECT list would be text.
@@ -125,15 +128,15 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
                  f"SELECT {', '.join(typed)} WHERE EXISTS (SELECT 1 FROM moved) AND {_AFTER_TASK_ROW} "
                  "ON CONFLICT (run_id, task_id, answer_sha256) DO UPDATE SET "
                  + ", ".join(f"{name} = EXCLUDED.{name}" for name in grade),
-                 [slot.run_id, int(task_id), answer_sha, *grade.values()])
+                 [slot.run_id, task_id, answer_sha, *grade.values()])
         scored = (f"UPDATE {P} SET score = CAST(%s AS smallint) WHERE run_id = %s AND task_id = %s "
                   f"AND answer_sha256 = %s AND status IN (%s, %s) AND EXISTS (SELECT 1 FROM moved) "
                   f"AND {_AFTER_TASK_ROW}",
-                  [grade["score"], slot.run_id, int(task_id), answer_sha,
+                  [grade["score"], slot.run_id, task_id, answer_sha,
                    Prediction.Status.OK, Prediction.Status.EMPTY])
         digit = "-" if grade["score"] is None or not 0 <= grade["score"] <= 9 else str(grade["score"])
         grades = task_grades_statement(
-            slot.run_id, int(task_id), slot.run.protocol.cohort_id, slot.run.protocol.conditions,
+            slot.run_id, task_id, slot.run.protocol.cohort_id, slot.run.protocol.conditions,
             "p.answer_sha256 = %s AND p.status IN (%s, %s)",
             [answer_sha, Prediction.Status.OK, Prediction.Status.EMPTY],
             "NULLIF(CAST(%s AS CHAR(1)), '-')", [digit])

@@ -20,6 +20,7 @@ from experiments.core.canonical import sha256_text
 from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition, memory_key, prediction_labels
 from experiments.core.evidence import TurnText
 from experiments.core.parsers import candidate_display_order, parse_archive_queries
+from experiments.core.slot_keys import ArchiveKey, DecisionKey, GenerationKey, JudgeKey, MemoryKey
 from experiments.data import cohort_tasks
 from experiments.execution import mem0_planning
 from experiments.execution.hot_sql import hot_cursor
@@ -127,8 +128,8 @@ def plan_memories(run: Run) -> None:
             if (session_id, kind, words) in covered:
                 continue
             assembled = assemble_memory_request(kind, words, inputs[task.pk])
-            slots.append(_new_slot(run, Phase.MEMORIES, f"memory|{session_id}|{kind}|{words}",
-                                   Slot.Role.GENERATOR, assembled, session_id=session_id))
+            key = str(MemoryKey(session_id=session_id, memory_kind=kind, words=words))
+            slots.append(_new_slot(run, Phase.MEMORIES, key, Slot.Role.GENERATOR, assembled, session_id=session_id))
     if mem0_planning.uses_mem0(run):
         slots += mem0_planning.extraction_slots(
             run, {session_id: inputs[task.pk].record() for session_id, task in first_task_of_session.items()})
@@ -168,7 +169,7 @@ def plan_generation(run: Run) -> None:
             assembled = assemble(condition, inputs[task.pk], memory=memory, ranked_memories=mem0_ranked.get(task.pk))
             messages_sha = sha256_text(assembled.system + "\x00" + assembled.user)
             for index, label in enumerate(prediction_labels(condition)):
-                key = f"gen|{task.pk}|{messages_sha[:32]}|{index}"
+                key = str(GenerationKey(task_id=task.pk, messages_sha=messages_sha[:32], index=index))
                 slot = slots.setdefault(key, _new_slot(run, Phase.GENERATION, key, Slot.Role.GENERATOR,
                                                        assembled, task=task))
                 predictions.append(
@@ -187,7 +188,7 @@ def plan_generation(run: Run) -> None:
 
 def archive_slot_key(task: Task, assembled) -> str:
     """Identical query messages within a task share one query call, as answers do."""
-    return f"archive|{task.pk}|{sha256_text(assembled.system + chr(0) + assembled.user)[:32]}"
+    return str(ArchiveKey(task_id=task.pk, messages_sha=sha256_text(assembled.system + chr(0) + assembled.user)[:32]))
 
 
 def candidate_pool_key(task: Task, condition) -> str:
@@ -224,7 +225,7 @@ def plan_decisions(run: Run) -> None:
                                                   status=status))
                     continue
                 assembled = assemble(condition, inputs[task.pk], memory=memory, archive_queries=queries.queries)
-                slot = _new_slot(run, Phase.DECISIONS, f"decision|{task.pk}|{condition.key}",
+                slot = _new_slot(run, Phase.DECISIONS, str(DecisionKey(task_id=task.pk, condition=condition.key)),
                                  Slot.Role.GENERATOR, assembled, task=task)
                 slots.append(slot)
                 predictions.append(Prediction(run=run, task=task, condition=condition.key, label=FINAL, slot=slot,
@@ -243,7 +244,7 @@ def plan_decisions(run: Run) -> None:
             memory = memories[(task.session_id, condition.memory_kind, condition.memory_words)]
             assembled = assemble(condition, inputs[task.pk], memory=memory,
                                  candidates=[text for _, text in ordered])
-            slot = _new_slot(run, Phase.DECISIONS, f"decision|{task.pk}|{condition.key}",
+            slot = _new_slot(run, Phase.DECISIONS, str(DecisionKey(task_id=task.pk, condition=condition.key)),
                              Slot.Role.GENERATOR, assembled, task=task)
             slots.append(slot)
             predictions.append(Prediction(run=run, task=task, condition=condition.key, label=FINAL, slot=slot,
@@ -260,7 +261,8 @@ def plan_decisions(run: Run) -> None:
 
 def _archive_replies(run: Run) -> dict[str, str]:
     """The text of every archive-query call that completed: slot key → the reply as received."""
-    return dict(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION, slot__key__startswith="archive|",
+    return dict(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION,
+                                         slot__key__startswith=ArchiveKey.prefix(),
                                          slot__status=Slot.Status.OK, outcome=ModelCall.Outcome.OK)
                 .values_list("slot__key", "text"))
 
@@ -290,7 +292,7 @@ def plan_judging(run: Run, *, first: int | None = None) -> bool:
         if key in seen:
             continue
         seen.add(key)
-        slot_key = f"judge|{task_id}|{answer_sha}"
+        slot_key = str(JudgeKey(task_id=task_id, answer_sha=answer_sha))
         if slot_key in planned:
             continue  # planned by an earlier part
         if status == Prediction.Status.EMPTY:

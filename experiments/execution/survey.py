@@ -17,6 +17,7 @@ from django.db import transaction
 
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.kinds import SURVEY_PREFIX
+from experiments.core.slot_keys import SurveyAnswerKey, SurveyMemoryKey, parse_slot_key
 from experiments.core.survey.answers import parse_survey_answer
 from experiments.core.survey.ownwords import survey_ownwords, whole_persona
 from experiments.core.survey.prompt import (
@@ -30,12 +31,9 @@ from experiments.survey_data import (
     is_survey_cohort, respondent_record, sample_list_sha256, sample_persona_lengths, sample_respondents,
 )
 
-MEMORY_SLOT = "survey-memory"
-ANSWER_SLOT = "survey"
-
 
 def is_survey_slot(slot: Slot) -> bool:
-    return slot.key.startswith((MEMORY_SLOT + "|", ANSWER_SLOT + "|"))
+    return slot.key.startswith((SurveyMemoryKey.prefix(), SurveyAnswerKey.prefix()))
 
 
 # --- sealing ----------------------------------------------------------------------------------------
@@ -90,8 +88,8 @@ def _conditions(run: Run):
 def plan_survey_memories(run: Run) -> None:
     if not any(c.needs_memory for c in _conditions(run)):
         return
-    slots = [_slot(run, Phase.MEMORIES, f"{MEMORY_SLOT}|{r.pk}", assemble_survey_memory(r.persona_text))
-             for r in sample_respondents(run.protocol.cohort)]
+    slots = [_slot(run, Phase.MEMORIES, str(SurveyMemoryKey(respondent_id=r.pk)),
+                   assemble_survey_memory(r.persona_text)) for r in sample_respondents(run.protocol.cohort)]
     Slot.objects.bulk_create(slots, ignore_conflicts=True)
 
 
@@ -116,7 +114,7 @@ def plan_survey_generation(run: Run) -> None:
             if "persona" in condition.evidence:
                 evidence["persona"] = whole_persona(respondent)
             messages = assemble_survey(condition.key, items, screener=screener, **evidence)
-            slot = _slot(run, Phase.GENERATION, f"{ANSWER_SLOT}|{row.pk}|{condition.key}", messages)
+            slot = _slot(run, Phase.GENERATION, str(SurveyAnswerKey(respondent_id=row.pk, condition=condition.key)), messages)
             slots.append(slot)
             answers.append(SurveyAnswer(run=run, respondent=row, condition=condition.key, slot=slot,
                                         evidence_chars=sum(len(v) for v in evidence.values())))
@@ -145,16 +143,16 @@ SURVEY_PLANNERS = {
 
 def apply_survey_result(slot: Slot, text: str | None) -> None:
     """A memory, or an answer parsed per item (problems recorded, nothing redrawn)."""
-    kind, respondent_id, *rest = slot.key.split("|")
-    if kind == MEMORY_SLOT:
-        SurveyMemory.objects.update_or_create(run_id=slot.run_id, respondent_id=int(respondent_id),
+    key = parse_slot_key(slot.key)
+    if isinstance(key, SurveyMemoryKey):
+        SurveyMemory.objects.update_or_create(run_id=slot.run_id, respondent_id=key.respondent_id,
                                               defaults={"text": text or None, "slot": slot})
         return
     answers = SurveyAnswer.objects.filter(slot=slot)
     if text is None:
         answers.update(status=SurveyAnswer.Status.MISSING, error="no usable response", items=[], extra=[])
         return
-    counts = [len(options) for options in SurveyItem.objects.filter(respondent_id=int(respondent_id))
+    counts = [len(options) for options in SurveyItem.objects.filter(respondent_id=key.respondent_id)
               .order_by("number").values_list("options", flat=True)]
     parsed = parse_survey_answer(text, counts)
     answers.update(status=SurveyAnswer.Status.OK, error=parsed.error or "",

@@ -7,6 +7,7 @@ from django.db.models import OuterRef, Subquery
 
 from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition
 from experiments.core.evidence import TurnText
+from experiments.core.slot_keys import ArchiveKey
 from experiments.models import Grade, Mem0Extraction, Memory, ModelCall, Prediction, Run, Turn
 from experiments.web.predictions.transcript import mark_evidence, record_sentences
 
@@ -70,7 +71,7 @@ def task_cards(run: Run, task) -> dict:
 
 def _archive_calls(run: Run, task) -> list[ModelCall]:
     """The MemGPT-style archive-query call of the task (App. H): its attempts, with the reply as received."""
-    return list(ModelCall.objects.filter(slot__run=run, slot__key__startswith=f"archive|{task.pk}|")
+    return list(ModelCall.objects.filter(slot__run=run, slot__key__startswith=ArchiveKey.prefix(task.pk))
                 .select_related("slot").order_by("attempt"))
 
 
