@@ -36,6 +36,7 @@ from django.urls import reverse  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from experiments.execution import progress  # noqa: E402
+from experiments.execution.policy import RetryPolicy  # noqa: E402
 from experiments.execution.reservation import ceiling_reached, phase_recoveries  # noqa: E402
 from django.db.models import F, Max  # noqa: E402
 
@@ -166,7 +167,7 @@ def main():
     # with HTTP ceilings set, the attempts reserved (every reservation).
     ceilings = {"phase_http_ceilings": {"generation": 10 ** 9}, "run_http_ceiling": 10 ** 9}
     lookups = {"phase recoveries": lambda: phase_recoveries(run.pk, run.phase),
-               "ceiling check": lambda: ceiling_reached(run, run.phase, ceilings)}
+               "ceiling check": lambda: ceiling_reached(run, run.phase, RetryPolicy.from_settings(ceilings))}
     for label, fn in lookups.items():
         fn()
         median, best = timed(fn)

@@ -25,7 +25,7 @@ from experiments.core.slot_keys import parse_slot_key
 from experiments.execution import durable
 from experiments.execution.driver import run_drive
 from experiments.execution.journal import _decide_and_record, _prepare, _reserve
-from experiments.execution.policy import LEASE_GRACE_S, RetryPolicy, retry_settings
+from experiments.execution.policy import LEASE_GRACE_S, run_retry_policy
 from experiments.models import ModelCall, Run, Slot
 
 # Four decisions per task (fusion and selection over two memories), six candidates.
@@ -67,14 +67,12 @@ class PhaseReceipts:
 def _reserved(slot_id: int, worker: str):
     """The slot as the journal reads it, its attempt reserved, and its answer and retry rules."""
     slot, config = _prepare(slot_id)
-    policy = retry_settings(slot.run)
+    policy = run_retry_policy(slot.run)
     reservation = _reserve(slot_id, basis=ModelCall.Basis.FIRST, justification="", worker=worker,
                            lease_s=config.timeout_s + LEASE_GRACE_S)
-    rules = RetryPolicy(max_recoveries_per_slot=int(policy["max_recoveries_per_slot"]),
-                        cooldown_s=float(policy["cooldown_s"]))
     outcome = Outcome(OutcomeKind.OK, http_status=200, response_id=f"resp-{slot_id}", model_version="gpt-test-1",
                       finish_reason="stop", text=answer_text(slot))
-    return rules, policy, slot, reservation, outcome
+    return policy, slot, reservation, outcome
 
 
 def in_this_thread(step, *args):
@@ -137,9 +135,9 @@ def receive_phase(run: Run, slot_ids, threads: int, db=in_this_thread) -> PhaseR
         finally:
             connection.close()
             barrier.wait()
-        for rules, policy, slot, reservation, outcome in prepared:
+        for policy, slot, reservation, outcome in prepared:
             try:
-                db(_decide_and_record, rules, policy, slot.run, slot, reservation, outcome)
+                db(_decide_and_record, policy, slot.run, slot, reservation, outcome)
             except Exception as exc:  # a receipt that escaped: its answer is lost
                 with lock:
                     result.errors.append(f"{type(exc).__name__}: {exc}")

@@ -145,9 +145,9 @@ def test_a_stopped_run_still_counts_a_dead_workers_reservation_unknown(project, 
     first, second = run_drive(run.pk).slot_ids
     # A worker reserved the first slot and died mid-request; then the owner paused the run.
     from experiments.execution.reservation import reserve
-    from experiments.execution.policy import retry_settings
+    from experiments.execution.policy import run_retry_policy
     reserve(first, basis=ModelCall.Basis.FIRST, justification="", worker="died", lease_s=TIMEOUT_S + LEASE_GRACE_S,
-            policy=retry_settings(run))
+            policy=run_retry_policy(run))
     control.run_pause(run=run, user=None, reason="stop spending")
     step = run_drive(run.pk)
     assert step.slot_ids == () and step.recheck_in_s is not None  # it looks again after the lease

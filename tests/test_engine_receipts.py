@@ -73,7 +73,7 @@ def test_a_receipt_whose_connection_the_server_kills_is_made_again_with_its_answ
     run = make_run(project, build_cohort(project, sessions=1, name="killed"), conditions=[QUESTION_ONLY],
                    generator=openai_model(server))
     [slot_id] = run_drive(run.pk).slot_ids
-    rules, policy, slot, reservation, outcome = _reserved(slot_id, "killed")
+    policy, slot, reservation, outcome = _reserved(slot_id, "killed")
     holding, release = threading.Event(), threading.Event()
     blocker_pid = []
 
@@ -92,7 +92,7 @@ def test_a_receipt_whose_connection_the_server_kills_is_made_again_with_its_answ
     def receive():
         from experiments.execution.journal import _decide_and_record
         try:
-            recorded.append(_decide_and_record(rules, policy, slot.run, slot, reservation, outcome))
+            recorded.append(_decide_and_record(policy, slot.run, slot, reservation, outcome))
         except Exception as exc:  # the old code: the answer is lost with this error
             recorded.append(exc)
         finally:

@@ -11,7 +11,10 @@
 
 `sleep` is injected (tests/engine_helpers.Sleeps): nothing waits out a 30 s cooldown.
 """
+import dataclasses
 import hashlib
+import re
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +23,7 @@ from experiments.execution import sealing
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.driver import run_drive, run_inline
 from experiments.execution.journal import slot_execute
-from experiments.execution.policy import DEFAULT_RETRY, RunError
+from experiments.execution.policy import DEFAULT_RETRY, RetryPolicy, RunError
 from experiments.models import ModelCall, Run, Slot
 from experiments.models.runs import Phase
 from tests.engine_helpers import (
@@ -180,3 +183,30 @@ def test_bad_ceilings_are_refused_at_sealing(project, server, retry_policy, mess
     protocol.refresh_from_db()
     with pytest.raises(RunError, match=message):
         sealing.protocol_seal(protocol=protocol, user=None)
+
+
+# --- the settings object: JSON at the boundary, a frozen RetryPolicy inside ------------------------
+
+def test_the_policy_object_reads_the_protocols_json_with_its_defaults():
+    assert RetryPolicy.from_settings({}) == RetryPolicy()  # the dataclass's defaults are DEFAULT_RETRY's
+    assert {name: getattr(RetryPolicy(), name) for name in DEFAULT_RETRY} == DEFAULT_RETRY
+    capped = RetryPolicy.from_settings({"cooldown_s": 0, "phase_allowance": 3,
+                                        "phase_http_ceilings": {"generation": 10}, "run_http_ceiling": 20})
+    assert (capped.cooldown_s, capped.phase_allowance, capped.max_recoveries_per_slot) == (0.0, 3, 2)
+    assert capped.http_ceilings("generation") == (10, 20) and capped.http_ceilings("judging") == (None, 20)
+    assert capped.has_http_ceilings and not RetryPolicy().has_http_ceilings
+    # an empty mapping is still a setting: such a run counts every reservation under the run's lock
+    assert RetryPolicy.from_settings({"phase_http_ceilings": {}}).has_http_ceilings
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        capped.phase_allowance = 4
+
+
+def test_the_engine_reads_no_retry_setting_by_name():
+    # every read goes through RetryPolicy's fields; the JSON form is read once, in policy.py
+    # (`RetryPolicy.from_settings`), and otherwise only sealed and edited
+    execution = Path(sealing.__file__).parent
+    found = [f"{path.name}:{number}" for path in sorted(execution.glob("*.py")) if path.name != "policy.py"
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if re.search(r"""\[\s*["'](?:max_recoveries_per_slot|cooldown_s|phase_allowance|phase_http_ceilings|"""
+                          r"""run_http_ceiling)["']\s*\]""", line)]
+    assert found == [], found

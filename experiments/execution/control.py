@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from experiments.execution.endpoints import require_allowed_endpoint
 from experiments.execution.kinds import kind_rules
-from experiments.execution.policy import RunError, effective_http_ceilings, model_config, retry_settings
+from experiments.execution.policy import RunError, effective_http_ceilings, model_config, run_retry_policy
 from experiments.execution.reservation import ceiling_reached
 from experiments.execution.sealing import protocol_seal, seal_mismatches
 from experiments.execution.journal import OPEN_STATUSES as OPEN_SLOT_STATUSES
@@ -217,8 +217,7 @@ def ceiling_state(run: Run) -> dict | None:
     """The run's HTTP ceilings for its current phase as they stand (the protocol's, raised by
     amendments), the attempts they count, and what one more request costs at this run's average
     usage; None when the protocol sets no ceiling that could apply."""
-    policy = retry_settings(run)
-    phase_ceiling, run_ceiling = effective_http_ceilings(run, run.phase, policy)
+    phase_ceiling, run_ceiling = effective_http_ceilings(run, run.phase, run_retry_policy(run))
     if phase_ceiling is None and run_ceiling is None:
         return None
     calls = ModelCall.objects.filter(slot__run=run)
@@ -271,7 +270,7 @@ def run_raise_ceiling(*, run: Run, user, reason: str, phase_ceiling: int | None 
             payload[f"{part}_tokens_estimate"] = None if per is None else per * extra
         amendment = Amendment.objects.create(run=run, kind=Amendment.Kind.CEILING, reason=reason,
                                              created_by=user, payload=payload)
-        if state["stopped_by_ceiling"] and not ceiling_reached(run, run.phase, retry_settings(run)):
+        if state["stopped_by_ceiling"] and not ceiling_reached(run, run.phase, run_retry_policy(run)):
             run_resume(run=run, user=user, reason=f"after raising the HTTP ceiling (amendment {amendment.pk}): {reason}")
         return amendment
 

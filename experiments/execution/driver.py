@@ -30,7 +30,7 @@ from experiments.execution import mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.execution.kinds import kind_rules
 from experiments.execution.planning import PLANNERS, plan_judging
-from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, retry_settings, role_config
+from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy
 from experiments.execution.sealing import seal_mismatches
 from experiments.models import ModelCall, Run, Slot
 from experiments.models.runs import PHASE_ORDER, Phase
@@ -205,7 +205,7 @@ def _continue_allowances(run: Run) -> float | None:
                .annotate(amended_used=Coalesce(used, 0))
                .filter(amended_used__gt=0, amended_used__lt=F("amended_attempts")))
     now = timezone.now()
-    cooldown = timedelta(seconds=float(retry_settings(run)["cooldown_s"]))
+    cooldown = timedelta(seconds=run_retry_policy(run).cooldown_s)
     due_ids, waits = [], []
     for slot in waiting.only("pk", "amended_attempts"):
         last = ModelCall.objects.filter(slot=slot).order_by("-attempt").values_list("finished_at", flat=True).first()

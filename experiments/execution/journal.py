@@ -38,7 +38,7 @@ from experiments.execution.durable import record_durably, retried
 from experiments.execution.outcomes import apply_result, result_statements
 from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
 from experiments.execution.policy import (
-    LEASE_GRACE_S, Decision, RetryPolicy, current_cap, decide_retry, limiter_name, retry_settings, role_config,
+    LEASE_GRACE_S, Decision, RetryPolicy, current_cap, decide_retry, limiter_name, role_config, run_retry_policy,
 )
 from experiments.execution.receipt_sql import record_receipt as _record_receipt
 from experiments.execution.reservation import (
@@ -207,9 +207,7 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
     if config is None:
         return slot
     run = slot.run
-    policy = retry_settings(run)
-    retry_policy = RetryPolicy(max_recoveries_per_slot=int(policy["max_recoveries_per_slot"]),
-                                   cooldown_s=float(policy["cooldown_s"]))
+    policy = run_retry_policy(run)
     prepared = build_request(config, slot.system, slot.user)
     lease_s = config.timeout_s + LEASE_GRACE_S
     name, cap = limiter_name(config), db(current_cap, run, config.provider)
@@ -245,7 +243,7 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
                 # of this process waiting for a place takes it now, or with the receipt's commit.
                 handing = _hand_on(limiter, place)
                 place = None if handing is not None else place
-            decision, recorded = db(_decide_and_record, retry_policy, policy, run, slot, reservation, outcome,
+            decision, recorded = db(_decide_and_record, policy, run, slot, reservation, outcome,
                                     handing.ticket if handing is not None else None)
         finally:
             if handing is not None:
@@ -281,11 +279,11 @@ def _prepare(slot_id: int):
     return slot, config
 
 
-def _decide_and_record(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reservation,
+def _decide_and_record(policy: RetryPolicy, run: Run, slot: Slot, reservation: Reservation,
                        outcome: Outcome, next_ticket: NextReservation | None = None) -> tuple[Decision, bool]:
     """What the outcome means, and its receipt: both made again after a transient database error
     (a deadlock, a lost connection), so that an answer in hand is never dropped (`durable`)."""
-    decision = retried(_decide, retry_policy, policy, run, slot, reservation, outcome,
+    decision = retried(_decide, policy, run, slot, reservation, outcome,
                        what=f"the decision on attempt {reservation.call_id}")
     recorded = record_durably(lambda ticket: _record(reservation.call_id, outcome, decision, slot, ticket),
                               reservation.call_id, next_ticket)
@@ -296,10 +294,10 @@ def _reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease
     """`reserve` with the retry settings of the slot's run (for callers that hold only the id)."""
     run = Run.objects.select_related("protocol").get(slots__pk=slot_id)
     return reserve(slot_id, basis=basis, justification=justification, worker=worker, lease_s=lease_s,
-                   policy=retry_settings(run))
+                   policy=run_retry_policy(run))
 
 
-def _decide(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reservation,
+def _decide(policy: RetryPolicy, run: Run, slot: Slot, reservation: Reservation,
             outcome: Outcome) -> Decision:
     if outcome.kind == OutcomeKind.TRANSIENT and reservation.basis == ModelCall.Basis.AMENDMENT:
         # The owner's amendment allowed exactly one identical request (App. B.2's continuation).
@@ -308,8 +306,8 @@ def _decide(retry_policy, policy: dict, run: Run, slot: Slot, reservation: Reser
     recoveries = reservation.recoveries + (reservation.basis == ModelCall.Basis.RECOVERY)
     allowance_left = 0
     if outcome.kind == OutcomeKind.TRANSIENT:
-        allowance_left = policy["phase_allowance"] - phase_recoveries(run.pk, slot.phase)
-    return decide_retry(retry_policy, outcome, recoveries, allowance_left)
+        allowance_left = policy.phase_allowance - phase_recoveries(run.pk, slot.phase)
+    return decide_retry(policy, outcome, recoveries, allowance_left)
 
 
 def phase_settled(slot_id: int) -> int | None:

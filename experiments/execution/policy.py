@@ -18,6 +18,8 @@ CEILING_PHASES = ("memories", "generation", "decisions", "judging")
 DEFAULT_CONCURRENCY = 4
 # A reservation outlives its request by this much before it counts as unknown.
 LEASE_GRACE_S = 10.0
+
+
 class RunError(Exception):
     """A run cannot do what was asked; the message says why, for the page or the shell."""
 
@@ -43,7 +45,14 @@ def role_config(run: Run, role: str) -> ModelConfig:
 
 
 def retry_settings(run: Run) -> dict:
+    """The protocol's retry settings with their defaults, as JSON (the form sealing hashes); the
+    engine reads them as a `RetryPolicy` (`run_retry_policy`)."""
     return {**DEFAULT_RETRY, **run.protocol.retry_policy}
+
+
+def run_retry_policy(run: Run) -> RetryPolicy:
+    """The run's retry rule and HTTP ceilings, read once from the protocol's JSON."""
+    return RetryPolicy.from_settings(run.protocol.retry_policy)
 
 
 def retry_policy_problems(policy) -> list[str]:
@@ -85,15 +94,10 @@ def _whole(value) -> bool:
     return is_number(value, integer=True) and value >= 0
 
 
-def http_ceilings(policy: dict, phase: str) -> tuple[int | None, int | None]:
-    """The phase's and the run's HTTP ceilings (None: no ceiling set)."""
-    return (policy.get(PHASE_HTTP_CEILINGS) or {}).get(phase), policy.get(RUN_HTTP_CEILING)
-
-
-def effective_http_ceilings(run: Run, phase: str, policy: dict) -> tuple[int | None, int | None]:
+def effective_http_ceilings(run: Run, phase: str, policy: RetryPolicy) -> tuple[int | None, int | None]:
     """The phase's and the run's HTTP ceilings as the protocol sets them, raised by the run's
     ceiling amendments (`control.run_raise_ceiling`), the latest of each kind counting."""
-    phase_ceiling, run_ceiling = http_ceilings(policy, phase)
+    phase_ceiling, run_ceiling = policy.http_ceilings(phase)
     for payload in (run.amendments.filter(kind=Amendment.Kind.CEILING).order_by("created_at", "pk")
                     .values_list("payload", flat=True)):
         if payload.get("phase") == phase and payload.get("phase_http_ceiling"):
@@ -119,11 +123,37 @@ def limiter_name(config: ModelConfig) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class RetryPolicy:
-    """The paper's recovery rule (App. B.2), configurable per protocol."""
+    """The paper's recovery rule (App. B.2) and the HTTP ceilings, configurable per protocol.
+
+    A protocol keeps them as JSON (`Protocol.retry_policy`, sealed as `{**DEFAULT_RETRY, **retry_policy}`,
+    whose bytes must not change); `from_settings` reads that JSON once and the engine reads this."""
 
     max_recoveries_per_slot: int = 2
     cooldown_s: float = 30.0
+    phase_allowance: int = 256  # recoveries per phase, all slots together
     retry_statuses: tuple[int, ...] = RETRYABLE_STATUSES
+    # (phase, ceiling) pairs; None when the protocol sets none. Set but empty still counts as set:
+    # with any ceiling set, every reservation is counted under the run's lock (`reservation`).
+    phase_http_ceilings: tuple[tuple[str, int], ...] | None = None
+    run_http_ceiling: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings: dict) -> RetryPolicy:
+        """From a protocol's (checked) JSON retry settings, the defaults filling what it leaves out."""
+        merged = {**DEFAULT_RETRY, **settings}
+        ceilings = merged.get(PHASE_HTTP_CEILINGS)
+        return cls(max_recoveries_per_slot=int(merged["max_recoveries_per_slot"]),
+                   cooldown_s=float(merged["cooldown_s"]), phase_allowance=int(merged["phase_allowance"]),
+                   phase_http_ceilings=None if ceilings is None else tuple(ceilings.items()),
+                   run_http_ceiling=merged.get(RUN_HTTP_CEILING))
+
+    @property
+    def has_http_ceilings(self) -> bool:
+        return self.phase_http_ceilings is not None or self.run_http_ceiling is not None
+
+    def http_ceilings(self, phase: str) -> tuple[int | None, int | None]:
+        """The phase's and the run's HTTP ceilings as the protocol sets them (None: no ceiling set)."""
+        return dict(self.phase_http_ceilings or ()).get(phase), self.run_http_ceiling
 
 
 @dataclass(frozen=True, kw_only=True)

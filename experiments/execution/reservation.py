@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from experiments.execution.hot_sql import hot_cursor
 from experiments.execution.outcomes import apply_result
-from experiments.execution.policy import OPTIONAL_RETRY, effective_http_ceilings
+from experiments.execution.policy import RetryPolicy, effective_http_ceilings
 from experiments.execution.run_counts import reserved_attempts
 from experiments.models import ModelCall, Run, Slot
 
@@ -37,7 +37,7 @@ class Reservation:
 
 
 def reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_s: float,
-            policy: dict, after_call: int | None = None) -> Reservation | None:
+            policy: RetryPolicy, after_call: int | None = None) -> Reservation | None:
     """Commit the attempt row before anything is sent; None when the slot must not be sent.
 
     A first attempt of a run without HTTP ceilings claims its slot with one statement (the
@@ -52,7 +52,7 @@ def reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_
     died during the cooldown, from whoever is handed the slot again (pending, its recovery
     due: `expire_leases`). Either way at most one worker can reserve it.
     """
-    with_ceilings = any(policy.get(key) is not None for key in OPTIONAL_RETRY)
+    with_ceilings = policy.has_http_ceilings
     if basis == ModelCall.Basis.FIRST and not with_ceilings:
         reservation = _reserve_first(slot_id, worker=worker, lease_s=lease_s)
         if reservation is not None:
@@ -82,7 +82,7 @@ def reserve(slot_id: int, *, basis: str, justification: str, worker: str, lease_
                                                f"{' (circuit open)' if run.circuit_open else ''}; "
                                                "held for the owner's amendment")
                 return None
-            if phase_recoveries(run.pk, slot.phase) >= policy["phase_allowance"]:
+            if phase_recoveries(run.pk, slot.phase) >= policy.phase_allowance:
                 settle(slot, Slot.Status.FAILED, "no retry: the phase's recovery allowance is used up")
                 return None
         elif not run.may_send() or slot.status != Slot.Status.PENDING:
@@ -120,7 +120,7 @@ def phase_recoveries(run_id: int, phase: str) -> int:
     return ModelCall.objects.filter(run_id=run_id, phase=phase, basis=ModelCall.Basis.RECOVERY).count()
 
 
-def ceiling_reached(run: Run, phase: str, policy: dict) -> str:
+def ceiling_reached(run: Run, phase: str, policy: RetryPolicy) -> str:
     """Which HTTP ceiling one more attempt would pass, in words; "" when none (App. B.2).
     The ceilings are the protocol's as the owner's amendments raised them. With a ceiling, every
     reservation asks this under the run's lock: the attempts come from the run's tally
@@ -184,12 +184,13 @@ class NextReservation:
         return Reservation(self.call_id, ModelCall.Basis.FIRST, 0) if self.call_id is not None else None
 
 
-def next_reservation(slot_id: int, *, basis: str, worker: str, lease_s: float, policy: dict) -> NextReservation | None:
+def next_reservation(slot_id: int, *, basis: str, worker: str, lease_s: float,
+                     policy: RetryPolicy) -> NextReservation | None:
     """A ticket for the attempt `reserve` would make with one statement (`_reserve_first`: a first
     attempt, no HTTP ceilings), for the thread that hands this one its place; else None (also when
     settings.OWNWORDS_RESERVE_WITH_RECEIPT is off: every thread reserves its own, for comparisons)."""
     if (not settings.OWNWORDS_RESERVE_WITH_RECEIPT or basis != ModelCall.Basis.FIRST
-            or any(policy.get(key) is not None for key in OPTIONAL_RETRY)):
+            or policy.has_http_ceilings):
         return None
     return NextReservation(slot_id, worker, lease_s)
 
