@@ -13,16 +13,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("experiments", "annotations", "ownwords_site")
 RAW_CALLS = {"cursor", "hot_cursor", "raw", "RawSQL"}
-# The engine's statements, in modules being reworked now (`execution`): "path: call", moved later.
-MOVED_LATER = {
-    "experiments/execution/hand_out.py: cursor",        # moved later
-    "experiments/execution/journal.py: hot_cursor",     # moved later
-    "experiments/execution/outcomes.py: cursor",        # moved later
-    "experiments/execution/planning.py: cursor",        # moved later
-    "experiments/execution/planning.py: hot_cursor",    # moved later
-    "experiments/execution/reservation.py: hot_cursor",  # moved later
-    "experiments/execution/run_counts.py: cursor",      # moved later
-}
 
 
 def called_name(node: ast.Call) -> str | None:
@@ -47,8 +37,7 @@ def project_files() -> list[Path]:
 def test_raw_sql_only_in_sql_modules():
     found = [f"{path.relative_to(REPO)}:{line}: {name}" for path in project_files()
              if not path.stem.endswith("_sql") for line, name in raw_sql_calls(path)]
-    unexpected = [place for place in found if f"{place.split(':')[0]}: {place.split(': ')[1]}" not in MOVED_LATER]
-    assert unexpected == [], f"raw SQL outside a *_sql.py module (move it beside its service): {unexpected}"
+    assert found == [], f"raw SQL outside a *_sql.py module (move it beside its service): {found}"
 
 
 def test_the_check_sees_raw_sql(tmp_path):
@@ -61,8 +50,3 @@ def test_the_check_sees_raw_sql(tmp_path):
                       "    return M.objects.raw('SELECT 1')\n")
     assert raw_sql_calls(sample) == [(3, "cursor"), (5, "raw")]
     assert any(raw_sql_calls(path) for path in project_files() if path.stem.endswith("_sql"))
-
-
-def test_moved_later_lists_only_what_is_still_there():
-    still = {f"{path.relative_to(REPO)}: {name}" for path in project_files() for _, name in raw_sql_calls(path)}
-    assert MOVED_LATER <= still, f"moved already: drop from MOVED_LATER {sorted(MOVED_LATER - still)}"

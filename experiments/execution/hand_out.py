@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
+from experiments.execution.hand_out_sql import mark_handed_out
 from experiments.execution.policy import effective_concurrency, role_config
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
@@ -77,18 +77,5 @@ def hand_out(run_id: int, phase: str, redispatch_after_s: float | None = None, *
     if limit == 0:
         return ()
     now = timezone.now()
-    due, params = "dispatched_at IS NULL", []
-    if redispatch_after_s is not None:
-        due, params = "dispatched_at <= %s", [now - timedelta(seconds=redispatch_after_s)]
-    where = f"run_id = %s AND phase = %s AND status = %s AND {due}"
-    where_params = [run_id, phase, Slot.Status.PENDING, *params]
-    table = Slot._meta.db_table
-    if limit is None:
-        sql, sql_params = f"UPDATE {table} SET dispatched_at = %s WHERE {where} RETURNING id", [now, *where_params]
-    else:
-        sql = (f"UPDATE {table} SET dispatched_at = %s WHERE {where} AND id IN "
-               f"(SELECT id FROM {table} WHERE {where} ORDER BY id LIMIT %s) RETURNING id")
-        sql_params = [now, *where_params, *where_params, limit]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, sql_params)
-        return tuple(sorted(row[0] for row in cursor.fetchall()))
+    before = now - timedelta(seconds=redispatch_after_s) if redispatch_after_s is not None else None
+    return mark_handed_out(run_id, phase, now, before, limit)

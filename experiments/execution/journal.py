@@ -41,8 +41,9 @@ from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, current_cap, decide_retry, limiter_name, role_config, run_retry_policy,
 )
 from experiments.execution.receipt_sql import record_receipt as _record_receipt
+from experiments.execution.journal_sql import slot_row
 from experiments.execution.reservation import (
-    NextReservation, Reservation, hot_cursor, next_reservation, phase_recoveries, reserve, settle,
+    NextReservation, Reservation, next_reservation, phase_recoveries, reserve, settle,
 )
 from experiments.models import ModelCall, Protocol, Run, Slot
 
@@ -148,12 +149,6 @@ def _late(call_id: int, receipt: dict, slot: Slot, outcome: Outcome) -> bool:
     return False
 
 
-_SLOT_SQL = """
-SELECT s.run_id, s.phase, s.key, s.role, s.system, s.user, r.protocol_id, p.sealed_at,
-       s.status, s.retry_at, s.status_note, s.task_id
-FROM {slot} s JOIN {run} r ON r.id = s.run_id JOIN {protocol} p ON p.id = r.protocol_id
-WHERE s.id = %s
-"""
 _PROTOCOLS: dict[tuple, Protocol] = {}
 
 
@@ -164,10 +159,7 @@ def _slot_for_execution(slot_id: int) -> Slot:
     time); the slot comes from one plain statement. The ORM's select_related costs more
     CPU than the rest of a slot's bookkeeping together, on the path of every request.
     """
-    sql = _SLOT_SQL.format(slot=Slot._meta.db_table, run=Run._meta.db_table, protocol=Protocol._meta.db_table)
-    with hot_cursor() as cursor:
-        cursor.execute(sql, [slot_id], prepare=True)
-        row = cursor.fetchone()
+    row = slot_row(slot_id)
     if row is None:
         raise Slot.DoesNotExist(f"no slot {slot_id}")
     run_id, phase, key, role, system, user, protocol_id, sealed_at, status, retry_at, note, task_id = row

@@ -15,6 +15,7 @@ from experiments.core.conditions import FINAL, SELECTION, get_condition, predict
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
 from experiments.core.slot_keys import parse_slot_key
 from experiments.execution import mem0_planning
+from experiments.execution.outcomes_sql import set_slot_answer
 from experiments.execution.survey import apply_survey_result, is_survey_slot
 from experiments.execution.planning import candidate_pool_key
 from experiments.models import Grade, Memory, Prediction, Slot
@@ -163,10 +164,7 @@ def _grade_values(text: str | None) -> dict:
 def _set_slot_answer(slot_id: int, text: str | None) -> None:
     """`_set_answer` for the predictions of one generation slot, as one plain statement: it is on
     the path of every answer, where building the ORM's update costs more than running it."""
-    values = _answer_values(text)
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {Prediction._meta.db_table} SET status = %s, text = %s, answer_sha256 = %s "
-                       "WHERE slot_id = %s", [*values, slot_id])
+    set_slot_answer(slot_id, _answer_values(text))
 
 
 def _set_answer(predictions, text: str | None) -> None:

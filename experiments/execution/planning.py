@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from experiments.analysis.grades import store_scores
@@ -23,8 +23,8 @@ from experiments.core.parsers import candidate_display_order, parse_archive_quer
 from experiments.core.slot_keys import ArchiveKey, DecisionKey, GenerationKey, JudgeKey, MemoryKey
 from experiments.data import cohort_tasks
 from experiments.execution import mem0_planning
-from experiments.execution.hot_sql import hot_cursor
 from experiments.execution.memory_imports import imported_memories
+from experiments.execution.planning_sql import insert_slot_json, share_the_run_row
 from experiments.models import Grade, Memory, ModelCall, Prediction, Run, ScreenerItem, Slot, Task, Turn
 from experiments.models.runs import Phase
 
@@ -74,15 +74,6 @@ def _new_slot(run, phase, key, role, assembled, *, task=None, task_id=None, sess
     )
 
 
-_INSERT_SLOTS_SQL = """
-INSERT INTO {slot} (run_id, phase, role, key, task_id, session_id, system, "user", request_sha256, prompt_refs,
-                    status, status_note, amended_attempts, updated_at)
-SELECT %s, %s, %s, x->>0, (x->>1)::bigint, (x->>2)::bigint, x->>3, x->>4, x->>5, (x->6)::jsonb, %s, '', 0, %s
-FROM jsonb_array_elements(%s::jsonb) AS x
-ON CONFLICT (run_id, key) DO NOTHING
-"""
-
-
 def insert_slots(slots: list[Slot]) -> None:
     """`Slot.objects.bulk_create(slots, ignore_conflicts=True)` for slots of one run, phase and
     role (as each planner makes them), as one statement (`insert_slot_rows`): the ORM's
@@ -103,10 +94,7 @@ def insert_slot_rows(run_id: int, phase: str, role: str, rows: list[tuple]) -> N
     user, request sha256, prompt refs), those whose key is planned already left alone. The rows
     travel as one JSON document, encoded in C and unpacked by the server (binding thousands of
     prompts as arrays dumps every element in Python)."""
-    sql = _INSERT_SLOTS_SQL.format(slot=Slot._meta.db_table)
-    params = [run_id, phase, role, Slot.Status.PENDING, timezone.now(), json.dumps(rows, ensure_ascii=False)]
-    with hot_cursor() as cursor:
-        cursor.execute(sql, params)
+    insert_slot_json([run_id, phase, role, Slot.Status.PENDING, timezone.now(), json.dumps(rows, ensure_ascii=False)])
 
 
 def _conditions(run: Run):
@@ -328,8 +316,7 @@ def _share_the_run(run: Run) -> None:
     the part while the part waits for the drive (a deadlock, seen at 128 in flight). Taken first, the part
     waits for the drive before it holds anything the drive needs. Under the drive's own lock
     (a whole phase planned by `run_drive`) it is a no-op."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {Run._meta.db_table} WHERE id = %s FOR KEY SHARE", [run.pk])
+    share_the_run_row(run.pk)
 
 
 # An interview protocol's planners (`execution.kinds` gives every kind its own).

@@ -12,7 +12,8 @@ import logging
 
 from django.db import DatabaseError, connection
 
-from experiments.execution.reservation import NextReservation, first_reservation_ctes, hot_cursor
+from experiments.execution.hot_sql import hot_cursor
+from experiments.execution.reservation import NextReservation, first_reservation_ctes
 from experiments.models import ModelCall, Slot
 
 logger = logging.getLogger(__name__)

@@ -13,18 +13,17 @@ A reservation is made only while the run may send, and that is decided atomicall
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from experiments.execution.hot_sql import hot_cursor
 from experiments.execution.outcomes import apply_result
 from experiments.execution.policy import RetryPolicy, effective_http_ceilings
+from experiments.execution.reservation_sql import claim_first, first_ctes
 from experiments.execution.run_counts import reserved_attempts
 from experiments.models import ModelCall, Run, Slot
 
@@ -147,27 +146,6 @@ def _stop(run: Run, reached: str) -> None:
     run.save(update_fields=["status", "status_reason"])
 
 
-# The run's row is locked FOR SHARE in the same statement that claims the slot: a transaction
-# holding the row FOR UPDATE (the quota answer's recording, a pause, the driver) makes this
-# statement wait for its commit, and PostgreSQL then re-checks the run's conditions against
-# the row as committed (READ COMMITTED's re-check of locked rows), so an opened circuit is seen.
-_FIRST_CTES = """
-sending AS (
-    SELECT r.id FROM {run} r JOIN {slot} s ON s.run_id = r.id
-    WHERE s.id = %s AND r.status = %s AND NOT r.circuit_open AND r.phase = s.phase
-    FOR SHARE OF r
-), claimed AS (
-    UPDATE {slot} SET status = %s, retry_at = NULL, updated_at = %s
-    WHERE id = %s AND status = %s AND amended_attempts = 0 AND run_id IN (SELECT id FROM sending)
-    RETURNING id, run_id, phase
-), reserved AS (
-    INSERT INTO {call} (slot_id, run_id, phase, attempt, basis, justification, worker, reserved_at, lease_until,
-                        outcome, response_id, model_version, finish_reason, error, raw_body)
-    SELECT id, run_id, phase, 1, %s, '', %s, %s, %s, '', '', '', '', '', '' FROM claimed
-    RETURNING id
-)"""
-
-
 @dataclass
 class NextReservation:
     """A first attempt a slot thread waiting for an in-flight place asks the thread that hands
@@ -199,30 +177,12 @@ def first_reservation_ctes(ticket: NextReservation, now) -> tuple[str, list]:
     """`_reserve_first`'s statement as CTEs (sending, claimed, reserved: the new call's id) for
     another statement's WITH list, and their parameters. Durability is the reservation's own:
     the statement they join commits before the ticket's thread may send."""
-    return _first_ctes(ticket.slot_id, ticket.worker, ticket.lease_s, now)
-
-
-def _first_ctes(slot_id: int, worker: str, lease_s: float, now) -> tuple[str, list]:
-    sql = _FIRST_CTES.format(slot=Slot._meta.db_table, run=Run._meta.db_table, call=ModelCall._meta.db_table)
-    return sql, [slot_id, Run.Status.RUNNING, Slot.Status.IN_FLIGHT, now, slot_id, Slot.Status.PENDING,
-                 ModelCall.Basis.FIRST, worker[:200], now, now + timedelta(seconds=lease_s)]
+    return first_ctes(ticket.slot_id, ticket.worker, ticket.lease_s, now)
 
 
 def _reserve_first(slot_id: int, *, worker: str, lease_s: float):
-    now = timezone.now()
-    # One statement, one round trip and one commit while the in-flight place is held.
-    ctes, params = _first_ctes(slot_id, worker, lease_s, now)
-    sql = "WITH " + ctes + "\nSELECT id FROM reserved"
-    # In autocommit the statement commits by itself; inside a caller's transaction a
-    # savepoint keeps a failed insert from breaking it.
-    block = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
-    try:
-        with block, hot_cursor() as cursor:
-            cursor.execute(sql, params, prepare=True)
-            row = cursor.fetchone()
-    except IntegrityError:
-        return None
-    return Reservation(row[0], ModelCall.Basis.FIRST, 0) if row else None
+    call_id = claim_first(slot_id, worker, lease_s, timezone.now())
+    return Reservation(call_id, ModelCall.Basis.FIRST, 0) if call_id is not None else None
 
 
 def settle(slot: Slot, status: str, note: str) -> None:

@@ -8,29 +8,15 @@ instead: it is the definition, and the tests hold the tallies to it.
 """
 from __future__ import annotations
 
-from django.db import connection
 from django.db.models import Count, Q, Sum
 
-from experiments.models import ModelCall, RunTally, Slot
+from experiments.execution.run_counts_sql import fold_and_read
+from experiments.models import ModelCall, Slot
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "reasoning_tokens")
 _CALL_FIELDS = ("attempts", "recoveries", "unreported")
 _KNOWN = {"input_tokens": "input_known", "output_tokens": "output_known", "reasoning_tokens": "reasoning_known"}
 _SUMMED = ("slots", *_CALL_FIELDS, *(f for field in TOKEN_FIELDS for f in (field, _KNOWN[field])))
-
-# The deltas are moved into the folded rows (their sums added on conflict); the outer SELECT reads
-# the snapshot taken before either change, in which folded rows and deltas together are the totals.
-_FOLD_AND_READ = """
-WITH moved AS (
-    DELETE FROM {tally} WHERE run_id = %s AND NOT folded
-    RETURNING phase, status, {summed}
-), folded AS (
-    INSERT INTO {tally} (run_id, phase, status, folded, {summed})
-    SELECT %s, phase, status, true, {sums} FROM moved GROUP BY phase, status
-    ON CONFLICT (run_id, phase, status) WHERE folded DO UPDATE SET {added}
-)
-SELECT phase, status, {sums} FROM {tally} WHERE run_id = %s GROUP BY phase, status
-"""
 
 
 def run_counts(run) -> tuple[dict[str, dict[str, int]], dict[str, dict]]:
@@ -39,12 +25,7 @@ def run_counts(run) -> tuple[dict[str, dict[str, int]], dict[str, dict]]:
     A phase's calls: `attempts`, `recoveries` (basis recovery), `unreported` (finished without
     usage) and each token count's sum over the calls that reported it, None when none did.
     """
-    sql = _FOLD_AND_READ.format(
-        tally=RunTally._meta.db_table, summed=", ".join(_SUMMED), sums=", ".join(f"SUM({f})" for f in _SUMMED),
-        added=", ".join(f"{f} = {RunTally._meta.db_table}.{f} + EXCLUDED.{f}" for f in _SUMMED))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [run.pk, run.pk, run.pk])
-        rows = cursor.fetchall()
+    rows = fold_and_read(run.pk, _SUMMED)
     counts: dict[str, dict[str, int]] = {}
     calls: dict[str, dict] = {}
     for phase, status, *sums in rows:
