@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from experiments.core.journal_audit import Audit, AttemptRow, Rules, SlotRow, audit_journal
 from experiments.core.journal_audit_tables import audit_text
-from experiments.execution.policy import retry_settings
+from experiments.execution.policy import run_retry_policy
 from experiments.models import ModelCall, Run, Slot
 from experiments.models.runs import PHASE_ORDER
 
@@ -30,9 +30,9 @@ def journal_rows(run: Run) -> tuple[list[SlotRow], list[AttemptRow]]:
 
 
 def run_rules(run: Run) -> Rules:
-    policy = retry_settings(run)
-    return Rules(run_id=run.pk, max_recoveries_per_slot=int(policy["max_recoveries_per_slot"]),
-                 phase_allowance=int(policy["phase_allowance"]), phase_order=tuple(p.value for p in PHASE_ORDER),
+    policy = run_retry_policy(run)
+    return Rules(run_id=run.pk, max_recoveries_per_slot=policy.max_recoveries_per_slot,
+                 phase_allowance=policy.phase_allowance, phase_order=tuple(p.value for p in PHASE_ORDER),
                  finished=run.status == Run.Status.FINISHED)
 
 

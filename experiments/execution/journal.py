@@ -29,7 +29,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import httpx
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from experiments.core.llm import client as llm_client

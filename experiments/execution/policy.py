@@ -44,12 +44,6 @@ def role_config(run: Run, role: str) -> ModelConfig:
     return model_config(protocol.judge if role == Slot.Role.JUDGE else protocol.generator)
 
 
-def retry_settings(run: Run) -> dict:
-    """The protocol's retry settings with their defaults, as JSON (the form sealing hashes); the
-    engine reads them as a `RetryPolicy` (`run_retry_policy`)."""
-    return {**DEFAULT_RETRY, **run.protocol.retry_policy}
-
-
 def run_retry_policy(run: Run) -> RetryPolicy:
     """The run's retry rule and HTTP ceilings, read once from the protocol's JSON."""
     return RetryPolicy.from_settings(run.protocol.retry_policy)
