@@ -34,7 +34,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from experiments.core.interviews.readers import read_interview_path
 from experiments.models import Membership, Role, Session, Turn  # noqa: E402
-from experiments.data import project_get_or_create, sessions_import
+from experiments.data.sessions import project_get_or_create, sessions_import
 from experiments.core.tasks import TaskRule
 
 SAMPLE = ROOT / "experiments" / "sample_data" / "anthropic-interviewer"

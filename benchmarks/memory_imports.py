@@ -38,7 +38,7 @@ from django.core.management import call_command  # noqa: E402
 from experiments.core.interviews.records import ParsedSession, ParsedTurn  # noqa: E402
 from experiments.core.slot_keys import parse_slot_key  # noqa: E402
 from experiments.core.tasks import TaskRule  # noqa: E402
-from experiments.data import cohort_draw, sessions_import  # noqa: E402
+from experiments.data.sessions import cohort_draw, sessions_import  # noqa: E402
 from experiments.execution.planning import plan_memories  # noqa: E402
 from experiments.execution.sealing import protocol_seal  # noqa: E402
 from experiments.models import Memory, Project, Protocol, Run, Slot  # noqa: E402

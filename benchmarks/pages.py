@@ -44,7 +44,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
 from experiments.analysis.grades import store_scores  # noqa: E402
-from experiments.cohort_facts import cohort_facts_copy  # noqa: E402
+from experiments.data.cohort_facts import cohort_facts_copy  # noqa: E402
 from experiments.core.conditions import CONDITIONS as REGISTRY  # noqa: E402
 from experiments.models.runs import Phase  # noqa: E402
 from experiments.models import (Cohort, CohortTask, Membership, Person, Project, Protocol, Role, Run, Study,  # noqa: E402

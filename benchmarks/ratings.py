@@ -58,7 +58,7 @@ from experiments.core.conditions import FINAL  # noqa: E402
 from experiments.core.interviews.records import ParsedSession, ParsedTurn  # noqa: E402
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED  # noqa: E402
 from experiments.core.tasks import TaskRule  # noqa: E402
-from experiments.data import cohort_draw, sessions_import  # noqa: E402
+from experiments.data.sessions import cohort_draw, sessions_import  # noqa: E402
 from experiments.core.canonical import sha256_text  # noqa: E402
 from experiments.models import Grade, Membership, Prediction, Project, Protocol, Role, Run, Task  # noqa: E402
 

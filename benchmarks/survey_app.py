@@ -38,7 +38,7 @@ from django.core.management import call_command  # noqa: E402
 from experiments.core.survey.prepare import PreparedStream  # noqa: E402
 from experiments.core.survey.reader import read_survey_path  # noqa: E402
 from experiments.models import Project, SurveyRespondent  # noqa: E402
-from experiments.survey_data import respondent_record, survey_import  # noqa: E402
+from experiments.data.surveys import respondent_record, survey_import  # noqa: E402
 from survey import Timer  # noqa: E402 - benchmarks/survey.py, beside this script
 
 

@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin
 
 from experiments import models
-from experiments.audit import AuditedTextAdmin, Kind
+from experiments.data.audit_log import AuditedTextAdmin, Kind
 from experiments.execution.endpoints import OFFLINE, configured_endpoints
 
 

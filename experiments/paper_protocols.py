@@ -14,7 +14,7 @@ from experiments.core.conditions import CONDITIONS, get_condition
 from experiments.core.kinds import inferred_kind
 from experiments.core.interviews.records import unstorable_text_problem
 from experiments.core.paper_protocols import Instantiated, paper_protocol
-from experiments.data import cohort_shape
+from experiments.data.sessions import cohort_shape
 from experiments.execution.memory_imports import import_run_problems
 from experiments.execution.sealing import protocol_memory_imports
 from experiments.memory_systems.availability import condition_unavailable

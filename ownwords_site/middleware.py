@@ -62,8 +62,8 @@ def body_limit_for(request) -> int:
     name = request.resolver_match.url_name if request.resolver_match else None
     if name not in OWN_BODY_LIMIT_ROUTES:
         return request_body_limit()
-    from experiments.execution.imports import upload_limit_bytes
-    from experiments.execution.survey_imports import survey_upload_limit_bytes
+    from experiments.data.import_jobs import upload_limit_bytes
+    from experiments.data.survey_import_jobs import survey_upload_limit_bytes
     from experiments.web.projects.forms import UPLOAD_OVERHEAD_BYTES
     files = upload_limit_bytes() if name == "session_import" else survey_upload_limit_bytes()
     return files + UPLOAD_OVERHEAD_BYTES

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 
-from experiments.data import cohort_draw, sessions_import
+from experiments.data.sessions import cohort_draw, sessions_import
 from experiments.execution.control import run_start
 from experiments.execution.driver import run_inline
 from experiments.execution.sealing import protocol_seal

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from experiments.core.conditions import CONDITIONS, get_condition
 from experiments.core.interviews.records import ParsedSession, ParsedTurn
 from experiments.models import Membership, Project, Role
-from experiments.data import sessions_import
+from experiments.data.sessions import sessions_import
 
 ROLES = [Role.OWNER, Role.ANALYST, Role.RATER, Role.VIEWER]
 

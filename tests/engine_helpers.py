@@ -24,7 +24,7 @@ from experiments.execution.policy import model_config
 from experiments.execution.control import run_start
 from experiments.models import ModelCall, Protocol, Run, Slot
 from experiments.execution.sealing import protocol_seal
-from experiments.data import cohort_draw, sessions_import
+from experiments.data.sessions import cohort_draw, sessions_import
 from experiments.core.tasks import TaskRule
 from tests.conftest import parsed_session, qa_turns
 from tests.llm_fake_server import FakeLLMServer, RecordedRequest, Reply, answer

@@ -14,7 +14,7 @@ from django.urls import reverse
 import annotations.web
 import experiments.web
 from experiments.core.bounded_json import JSONInputError, bounded_json, nesting_depth
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 from experiments.models import Cohort, Protocol
 from experiments.web.bounded_input import BIG_INTEGER_COLUMN_MAX, BoundedIntegerField, BoundedJSONField
 from tests.test_pages_runs import protocol_form_data

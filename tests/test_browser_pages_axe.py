@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
 
-from experiments.audit import Kind
+from experiments.data.audit_log import Kind
 from experiments.models import AuditEntry, Membership, Project, Role
 from tests.test_browser_accessibility import PASSWORD, violations
 from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture

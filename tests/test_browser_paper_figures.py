@@ -23,7 +23,7 @@ def pages(transactional_db):
     Playwright starts."""
     from experiments.analysis.dashboard import dashboard_refresh
     from experiments.analysis.tables import tables_refresh
-    from experiments.data import cohort_draw
+    from experiments.data.sessions import cohort_draw
     from tests.annotations_helpers import finished_run
     project = Project.objects.create(slug="paperfigs", name="Paper figures")
     run = finished_run(project, people=4, conditions=CONDITIONS)

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 
 from experiments.core.interviews.readers import read_interview_path
 from experiments.models import Membership, Project, Role
-from experiments.data import sessions_import
+from experiments.data.sessions import sessions_import
 from experiments.core.tasks import TaskRule
 from tests.figure_helpers import draw_every_figure
 from tests.test_import_sessions import GENAGENTS
@@ -91,7 +91,7 @@ def viewer_with_a_finished_run(transactional_db):
     from experiments.execution.control import run_start
     from experiments.models import Protocol, Run
     from experiments.execution.sealing import protocol_seal
-    from experiments.data import cohort_draw
+    from experiments.data.sessions import cohort_draw
     from tests.conftest import parsed_session, qa_turns
 
     project = Project.objects.create(slug="dash", name="Dashboard project")

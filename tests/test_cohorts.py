@@ -6,7 +6,7 @@ from django.core.management import CommandError, call_command
 
 from experiments.core.cohorts import Candidate, draw_cohort
 from experiments.models import Cohort, Task
-from experiments.data import CohortError, canonical_task_list, cohort_draw, cohort_tasks, sessions_import
+from experiments.data.sessions import CohortError, canonical_task_list, cohort_draw, cohort_tasks, sessions_import
 from tests.conftest import parsed_session, qa_turns
 
 

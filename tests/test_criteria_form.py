@@ -5,7 +5,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 from experiments.models import Protocol
 from tests.test_pages_runs import MEMORY, OWNWORDS, protocol_form_data
 

@@ -15,7 +15,6 @@ from annotations.models import HumanGrade
 from annotations.core.tables import CSV_TABLES as CAMPAIGN_TABLES
 from experiments.analysis.dashboard import dashboard_refresh
 from experiments.analysis.exports import csv_safe_cell, csv_text
-from experiments.data import cohort_draw
 from experiments.execution.control import run_start
 from experiments.execution.driver import run_inline
 from experiments.execution.sealing import protocol_seal

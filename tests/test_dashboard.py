@@ -13,7 +13,7 @@ from experiments.execution.driver import run_inline
 from experiments.execution.control import run_start
 from experiments.models import Grade, Prediction, Protocol, Run, Turn
 from experiments.execution.sealing import protocol_seal
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
 MEMORY = "memory(concrete,100w)+one-shot"

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 from experiments.web.runs import regrade, views
 from tests.test_pages_runs import OFFLINE, make_protocol, protocol_form_data, started_run
 

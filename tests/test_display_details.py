@@ -44,7 +44,7 @@ def test_the_protocol_form_without_a_cohort_says_what_to_do_and_links_to_it(clie
 
 
 def test_the_protocol_form_with_a_cohort_offers_it_and_no_hint(client, imported, cast):
-    from experiments.data import cohort_draw
+    from experiments.data.sessions import cohort_draw
     cohort_draw(project=imported, name="c1", size=2, seed=1)
     client.force_login(cast["analyst"])
     body = client.get(reverse("protocol_create", args=[imported.slug])).content.decode()

@@ -198,7 +198,7 @@ def test_run_comparison_intervals_are_paired_bootstrap_to_the_bit(hand_run):
     from experiments.analysis.grades import final_grades
     from experiments.analysis.run_comparison import compare_runs
     from experiments.core import stats
-    from experiments.data import cohort_tasks
+    from experiments.data.sessions import cohort_tasks
     from tests.explorer_helpers import set_answer
     rerun = Run.objects.create(protocol=hand_run.protocol, status=Run.Status.FINISHED)
     tasks = cohort_tasks(hand_run.protocol.cohort)

@@ -12,8 +12,8 @@ from experiments.core.interviews.records import ParsedTurn
 from experiments.core.fixed_inputs import FixedInputError, parse_person_list, parse_task_list
 from experiments.core.stats import paired_bootstrap
 from experiments.core.tasks import TaskRule
-from experiments.data import cohort_draw, sessions_import
-from experiments.fixed_inputs import cohort_draw_excluding, cohort_from_task_list
+from experiments.data.sessions import cohort_draw, sessions_import
+from experiments.data.fixed_inputs import cohort_draw_excluding, cohort_from_task_list
 from experiments.models import Cohort, Task, TaskSet
 from tests.conftest import parsed_session, qa_turns
 

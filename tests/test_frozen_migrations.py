@@ -14,7 +14,7 @@ from django.db.models import NOT_PROVIDED
 from django.utils import timezone
 
 from experiments.analysis.task_grades import refresh_task_grades
-from experiments.cohort_facts import cohort_facts_copy
+from experiments.data.cohort_facts import cohort_facts_copy
 
 
 def migrate(target: str | None):

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from experiments.core.interviews.readers import parse_jsonl
 from experiments.core.interviews.records import InterviewFileError
 from experiments.core.tasks import TaskRule
-from experiments.data import project_get_or_create, sessions_import
+from experiments.data.sessions import project_get_or_create, sessions_import
 from experiments.models import Person, Session
 from tests.test_import_sessions import good_session
 

@@ -10,7 +10,7 @@ import io
 import json
 
 from experiments.core.interviews.readers import read_interview_path, stream_binary, stream_interview_path
-from experiments.data import project_get_or_create, sessions_import
+from experiments.data.sessions import project_get_or_create, sessions_import
 from experiments.models import Person, Session, Study
 from tests.conftest import qa_turns
 from tests.test_import_sessions import good_session

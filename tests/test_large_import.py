@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from rq import SimpleWorker
 
-from experiments.execution import imports
+from experiments.data import import_jobs
 from experiments.models import Session, Task, Turn
 from tests.conftest import private_rq_queue, qa_turns
 from tests.test_import_sessions import good_session
@@ -32,7 +32,7 @@ def jsonl(n: int, *, bad_line: int | None = None) -> bytes:
 def private_queue(monkeypatch, settings, tmp_path):
     """A queue of this test's own; files over 20 KB go to it, copied under tmp_path."""
     with private_rq_queue("test-imports") as queue:
-        monkeypatch.setattr(imports, "import_queue", lambda: queue)
+        monkeypatch.setattr(import_jobs, "import_queue", lambda: queue)
         settings.OWNWORDS_BACKGROUND_IMPORT_MB = 20 / 1024
         settings.OWNWORDS_IMPORT_DIR = tmp_path / "imports"
         yield queue
@@ -99,7 +99,7 @@ def test_an_upload_over_the_limit_is_refused_with_a_clear_message(owner_client, 
 
 def test_without_a_queue_a_large_file_gets_a_message(owner_client, private_queue, monkeypatch):
     def unreachable(**kwargs):
-        raise imports.QueueUnavailable("down")
+        raise import_jobs.QueueUnavailable("down")
     from experiments.web.projects import views
     monkeypatch.setattr(views, "import_enqueue", unreachable)
     response = owner_client.post(URL, {"files": [SimpleUploadedFile("big.jsonl", jsonl(400))]})

@@ -175,3 +175,14 @@ def test_jobs_queued_under_the_old_paths_still_resolve():
 
     for name in ("job_slot", "job_drive", "job_recheck", "job_analyze"):
         assert import_attribute(f"experiments.jobs.{name}") is getattr(jobs, name)
+
+
+def test_import_jobs_queued_under_the_old_paths_still_resolve():
+    # Background imports queued before the import jobs joined the data services name these.
+    from rq.utils import import_attribute
+
+    from experiments.data import import_jobs, survey_import_jobs
+
+    assert import_attribute("experiments.execution.imports.job_import_file") is import_jobs.job_import_file
+    assert import_attribute("experiments.execution.survey_imports.job_import_survey") is (
+        survey_import_jobs.job_import_survey)

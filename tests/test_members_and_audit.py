@@ -4,7 +4,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from experiments.data import cohort_draw
 from experiments.models import AuditEntry, Membership, Project, Role
 
 WHO = ["owner", "analyst", "rater", "viewer", "outsider"]

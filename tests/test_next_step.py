@@ -32,7 +32,7 @@ def test_a_finished_run_points_to_its_dashboard_and_raters_to_their_queue(client
 
 
 def test_sealing_a_paid_protocol_is_offered_only_to_whoever_may_spend(client, cast, imported, loopback_grants):
-    from experiments.data import cohort_draw
+    from experiments.data.sessions import cohort_draw
     from tests.test_pages_runs import make_protocol
     cohort = cohort_draw(project=imported, name="c1", size=2, seed=1)
     paid = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}

@@ -3,7 +3,7 @@ import pytest
 from django.urls import reverse
 
 from experiments.models import Cohort, Session
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 
 PARTICIPANT_TEXT = "I would say it depends on the day really"
 
@@ -137,7 +137,7 @@ def test_the_project_page_says_which_task_rule_made_the_tasks(client, world):
 
 def test_hostile_text_is_escaped(client, world, project):
     from experiments.core.interviews.records import ParsedTurn
-    from experiments.data import sessions_import
+    from experiments.data.sessions import sessions_import
     from tests.conftest import parsed_session
 
     evil = parsed_session("evil", [ParsedTurn("interviewer", "<script>alert(1)</script>?"), ParsedTurn("participant", "<img src=x onerror=alert(2)>")])

@@ -12,7 +12,7 @@ from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.web.predictions import views as prediction_views
 from experiments.models import Amendment, Protocol, Run, Slot
 from experiments.execution.sealing import protocol_seal
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 from tests.test_browser_session import browser  # noqa: F401 (the Chromium fixture)
 from tests.conftest import UNRUNNABLE
 

@@ -104,7 +104,7 @@ WHOLE = "whole-record"
 
 @pytest.fixture
 def sweep_run(imported):
-    from experiments.data import cohort_draw
+    from experiments.data.sessions import cohort_draw
     from experiments.execution.control import run_start
     from experiments.execution.driver import run_inline
     from experiments.execution.sealing import protocol_seal
@@ -191,7 +191,7 @@ def test_the_tables_page_shows_the_share_of_source_groups_with_the_paper_s_colum
 
 
 def test_the_cohort_map_gives_viewers_counts_and_text_readers_labels(client, cast, imported):
-    from experiments.data import cohort_draw
+    from experiments.data.sessions import cohort_draw
     first = cohort_draw(project=imported, name="first", size=1, seed=3)
     cohort_draw(project=imported, name="both", size=2, seed=4)   # every eligible session: sess-a, sess-b
     one = first.cohort_tasks.first().task.session

@@ -10,7 +10,7 @@ from django.urls import reverse
 from experiments.core.conditions import get_condition
 from experiments.core.paper_protocols import PAPER_PROTOCOLS, paper_protocol
 from experiments.core.interviews.readers import read_interview_path
-from experiments.data import cohort_draw, sessions_import
+from experiments.data.sessions import cohort_draw, sessions_import
 from experiments.execution.control import run_start
 from experiments.execution.driver import run_inline
 from experiments.execution.sealing import protocol_seal

@@ -15,7 +15,7 @@ from experiments.core.parsers import candidate_display_order
 from experiments.execution.control import run_start
 from experiments.execution.driver import run_inline
 from experiments.execution.sealing import protocol_seal
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 from experiments.models import Grade, PoolAnalysisResult, Prediction, Protocol, Run, Turn
 
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}

@@ -7,7 +7,7 @@ from django.urls import reverse
 from experiments.core import evidence as ev
 from experiments.core.conditions import CONDITIONS, condition_family, conditions_by_family
 from experiments.core.estimate import CohortShape, estimate_run
-from experiments.data import cohort_draw, cohort_shape, cohort_tasks
+from experiments.data.sessions import cohort_draw, cohort_shape, cohort_tasks
 from experiments.models import Protocol, Slot
 from tests.test_pages_runs import MEMORY, OWNWORDS, finished_run, make_protocol, protocol_form_data
 

@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 
 from experiments.execution import progress
 from experiments.models import Amendment, Protocol, Run
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 from tests.conftest import UNRUNNABLE
 
 MEMORY = "memory(concrete,100w)+one-shot"

@@ -10,7 +10,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 from experiments.execution import progress
 from experiments.execution.reservation import phase_recoveries
 from experiments.execution.run_counts import counted, reserved_attempts, run_counts

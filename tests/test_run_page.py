@@ -11,7 +11,7 @@ from experiments.execution import control, progress
 from experiments.models import Amendment, ModelCall, Run, Slot
 from experiments.models.runs import Phase
 from tests.test_pages_runs import make_protocol, started_run
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 
 
 @pytest.fixture

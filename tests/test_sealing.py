@@ -14,7 +14,7 @@ from experiments.execution.control import run_start
 from experiments.execution.journal import slot_execute
 from experiments.models import Protocol, Run, Slot, Turn
 from experiments.models.runs import Phase
-from experiments.data import canonical_task_list, cohort_tasks
+from experiments.data.sessions import canonical_task_list, cohort_tasks
 from tests.conftest import UNRUNNABLE
 from tests.engine_helpers import ONE_SHOT, QUESTION_ONLY, SELECTION, build_cohort, make_protocol
 

@@ -16,7 +16,7 @@ from experiments.execution import control, driver, progress
 from experiments.execution.sealing import protocol_seal
 from experiments.models import Amendment, EndpointGrant, Membership, Protocol, Run, Slot
 from experiments.models.runs import Phase
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
 # A paid provider; nothing is ever sent to it here (no worker serves the queue in these tests).

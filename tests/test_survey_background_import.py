@@ -10,7 +10,7 @@ from django.urls import reverse
 from rq import SimpleWorker
 
 from experiments.core.survey import prepare
-from experiments.execution import imports
+from experiments.data import import_jobs
 from experiments.models import SurveyRespondent, SurveyStudy
 from tests.conftest import private_rq_queue
 from tests.survey_helpers import SAMPLE, jsonl, bad_answer_rows, sample_rows
@@ -23,7 +23,7 @@ URL = reverse("survey_import", args=["alpha"])
 def private_queue(monkeypatch, settings, tmp_path):
     """A queue of this test's own; uploads over 1 MB (the 1.4 MB sample) go to it, copied under tmp_path."""
     with private_rq_queue("test-survey-imports") as queue:
-        monkeypatch.setattr(imports, "import_queue", lambda: queue)
+        monkeypatch.setattr(import_jobs, "import_queue", lambda: queue)
         monkeypatch.setattr(prepare, "BATCH_ROWS", 3)  # four batches of the twelve respondents
         settings.OWNWORDS_SURVEY_BACKGROUND_MB = 1
         settings.OWNWORDS_IMPORT_DIR = tmp_path / "imports"
@@ -87,7 +87,7 @@ def test_a_name_in_use_is_refused_before_anything_is_queued(owner_client, privat
 def test_without_a_queue_a_large_upload_gets_a_message(owner_client, private_queue, monkeypatch):
     def unreachable():
         raise OSError("Redis is down")
-    monkeypatch.setattr(imports, "import_queue", unreachable)
+    monkeypatch.setattr(import_jobs, "import_queue", unreachable)
     response = owner_client.post(URL, upload("twin.jsonl", SAMPLE.read_bytes()))
     assert response.status_code == 400 and "background queue does not answer" in response.content.decode()
     assert SurveyStudy.objects.count() == 0

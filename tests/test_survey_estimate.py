@@ -8,7 +8,7 @@ from experiments.core.survey.screener import screener_text
 from experiments.core.survey.targets import target_items
 from experiments.execution.survey import MEMORY_CHARS, estimate_spread, survey_estimate
 from experiments.models import Cohort, Project
-from experiments.survey_data import respondent_record, sample_respondents
+from experiments.data.surveys import respondent_record, sample_respondents
 from tests.engine_helpers import make_protocol
 from tests.survey_helpers import SAMPLE
 

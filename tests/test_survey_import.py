@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from experiments.models import (
     Cohort, Project, SurveyExclusion, SurveyItem, SurveyRespondent, SurveySampleMember, SurveyStudy,
 )
-from experiments.survey_data import respondent_record, sample_respondents
+from experiments.data.surveys import respondent_record, sample_respondents
 from experiments.core.survey.reader import read_survey_path
 from tests.survey_helpers import FULL_PERSONA_SAMPLE, SAMPLE, bad_answer_rows, decoded, encoded, find_question, jsonl, sample_rows
 

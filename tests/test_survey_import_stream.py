@@ -14,7 +14,7 @@ from experiments.core.survey.prepare import PreparedStream
 from experiments.core.survey.reader import iter_survey_path, read_survey_path
 from experiments.core.survey.records import SurveyImportError
 from experiments.models import Cohort, Project, SurveyItem, SurveyRespondent
-from experiments.survey_data import survey_import
+from experiments.data.surveys import survey_import
 from tests.survey_helpers import FULL_PERSONA_SAMPLE, SAMPLE, jsonl, bad_answer_rows, sample_rows
 from tests.test_survey_import import _counts
 

@@ -14,7 +14,7 @@ from experiments.analysis.tables import cached_results, tables_cached, tables_re
 from experiments.core import stats
 from experiments.core.stats import robustness
 from experiments.core.task_attributes import is_specific
-from experiments.data import cohort_draw, sessions_import
+from experiments.data.sessions import cohort_draw, sessions_import
 from experiments.execution.control import run_start
 from experiments.execution.driver import run_inline
 from experiments.execution.policy import RunError

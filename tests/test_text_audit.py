@@ -6,9 +6,9 @@ from django.contrib.auth import get_user_model
 
 from annotations.models import Assignment
 from annotations.rating import rating_record
-from experiments.audit import Kind
+from experiments.data.audit_log import Kind
 from experiments.models import AuditEntry, CohortTask, ScreenerItem, Session, Turn
-from experiments.data import cohort_draw
+from experiments.data.sessions import cohort_draw
 
 ADMIN_MODELS = {"session": Session, "turn": Turn, "screeneritem": ScreenerItem, "cohorttask": CohortTask}
 
@@ -66,7 +66,7 @@ def test_the_session_change_view_shows_turns_and_says_so(client, superuser, impo
 def test_the_audited_admin_classes_cover_every_model_holding_text():
     from django.contrib import admin
 
-    from experiments.audit import AuditedTextAdmin
+    from experiments.data.audit_log import AuditedTextAdmin
     holding_text = {"session", "turn", "screeneritem", "cohorttask", "mem0extraction", "surveyexclusion"}
     audited = {m._meta.model_name for m, a in admin.site._registry.items() if isinstance(a, AuditedTextAdmin)}
     assert holding_text <= audited

@@ -13,7 +13,7 @@ is standard (JOIN, IN, window functions, NULLS LAST) but for one function name
 (`task_grades.grade_at`), so it runs on PostgreSQL and SQLite alike (indexes: migrations 0006,
 0008, 0019).
 A sort by person or study and the question-text filter read facts copied onto the cohort's tasks
-(`experiments.cohort_facts`, migration 0017) instead of joining every task to its person, study or turn.
+(`experiments.data.cohort_facts`, migration 0017) instead of joining every task to its person, study or turn.
 Filters other apps provide (the judge–human disagreement) come from `analysis.task_filters`.
 
 `ExplorerQuery.from_params` (`explorer_query`) reads the URL's query string (see the `run_explorer` view for the
@@ -30,7 +30,7 @@ from experiments.analysis.explorer_sql import (
 )
 from experiments.analysis.task_grades import grade_at
 from experiments.analysis.task_filters import TASK_FILTERS
-from experiments.cohort_facts import cohort_facts_copy, cohort_facts_missing
+from experiments.data.cohort_facts import cohort_facts_copy, cohort_facts_missing
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
 from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task, TaskGrades
 from experiments.models.runs import Phase
@@ -116,7 +116,7 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
         if key and value is not None:
             sql.where.append((f"{score[key]} = %s", [value]))
     # the task and its session joined only when a filter reads them (a sort by person or study and
-    # the question's text read the cohort task's copied facts: `experiments.cohort_facts`)
+    # the question's text read the cohort task's copied facts: `experiments.data.cohort_facts`)
     if query.study or query.person:
         sql.joins += [(f"JOIN {_T} t ON t.id = ct.task_id", []), (f"JOIN {_S} s ON s.id = t.session_id", [])]
     if query.study:
@@ -170,7 +170,7 @@ _FACT_RANKS = {"person": "ct.person_rank", "study": "ct.study_rank"}
 def _numeric_key(query: ExplorerQuery, score: dict[str, str]) -> str:
     """The sort as one ascending integer expression. A missing grade ranks last in either
     direction; ties keep cohort order; people and studies sort by label or key in code point
-    order (their ranks, `experiments.cohort_facts`), ties in cohort order."""
+    order (their ranks, `experiments.data.cohort_facts`), ties in cohort order."""
     descending = query.sort.startswith("-")
     bare = query.sort.lstrip("-")
     if bare == "task":
@@ -194,7 +194,7 @@ def _order(query: ExplorerQuery, score: dict[str, str]) -> str:
 
 
 def _reads_facts(query: ExplorerQuery) -> bool:
-    """The query reads the facts copied onto the cohort's tasks (`experiments.cohort_facts`)."""
+    """The query reads the facts copied onto the cohort's tasks (`experiments.data.cohort_facts`)."""
     return bool(query.q) or query.sort.lstrip("-") in _FACT_RANKS
 
 

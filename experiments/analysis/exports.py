@@ -33,7 +33,7 @@ from defusedcsv import csv
 from experiments.analysis.grades import final_grades
 from experiments.models import Prediction, Run
 from experiments.core.conditions import FINAL
-from experiments.data import cohort_tasks
+from experiments.data.sessions import cohort_tasks
 
 # What a spreadsheet may read as the start of a formula (defusedcsv's own set) ...
 FORMULA_STARTS = ("=", "+", "-", "@", "|", "%")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from experiments.analysis.grades import final_grades
 from experiments.core import stats
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
-from experiments.data import cohort_tasks
+from experiments.data.sessions import cohort_tasks
 from experiments.models import Run
 
 

@@ -13,7 +13,7 @@ from experiments.core.survey.scores import (
 )
 from experiments.core.survey.targets import TargetItem
 from experiments.models import Run, SurveyAnswer
-from experiments.survey_data import respondent_items, sample_respondents, sample_study
+from experiments.data.surveys import respondent_items, sample_respondents, sample_study
 
 DEFAULT_DRAWS = 10_000
 

@@ -19,7 +19,7 @@ from experiments.analysis.judges import judge_comparison
 from experiments.analysis.survey import survey_summary
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
-from experiments.data import canonical_task_lines
+from experiments.data.sessions import canonical_task_lines
 from experiments.execution.planning import PLANNERS
 from experiments.execution.regrade import plan_regrade
 from experiments.execution.survey import SURVEY_PLANNERS, survey_list_sha256, survey_prompt_names

@@ -21,7 +21,7 @@ from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, SELEC
 from experiments.core.evidence import TurnText
 from experiments.core.parsers import candidate_display_order, parse_archive_queries
 from experiments.core.slot_keys import ArchiveKey, DecisionKey, GenerationKey, JudgeKey, MemoryKey
-from experiments.data import cohort_tasks
+from experiments.data.sessions import cohort_tasks
 from experiments.execution import mem0_planning
 from experiments.execution.memory_imports import imported_memories
 from experiments.execution.planning_sql import insert_slot_json, share_the_run_row

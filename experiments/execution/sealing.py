@@ -30,9 +30,9 @@ from experiments.execution.policy import DEFAULT_RETRY, RunError, is_number, mod
 from experiments.execution.regrade import answers_digest
 from experiments.models import Protocol, Run
 from experiments.core.prompts import PromptError, prompt_sha256
-from experiments.data import cohort_tasks
+from experiments.data.sessions import cohort_tasks
 from experiments.execution.survey import survey_condition_spec, survey_problems
-from experiments.survey_data import is_survey_cohort
+from experiments.data.surveys import is_survey_cohort
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -27,7 +27,7 @@ from experiments.core.survey.screener import screener_text
 from experiments.core.survey.targets import target_items
 from experiments.models import Run, Slot, SurveyAnswer, SurveyItem, SurveyMemory, SurveyRespondent
 from experiments.models.runs import Phase
-from experiments.survey_data import (
+from experiments.data.surveys import (
     is_survey_cohort, respondent_record, sample_list_sha256, sample_persona_lengths, sample_respondents,
 )
 

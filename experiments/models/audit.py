@@ -1,7 +1,7 @@
 """The audit log: who opened which participant text and who exported what.
 
 One row per page view of a session's transcript or a task's texts, per export and per change of
-the project's members; written only by `experiments.audit`, read by owners on the project's audit page.
+the project's members; written only by `experiments.data.audit_log`, read by owners on the project's audit page.
 """
 from django.conf import settings
 from django.db import models

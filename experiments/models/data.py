@@ -263,7 +263,7 @@ class CohortTask(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="cohort_entries")
     position = models.PositiveIntegerField()
     # What the run explorer sorts and filters on, copied once per cohort (a cohort, its people's
-    # labels, studies' keys and turns never change) by `experiments.cohort_facts`, so that a sort by
+    # labels, studies' keys and turns never change) by `experiments.data.cohort_facts`, so that a sort by
     # person or study and the question-text filter read one table: the rank of the person's label
     # and of the study's key among the cohort's (code point order), and the question in lower case.
     person_rank = models.PositiveIntegerField(null=True, blank=True)

@@ -18,7 +18,7 @@ from annotations.campaigns import (
 from annotations.models import Assignment, CampaignRater, RatingCampaign
 from annotations.web.campaigns.forms import AdjudicationForm, CampaignForm, GoldForm, RaterForm
 from experiments.access import OWNERS, membership_for, run_for
-from experiments.audit import Kind, audit_record
+from experiments.data.audit_log import Kind, audit_record
 from experiments.models import Membership, Role, Run
 
 

@@ -15,7 +15,7 @@ from annotations import rubric
 from annotations.access import rater_campaign_for
 from annotations.rating import RatingError, rater_item, rating_record, rating_undo
 from annotations.web.rating.forms import RatingForm
-from experiments.audit import Kind, audit_record
+from experiments.data.audit_log import Kind, audit_record
 
 
 def _wants_json(request) -> bool:

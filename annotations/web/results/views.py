@@ -20,7 +20,7 @@ from annotations.jobs import results_enqueue
 from annotations.access import campaign_for
 from experiments.access import AGGREGATE_READERS, OWNERS
 from experiments.analysis.exports import csv_text
-from experiments.audit import Kind, audit_record
+from experiments.data.audit_log import Kind, audit_record
 from experiments.models import Role
 
 

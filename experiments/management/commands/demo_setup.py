@@ -12,11 +12,11 @@ from experiments.execution.control import run_start
 from experiments.execution.jobs import run_enqueue
 from experiments.models import Membership, Project, Protocol, Role, Run
 from experiments.execution.sealing import protocol_seal
-from experiments.data import CohortError, cohort_draw, sessions_import
+from experiments.data.sessions import CohortError, cohort_draw, sessions_import
 from experiments.core.tasks import TaskRule
 from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.survey.reader import read_survey_path
-from experiments.survey_data import survey_import
+from experiments.data.surveys import survey_import
 
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data"
 SAMPLE_SOURCES = [

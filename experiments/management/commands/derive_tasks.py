@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.models import Project
-from experiments.data import tasks_derive
+from experiments.data.sessions import tasks_derive
 from experiments.core.tasks import PAPER_RULE, TaskRule
 
 

@@ -4,8 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.models import Cohort, Project
 from experiments.core.fixed_inputs import FixedInputError
-from experiments.data import CohortError, cohort_draw
-from experiments.fixed_inputs import cohort_draw_excluding
+from experiments.data.sessions import CohortError, cohort_draw
+from experiments.data.fixed_inputs import cohort_draw_excluding
 
 
 def _read(path: str) -> bytes:

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from experiments.core.interviews.readers import FORMATS, guess_format, stream_interview_path
 from experiments.core.interviews.records import InterviewFileError, printable, unstorable_text_problem
-from experiments.data import project_get_or_create, sessions_import
+from experiments.data.sessions import project_get_or_create, sessions_import
 from experiments.core.tasks import TaskRule
 
 

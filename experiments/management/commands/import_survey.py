@@ -12,8 +12,8 @@ from experiments.core.interviews.records import printable, unstorable_text_probl
 from experiments.core.survey.prepare import PreparedStream
 from experiments.core.survey.records import SurveyImportError
 from experiments.core.survey.scores import SURVEY_SEED
-from experiments.data import project_get_or_create
-from experiments.survey_data import survey_import, survey_import_workers
+from experiments.data.sessions import project_get_or_create
+from experiments.data.surveys import survey_import, survey_import_workers
 
 
 class Command(BaseCommand):

@@ -3,8 +3,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from experiments.core.fixed_inputs import FixedInputError
 from experiments.core.interviews.records import printable, unstorable_text_problem
-from experiments.data import CohortError
-from experiments.fixed_inputs import cohort_from_task_list
+from experiments.data.sessions import CohortError
+from experiments.data.fixed_inputs import cohort_from_task_list
 from experiments.models import Project
 
 

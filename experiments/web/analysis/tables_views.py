@@ -11,7 +11,7 @@ from django.shortcuts import render
 from experiments.access import run_for, runs_for
 from experiments.analysis.tables import cached_results
 from experiments.analysis.exports import csv_text
-from experiments.audit import Kind, audit_record
+from experiments.data.audit_log import Kind, audit_record
 from experiments.core import paper_tables, share_groups
 from experiments.core.criteria import CriteriaError, evaluate_criteria
 from experiments.execution.policy import offline_roles

@@ -11,7 +11,7 @@ from django.urls import reverse
 from experiments.analysis import figures
 from experiments.core.conditions import SELECTION, get_condition
 from experiments.access import run_for
-from experiments.audit import Kind, audit_record
+from experiments.data.audit_log import Kind, audit_record
 from experiments.analysis.dashboard import dashboard_cached_with_grades
 from experiments.core import grade_distribution
 from experiments.analysis.exports import csv_text, scores_package_rows

@@ -8,12 +8,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from urllib.parse import urlencode
 
 from experiments.access import TEXT_READERS, run_for
-from experiments.audit import Kind, audit_record
+from experiments.data.audit_log import Kind, audit_record
 from experiments.analysis.explorer import PAGE_SIZE, ExplorerQuery, explorer_neighbours
 from experiments.analysis.grades import final_grades
 from experiments.web.predictions.task_page import task_cards, transcript
 
-from experiments.data import cohort_tasks
+from experiments.data.sessions import cohort_tasks
 from experiments.execution.policy import offline_roles
 from experiments.execution.kinds import kind_rules
 from experiments.models import CohortTask

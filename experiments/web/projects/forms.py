@@ -3,7 +3,7 @@ from django import forms
 
 from experiments.core.interviews.readers import FORMATS
 from experiments.core.tasks import PAPER_RULE
-from experiments.execution.imports import megabytes, upload_limit_bytes
+from experiments.data.import_jobs import megabytes, upload_limit_bytes
 from experiments.web.bounded_input import BoundedIntegerField
 from experiments.web.text_input import StorableTextMixin
 

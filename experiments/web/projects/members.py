@@ -1,7 +1,7 @@
 """Pages for creating a project, its members and its settings (owners), and its audit log.
 
 Each view starts with `membership_for`; a member id of another project is not found (404),
-like the project itself. Every change goes through `experiments.members`, which keeps an owner.
+like the project itself. Every change goes through `experiments.data.members`, which keeps an owner.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from urllib.parse import urlencode
 
 from experiments.access import OWNERS, PROJECT_CREATION_REFUSAL, may_create_projects, membership_for
-from experiments.members import MembershipError, member_add, member_remove, member_set_role, project_create
+from experiments.data.members import MembershipError, member_add, member_remove, member_set_role, project_create
 from experiments.models import AuditEntry, Membership, Role
 from experiments.web.form_errors import errors_text
 from experiments.web.text_input import StorableTextMixin

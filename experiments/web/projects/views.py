@@ -13,24 +13,24 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
-from experiments.audit import Kind, audit_record
+from experiments.data.audit_log import Kind, audit_record
 from experiments.access import (
     AGGREGATE_READERS, OWNERS, PROJECT_CREATION_REFUSAL, TEXT_READERS, may_create_projects, membership_for,
 )
-from experiments.execution.imports import (
+from experiments.data.import_jobs import (
     QueueUnavailable, background_threshold_bytes, import_enqueue, import_progress, upload_limit_bytes,
 )
 from experiments.core.paper_protocols import PAPER_PROTOCOLS
 from experiments.web.form_errors import errors_text
 from experiments.web.projects.next_step import next_step
 from experiments.core.fixed_inputs import FixedInputError
-from experiments.fixed_inputs import cohort_draw_excluding
+from experiments.data.fixed_inputs import cohort_draw_excluding
 from experiments.web.projects.forms import (FIXED_INPUT_MAX_BYTES, CohortForm, ImportForm, TaskListForm, TaskRuleForm,
                                             declared_upload_over, upload_too_large_message)
 from experiments.core.interviews.readers import GENAGENTS_FILES, format_from_name, parse_genagents, stream_binary
 from experiments.core.interviews.records import InterviewFileError, Problem, decode_utf8, unstorable_text_problem
 from experiments.models import Cohort, Membership, Session, Study, Task, Turn
-from experiments.data import (
+from experiments.data.sessions import (
     CohortError, cohort_draw, cohort_tasks, project_task_rule, sessions_import, tasks_derive,
 )
 from experiments.core.tasks import TaskRule

@@ -35,7 +35,7 @@ from experiments.core.conditions import CONDITIONS
 from experiments.core.contrasts import format_terms
 from experiments.core.estimate import estimate_run, with_imported_memories
 from experiments.core.llm import wire
-from experiments.data import cohort_shape
+from experiments.data.sessions import cohort_shape
 from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import control, jobs, mem0_planning, policy, progress
 from experiments.execution.memory_imports import memory_facts

@@ -14,18 +14,18 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for, run_for
 from experiments.analysis.exports import csv_text
-from experiments.audit import Kind, audit_record
+from experiments.data.audit_log import Kind, audit_record
 from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.survey.reader import parse_json_text, parse_jsonl_text, read_survey_path
 from experiments.core.survey.records import SurveyImportError, SurveyProblem
-from experiments.execution.imports import QueueUnavailable
-from experiments.execution.survey_imports import (
+from experiments.data.import_jobs import QueueUnavailable
+from experiments.data.survey_import_jobs import (
     survey_background_bytes, survey_import_enqueue, survey_too_large_message, survey_upload_limit_bytes,
 )
-from experiments.execution.survey_imports import survey_import_progress as survey_import_progress_of
+from experiments.data.survey_import_jobs import survey_import_progress as survey_import_progress_of
 from experiments.execution.policy import offline_roles
 from experiments.models import SurveyAnswer, SurveyItem, SurveyStudy
-from experiments.survey_data import sample_respondents, sample_study, survey_import
+from experiments.data.surveys import sample_respondents, sample_study, survey_import
 from experiments.web.projects.forms import MultipleFileField, declared_upload_over
 from experiments.analysis import survey_figures as figures
 

@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from experiments.core.interviews.records import ParsedSession, Problem
 from experiments.core.tasks import TaskRule, derive_targets
-from experiments.import_store_sql import existing_keys, insert_rows, reserve_ids
+from experiments.data.import_store_sql import existing_keys, insert_rows, reserve_ids
 from experiments.models import Person, ScreenerItem, Session, Study, Task, TaskSet, Turn
 
 # Sessions per batch: large enough that round trips do not matter, small enough that a

@@ -13,16 +13,16 @@ from django.db.models import Avg, Count, F, OuterRef, Subquery, Sum
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from experiments.cohort_facts import cohort_facts_copy
+from experiments.data.cohort_facts import cohort_facts_copy
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.cohorts import Candidate, draw_cohort
 from experiments.core.estimate import CohortShape
 from experiments.core.interviews.records import InterviewFileError, ParsedSession, printable, unstorable_text_problem
 from experiments.core.interviews.streams import FileLabels
-from experiments.import_store import (
+from experiments.data.import_store import (
     BATCH_SESSIONS, TASK_COLUMNS, SessionWriter, batches, cycle_collector_paused, task_rows,
 )
-from experiments.import_store_sql import lock_project_imports
+from experiments.data.import_store_sql import lock_project_imports
 from experiments.models import (
     Cohort,
     CohortTask,

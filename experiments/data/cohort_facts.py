@@ -17,7 +17,7 @@ missing (`cohort_facts_missing`, an EXISTS on an index that is empty once they a
 """
 from __future__ import annotations
 
-from experiments.cohort_facts_sql import copy_facts, facts_missing
+from experiments.data.cohort_facts_sql import copy_facts, facts_missing
 
 
 def cohort_facts_missing(cohort_param: str = "%s") -> str:

@@ -20,12 +20,12 @@ from experiments.core.survey.prepare import PreparedStream, prepared_batches
 from experiments.core.survey.records import Block, Question, Respondent, SurveyImportError, SurveyProblem
 from experiments.core.survey.targets import DEVELOPMENT_SIZE, REPORTED_SIZE, respondent_samples
 from experiments.core.survey.scores import SURVEY_SEED
-from experiments.import_store import cycle_collector_paused
+from experiments.data.import_store import cycle_collector_paused
 from experiments.models import (
     Cohort, Project, SurveyExclusion, SurveyItem, SurveyRespondent, SurveySampleMember, SurveyStudy,
 )
-from experiments.survey_store import SurveyWriter
-from experiments.survey_store_sql import use_fast_compression
+from experiments.data.survey_store import SurveyWriter
+from experiments.data.survey_store_sql import use_fast_compression
 
 SAMPLE_NAMES = ("development", "reported")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
-from experiments.audit import Kind, audit_write
+from experiments.data.audit_log import Kind, audit_write
 from experiments.models import Membership, Project, Role
 
 

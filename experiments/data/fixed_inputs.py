@@ -19,7 +19,7 @@ from experiments.core.canonical import sha256_text
 from experiments.core.fixed_inputs import FixedInputError, parse_person_list, parse_task_list
 from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.core.tasks import substantive_pairs
-from experiments.data import CohortError, canonical_task_list, cohort_draw
+from experiments.data.sessions import CohortError, canonical_task_list, cohort_draw
 from experiments.models import Cohort, CohortTask, Person, Project, Session, Task, TaskSet, Turn
 
 

@@ -1,6 +1,6 @@
 """The audit log's one writer: every view that shows participant text or sends an
 export calls `audit_record` once, after its access check passed and before it answers; every
-change of a project's members is recorded by `experiments.members` through `audit_write`, in the
+change of a project's members is recorded by `experiments.data.members` through `audit_write`, in the
 change's own transaction."""
 from __future__ import annotations
 

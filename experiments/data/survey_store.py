@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from experiments.core.survey.prepare import PreparedRespondent
 from experiments.core.survey.records import SurveyProblem
-from experiments.import_store_sql import insert_rows, reserve_ids
+from experiments.data.import_store_sql import insert_rows, reserve_ids
 from experiments.models import SurveyItem, SurveyRespondent
 
 RESPONDENT_COLUMNS = ("id", "study_id", "pid", "persona_text", "persona_json", "earlier_json", "wave4_json",
