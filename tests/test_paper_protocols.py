@@ -17,7 +17,7 @@ from experiments.execution.sealing import protocol_seal
 from experiments.memory_systems.availability import condition_unavailable
 from experiments.management.commands.demo_setup import DEMO_COHORT, DEMO_RULE, SAMPLE_SOURCES
 from experiments.models import ModelCall, Protocol, Run
-from experiments.paper_protocols import TemplateError, protocol_estimate, protocol_from_template
+from experiments.execution.protocol_templates import TemplateError, protocol_estimate, protocol_from_template
 from tests.engine_helpers import build_cohort
 
 MEMORY = "memory(concrete,100w)+one-shot"

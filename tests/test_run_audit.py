@@ -21,7 +21,7 @@ from experiments.execution.concurrency import NoLimiter
 from experiments.execution.driver import run_drive, run_inline
 from experiments.models import ModelCall, Run, Slot
 from experiments.models.runs import Phase
-from experiments.run_audit import audit_run
+from experiments.execution.run_journal_audit import audit_run
 from tests.engine_helpers import (
     FUSION, ONE_SHOT, QUESTION_ONLY, SELECTION, Roles, Sleeps, build_cohort, journal, make_run, openai_model,
 )

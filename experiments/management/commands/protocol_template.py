@@ -7,7 +7,7 @@ from experiments.core.paper_protocols import PAPER_PROTOCOLS
 from experiments.execution.endpoints import endpoint_problem
 from experiments.management.json_files import read_json_object
 from experiments.models import Cohort, Project
-from experiments.paper_protocols import TemplateError, protocol_estimate, protocol_from_template
+from experiments.execution.protocol_templates import TemplateError, protocol_estimate, protocol_from_template
 
 
 class Command(BaseCommand):

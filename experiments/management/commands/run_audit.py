@@ -8,7 +8,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from experiments.models import Run
-from experiments.run_audit import audit_run, audit_run_text
+from experiments.execution.run_journal_audit import audit_run, audit_run_text
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""The project page's one-click ready-made protocols (the paper's experiments, `experiments.paper_protocols`)."""
+"""The project page's one-click ready-made protocols (the paper's experiments, `experiments.execution.protocol_templates`)."""
 from __future__ import annotations
 
 from django.contrib import messages
@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 from experiments.access import TEXT_READERS, membership_for
 from experiments.core.paper_protocols import PAPER_PROTOCOLS
 from experiments.models import Cohort
-from experiments.paper_protocols import TemplateError, protocol_from_template
+from experiments.execution.protocol_templates import TemplateError, protocol_from_template
 from experiments.web.bounded_input import BIG_INTEGER_COLUMN_MAX
 
 
