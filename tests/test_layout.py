@@ -2,13 +2,18 @@
 
 The graph is built from the source with `ast` (no extra dependency): one node per module of
 `experiments` and `annotations` (migrations left out), one arrow per import of another module of
-the project. The rules:
+the project. Every module lives in a room (ROOMS), and each room names the rooms it may import
+(MAY_IMPORT); an arrow to any other room fails, and so does a module in no room. The floors, from
+the ground up:
 
 - `experiments.core` imports no Django (nor rq/redis) and nothing outside `experiments.core`;
-- there is no import circle;
-- `data` and `analysis` never import `execution` or `web`; `execution` never imports `web` or the
-  management commands; `experiments` never imports `annotations`;
-- every module holds at most MAX_LINES lines and opens with a docstring.
+  `memory_systems` and the models stand on it alone;
+- `data` (the data services and import jobs) on the core and the models; `analysis` on those and
+  `data`; `execution` on all of these — so `data` and `analysis` never import `execution` or a page;
+- `access` (the request helpers) on `execution`; the pages (`web`) and the management commands on
+  everything below, never on each other; `execution` never imports a page or a command;
+- `annotations` stands on `experiments`, never the other way;
+- there is no import circle, and every module holds at most MAX_LINES lines and opens with a docstring.
 """
 from __future__ import annotations
 
@@ -132,6 +137,90 @@ def test_there_is_no_import_circle():
     assert find_cycle(GRAPH) is None
 
 
+# Each module's room: the longest prefix below that the module is or lies under decides. The
+# packages' own top-level modules are named one by one, so that a new loose module has no room.
+ROOMS = {
+    "experiments.core": "core",
+    "experiments.memory_systems": "memory_systems",
+    "experiments.models": "models",
+    "experiments.data": "data",
+    "experiments.analysis": "analysis",
+    "experiments.execution": "execution",
+    "experiments.access": "access",
+    "experiments.jobs": "old_job_paths",
+    "experiments.web": "web",
+    "experiments.templatetags": "web",
+    "experiments.urls": "web",
+    "experiments.management": "management",
+    "experiments": "site",
+    "experiments.admin": "site",
+    "experiments.apps": "site",
+    "annotations.core": "annotations.core",
+    "annotations.models": "annotations.models",
+    "annotations.web": "annotations.web",
+    "annotations.urls": "annotations.web",
+    "annotations.management": "annotations.management",
+    "annotations.admin": "annotations.site",
+    "annotations.apps": "annotations.site",
+    **{f"annotations.{name}": "annotations.services" for name in (
+        "access", "adjudication", "agreement", "campaigns", "explorer_filters", "exports", "figures", "jobs",
+        "rating", "rating_sql", "rubric", "sampling")},
+    "annotations": "annotations.services",
+}
+_EXPERIMENTS_SERVICES = {"core", "memory_systems", "models", "data", "analysis", "execution", "access"}
+MAY_IMPORT = {
+    "core": set(),
+    "memory_systems": {"core"},
+    "models": {"core"},
+    "data": {"core", "models"},
+    "analysis": {"core", "models", "data"},
+    "execution": {"core", "memory_systems", "models", "data", "analysis"},
+    "access": {"core", "models", "data", "execution"},
+    "old_job_paths": {"execution"},  # the RQ job paths of before the move (experiments/jobs.py)
+    "web": _EXPERIMENTS_SERVICES,
+    "management": _EXPERIMENTS_SERVICES,
+    "site": _EXPERIMENTS_SERVICES | {"web"},  # the app's admin, AppConfig and package
+    "annotations.core": {"core"},
+    "annotations.models": {"models"},
+    "annotations.services": {"annotations.core", "annotations.models", "core", "models", "data", "analysis",
+                             "access"},
+    "annotations.web": {"annotations.services", "annotations.core", "annotations.models", "core", "models", "data",
+                        "analysis", "access", "web"},
+    "annotations.management": {"annotations.services", "annotations.core", "annotations.models", "core", "models",
+                               "data", "analysis"},
+    "annotations.site": {"annotations.services", "annotations.models", "models", "site"},
+}
+
+
+def room_of(module: str) -> str | None:
+    """The room of the longest ROOMS prefix the module is or lies under; a package's own top-level
+    modules are in a room only when named (the bare package name covers only its __init__)."""
+    for prefix in sorted(ROOMS, key=len, reverse=True):
+        if module == prefix or ("." in prefix and module.startswith(prefix + ".")):
+            return ROOMS[prefix]
+    return None
+
+
+def test_every_module_has_a_room_and_every_room_its_rules():
+    assert not sorted(name for name in GRAPH if room_of(name) is None)
+    assert set(ROOMS.values()) == set(MAY_IMPORT)
+    assert all(allowed <= set(MAY_IMPORT) for allowed in MAY_IMPORT.values())
+
+
+def test_room_of_names_the_floor():
+    assert room_of("experiments.data.sessions") == "data"
+    assert room_of("experiments.execution.protocol_templates") == "execution"
+    assert room_of("annotations.web.rating.views") == "annotations.web"
+    assert room_of("experiments.loose_module") is None
+
+
+def test_arrows_point_only_to_the_rooms_below():
+    wrong = sorted(f"{name} ({room_of(name)}) → {imported} ({room_of(imported)})"
+                   for name, imports in GRAPH.items() for imported in imports
+                   if room_of(imported) != room_of(name) and room_of(imported) not in MAY_IMPORT[room_of(name)])
+    assert not wrong, wrong
+
+
 @pytest.mark.parametrize("lower, higher", [
     ("experiments.data", "experiments.execution"),
     ("experiments.data", "experiments.web"),
@@ -140,12 +229,14 @@ def test_there_is_no_import_circle():
     ("experiments.analysis", "experiments.web"),
     ("experiments.execution", "experiments.web"),
     ("experiments.execution", "experiments.management"),
+    ("experiments.execution", "experiments.access"),
     ("experiments.management", "experiments.web"),
     ("experiments.models", "experiments.data"),
     ("experiments.access", "experiments.web"),
     ("experiments", "annotations"),
 ])
 def test_arrows_point_one_way(lower, higher):
+    # The table's main consequences, said once more in plain words.
     wrong = sorted(f"{name} → {imported}" for name, imports in GRAPH.items() if under(name, lower)
                    and not under(name, higher) for imported in imports if under(imported, higher))
     assert not wrong, wrong
