@@ -3,7 +3,7 @@ explorer from AnnotationsConfig.ready (experiments never imports annotations).
 
 An item's human consensus is its adjudicated grade when an owner decided one, otherwise its
 raters' mean rounded half up, floor(mean + 1/2) in integers as in
-`experiments.core.stats.agreement.mean_vs_judge`; flag-only ratings count for nothing. A task
+`experiments.core.stats.agreement_stats.mean_vs_judge`; flag-only ratings count for nothing. A task
 is kept when, in any campaign of the run, an item of it has a consensus different from the
 judge's grade of that answer (`RatingItem.judge_score`).
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 import django_rq
 import redis
 
-from annotations.agreement import campaign_results
+from annotations.campaign_agreement import campaign_results
 from annotations.models import RatingCampaign
 
 QUEUED_KEY = "ownwords:campaign-results:{queue}:{campaign_id}:{sha}"

@@ -1,4 +1,4 @@
-"""Benchmark of experiments.core.stats.agreement: graders' agreement with whole-person intervals.
+"""Benchmark of experiments.core.stats.agreement_stats: graders' agreement with whole-person intervals.
 
 Run from the repository root:
 

@@ -79,7 +79,7 @@ from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
-from annotations.agreement import campaign_results  # noqa: E402
+from annotations.campaign_agreement import campaign_results  # noqa: E402
 from annotations.models import Assignment, RatingCampaign  # noqa: E402
 from annotations.rating import rating_record  # noqa: E402
 from experiments.models import Prediction, Run  # noqa: E402

@@ -187,7 +187,7 @@ def concurrent(raters: int, per_rater: int) -> None:
 
 
 def agreement() -> None:
-    from experiments.core.stats.agreement import agreement_bootstrap
+    from experiments.core.stats.agreement_stats import agreement_bootstrap
     rng = np.random.default_rng(5)
     items, people = 5_000, 500
     persons = np.sort(rng.integers(0, people, items))

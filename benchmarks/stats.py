@@ -249,7 +249,7 @@ def diagnostics_benchmark(repeat: int = 3) -> None:
     the pools page computes it; then the pickers' text rules on answers of about 140 words.
     """
     from experiments.core import pickers
-    from experiments.core.stats.pools import Draws, Pool, picker_rows, pool_diagnostics
+    from experiments.core.stats.pool_stats import Draws, Pool, picker_rows, pool_diagnostics
 
     rng = np.random.default_rng(14)
     per_person = 5 + rng.multinomial(TASKS - 5 * PEOPLE, np.full(PEOPLE, 1 / PEOPLE))

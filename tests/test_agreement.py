@@ -1,4 +1,4 @@
-"""Tests of experiments.core.stats.agreement: graders' agreement and its whole-person intervals.
+"""Tests of experiments.core.stats.agreement_stats: graders' agreement and its whole-person intervals.
 
 Expected values are computed by hand in the comments, or by an independent
 implementation (scikit-learn's Cohen's κ, the `krippendorff` package, the

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from annotations.exports import HEADER, export_csv, export_jsonl, export_rows
+from annotations.rating_exports import HEADER, export_csv, export_jsonl, export_rows
 from experiments.analysis.exports import csv_safe_cell as safe_cell
 from annotations.models import HumanGrade, RatingItem
 from experiments.analysis.exports import scores_package_rows

@@ -3,7 +3,7 @@ import pytest
 from django.urls import reverse
 from rq import SimpleWorker
 
-from annotations import agreement, jobs
+from annotations import campaign_agreement, jobs
 from annotations.models import CampaignResult
 from annotations.rating import rater_item, rating_record
 from tests.conftest import private_rq_queue
@@ -14,7 +14,7 @@ def private_queue(monkeypatch):
     """A queue of this test's own, so no other test's jobs run here and ours run nowhere else."""
     with private_rq_queue("test-results") as queue:
         monkeypatch.setattr(jobs, "results_queue", lambda: queue)
-        monkeypatch.setattr(agreement, "INLINE_BUDGET", 0)  # every campaign counts as large
+        monkeypatch.setattr(campaign_agreement, "INLINE_BUDGET", 0)  # every campaign counts as large
         yield queue
 
 
@@ -49,7 +49,7 @@ def test_a_large_campaign_is_computed_on_the_queue_once_per_state(client, cast, 
 
 
 def test_without_a_queue_the_page_computes_the_numbers_itself(client, cast, campaign, monkeypatch):
-    monkeypatch.setattr(agreement, "INLINE_BUDGET", 0)
+    monkeypatch.setattr(campaign_agreement, "INLINE_BUDGET", 0)
     monkeypatch.setattr(jobs, "results_enqueue", lambda campaign_id, sha: False)
     from annotations.web.results import views
     monkeypatch.setattr(views, "results_enqueue", lambda campaign_id, sha: False)

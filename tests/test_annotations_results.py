@@ -1,7 +1,7 @@
 """A campaign's results: agreement figures, contrasts under human grades, per-rater figures, pages by role.
 
 Expected numbers come from the project's statistics called directly on tables gathered here
-from the database (not through annotations.agreement), or by hand in the comments.
+from the database (not through annotations.campaign_agreement), or by hand in the comments.
 """
 import ast
 import csv
@@ -13,13 +13,13 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotations.agreement import campaign_results, campaign_table, rater_labels
-from annotations.core.agreement import Rating, RatingTable
-from annotations.core.contrasts import human_contrasts
+from annotations.campaign_agreement import campaign_results, campaign_table, rater_labels
+from annotations.core.rater_agreement import Rating, RatingTable
+from annotations.core.human_contrasts import human_contrasts
 from annotations.models import Adjudication, Assignment, RatingItem
 from annotations.rating import rating_record
 from experiments.core.conditions import FINAL
-from experiments.core.stats.agreement import agreement_bootstrap, alpha_bootstrap, mean_vs_judge
+from experiments.core.stats.agreement_stats import agreement_bootstrap, alpha_bootstrap, mean_vs_judge
 from experiments.core.stats.paired import paired_bootstrap
 from experiments.models import Prediction, Protocol, Task
 from tests.annotations_helpers import MEMORY, OWNWORDS, QUESTION_ONLY

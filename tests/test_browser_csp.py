@@ -51,7 +51,7 @@ def test_every_answer_carries_the_policy(client, cast):
 @pytest.fixture
 def site(transactional_db):
     """A finished offline run with its dashboard, a campaign and its results, a viewer and a rater."""
-    from annotations import agreement
+    from annotations import campaign_agreement
     from annotations.campaigns import campaign_create
     from experiments.analysis.dashboard import dashboard_refresh
     from experiments.models import Project
@@ -61,7 +61,7 @@ def site(transactional_db):
     dashboard_refresh(run)
     add_raters(project)
     campaign = campaign_create(run=run, name="csp", conditions=CONDITIONS, raters=RATERS[:2], seed=1)
-    agreement.results_for_page(campaign, enqueue=lambda *a: False)
+    campaign_agreement.results_for_page(campaign, enqueue=lambda *a: False)
     owner = get_user_model().objects.create_user("cspowner", password=PASSWORD)
     Membership.objects.create(project=project, user=owner, role=Role.OWNER)
     rater = get_user_model().objects.get(username="rater-a")

@@ -24,7 +24,7 @@ TRACE_LAYERS = {"scatter": ".scatterlayer .trace", "bar": ".barlayer .trace", "h
 def figure_pages(transactional_db):
     """A finished run with its dashboard and a fully rated campaign with its results; committed
     before Playwright starts."""
-    from annotations.agreement import campaign_results
+    from annotations.campaign_agreement import campaign_results
     from annotations.campaigns import campaign_create
     from annotations.models import Assignment, RatingItem
     from annotations.rating import rating_record

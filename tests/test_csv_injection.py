@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 
 from annotations.models import HumanGrade
-from annotations.core.tables import CSV_TABLES as CAMPAIGN_TABLES
+from annotations.core.result_tables import CSV_TABLES as CAMPAIGN_TABLES
 from experiments.analysis.dashboard import dashboard_refresh
 from experiments.analysis.exports import csv_safe_cell, csv_text
 from experiments.execution.control import run_start
@@ -119,8 +119,8 @@ def test_campaign_csvs_neutralise_tab_and_cr_notes_and_hostile_contrast_names(cl
     rows = list(csv.DictReader(io.StringIO(export, newline="")))
     assert {r["note"] for r in rows} == {"'\tcmd", "'\rcmd"}
     assert_neutral(export)
-    from annotations import agreement
-    agreement.results_for_page(campaign, enqueue=lambda *a: False)
+    from annotations import campaign_agreement
+    campaign_agreement.results_for_page(campaign, enqueue=lambda *a: False)
     for table in CAMPAIGN_TABLES:
         response = client.get(reverse("campaign_results_csv", args=["alpha", campaign.pk, table]))
         assert response.status_code == 200, table

@@ -11,7 +11,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from experiments.data.sessions import cohort_draw
-from experiments.web.runs import regrade, views
+from experiments.web.runs import regrade_page, views
 from tests.test_pages_runs import OFFLINE, make_protocol, protocol_form_data, started_run
 
 # Built from parts, so that the debug page's source excerpts of this file never hold it whole.
@@ -68,7 +68,7 @@ def test_a_failure_inside_the_key_check_hides_the_key_in_the_frames(debug_client
 
 def test_the_regrade_forms_debug_page_hides_the_key(debug_client, cast, cohort, monkeypatch):
     run = started_run(make_protocol(cohort.project, cohort, "sealed", sealed=True, user=cast["owner"]))
-    monkeypatch.setattr(regrade, "render", boom)
+    monkeypatch.setattr(regrade_page, "render", boom)
     debug_client.force_login(cast["owner"])
     data = {"regrade-judge_choice": "other", **{f"judge-{k}": v for k, v in OFFLINE.items()},
             "judge-api_key_env": SECRET, "judge-max_output_tokens": 100, "judge-timeout_s": 10,

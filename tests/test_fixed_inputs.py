@@ -9,11 +9,11 @@ from django.urls import reverse
 
 from experiments.core.cohorts import Candidate, draw_cohort
 from experiments.core.interviews.records import ParsedTurn
-from experiments.core.fixed_inputs import FixedInputError, parse_person_list, parse_task_list
+from experiments.core.fixed_input_lists import FixedInputError, parse_person_list, parse_task_list
 from experiments.core.stats import paired_bootstrap
 from experiments.core.tasks import TaskRule
 from experiments.data.sessions import cohort_draw, sessions_import
-from experiments.data.fixed_inputs import cohort_draw_excluding, cohort_from_task_list
+from experiments.data.fixed_input_cohorts import cohort_draw_excluding, cohort_from_task_list
 from experiments.models import Cohort, Task, TaskSet
 from tests.conftest import parsed_session, qa_turns
 

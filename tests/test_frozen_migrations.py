@@ -13,7 +13,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.models import NOT_PROVIDED
 from django.utils import timezone
 
-from experiments.analysis.task_grades import refresh_task_grades
+from experiments.analysis.task_grade_store import refresh_task_grades
 from experiments.data.cohort_facts import cohort_facts_copy
 
 

@@ -20,7 +20,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import URLResolver, get_resolver, resolve, Resolver404
 
-from annotations.core.tables import CSV_TABLES as CAMPAIGN_TABLES
+from annotations.core.result_tables import CSV_TABLES as CAMPAIGN_TABLES
 from experiments.models import CohortTask, Membership, Project, Protocol, Role
 from experiments.web.analysis.views import CSV_TABLES as RUN_TABLES
 from ownwords_site.middleware import ID_PARAMETERS, PAGING_PARAMETERS

@@ -163,8 +163,8 @@ ROOMS = {
     "annotations.admin": "annotations.site",
     "annotations.apps": "annotations.site",
     **{f"annotations.{name}": "annotations.services" for name in (
-        "access", "adjudication", "agreement", "campaigns", "explorer_filters", "exports", "figures", "jobs",
-        "rating", "rating_sql", "rubric", "sampling")},
+        "adjudication", "campaign_access", "campaign_agreement", "campaigns", "explorer_filters", "jobs", "rating",
+        "rating_exports", "rating_sql", "results_figures", "rubric", "sampling")},
     "annotations": "annotations.services",
 }
 _EXPERIMENTS_SERVICES = {"core", "memory_systems", "models", "data", "analysis", "execution", "access"}

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from experiments.core.cohort_map import cohort_map, shared_keys
+from experiments.core.cohort_map_counts import cohort_map, shared_keys
 from experiments.core.grade_distribution import csv_rows, distribution
-from experiments.core.share_groups import CONTRASTS, SweepLength, pivot, share_groups
+from experiments.core.share_group_stats import CONTRASTS, SweepLength, pivot, share_groups
 from experiments.core.stats import BUDGET_SHARE_GROUPS
 
 NAN = math.nan

@@ -5,7 +5,7 @@ from scipy import stats as scipy_stats
 
 from experiments.core import stats
 from experiments.core.stats.exact import binomial_test, chi2_sf, chi2_uniform
-from experiments.core.stats.pools import (
+from experiments.core.stats.pool_stats import (
     Draws, Pool, display_positions, fusion_copies, oracle_match, picker_rows, pool_counts, word_counts,
 )
 

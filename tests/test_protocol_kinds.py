@@ -16,7 +16,7 @@ from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.survey.prompt import MEMORY, OWNWORDS, SCREENER_ONLY
 from experiments.execution import control, sealing
 from experiments.execution.driver import run_inline
-from experiments.execution.kinds import KINDS, kind_rules
+from experiments.execution.kind_table import KINDS, kind_rules
 from experiments.models import Cohort, Project, Protocol, Run
 from tests.engine_helpers import FUSION, ONE_SHOT, QUESTION_ONLY, build_cohort, make_protocol, make_run
 from tests.survey_helpers import SAMPLE

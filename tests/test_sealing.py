@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from experiments.core import prompts
-from experiments.execution import kinds, sealing
+from experiments.execution import kind_table, sealing
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.policy import RunError
 from experiments.execution.driver import run_drive, run_inline
@@ -209,5 +209,5 @@ def test_the_task_list_hash_the_database_computes_is_the_canonical_one_for_any_t
     for i, turn_id in enumerate(turn_ids):
         Turn.objects.filter(pk=turn_id).update(text=texts[i % len(texts)] + f" {i}")
     expected = hashlib.sha256(canonical_task_list(cohort_tasks(cohort)).encode()).hexdigest()
-    assert kinds.cohort_task_list_sha256(cohort) == expected
+    assert kind_table.cohort_task_list_sha256(cohort) == expected
     assert expected != cohort.task_list_sha256  # the texts did change: the hash follows them

@@ -6,7 +6,7 @@ from django.core.management import call_command
 from experiments.core.survey.prompt import MEMORY, SCREENER_ONLY, assemble_survey, assemble_survey_memory
 from experiments.core.survey.screener import screener_text
 from experiments.core.survey.targets import target_items
-from experiments.execution.survey import MEMORY_CHARS, estimate_spread, survey_estimate
+from experiments.execution.survey_planning import MEMORY_CHARS, estimate_spread, survey_estimate
 from experiments.models import Cohort, Project
 from experiments.data.surveys import respondent_record, sample_respondents
 from tests.engine_helpers import make_protocol

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from experiments.analysis.explorer import ExplorerQuery, explorer_neighbours, explorer_page
 from experiments.analysis.grades import final_grades, store_scores
-from experiments.analysis.task_grades import refresh_task_grades, task_grades_statement
+from experiments.analysis.task_grade_store import refresh_task_grades, task_grades_statement
 from experiments.core.conditions import FINAL
 from experiments.execution import control
 from experiments.execution.driver import run_inline

@@ -28,7 +28,7 @@ from experiments.analysis.explorer_query import ExplorerQuery
 from experiments.analysis.explorer_sql import (
     cohort_page, final_cell_rows, listed_count, listed_page, neighbours_around, neighbours_in_cohort,
 )
-from experiments.analysis.task_grades import grade_at
+from experiments.analysis.task_grade_store import grade_at
 from experiments.analysis.task_filters import TASK_FILTERS
 from experiments.data.cohort_facts import cohort_facts_copy, cohort_facts_missing
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition

@@ -18,7 +18,7 @@ from experiments.core.canonical import canonical_json
 from experiments.core.conditions import FINAL
 from experiments.models import CohortTask, Grade, Prediction, Protocol, Run
 from experiments.analysis.grades_sql import packed_grade_rows
-from experiments.analysis.task_grades import lock_task_rows, refresh_task_grades
+from experiments.analysis.task_grade_store import lock_task_rows, refresh_task_grades
 
 
 def final_grades(run: Run) -> dict[str, dict[int, int | None]]:

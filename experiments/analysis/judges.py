@@ -13,7 +13,7 @@ import math
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.models import Grade, Run, Task
 
-from experiments.core.stats.agreement import agreement_bootstrap
+from experiments.core.stats.agreement_stats import agreement_bootstrap
 
 
 

@@ -28,7 +28,7 @@ from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
 from experiments.core.parsers import candidate_display_order
 from experiments.core.rankers import describe, load_ranker, ranked_pick
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
-from experiments.core.stats.pools import Draws, Pool, picker_rows, pool_diagnostics
+from experiments.core.stats.pool_stats import Draws, Pool, picker_rows, pool_diagnostics
 from experiments.models import CohortTask, Memory, PoolAnalysisResult, Prediction, Run, ScreenerItem
 
 POOLS_VERSION = "1"

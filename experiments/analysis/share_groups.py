@@ -15,7 +15,7 @@ import numpy as np
 from experiments.core.conditions import (
     CONCRETE, FINAL, MEMORY, MEMORY_LENGTH, ONE_SHOT, OWNWORDS, RECENCY, WHOLE_RECORD, get_condition,
 )
-from experiments.core.share_groups import MEM, OWN, REC, SHARE_GROUP_DRAWS, SweepLength, share_groups
+from experiments.core.share_group_stats import MEM, OWN, REC, SHARE_GROUP_DRAWS, SweepLength, share_groups
 from experiments.models import Prediction
 
 _ROLES = {MEMORY: MEM, OWNWORDS: OWN, RECENCY: REC}

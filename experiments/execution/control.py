@@ -9,7 +9,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from experiments.execution.endpoints import require_allowed_endpoint
-from experiments.execution.kinds import kind_rules
+from experiments.execution.kind_table import kind_rules
 from experiments.execution.policy import RunError, effective_http_ceilings, model_config, run_retry_policy
 from experiments.execution.reservation import ceiling_reached
 from experiments.execution.sealing import protocol_seal, seal_mismatches

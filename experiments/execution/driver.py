@@ -28,7 +28,7 @@ from experiments.execution.control import decision_pause, slots_awaiting_decisio
 from experiments.execution.hand_out import hand_out_next
 from experiments.execution import mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
-from experiments.execution.kinds import kind_rules
+from experiments.execution.kind_table import kind_rules
 from experiments.execution.planning import PLANNERS, plan_judging
 from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy
 from experiments.execution.sealing import seal_mismatches

@@ -9,14 +9,14 @@ from __future__ import annotations
 from django.db import connection
 
 from experiments.analysis.grades import store_scores
-from experiments.analysis.task_grades import lock_task_rows, task_grades_statement
+from experiments.analysis.task_grade_store import lock_task_rows, task_grades_statement
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import FINAL, SELECTION, get_condition, prediction_labels
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
 from experiments.core.slot_keys import parse_slot_key
 from experiments.execution import mem0_planning
 from experiments.execution.outcomes_sql import set_slot_answer
-from experiments.execution.survey import apply_survey_result, is_survey_slot
+from experiments.execution.survey_planning import apply_survey_result, is_survey_slot
 from experiments.execution.planning import candidate_pool_key
 from experiments.models import Grade, Memory, Prediction, Slot
 from experiments.models.runs import Phase

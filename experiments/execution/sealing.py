@@ -21,7 +21,7 @@ from experiments.core.criteria import criteria_problems
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.kinds import SURVEY_PREFIX
 from experiments.execution.endpoints import endpoint_problem
-from experiments.execution.kinds import kind_rules
+from experiments.execution.kind_table import kind_rules
 from experiments.memory_systems.availability import condition_unavailable
 from experiments.memory_systems.mem0_store import extraction_prompt_ref
 from experiments.execution.memory_imports import import_run_problems, memory_import_digest
@@ -31,7 +31,7 @@ from experiments.execution.regrade import answers_digest
 from experiments.models import Protocol, Run
 from experiments.core.prompts import PromptError, prompt_sha256
 from experiments.data.sessions import cohort_tasks
-from experiments.execution.survey import survey_condition_spec, survey_problems
+from experiments.execution.survey_planning import survey_condition_spec, survey_problems
 from experiments.data.surveys import is_survey_cohort
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from django.db.models import Count, Q
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from annotations.access import campaign_for
+from annotations.campaign_access import campaign_for
 from annotations.adjudication import AdjudicationError, adjudicate, adjudication_queue, disputed_items
 from annotations.campaigns import (
     CampaignError, assignments_reassign, campaign_close, campaign_create, campaign_progress, gold_set, rater_add,

@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from annotations import rubric
-from annotations.access import rater_campaign_for
+from annotations.campaign_access import rater_campaign_for
 from annotations.rating import RatingError, rater_item, rating_record, rating_undo
 from annotations.web.rating.forms import RatingForm
 from experiments.data.audit_log import Kind, audit_record

@@ -13,11 +13,11 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
-from annotations import agreement, figures
-from annotations.core.tables import CSV_TABLES, comparisons, table_rows
-from annotations.exports import export_csv, export_jsonl
+from annotations import campaign_agreement, results_figures
+from annotations.core.result_tables import CSV_TABLES, comparisons, table_rows
+from annotations.rating_exports import export_csv, export_jsonl
 from annotations.jobs import results_enqueue
-from annotations.access import campaign_for
+from annotations.campaign_access import campaign_for
 from experiments.access import AGGREGATE_READERS, OWNERS
 from experiments.analysis.exports import csv_text
 from experiments.data.audit_log import Kind, audit_record
@@ -26,20 +26,20 @@ from experiments.models import Role
 
 def _names(membership, campaign) -> dict:
     """label → what this member may see of a rater: the username for owners, else nothing."""
-    return agreement.rater_usernames(campaign) if membership.role == Role.OWNER else {}
+    return campaign_agreement.rater_usernames(campaign) if membership.role == Role.OWNER else {}
 
 
 @login_required
 def campaign_results(request, slug, pk):
     """Template annotations/results/campaign_results.html: figures, each with its table and CSV."""
     membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
-    data, current = agreement.results_for_page(campaign, enqueue=results_enqueue)
+    data, current = campaign_agreement.results_for_page(campaign, enqueue=results_enqueue)
     if data is None:
         return render(request, "annotations/results/campaign_computing.html",
                       {"membership": membership, "project": membership.project, "campaign": campaign})
     names = _names(membership, campaign)
     display = {label: f"{label} ({name})" for label, name in names.items()}
-    confusions = [(name, axes, figures.confusion(fig, *axes)) for _, name, axes, fig in comparisons(data)[:3]]
+    confusions = [(name, axes, results_figures.confusion(fig, *axes)) for _, name, axes, fig in comparisons(data)[:3]]
     per_condition = [{"condition": c["condition"], "items": c["items"], "rated_items": c["rated_items"],
                       "rows": [(name, fig) for _, name, _, fig in comparisons(data, c, scope=c["condition"])],
                       "alpha": c["between"]["alpha"], "levels": c["levels"]} for c in data["conditions"]]
@@ -47,15 +47,15 @@ def campaign_results(request, slug, pk):
         "membership": membership, "project": membership.project, "campaign": campaign, "data": data,
         "current": current,
         "is_owner": membership.role == Role.OWNER,
-        "comparisons": [(figures.shown_name(name, display), fig) for _, name, _, fig in comparisons(data)],
+        "comparisons": [(results_figures.shown_name(name, display), fig) for _, name, _, fig in comparisons(data)],
         "per_condition": per_condition,
         "raters": table_rows(data, "raters", names),
         "confusions": confusions,
-        "agreement_figure": figures.agreement(data, display),
-        "conditions_figure": figures.conditions(data),
-        "levels_figure": figures.levels(data),
-        "distribution_figure": figures.distribution(data, display),
-        "contrasts_figure": figures.contrasts(data),
+        "agreement_figure": results_figures.agreement(data, display),
+        "conditions_figure": results_figures.conditions(data),
+        "levels_figure": results_figures.levels(data),
+        "distribution_figure": results_figures.distribution(data, display),
+        "contrasts_figure": results_figures.contrasts(data),
     }
     return render(request, "annotations/results/campaign_results.html", context)
 
@@ -78,7 +78,7 @@ def campaign_results_csv(request, slug, pk, table):
         raise Http404("No such table")
     names = _names(membership, campaign)
     header = [h for h in CSV_TABLES[table] if h != "username" or names]
-    data, _ = agreement.results_for_page(campaign, enqueue=results_enqueue)
+    data, _ = campaign_agreement.results_for_page(campaign, enqueue=results_enqueue)
     if data is None:
         return HttpResponse("The numbers are being computed; try again in a minute.", status=503,
                             content_type="text/plain")

@@ -29,7 +29,7 @@ PCG64 draws in blocks of 2,000, linear percentiles), I.1 (threshold
 decomposition, transitions), I.8 (person-weighted estimates).
 """
 
-from experiments.core.stats.agreement import (
+from experiments.core.stats.agreement_stats import (
     AgreementResult, Interval, MeanVsJudge, agreement_bootstrap, alpha_bootstrap, alpha_from_coincidences,
     coincidence_matrix, confusion_matrix, exact_agreement, kappa_from_tables, krippendorff_alpha_ordinal,
     mean_vs_judge, quadratic_kappa, within_one,

@@ -3,9 +3,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.models import Cohort, Project
-from experiments.core.fixed_inputs import FixedInputError
+from experiments.core.fixed_input_lists import FixedInputError
 from experiments.data.sessions import CohortError, cohort_draw
-from experiments.data.fixed_inputs import cohort_draw_excluding
+from experiments.data.fixed_input_cohorts import cohort_draw_excluding
 
 
 def _read(path: str) -> bytes:

@@ -1,10 +1,10 @@
 """import_task_list: a cohort of exactly the targets a fixed task list names (the paper's fixed inputs)."""
 from django.core.management.base import BaseCommand, CommandError
 
-from experiments.core.fixed_inputs import FixedInputError
+from experiments.core.fixed_input_lists import FixedInputError
 from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.data.sessions import CohortError
-from experiments.data.fixed_inputs import cohort_from_task_list
+from experiments.data.fixed_input_cohorts import cohort_from_task_list
 from experiments.models import Project
 
 

@@ -12,7 +12,7 @@ from experiments.access import run_for, runs_for
 from experiments.analysis.tables import cached_results
 from experiments.analysis.exports import csv_text
 from experiments.data.audit_log import Kind, audit_record
-from experiments.core import paper_tables, share_groups
+from experiments.core import paper_tables, share_group_stats
 from experiments.core.criteria import CriteriaError, evaluate_criteria
 from experiments.execution.policy import offline_roles
 from experiments.models import Run
@@ -76,10 +76,10 @@ def run_tables(request, slug, pk):
         "membership": membership, "project": membership.project, "run": run, "dashboard": dashboard,
         "tables": tables, "groups": paper_tables.grouped(rows), "verdicts": verdicts,
         "criteria_problem": criteria_problem, "offline": offline_roles(run.protocol)["any"],
-        "share_columns": [column for column, _, _ in share_groups.CONTRASTS],
-        "share_groups": share_groups.pivot(tables.payload.get("share_groups") or []) if tables else [],
+        "share_columns": [column for column, _, _ in share_group_stats.CONTRASTS],
+        "share_groups": share_group_stats.pivot(tables.payload.get("share_groups") or []) if tables else [],
         "share_groups_computed": bool(tables) and "share_groups" in tables.payload,
-        "share_group_draws": share_groups.SHARE_GROUP_DRAWS})
+        "share_group_draws": share_group_stats.SHARE_GROUP_DRAWS})
 
 
 @login_required
@@ -92,7 +92,7 @@ def run_share_groups_csv(request, slug, pk):
         return HttpResponse("No share-of-source groups: the robustness tables are not computed, or the run "
                             "has no budget sweep with the whole record.", status=404, content_type="text/plain")
     audit_record(request, membership.project, Kind.EXPORT, f"run {run.pk}: budget sweep by share of the source (CSV)")
-    response = HttpResponse(csv_text(share_groups.CSV_COLUMNS, rows), content_type="text/csv; charset=utf-8")
+    response = HttpResponse(csv_text(share_group_stats.CSV_COLUMNS, rows), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-share-groups.csv"'
     return response
 

@@ -17,7 +17,7 @@ from experiments.core import grade_distribution
 from experiments.analysis.exports import csv_text, scores_package_rows
 from experiments.execution.policy import offline_roles
 from experiments.web.analysis.tables_views import criteria_verdicts
-from experiments.execution.kinds import kind_rules
+from experiments.execution.kind_table import kind_rules
 
 
 @login_required

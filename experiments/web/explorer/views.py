@@ -10,7 +10,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from experiments.data.audit_log import Kind, audit_record
-from experiments.execution.kinds import kind_rules
+from experiments.execution.kind_table import kind_rules
 from experiments.access import TEXT_READERS, membership_for, run_for, runs_for
 from experiments.analysis.explorer import explorer_page
 from experiments.analysis.explorer_query import GRADES, ExplorerQuery

@@ -15,7 +15,7 @@ from experiments.web.predictions.task_page import task_cards, transcript
 
 from experiments.data.sessions import cohort_tasks
 from experiments.execution.policy import offline_roles
-from experiments.execution.kinds import kind_rules
+from experiments.execution.kind_table import kind_rules
 from experiments.models import CohortTask
 
 TASKS_PER_PAGE = 25

@@ -23,8 +23,8 @@ from experiments.data.import_jobs import (
 from experiments.core.paper_protocols import PAPER_PROTOCOLS
 from experiments.web.form_errors import errors_text
 from experiments.web.projects.next_step import next_step
-from experiments.core.fixed_inputs import FixedInputError
-from experiments.data.fixed_inputs import cohort_draw_excluding
+from experiments.core.fixed_input_lists import FixedInputError
+from experiments.data.fixed_input_cohorts import cohort_draw_excluding
 from experiments.web.projects.forms import (FIXED_INPUT_MAX_BYTES, CohortForm, ImportForm, TaskListForm, TaskRuleForm,
                                             declared_upload_over, upload_too_large_message)
 from experiments.core.interviews.readers import GENAGENTS_FILES, format_from_name, parse_genagents, stream_binary

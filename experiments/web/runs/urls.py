@@ -1,7 +1,7 @@
 """URLs of protocols and runs."""
 from django.urls import path
 
-from experiments.web.runs import amend, paper, regrade, views
+from experiments.web.runs import amend, paper, regrade_page, views
 
 urlpatterns = [
     path("p/<slug:slug>/protocols/new/", views.protocol_create, name="protocol_create"),
@@ -18,5 +18,5 @@ urlpatterns = [
     path("p/<slug:slug>/runs/<int:pk>/accept-missing/", amend.run_accept_missing_view, name="run_accept_missing"),
     path("p/<slug:slug>/runs/<int:pk>/ceiling/", amend.run_ceiling_view, name="run_ceiling"),
     path("p/<slug:slug>/runs/<int:pk>/concurrency/", amend.run_concurrency_view, name="run_concurrency"),
-    path("p/<slug:slug>/runs/<int:pk>/regrade/", regrade.run_regrade, name="run_regrade"),
+    path("p/<slug:slug>/runs/<int:pk>/regrade/", regrade_page.run_regrade, name="run_regrade"),
 ]

@@ -40,12 +40,12 @@ from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.execution import control, jobs, mem0_planning, policy, progress
 from experiments.execution.memory_imports import memory_facts
 from experiments.execution.sealing import protocol_memory_imports, protocol_problems, protocol_seal
-from experiments.execution.survey import survey_estimate
+from experiments.execution.survey_planning import survey_estimate
 from experiments.models import Run, Slot
 from experiments.models.runs import Phase
 from experiments.web.runs.amend import NO_QUEUE, CeilingForm, ConcurrencyForm, ReasonForm, ResumeForm, providers
 from experiments.web.runs.forms import ProtocolEditor
-from experiments.web.runs.regrade import regrade_context
+from experiments.web.runs.regrade_page import regrade_context
 # The keys sent with a protocol form: Django's error reports must never show them.
 KEY_FIELDS = ("generator-api_key_env", "judge-api_key_env")
 

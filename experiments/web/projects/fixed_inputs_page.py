@@ -7,9 +7,9 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from experiments.access import OWNERS, membership_for
-from experiments.core.fixed_inputs import FixedInputError
+from experiments.core.fixed_input_lists import FixedInputError
 from experiments.data.sessions import CohortError
-from experiments.data.fixed_inputs import cohort_from_task_list
+from experiments.data.fixed_input_cohorts import cohort_from_task_list
 from experiments.web.form_errors import errors_text
 from experiments.web.projects.forms import FIXED_INPUT_MAX_BYTES, TaskListForm
 

@@ -1,4 +1,4 @@
-"""Plotly figures of a campaign's results, built from the `annotations.agreement` payload.
+"""Plotly figures of a campaign's results, built from the `annotations.campaign_agreement` payload.
 
 Each returns plain figure data for Plotly.newPlot (or None when there is nothing to draw);
 the same numbers are in the table beside the figure and in its CSV. ``display`` maps a
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from annotations.core.tables import comparisons
+from annotations.core.result_tables import comparisons
 from experiments.analysis.figures import GRADE_TICKS, LAYOUT, figure_json
 
 STAT_NAMES = {"exact": "exact agreement", "within_one": "within one grade", "kappa": "quadratic κ"}

@@ -16,13 +16,13 @@ from django.db.models import CharField, Func
 
 from experiments.analysis.dashboard import dashboard_refresh, run_summary
 from experiments.analysis.judges import judge_comparison
-from experiments.analysis.survey import survey_summary
+from experiments.analysis.survey_results import survey_summary
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
 from experiments.data.sessions import canonical_task_lines
 from experiments.execution.planning import PLANNERS
 from experiments.execution.regrade import plan_regrade
-from experiments.execution.survey import SURVEY_PLANNERS, survey_list_sha256, survey_prompt_names
+from experiments.execution.survey_planning import SURVEY_PLANNERS, survey_list_sha256, survey_prompt_names
 from experiments.models import CohortTask, Protocol, Run, Slot
 from experiments.models.runs import Phase
 

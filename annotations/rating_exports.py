@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 
-from annotations.agreement import rater_labels
+from annotations.campaign_agreement import rater_labels
 from annotations.models import HumanGrade, RatingCampaign, RatingItem
 # One CSV rule for the whole app: defusedcsv's writer plus the OWASP additions.
 from experiments.analysis.exports import cluster_labels, csv_text

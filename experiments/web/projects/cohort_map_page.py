@@ -6,8 +6,8 @@ from django.shortcuts import render
 
 from experiments.access import AGGREGATE_READERS, membership_for
 from experiments.analysis import figures
-from experiments.analysis.cohort_map import project_draws
-from experiments.core.cohort_map import cohort_map, shared_keys
+from experiments.analysis.cohort_map_data import project_draws
+from experiments.core.cohort_map_counts import cohort_map, shared_keys
 
 
 def _labelled(draws: dict, overlaps: list[dict]) -> dict:

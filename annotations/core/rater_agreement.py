@@ -1,7 +1,7 @@
 """Agreement of human raters with each other and with the judge (paper §3.2, §8, I.6).
 
 Pure: a `RatingTable` (items × raters, plain numbers) in, a JSON-safe payload out, every
-statistic from `experiments.core.stats.agreement`. Choices, fixed here once:
+statistic from `experiments.core.stats.agreement_stats`. Choices, fixed here once:
 
 * Grades are the raw 0..3 rubric grades. An item (one distinct answer text of a task) is
   one unit; its person is the cluster that the whole-person bootstrap resamples (App. B.3),
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from experiments.core.stats.agreement import agreement_bootstrap, alpha_bootstrap, mean_vs_judge
+from experiments.core.stats.agreement_stats import agreement_bootstrap, alpha_bootstrap, mean_vs_judge
 from experiments.core.stats.paired import MAX_GRADE, paired_bootstrap
 
 # Part of what a cached payload depends on: bump it when a figure changes meaning.
@@ -222,7 +222,7 @@ def counts(table: RatingTable, grades: np.ndarray, k: int, dispute_spread: int) 
 
 def agreement_payload(table: RatingTable, *, conditions, k: int, seed: int, draws: int,
                       dispute_spread: int = 2) -> dict:
-    """Every agreement figure of a campaign (keys listed in `annotations.agreement`)."""
+    """Every agreement figure of a campaign (keys listed in `annotations.campaign_agreement`)."""
     boot = {"seed": int(seed), "draws": int(draws), "level": LEVEL}
     grades = table.grades()
     person = np.asarray(table.person)

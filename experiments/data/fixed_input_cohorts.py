@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.core.canonical import sha256_text
-from experiments.core.fixed_inputs import FixedInputError, parse_person_list, parse_task_list
+from experiments.core.fixed_input_lists import FixedInputError, parse_person_list, parse_task_list
 from experiments.core.interviews.records import printable, unstorable_text_problem
 from experiments.core.tasks import substantive_pairs
 from experiments.data.sessions import CohortError, canonical_task_list, cohort_draw

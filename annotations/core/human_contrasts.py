@@ -36,7 +36,7 @@ from typing import Mapping
 
 import numpy as np
 
-from annotations.core.agreement import RatingTable
+from annotations.core.rater_agreement import RatingTable
 from experiments.core.stats.paired import MAX_GRADE, family_tails, paired_bootstrap, paired_set, person_weighted
 from experiments.core.stats.shifts import win_tie_loss
 

@@ -13,7 +13,7 @@ Payload keys (all numbers, no text; raters appear only as labels R1, R2 … by u
 ``version``, ``seed``, ``draws``, ``level``, ``raters`` (labels), ``counts``, ``between``
 ({pairs, alpha, items}), ``vs_judge`` ({pooled, mean}), ``levels`` ({raters_mean, judge,
 difference}), ``conditions`` (per condition: items, rated_items, between, vs_judge,
-levels), ``per_rater``, ``contrasts`` (`annotations.core.contrasts`), ``planned_tasks``,
+levels), ``per_rater``, ``contrasts`` (`annotations.core.human_contrasts`), ``planned_tasks``,
 ``inputs_sha256``, ``computed_at``. An agreement figure is ``AgreementResult.as_dict()``
 (n_pairs, n_people, draws, seed, tails, confusion, exact, within_one, kappa, alpha, each
 {estimate, lo, hi}) or None when there is nothing to compare yet.
@@ -26,8 +26,8 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from annotations.adjudication import ADJUDICATION_SPREAD
-from annotations.core.agreement import AGREEMENT_VERSION, Rating, RatingTable, agreement_payload
-from annotations.core.contrasts import human_contrasts
+from annotations.core.rater_agreement import AGREEMENT_VERSION, Rating, RatingTable, agreement_payload
+from annotations.core.human_contrasts import human_contrasts
 from annotations.models import Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL

@@ -21,7 +21,7 @@ changes in an existing row only the characters of the conditions it writes.
 """
 from __future__ import annotations
 
-from experiments.analysis.task_grades_sql import POSITION, lock_filtered_task_rows, lock_task_row, write_task_rows
+from experiments.analysis.task_grade_store_sql import POSITION, lock_filtered_task_rows, lock_task_row, write_task_rows
 from experiments.core.conditions import FINAL
 from experiments.models import Prediction, TaskGrades
 
