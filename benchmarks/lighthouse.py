@@ -7,8 +7,8 @@
     PAGES=dashboard,"campaign results" REPORTS=/tmp/reports .venv/bin/python benchmarks/lighthouse.py
 
 Builds what bin/demo builds (demo_setup inline, demo_ratings, then every open rating of the demo
-campaign filled in so its results page has figures) in a scratch SQLite database under a temporary
-folder, serves it with `manage.py runserver` on a free port, and runs Lighthouse (its default
+campaign filled in so its results page has figures) in a scratch database on the embedded server
+(static files under a temporary folder), serves it with `manage.py runserver` on a free port, and runs Lighthouse (its default
 mobile emulation with simulated throttling, or PRESET=desktop) on each page RUNS times with the
 demo owner's session cookie. Prints the best and the median performance score per page, with the
 median first contentful paint, largest contentful paint, total blocking time and bytes sent.

@@ -93,7 +93,7 @@ def test_previous_and_next_follow_the_person_sort_even_before_the_facts_are_copi
 
 
 def test_ranks_follow_code_point_order_not_the_locale(hand_run):
-    """Upper case before lower case, as Python and SQLite order text (COLLATE "C" on PostgreSQL)."""
+    """Upper case before lower case, as Python orders text (COLLATE "C")."""
     from experiments.data.cohort_facts import cohort_facts_copy
     from experiments.models import Person
     rows = cohort_rows(hand_run)

@@ -10,8 +10,7 @@ position (an a − b sort at a million predictions: one row per task instead of 
 and no join to the cohort) — and lets the database filter, count, sort and cut the page (a
 count, then LIMIT/OFFSET over at most the cohort's tasks); nothing is scanned in Python. The SQL
 is standard (JOIN, IN, window functions, NULLS LAST) but for one function name
-(`task_grades.grade_at`), so it runs on PostgreSQL and SQLite alike (indexes: migrations 0006,
-0008, 0019).
+(`grade_at`; indexes: migrations 0006, 0008, 0019).
 A sort by person or study and the question-text filter read facts copied onto the cohort's tasks
 (`experiments.data.cohort_facts`, migration 0017) instead of joining every task to its person, study or turn.
 Filters other apps provide (the judge–human disagreement) come from `analysis.task_filters`.

@@ -6,8 +6,7 @@ cohort never changes, nor do its people's labels, studies' keys or turns, so `co
 writes once, for each of its tasks (`CohortTask`):
 
 - `person_rank` and `study_rank`: the rank (1, 2, … with ties equal) of the person's label and of
-  the study's key among the cohort's, in code point order (COLLATE "C" on PostgreSQL, SQLite's
-  binary order), so ORDER BY rank, position is ORDER BY label, position;
+  the study's key among the cohort's, in code point order (COLLATE "C"), so ORDER BY rank, position is ORDER BY label, position;
 - `question_lowercase`: the question's text as the database's LOWER() gives it, which the filter
   matched before.
 

@@ -2,7 +2,7 @@
 
 A file of 100,000 sessions holds over a million rows (sessions, turns, screener items,
 tasks). Building a Django model instance per row costs more than the database's work, so
-rows go in as plain tuples: PostgreSQL's COPY, or `executemany` elsewhere (SQLite). The
+rows go in as plain tuples, by COPY. The
 values were checked by the readers (`experiments.core.interviews`), which is what the ORM
 would have checked; everything runs inside the caller's transaction, so a problem found
 later in the file still leaves nothing behind.

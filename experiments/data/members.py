@@ -3,7 +3,7 @@
 Every change goes through here, so two rules hold everywhere: a project never loses its last
 owner, and every change is in the audit log (who, when, what), written in the change's own
 transaction. The owners' rows are locked while a change is checked, so two owners demoting each
-other at the same moment cannot both succeed (PostgreSQL; SQLite runs one writer at a time).
+other at the same moment cannot both succeed.
 `actor` is the account making the change and `path` the page it was made on.
 """
 from __future__ import annotations

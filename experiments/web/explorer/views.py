@@ -123,7 +123,7 @@ def _with(query: ExplorerQuery, **changes) -> str:
 @login_required
 def project_search(request, slug):
     """Template experiments/predictions/project_search.html: `q` searched in the project's task
-    questions, reference answers and predictions (PostgreSQL full text; words anywhere on SQLite)."""
+    questions, reference answers and predictions (PostgreSQL full text)."""
     membership = membership_for(request, slug, roles=TEXT_READERS)
     project = membership.project
     text = (request.GET.get("q") or "").strip()[:200]
