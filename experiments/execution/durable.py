@@ -89,12 +89,11 @@ def record_durably(record, call_id: int, ticket: NextReservation | None = None, 
             _after_failure(f"the receipt of attempt {call_id}", exc)
         attempt_ticket = None
         sleep(next(pauses))
-        try:
-            if _stored_since(call_id, first_try, ticket):
-                logger.warning("the receipt of attempt %s had been committed before its error", call_id)
-                return True
-        except TRANSIENT_DB_ERRORS as exc:
-            _after_failure(f"the look-up of attempt {call_id}", exc)
+        # Never record again without knowing whether the first commit landed (a second record
+        # would take its own receipt for a late one): the look-up itself is retried until it answers.
+        if retried(_stored_since, call_id, first_try, ticket, sleep=sleep, what=f"the look-up of attempt {call_id}"):
+            logger.warning("the receipt of attempt %s had been committed before its error", call_id)
+            return True
 
 
 def _stored_since(call_id: int, first_try, ticket: NextReservation | None) -> bool:
