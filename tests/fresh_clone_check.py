@@ -28,7 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SLICE = ["tests/test_one_engine.py", "tests/test_settings_env.py",
-                 "tests/test_engine_queue.py", "tests/test_concurrency_handover.py", "tests/test_task_grades.py",
+                 "tests/test_engine_queue.py", "tests/test_engine_faults.py", "tests/test_concurrency_handover.py", "tests/test_task_grades.py",
                  "tests/test_paper_protocols.py", "tests/test_mem0.py", "tests/test_import_concurrent.py",
                  "tests/test_explorer.py"]
 DEMO_READY_S = 600
