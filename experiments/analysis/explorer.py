@@ -90,7 +90,7 @@ def _statement(run: Run, query: ExplorerQuery) -> tuple[_Sql, dict[str, str]]:
     scored = query.scored_conditions()
     if any(key in filtered for key in scored) and all_finals_exist(run):
         # A filter on grades reads every grade from the task's one TaskGrades row
-        # (`analysis.task_grades`; a task without one has no grade, so the filter drops it): the
+        # (`analysis.task_grade_store`; a task without one has no grade, so the filter drops it): the
         # listed rows themselves, unless the query reads the cohort's copied facts. (A grade only
         # sorted by, every task listed, keeps the predictions' index: as fast, and no row needed.)
         if _reads_facts(query):

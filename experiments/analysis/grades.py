@@ -137,7 +137,7 @@ def store_scores(run_id: int, *, task_id: int | None = None, answer_sha256: str 
     """Write `Prediction.score` (the rule of `final_grades`, for every label) and `copied_label`
     for a run's predictions, or those of one task, of one answer text in it, or of one status;
     one UPDATE, and then, in the same transaction, the `TaskGrades` rows of the tasks it touched
-    (`analysis.task_grades`), whose locks it takes before the UPDATE (concurrent receipts of one
+    (`analysis.task_grade_store`), whose locks it takes before the UPDATE (concurrent receipts of one
     task then queue at its row instead of deadlocking on its predictions), unless the caller
     holds them already (`locked`: `execution.outcomes.apply_result` takes them before its own writes).
     Called wherever an answer or a grade is written (planning, re-grade copies); returns the

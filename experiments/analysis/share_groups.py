@@ -1,6 +1,6 @@
 """The budget sweep of a run grouped by the share of the source its budget covers (App. G.1, beside
 Table 18): the per-task budgets and source lengths read from the run's final predictions, the
-statistics in `core.share_groups`. Numbers only (budgets and lengths in characters, grades).
+statistics in `core.share_group_stats`. Numbers only (budgets and lengths in characters, grades).
 
 Source: the whole record's evidence, the permitted respondent-only record (its 12,000-character
 cap applied), which is what OwnWords and the most recent sentences pass unchanged when B covers
@@ -36,7 +36,7 @@ def sweep_conditions(conditions) -> dict[int, dict[str, str]]:
 
 
 def run_share_groups(run, matrix, *, seed: int) -> list[dict] | None:
-    """The rows of `core.share_groups.share_groups` for ``run`` (its grades in ``matrix``, the
+    """The rows of `core.share_group_stats.share_groups` for ``run`` (its grades in ``matrix``, the
     dashboard's `GradeMatrix`; intervals with the run's ``seed``), or None when the run has no
     sweep to group."""
     protocol = run.protocol

@@ -1,4 +1,4 @@
-"""Plotly figures of a survey run's dashboard, from `analysis.survey.survey_summary`;
+"""Plotly figures of a survey run's dashboard, from `analysis.survey_results.survey_summary`;
 the same numbers are in the tables beside them."""
 from __future__ import annotations
 

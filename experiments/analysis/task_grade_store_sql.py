@@ -1,4 +1,4 @@
-"""The statements that lock and rewrite `TaskGrades` rows (`analysis.task_grades` builds their
+"""The statements that lock and rewrite `TaskGrades` rows (`analysis.task_grade_store` builds their
 pieces: the grades string and the tasks' filter, SQL over a final prediction `p`).
 """
 from __future__ import annotations

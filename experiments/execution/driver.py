@@ -287,7 +287,7 @@ def _tables_after(run: Run) -> None:
     """The robustness tables, once the run is done: they take longer than the dashboard
     (many more intervals), so they never hold the run back; the tables page says when they are
     missing, and `analysis_refresh` computes them again. A survey run has none: its analysis is
-    scored against recorded options (`analysis.survey`)."""
+    scored against recorded options (`analysis.survey_results`)."""
     if not kind_rules(run.protocol).robustness_tables:
         return
     try:

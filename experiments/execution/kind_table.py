@@ -108,7 +108,7 @@ KINDS: dict[str, KindRules] = {
         summary=interview_summary, robustness_tables=True, prompt_names=interview_prompt_names,
         task_list_sha256=cohort_task_list_sha256, seals_source=False, dashboard="run_dashboard", respondents=None,
     ),
-    # scored against the recorded options (`analysis.survey`): no decisions, no judge, no tables
+    # scored against the recorded options (`analysis.survey_results`): no decisions, no judge, no tables
     Protocol.Kind.SURVEY: KindRules(
         planners=SURVEY_PLANNERS, judging_in_parts=False, first_phase=Phase.MEMORIES, sending_roles=BOTH_ROLES,
         summary=survey_summary, robustness_tables=False, prompt_names=survey_prompt_names,

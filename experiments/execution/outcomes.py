@@ -25,12 +25,12 @@ from experiments.models.runs import Phase
 def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
     """Turn a slot's terminal outcome into memories, predictions or grades.
 
-    A result of a task takes the task's `TaskGrades` row first (`task_grades.lock_task_rows`),
+    A result of a task takes the task's `TaskGrades` row first (`task_grade_store.lock_task_rows`),
     before any prediction: concurrent receipts of one task then wait at that row in turn, where
     two decisions writing their own prediction and then the task's (`store_scores`) deadlocked."""
     text = outcome_text if usable else None
     if is_survey_slot(slot):
-        apply_survey_result(slot, text)  # parsed per item (`execution.survey`)
+        apply_survey_result(slot, text)  # parsed per item (`execution.survey_planning`)
     elif mem0_planning.is_extraction(slot):
         return  # its answer stays in the journal, where Mem0's add reads it (`mem0_planning.rankings`)
     elif slot.phase == Phase.MEMORIES:
@@ -86,14 +86,14 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
     journal runs inside its record's one statement, each only when the `moved` CTE has a row
     (the slot did move); None for the phases whose result needs more.
 
-    The first is the task's `TaskGrades` row (`analysis.task_grades`), whose upsert locks it;
+    The first is the task's `TaskGrades` row (`analysis.task_grade_store`), whose upsert locks it;
     the others wait for it (`_AFTER_TASK_ROW`), as `apply_result` locks the row first. They keep
     `Prediction.score` and `copied_label` as `analysis.grades.store_scores` would: one statement
     cannot update a row twice, so the rule is written into the same UPDATE (a generation answer)
     or into a second one over other rows (a grade, onto the predictions that gave its answer)."""
     P, G = Prediction._meta.db_table, Grade._meta.db_table
     if is_survey_slot(slot):
-        return None  # a survey answer is parsed per item (`survey.apply_survey_result`)
+        return None  # a survey answer is parsed per item (`survey_planning.apply_survey_result`)
     if slot.phase == Phase.GENERATION:
         if slot.task_id is None:
             return None  # its task's TaskGrades row needs the task: `apply_result` refreshes the run's

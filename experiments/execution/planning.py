@@ -319,7 +319,7 @@ def _share_the_run(run: Run) -> None:
     share_the_run_row(run.pk)
 
 
-# An interview protocol's planners (`execution.kinds` gives every kind its own).
+# An interview protocol's planners (`execution.kind_table` gives every kind its own).
 PLANNERS = {
     Phase.MEMORIES: plan_memories,
     Phase.GENERATION: plan_generation,

@@ -36,7 +36,7 @@ class Protocol(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="protocols")
     name = models.CharField(max_length=100)
     cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="protocols")
-    # What the protocol is about (`execution.kinds`: its planners, pages and seal rules). Never part of
+    # What the protocol is about (`execution.kind_table`: its planners, pages and seal rules). Never part of
     # a seal: it follows from the conditions and `regrade_of` (`core.kinds.inferred_kind`), which are.
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.INTERVIEW)
     conditions = models.JSONField(help_text="condition keys of experiments.core.conditions")

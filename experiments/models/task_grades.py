@@ -5,7 +5,7 @@ final predictions, each such filter joins one prediction per task and condition 
 lookups per task for a − b: 142,860 at a million predictions). One row per run × task holding
 one character per condition, in the protocol's condition order, lets the page read one row per
 task instead: '0'–'3' the condition's final grade (`Prediction.score`), '-' when it is missing
-(no final answer yet, no grade, or missing). `analysis.task_grades` keeps it equal to the final
+(no final answer yet, no grade, or missing). `analysis.task_grade_store` keeps it equal to the final
 predictions' scores wherever they are written (`analysis.grades.store_scores`, and the journal's
 one-statement result path in `execution.outcomes`); migration 0019 wrote it for the runs before.
 

@@ -89,7 +89,7 @@ def _number(value, digits=3) -> str:
 
 
 def _survey_analysis(analysis: dict) -> str:
-    """A survey run's numbers (analysis.survey): accuracy and deviation per condition, contrasts, criteria."""
+    """A survey run's numbers (analysis.survey_results): accuracy and deviation per condition, contrasts, criteria."""
     rows = [["condition", "respondents", "scored", "unscored", "accuracy", "deviation"]]
     for m in analysis["means"]:
         rows.append([m["condition"], str(m["people"]), str(m["items"]), str(m["unscored"]),
