@@ -31,7 +31,8 @@ import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
+
+from ownwords_site.env import database_url
 
 DATABASE_NAME = "ownwords"
 REDIS_START_TIMEOUT_S = 10.0
@@ -93,7 +94,7 @@ def postgres_url(var_dir: Path, database: str = DATABASE_NAME) -> str:
         if info is None:
             raise EmbeddedServerError(f"the embedded PostgreSQL in {pgdata} did not start; see {pgdata / 'log'}")
     _create_database(str(info.socket_dir), database)
-    return f"postgres://postgres@/{database}?host={quote(str(info.socket_dir), safe='/')}"
+    return database_url({"USER": "postgres", "NAME": database, "HOST": str(info.socket_dir)})
 
 
 def fresh_postgres_url(var_dir: Path, database: str) -> str:

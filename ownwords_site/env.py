@@ -39,28 +39,21 @@ def env_bool(name, default=False):
 
 
 def env_int(name, default, *, minimum=None):
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not an integer") from None
-    return _at_least(name, raw, value, minimum)
+    return _env_number(name, default, int, "an integer", minimum)
 
 
 def env_float(name, default, *, minimum=None):
+    return _env_number(name, default, float, "a number", minimum)
+
+
+def _env_number(name, default, parse, kind, minimum):
     raw = os.environ.get(name)
     if raw is None:
         return default
     try:
-        value = float(raw)
+        value = parse(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a number") from None
-    return _at_least(name, raw, value, minimum)
-
-
-def _at_least(name, raw, value, minimum):
+        raise ConfigError(f"{name}={raw!r} is not {kind}") from None
     if minimum is not None and value < minimum:
         raise ConfigError(f"{name}={raw!r} must be at least {minimum}")
     return value

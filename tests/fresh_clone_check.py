@@ -150,8 +150,10 @@ def run_demo(clone: Path, env: dict, label: str) -> str:
 
 
 def demo_database_url(clone: Path) -> str:
-    from urllib.parse import quote
-    return f"postgres://postgres@/ownwords?host={quote(str(clone / 'var' / 'pgdata'), safe='/')}"
+    """The demo's database on the clone's embedded server (its socket is in the data directory)."""
+    sys.path.insert(0, str(REPO))
+    from ownwords_site.env import database_url
+    return database_url({"USER": "postgres", "NAME": "ownwords", "HOST": str(clone / "var" / "pgdata")})
 
 
 def demo_redis_url(clone: Path) -> str:
