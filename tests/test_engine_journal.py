@@ -529,3 +529,16 @@ def test_pending_slots_whose_jobs_were_lost_are_handed_out_again_only_when_asked
     assert run_drive(run.pk).slot_ids == ()
     assert run_drive(run.pk, redispatch_after_s=60).slot_ids == ()
     assert run_drive(run.pk, redispatch_after_s=0).slot_ids == handed
+
+
+def test_an_answer_with_a_nul_is_recorded_not_lost(project, cohort1, server, http):
+    run = make_run(project, cohort1, conditions=[QUESTION_ONLY], generator=openai_model(server))
+    slot = generation_slot(run)
+    server.script(Reply(body=openai_completion("I would\u0000 say so.")))
+    execute(slot, http)
+    [call] = journal(slot)
+    assert (call.basis, call.outcome) == (FIRST, "ok")
+    assert call.text == "I would\ufffd say so." and "cannot be stored" in call.error
+    assert slot.status == Slot.Status.OK
+    assert prediction(slot).text == "I would\ufffd say so."
+    assert len(server.requests) == 1

@@ -662,3 +662,21 @@ def test_offline_follows_the_project_prompt_files():
     graded = json.loads(offline(judge, system=judge_system).text)
     assert graded["score"] == 3 and "ramen" in graded["rationale"]
     assert offline(answer_user).text == "I cook ramen on Sundays."
+
+
+def test_nul_and_lone_surrogates_in_an_answer_are_kept_as_replacement_characters(fake_llm, http):
+    # Valid JSON escapes that PostgreSQL's text refuses: without the replacement the receipt
+    # raises and a paid answer is lost.
+    fake_llm.script(Reply(body=openai_completion("I cycle\u0000 to work \ud800daily.")))
+    outcome = attempt(openai_config(fake_llm), http)
+    assert outcome.kind == OutcomeKind.OK
+    assert outcome.text == "I cycle\ufffd to work \ufffddaily."
+    assert "2 character(s) that cannot be stored" in outcome.error
+    assert "\u0000" not in outcome.raw_body and "\ud800" not in outcome.raw_body
+    outcome.raw_body.encode("utf-8")  # storable: no lone surrogate left anywhere
+
+
+def test_a_clean_answer_has_no_replacement_note(fake_llm, http):
+    fake_llm.script(Reply(body=openai_completion("Plain \U0001F600 text.")))  # a valid pair stays
+    outcome = attempt(openai_config(fake_llm), http)
+    assert (outcome.text, outcome.error) == ("Plain \U0001F600 text.", "")

@@ -64,7 +64,7 @@ def send(config: ModelConfig, prepared: PreparedRequest, *, client: httpx.Client
         outcome = _send_offline(config, prepared)
     else:
         outcome = _send_http(config, prepared, client)
-    outcome = dataclasses.replace(outcome, elapsed_s=round(time.monotonic() - started, 6))
+    outcome = dataclasses.replace(_storable(outcome), elapsed_s=round(time.monotonic() - started, 6))
     logger.info(
         "LLM attempt %s %s: %s (HTTP %s, %.3f s)",
         config.provider,
@@ -275,6 +275,29 @@ def _send_offline(config: ModelConfig, prepared: PreparedRequest) -> Outcome:
 
 
 # --- small helpers -----------------------------------------------------------------------------
+
+# NUL and lone surrogates: valid in a JSON string ("\u0000", "\ud800"), refused by PostgreSQL's
+# text and jsonb. A model may emit them; the receipt must still land, or a paid answer is lost.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+UNSTORABLE_REPLACEMENT = "\ufffd"
+
+
+def _storable(outcome: Outcome) -> Outcome:
+    """The outcome with every character PostgreSQL cannot store replaced by U+FFFD, and the
+    replacement said in its error, so the journal records the answer instead of failing on it.
+    (Python joins a valid surrogate pair when it decodes JSON, so any surrogate left is lone.)"""
+    fields = ("text", "response_id", "model_version", "finish_reason", "error", "raw_body")
+    found = {name: len(_UNSTORABLE.findall(getattr(outcome, name) or "")) for name in fields}
+    if not any(found.values()):
+        return outcome
+    changes = {name: _UNSTORABLE.sub(UNSTORABLE_REPLACEMENT, getattr(outcome, name))
+               for name, count in found.items() if count}
+    if found["text"]:
+        note = (f"the answer held {found['text']} character(s) that cannot be stored (NUL or a lone surrogate); "
+                "each is kept as U+FFFD")
+        changes["error"] = "; ".join(filter(None, [changes.get("error", outcome.error), note]))
+    return dataclasses.replace(outcome, **changes)
+
 
 
 def _retry_after(headers: httpx.Headers, payload: object) -> float | None:
