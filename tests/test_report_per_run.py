@@ -1,0 +1,97 @@
+"""Paper-report items from one run (Tables 26, 27; App. F centrality and routing; App. I.6 sampled agreement):
+the statistics on hand-checked cases, the builders on a finished offline common run, Missing without one."""
+import numpy as np
+import pytest
+
+from experiments.analysis import report_items_per_run as items
+from experiments.core.report_table import Missing, ReportTable
+from experiments.core.stats import paired_bootstrap
+from experiments.core.stats.memory_gap import class_threshold_table, length_gap_table, session_tertiles
+from experiments.core.task_attributes import NOT_SPECIFIC, SPECIFIC, is_specific
+
+THIRD = 1 / 3
+
+
+# --- Table 26: tertiles of the session length gap, subsets, regression ---------------------------
+
+# Six sessions (one person each); the session with Δn = 30 has three tasks, the others one.
+GAP_SESSIONS = ["a", "b", "c", "d", "e", "f", "f", "f"]
+GAPS = [-5, 0, 8, 12, 20, 30, 30, 30]
+GAP_DIFF = np.array([1, 0, 1, -1, 2, 0, 0, 1]) / 3
+
+
+def test_tertile_edges_are_taken_over_sessions_not_tasks():
+    # Session Δn: -5 0 8 12 20 30 → edges 5.33 and 14.67 (linear quantiles): 8 is in the middle third.
+    # Over tasks (30 three times) the lower edge would be 9.33 and 8 would fall in the lowest third.
+    labels = session_tertiles(GAP_SESSIONS, GAPS)
+    assert labels.tolist() == ["bottom", "bottom", "middle", "middle", "top", "top", "top", "top"]
+    with pytest.raises(ValueError, match="more than one length gap"):
+        session_tertiles(["a", "a"], [1, 2])
+
+
+def test_table26_by_hand():
+    columns, rows = length_gap_table(GAP_SESSIONS, GAPS, GAP_SESSIONS, GAP_DIFF, seed=5, draws=500)
+    assert columns[0] == "Sessions by Δn" and columns[5] == "Concrete − trait"
+    by = {row[0]: row for row in rows}
+    assert list(by) == ["lowest third of Δn", "middle third of Δn", "highest third of Δn", "|Δn| ≤ 10", "|Δn| ≤ 15",
+                        "all sessions", "slope per 10 words of Δn", "fitted difference at Δn = 0"]
+    expected = {"lowest third of Δn": ("-5 to 0", 2, 2, (1 + 0) / 3 / 2),
+                "middle third of Δn": ("8 to 12", 2, 2, 0.0),
+                "highest third of Δn": ("20 to 30", 2, 4, (2 + 0 + 0 + 1) / 3 / 4),
+                "|Δn| ≤ 10": ("-5 to 8", 3, 3, 2 / 9),
+                "|Δn| ≤ 15": ("-5 to 12", 4, 4, 1 / 12),
+                "all sessions": ("-5 to 30", 6, 8, 4 / 3 / 8)}
+    for label, (span, sessions, tasks, estimate) in expected.items():
+        assert by[label][1:5] == (span, sessions, tasks, sessions)   # one person per session
+        assert by[label][5] == pytest.approx(estimate, abs=1e-12)
+    # Each group's interval is the paired bootstrap of its own tasks, at the run's seed and draws.
+    top = np.array([4, 5, 6, 7])
+    reference = paired_bootstrap(np.array(GAP_SESSIONS)[top], GAP_DIFF[top], seed=5, draws=500)
+    assert by["highest third of Δn"][6:] == (reference.lo, reference.hi)
+    # The regression: ordinary least squares of the difference on Δn / 10, every task weighing the same.
+    slope, intercept = np.polyfit(np.array(GAPS) / 10, GAP_DIFF, 1)
+    assert by["slope per 10 words of Δn"][5] == pytest.approx(slope, abs=1e-12)
+    assert by["fitted difference at Δn = 0"][5] == pytest.approx(intercept, abs=1e-12)
+    low, high = by["slope per 10 words of Δn"][6:]
+    assert low is None or low <= slope <= high
+
+
+# --- Table 27: thresholds by answer class --------------------------------------------------------
+
+CLASSES = [SPECIFIC, SPECIFIC, SPECIFIC, NOT_SPECIFIC, NOT_SPECIFIC]
+CLASS_PEOPLE = [1, 2, 3, 1, 4]
+CONCRETE = [3, 2, 1, 0, 2]
+TRAIT = [1, 2, 2, 0, 1]
+
+
+def test_table27_by_hand():
+    columns, rows = class_threshold_table(CLASSES, CLASS_PEOPLE, CONCRETE, TRAIT, seed=3, draws=400)
+    assert columns == ("Task class", "Threshold", "Tasks", "People", "Concrete − trait", "95% lo", "95% hi")
+    by = {(row[0], row[1]): row for row in rows}
+    # specific: ≥1 (1−1, 1−1, 1−1), ≥2 (1−0, 1−1, 0−1), ≥3 (1−0, 0, 0); normalized (2 + 0 − 1) / 3 / 3.
+    # other: ≥1 (0, 0), ≥2 (0, 1−0), ≥3 (0, 0); normalized (0 + 1) / 3 / 2.
+    expected = {SPECIFIC: (3, 3, [0, 0, THIRD, 1 / 9]), NOT_SPECIFIC: (2, 2, [0, 0.5, 0, 1 / 6]),
+                "all tasks": (5, 4, [0, 0.2, 0.2, 2 / 15]), "specific − other": (5, 4, [0, -0.5, THIRD, -1 / 18])}
+    for group, (tasks, people, values) in expected.items():
+        for threshold, value in zip(("ΔP(≥1)", "ΔP(≥2)", "ΔP(≥3)", "normalized difference"), values):
+            row = by[group, threshold]
+            assert row[2:4] == (tasks, people), (group, threshold)
+            assert row[4] == pytest.approx(value, abs=1e-12), (group, threshold)
+    # The normalized difference is the mean of the three ΔP(≥k), in every class (App. I.1).
+    for group in (SPECIFIC, NOT_SPECIFIC, "all tasks"):
+        assert by[group, "normalized difference"][4] == pytest.approx(
+            sum(by[group, f"ΔP(≥{k})"][4] for k in (1, 2, 3)) / 3, abs=1e-12)
+    reference = paired_bootstrap([1, 2, 3], np.array([2, 0, -1]) / 3, seed=3, draws=400)
+    assert by[SPECIFIC, "normalized difference"][5:] == (reference.lo, reference.hi)
+
+
+@pytest.mark.parametrize("text, specific", [
+    ("We moved to Boston and liked it.", True),          # a capitalized word inside a sentence
+    ("I think so. Really I do.", False),                  # sentence-initial capitals and I only
+    ("I'm fine, and I've been fine.", False),             # forms of I
+    ("It took about 5 years", True),                      # a digit
+    ("honestly it is fine! Yes it is.", False),
+    ("my sister said \"Hello\" to them", True),           # quoted, still not sentence-initial
+])
+def test_the_specific_rule_on_hand_made_sentences(text, specific):
+    assert is_specific(text) is specific
