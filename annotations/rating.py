@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from annotations.models import UNDO_WINDOW_S, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingEvent
 from annotations.rating_sql import campaign_shared
+from experiments.core.interviews.records import unstorable_text_problem
 
 # A reported time per item above this is a tab left open, not rating time.
 MAX_SECONDS_PER_ITEM = 3600
@@ -91,11 +92,23 @@ def rater_item(campaign: RatingCampaign, user) -> dict:
     return view
 
 
-def rating_problem(*, grade: int | None, flagged: bool, flag_reason: str) -> str | None:
+def note_problem(value: str, *, what: str = "note") -> str | None:
+    """Why a rater's free text cannot be stored: too long, or a NUL / lone surrogate; else None."""
+    if len(value) > MAX_NOTE_CHARS:
+        return f"{what}s are at most {MAX_NOTE_CHARS} characters"
+    if problem := unstorable_text_problem(value):
+        return f"the {what} {problem}"
+    return None
+
+
+def rating_problem(*, grade: int | None, flagged: bool, flag_reason: str, note: str = "") -> str | None:
     """Why a rating with these values cannot be stored (the message for the rater), or None.
 
-    The one statement of the rule, used by the rating form and by `rating_record`.
+    The one statement of the rule, used by the rating form and by `rating_record` (which a
+    command or a test may call without the form, so the texts are checked here too).
     """
+    if problem := note_problem(note) or note_problem(flag_reason, what="flag reason"):
+        return problem
     if flagged and not flag_reason:
         return "say why you flag this item"
     if grade is None:
@@ -128,7 +141,7 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: 
     if not campaign.is_open():
         raise RatingError("this campaign is closed; ratings are no longer taken")
     _active_rater(campaign, user)
-    if problem := rating_problem(grade=grade, flagged=flagged, flag_reason=flag_reason):
+    if problem := rating_problem(grade=grade, flagged=flagged, flag_reason=flag_reason, note=note):
         raise RatingError(problem)
     assignment = (Assignment.objects.select_for_update()
                   .filter(pk=assignment_id, campaign=campaign, rater=user).first())

@@ -177,3 +177,19 @@ def test_a_note_with_a_nul_or_a_lone_surrogate_or_too_long_is_refused_with_a_mes
     assert RatingForm({"assignment": str(pk), "grade": "2", "note": " " + "x" * MAX_NOTE_CHARS + " "}).is_valid()
     form = RatingForm({"assignment": str(pk), "flagged": "1", "flag_reason": "   "})
     assert not form.is_valid() and form.problem() == "say why you flag this item"
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("note", "a\x00b", "the note"),
+    ("note", "x" * (MAX_NOTE_CHARS + 1), "notes are at most"),
+    ("flag_reason", "odd\ud800", "the flag reason"),
+])
+def test_a_direct_call_without_the_form_checks_the_texts_too(campaign, field, value, message):
+    # Commands and other callers of rating_record never pass through RatingForm.
+    user = rater(campaign)
+    pk = rater_item(campaign, user)["item"]["assignment"]
+    values = {"grade": 2, field: value} | ({"flagged": True} if field == "flag_reason" else {})
+    with pytest.raises(RatingError, match=message):
+        rating_record(campaign=campaign, user=user, assignment_id=pk, **values)
+    assert not HumanGrade.objects.filter(assignment_id=pk).exists()
+    assert not RatingEvent.objects.filter(assignment_id=pk).exists()

@@ -3,15 +3,15 @@ the typed values `annotations.rating.rating_record` takes. Each refusal is one m
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
-from annotations.rating import GRADES, MAX_NOTE_CHARS, rating_problem
-from experiments.core.interviews.records import unstorable_text_problem
+from annotations.rating import GRADES, note_problem, rating_problem
 from experiments.web.bounded_input import BIG_INTEGER_COLUMN_MAX, BoundedIntegerField
 
 NOT_IN_QUEUE = "no such item in your queue"
 
 
 class NoteField(forms.CharField):
-    """Optional text, stripped, at most MAX_NOTE_CHARS, storable (no NUL, no lone surrogate)."""
+    """Optional text, stripped, at most MAX_NOTE_CHARS, storable (no NUL, no lone surrogate):
+    `rating.note_problem`'s rule, reported on the field."""
 
     def __init__(self):
         super().__init__(required=False)
@@ -19,10 +19,8 @@ class NoteField(forms.CharField):
     def validate(self, value):
         # Before CharField's own validators, whose NUL message is not the rater's.
         super().validate(value)
-        if len(value) > MAX_NOTE_CHARS:
-            raise ValidationError(f"notes are at most {MAX_NOTE_CHARS} characters", code="max_length")
-        if problem := unstorable_text_problem(value):
-            raise ValidationError(f"the note {problem}", code="unstorable_text")
+        if problem := note_problem(value):
+            raise ValidationError(problem, code="invalid_note")
 
 
 class RatingForm(forms.Form):
