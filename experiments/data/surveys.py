@@ -18,7 +18,7 @@ from django.db.models.functions import Length
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.survey.prepare import PreparedStream, prepared_batches
 from experiments.core.survey.records import Block, Question, Respondent, SurveyImportError, SurveyProblem
-from experiments.core.survey.targets import DEVELOPMENT_SIZE, REPORTED_SIZE, respondent_samples
+from experiments.core.survey.targets import DEVELOPMENT_SIZE, REPORTED_SIZE, further_sample, respondent_samples
 from experiments.core.survey.scores import SURVEY_SEED
 from experiments.data.import_store import cycle_collector_paused
 from experiments.models import (
@@ -147,6 +147,66 @@ def _sample_cohort(project, study, label, members, seed, user, sizes) -> Cohort:
     )
     SurveySampleMember.objects.bulk_create([SurveySampleMember(cohort=cohort, respondent_id=m[0], position=i)
                                             for i, m in enumerate(members)])
+    return cohort
+
+
+# --- a further sample of new respondents ----------------------------------------------------------
+
+def study_samples(study: SurveyStudy) -> list[Cohort]:
+    """The study's samples, oldest first."""
+    return list(study.project.cohorts.filter(task_set__isnull=True, rule__study=study.name).order_by("pk"))
+
+
+def draw_further_sample(*, study: SurveyStudy, name: str, size: int, excluded: list[Cohort],
+                        seed: int | None = None, user=None) -> Cohort:
+    """A sample of `size` respondents of the study who are in none of the `excluded` samples (App. H,
+    the second sample of Table 23): the first of the study's seeded order, the seed the excluded
+    samples were cut with unless another is given. The cohort records the samples it excludes
+    (`excluded_cohorts`, and their names in its rule). Raises SurveyImportError, nothing stored,
+    for a name in use, a sample of another study, mixed seeds or too few new respondents."""
+    def refuse(message):
+        return SurveyImportError([SurveyProblem(study.name, "", "", "", message)])
+
+    name = (name or "").strip()
+    if not name or len(name) > 100:
+        raise refuse("the sample needs a name of 1-100 characters")
+    if Cohort.objects.filter(project=study.project, name=name).exists():
+        raise refuse(f"a cohort named {name!r} exists in this project already")
+    for cohort in excluded:
+        if cohort.project_id != study.project_id or not is_survey_cohort(cohort) or \
+                cohort.rule.get("study") != study.name:
+            raise refuse(f"{cohort.name!r} is not a sample of the survey study {study.name!r}")
+    if seed is None:
+        seeds = {cohort.seed for cohort in excluded} or {SURVEY_SEED}
+        if len(seeds) > 1:
+            raise refuse("the excluded samples were cut with different seeds; give the seed")
+        seed = seeds.pop()
+    rows = list(study.respondents.order_by("pk").values_list("pk", "pid"))
+    excluded_pids = set(SurveySampleMember.objects.filter(cohort__in=excluded)
+                        .values_list("respondent__pid", flat=True))
+    try:
+        pids = further_sample([row[1] for row in rows], seed=seed, size=size, exclude=excluded_pids)
+    except ValueError as error:
+        raise refuse(str(error)) from None
+    ids = {pid: pk for pk, pid in rows}
+    chosen = [ids[pid] for pid in pids]
+    texts = SurveyRespondent.objects.filter(pk__in=chosen).values_list("pk", "pid", "persona_text", "wave4_json")
+    hashed = {pk: (pid, sha256_text(persona), sha256_text(wave4))
+              for pk, pid, persona, wave4 in texts.iterator(chunk_size=100)}
+    members = [(pk, *hashed[pk]) for pk in chosen]
+    excluded = sorted(excluded, key=lambda cohort: cohort.pk)
+    with transaction.atomic():
+        cohort = Cohort.objects.create(
+            project=study.project, task_set=None, name=name, seed=seed, requested_size=size,
+            rule={"kind": "survey sample", "study": study.name, "sample": "further", "sizes": [size],
+                  "order": "core.survey.targets.seeded_order", "synthetic": study.synthetic,
+                  "excludes": [cohort.name for cohort in excluded],
+                  "excludes_ids": [cohort.pk for cohort in excluded]},
+            task_list_sha256=sha256_text(canonical_hashed_list(m[1:] for m in members)), created_by=user,
+        )
+        cohort.excluded_cohorts.set(excluded)
+        SurveySampleMember.objects.bulk_create([SurveySampleMember(cohort=cohort, respondent_id=m[0], position=i)
+                                                for i, m in enumerate(members)])
     return cohort
 
 

@@ -8,7 +8,7 @@ respondent and 108 distinct items: 43 ordinal (the QuestionIDs of ORDINAL_QIDS) 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from experiments.core.cohorts import Candidate, draw_cohort
 from experiments.core.survey.lines import clean_text
@@ -126,3 +126,18 @@ def respondent_samples(pids: Sequence[str], *, seed: int,
         samples.append(order[start:start + size])
         start += size
     return samples
+
+
+def further_sample(pids: Sequence[str], *, seed: int, size: int, exclude: Iterable[str]) -> list[str]:
+    """A further sample of new respondents (App. H, Table 23): the first `size` pids of the seeded
+    order (`seeded_order`, the order every sample of the study is cut from) that are not in
+    `exclude`, the members of earlier samples. Excluding the development and reported samples gives
+    "the next positions of the same seeded order". Fails when too few respondents are left."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError("the sample needs a size of at least 1")
+    excluded = set(exclude)
+    fresh = [pid for pid in seeded_order(pids, seed=seed) if pid not in excluded]
+    if len(fresh) < size:
+        raise ValueError(f"a sample of {size} new respondents needs {size}, but only {len(fresh)} of the "
+                         f"{len(pids)} are in no excluded sample")
+    return fresh[:size]
