@@ -95,3 +95,98 @@ def test_table27_by_hand():
 ])
 def test_the_specific_rule_on_hand_made_sentences(text, specific):
     assert is_specific(text) is specific
+
+
+# --- the builders on a finished offline run of the common template -------------------------------
+
+from experiments.core.canonical import sha256_text  # noqa: E402
+from experiments.execution.control import run_start  # noqa: E402
+from experiments.execution.driver import run_inline  # noqa: E402
+from experiments.execution.protocol_templates import protocol_from_template  # noqa: E402
+from experiments.execution.sealing import protocol_seal  # noqa: E402
+from experiments.models import Grade, Memory, Prediction, Run, Turn  # noqa: E402
+from tests.engine_helpers import build_cohort  # noqa: E402
+
+CONCRETE_KEY, TRAIT_KEY = items.CONCRETE_ONE_SHOT, items.TRAIT_ONE_SHOT
+DRAWS = 400
+
+
+def finished(protocol) -> Run:
+    protocol = protocol_seal(protocol=protocol, user=None)
+    run = Run.objects.create(protocol=protocol)
+    run_start(run=run)
+    run = run_inline(run.pk)
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    return run
+
+
+@pytest.fixture
+def common_run(project):
+    """A finished offline run of the common template: four sessions (people) of two targets each."""
+    cohort = build_cohort(project, sessions=4, targets=2, name="common")
+    protocol, _ = protocol_from_template(template="common", cohort=cohort)
+    protocol.bootstrap = {"seed": 11, "draws": DRAWS}
+    protocol.save(update_fields=["bootstrap"])
+    return finished(protocol)
+
+
+def set_grade(run, prediction, score, text=None):
+    """Give one final answer its own text (so no other condition shares its grade) and a grade."""
+    text = text or f"answer of {prediction.condition} for task {prediction.task_id}"
+    prediction.text, prediction.answer_sha256, prediction.status = text, sha256_text(text), Prediction.Status.OK
+    prediction.save(update_fields=["text", "answer_sha256", "status"])
+    Grade.objects.update_or_create(run=run, task=prediction.task, answer_sha256=prediction.answer_sha256,
+                                   defaults={"status": Grade.Status.OK, "score": score})
+
+
+def one_shot_layout(run, concrete, trait):
+    """Grades of the two one-shot memories in cohort order; returns the tasks (in that order)."""
+    tasks = list(run.protocol.cohort.cohort_tasks.order_by("position").select_related("task"))
+    for cohort_task, c, t in zip(tasks, concrete, trait):
+        for key, score in ((CONCRETE_KEY, c), (TRAIT_KEY, t)):
+            set_grade(run, Prediction.objects.get(run=run, task=cohort_task.task, condition=key, label="final"), score)
+    return [ct.task for ct in tasks]
+
+
+def test_table26_and_table27_from_the_run(common_run):
+    run = common_run
+    tasks = one_shot_layout(run, concrete=[3, 1, 2, 2, 0, 1, 2, 0], trait=[1, 1, 2, 1, 0, 0, 1, 1])
+    sessions = list(dict.fromkeys(task.session_id for task in tasks))
+    # Δn by session: the concrete memory has 10 + 5i words, the trait memory 10 (so Δn = 0, 5, 10, 15).
+    for i, session in enumerate(sessions):
+        Memory.objects.filter(run=run, session_id=session, kind="concrete").update(text=" ".join(["w"] * (10 + 5 * i)))
+        Memory.objects.filter(run=run, session_id=session, kind="trait").update(text=" ".join(["w"] * 10))
+    # Task 0 has a specific reference answer (a name inside the sentence), the others not.
+    for index, task in enumerate(tasks):
+        Turn.objects.filter(pk=task.answer_turn_id).update(
+            text="We drove to Denver that day." if index == 0 else "it was fine, i think. Fine.")
+    table = items.table26(run.protocol.project, [run])
+    assert isinstance(table, ReportTable)
+    assert table.inputs.runs == (run.pk,) and table.inputs.seeds == (11,) and table.inputs.draws == DRAWS
+    assert table.inputs.offline_runs == (run.pk,) and any("offline stand-in" in n for n in table.notes)
+    by = {row[0]: row for row in table.rows}
+    # Task differences (thirds): session 0: +2, 0; session 1: 0, +1; session 2: 0, +1; session 3: +1, −1.
+    # Session Δn 0, 5, 10, 15: edges 5 and 10 → lowest third: session 0; middle: 1, 2; highest: 3.
+    assert by["lowest third of Δn"][1:6] == ("0", 1, 2, 1, pytest.approx(2 / 3 / 2))
+    assert by["middle third of Δn"][1:6] == ("5 to 10", 2, 4, 2, pytest.approx(2 / 3 / 4))
+    assert by["highest third of Δn"][1:6] == ("15", 1, 2, 1, pytest.approx(0.0))
+    assert by["|Δn| ≤ 10"][2:6] == (3, 6, 3, pytest.approx(4 / 3 / 6))
+    assert by["|Δn| ≤ 15"][2:6] == (4, 8, 4, pytest.approx(4 / 3 / 8))
+
+    table = items.table27(run.protocol.project, [run])
+    by = {(row[0], row[1]): row for row in table.rows}
+    assert by[SPECIFIC, "normalized difference"][2:5] == (1, 1, pytest.approx(2 / 3))
+    assert by[NOT_SPECIFIC, "normalized difference"][2:5] == (7, 4, pytest.approx(2 / 3 / 7))
+    assert by[SPECIFIC, "ΔP(≥3)"][4] == pytest.approx(1.0)      # 3 against 1
+
+
+def test_without_a_common_run_the_tables_say_which_template(project):
+    cohort = build_cohort(project, sessions=2, targets=1, name="confirmation")
+    protocol, _ = protocol_from_template(template="confirmation", cohort=cohort)
+    protocol.bootstrap = {"seed": 1, "draws": 100}
+    protocol.save(update_fields=["bootstrap"])
+    run = finished(protocol)
+    for builder in (items.table26, items.table27):
+        for runs in ([], [run]):
+            missing = builder(project, runs)
+            assert isinstance(missing, Missing) and missing.template == "common", builder
