@@ -35,6 +35,12 @@ PROMPT_SHA256 = {
     "survey_answer_ownwords_user": "5836780a4998da1dce9b625d672c04218ec1871c4b0088e5b48edce523e87796",
     "survey_answer_persona_user": "bbfb3b8f3577b277982eee440818627f1c06fd8504788da922e1f821867b4909",
     "survey_answer_screener_user": "e7043c4c5f616683903ea7b2e0d94f63d93ef038975ed490732518e73ed248fe",
+    "survey_answer_memory_no_screener_user": "7ce327ab49fe0e0d6455f0a613d6b90bea3cb2d9097f4a61e643233475ad52c1",
+    "survey_answer_memory_ownwords_no_screener_user": "0640fa7c8c9d9e58aec593dd8776eafc367d238c7aa30db30654142dab114543",
+    "survey_answer_memory_persona_no_screener_user": "0b617b9533e1abac859ecd86c9c227cc5d171d77d8bc68a7f467e2a506d7b5f4",
+    "survey_answer_ownwords_no_screener_user": "e4d488706ebcb31b8d9e73e15e6e8d1e93442877f250c66825cca33bb7ac18dc",
+    "survey_answer_persona_no_screener_user": "8cb5eed63f118fe8ead6ef14cfa96db6c081d74a924fd4e76fd47974ad7d2321",
+    "survey_answer_questions_only_user": "a89ae883486bed7782bffe63561d8c7dcbbfc4456d2fda57d2b981bff030283f",
     "survey_answer_system": "29ac8952b5a07d6b0a188cf89604c8e3966703f06771f2c952c3f1d0956e7b6c",
 }
 
@@ -63,6 +69,12 @@ PROMPT_FIELDS = {
     "survey_answer_ownwords_user": {"screener", "excerpts", "questions", "n"},
     "survey_answer_persona_user": {"screener", "persona", "questions", "n"},
     "survey_answer_screener_user": {"screener", "questions", "n"},
+    "survey_answer_memory_no_screener_user": {"memory", "questions", "n"},
+    "survey_answer_memory_ownwords_no_screener_user": {"memory", "excerpts", "questions", "n"},
+    "survey_answer_memory_persona_no_screener_user": {"memory", "persona", "questions", "n"},
+    "survey_answer_ownwords_no_screener_user": {"excerpts", "questions", "n"},
+    "survey_answer_persona_no_screener_user": {"persona", "questions", "n"},
+    "survey_answer_questions_only_user": {"questions", "n"},
     "survey_answer_system": set(),
 }
 
@@ -118,6 +130,10 @@ COMPLETED_BY_US = [
     "judge_user", "answer_memory_excerpts_user", "memgpt_query_user",
     "survey_answer_screener_user", "survey_answer_memory_user", "survey_answer_ownwords_user",
     "survey_answer_memory_ownwords_user", "survey_answer_persona_user", "survey_answer_memory_persona_user",
+    # Table 21's runs without a screener: written here (the paper prints only the prompts with it)
+    "survey_answer_questions_only_user", "survey_answer_memory_no_screener_user", "survey_answer_ownwords_no_screener_user",
+    "survey_answer_memory_ownwords_no_screener_user", "survey_answer_persona_no_screener_user",
+    "survey_answer_memory_persona_no_screener_user",
 ]
 
 

@@ -10,6 +10,10 @@ line. The memory is the concrete-memory prompt unchanged (`memory_concrete_syste
 Conditions (App. H): screener only; memory; OwnWords at B = |memory|; memory + OwnWords;
 the whole persona (OwnWords∞); memory + whole persona (the second sample). OwnWords's budget B is
 the length of the respondent's memory in characters (`ownwords.survey_ownwords(respondent, len(memory))`).
+
+Without a screener (Table 21's earlier runs, a protocol-level option): the same conditions, each with
+its `NO_SCREENER_USER_PROMPTS` file, which leaves out the [SCREENER Q&A] block (the screener-only
+condition then shows no information at all); `assemble_survey_no_screener` builds those messages.
 """
 from __future__ import annotations
 
@@ -53,6 +57,33 @@ SURVEY_CONDITIONS: dict[str, SurveyCondition] = _conditions(  # the paper's orde
     SurveyCondition(MEMORY_PLUS_WHOLE_PERSONA, "memory + whole persona", "survey_answer_memory_persona_user",
                     True, ("memory", "persona")),
 )
+# The user prompt of each condition in a run that shows no condition the screener (Table 21). Kept
+# apart from SurveyCondition, whose fields a seal hashes as they are.
+NO_SCREENER_USER_PROMPTS: dict[str, str] = {
+    SCREENER_ONLY: "survey_answer_questions_only_user",
+    MEMORY: "survey_answer_memory_no_screener_user",
+    OWNWORDS: "survey_answer_ownwords_no_screener_user",
+    MEMORY_PLUS_OWNWORDS: "survey_answer_memory_ownwords_no_screener_user",
+    WHOLE_PERSONA: "survey_answer_persona_no_screener_user",
+    MEMORY_PLUS_WHOLE_PERSONA: "survey_answer_memory_persona_no_screener_user",
+}
+NO_SCREENER = "no screener"
+NO_SCREENER_LABELS: dict[str, str] = {SCREENER_ONLY: "questions only (no screener)"}
+
+
+def condition_label(key: str, *, screener: bool = True) -> str:
+    """The condition's label; in a run without the screener, marked "(no screener)"."""
+    condition = get_survey_condition(key)
+    if screener:
+        return condition.label
+    return NO_SCREENER_LABELS.get(key, f"{condition.label} ({NO_SCREENER})")
+
+
+def user_prompt_name(key: str, *, screener: bool = True) -> str:
+    """The user prompt file of a condition, with or without the screener."""
+    return get_survey_condition(key).user_prompt if screener else NO_SCREENER_USER_PROMPTS[key]
+
+
 MEMORY_WORDS = 100  # the concrete memory's requested length, as in the interviews (conditions.DEFAULT_MEMORY_WORDS)
 
 
@@ -110,6 +141,29 @@ def assemble_survey(condition_key: str, items: Sequence[TargetItem], *, screener
     user, user_ref = render_prompt(condition.user_prompt, screener=screener, questions=questions_block(items),
                                    n=str(len(items)), **fields)
     return SurveyMessages(system, user, (system_ref, user_ref), len(items))
+
+
+def assemble_survey_no_screener(condition_key: str, items: Sequence[TargetItem], *, memory: str | None = None,
+                                excerpts: str | None = None, persona: str | None = None) -> SurveyMessages:
+    """`assemble_survey` for a run that shows no condition the screener (Table 21): the condition's
+    `NO_SCREENER_USER_PROMPTS` file, the same evidence rules, no screener field."""
+    condition = get_survey_condition(condition_key)
+    if not items:
+        raise ValueError("a survey answer call needs at least one item")
+    fields = _evidence_fields(condition, memory=memory, excerpts=excerpts, persona=persona)
+    system, system_ref = render_prompt(SYSTEM_PROMPT)
+    user, user_ref = render_prompt(NO_SCREENER_USER_PROMPTS[condition.key], questions=questions_block(items),
+                                   n=str(len(items)), **fields)
+    return SurveyMessages(system, user, (system_ref, user_ref), len(items))
+
+
+def _evidence_fields(condition: SurveyCondition, **given: str | None) -> dict[str, str]:
+    missing = [name for name in condition.evidence if given[name] is None]
+    unused = [name for name, value in given.items() if value is not None and name not in condition.evidence]
+    if missing or unused:
+        raise ValueError(f"{condition.key} takes {list(condition.evidence) or 'no evidence'}: "
+                         f"missing {missing}, not used {unused}")
+    return {name: given[name] for name in condition.evidence}
 
 
 def assemble_survey_memory(persona: str, *, words: int = MEMORY_WORDS) -> SurveyMessages:
