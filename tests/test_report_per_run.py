@@ -190,3 +190,97 @@ def test_without_a_common_run_the_tables_say_which_template(project):
         for runs in ([], [run]):
             missing = builder(project, runs)
             assert isinstance(missing, Missing) and missing.template == "common", builder
+
+
+# --- App. F: centrality and routing --------------------------------------------------------------
+
+from experiments.core.stats.pool_centrality import (  # noqa: E402
+    centralities, centrality_slope, pool_agreement, routing_rows,
+)
+
+
+def test_centrality_is_the_mean_similarity_to_the_other_candidates():
+    # token F1: the first two texts are identical (1), the third shares nothing with them (0).
+    assert centralities(["a b", "a b", "c d"], "token-f1").tolist() == [0.5, 0.5, 0.0]
+    assert pool_agreement(["a b", "a b", "c d"], "token-f1") == pytest.approx(1 / 3)
+
+
+def test_the_centrality_slope_by_hand():
+    # Pool 1 (person 1) and pool 2 (person 2) have unequal grades; pool 3 (person 2) does not and is left out.
+    person = [1, 2, 2]
+    x = [[0.1, 0.2, 0.3], [0.3, 0.1, 0.2], [0.5, 0.1, 0.1]]
+    g = [[0, 1, 2], [1, 1, 2], [1, 1, 1]]
+    slope = centrality_slope(person, x, g, seed=9, draws=300)
+    # SD of the six kept centralities: sqrt(0.04 / 6). Within pools: Σxy = 0.2 + 0, Σxx = 0.02 + 0.02.
+    sd = np.sqrt(0.04 / 6)
+    assert (slope.pools, slope.candidates, slope.people) == (2, 6, 2)
+    assert slope.sd == pytest.approx(sd) and slope.estimate == pytest.approx(0.2 / 0.04 * sd)
+    # The interval: paired_bootstrap's draws of the two people, each draw's pools refitted.
+    rng = np.random.Generator(np.random.PCG64(9))
+    idx = rng.integers(0, 2, size=(300, 2))
+    sxy, sxx = np.array([0.2, 0.0]) / sd, np.array([0.02, 0.02]) / sd ** 2
+    replicates = sxy[idx].sum(1) / sxx[idx].sum(1)
+    lo, hi = np.percentile(replicates, [2.5, 97.5], method="linear")
+    assert (slope.lo, slope.hi) == (pytest.approx(lo), pytest.approx(hi))
+    assert centrality_slope([1], [[0.1, 0.2, 0.3]], [[2, 2, 2]], seed=1, draws=10).estimate is None
+
+
+def test_routing_rows_split_the_difference_by_group():
+    rows = routing_rows("memory(concrete,100w)", "fusion", "copy status", ["no", "yes", "no", "yes"],
+                        ("yes", "no"), [1, 2, 3, 4], np.array([1, 0, -1, 1]) / 3, seed=2, draws=200,
+                        compare=("yes", "no"))
+    assert [r[3] for r in rows] == ["yes", "no", "yes − no"]
+    assert [r[4] for r in rows] == [2, 2, 4]
+    assert [r[6] for r in rows] == [pytest.approx(1 / 6), pytest.approx(0.0), pytest.approx(1 / 6)]
+
+
+CONCRETE_POOL = ("memory(concrete,100w)+fusion(3)", "memory(concrete,100w)+selection(3)")
+CANDIDATE_TEXTS = ("alpha beta", "alpha beta", "gamma delta")
+
+
+def set_prediction(prediction, text, score):
+    prediction.text, prediction.answer_sha256, prediction.status = text, sha256_text(text), Prediction.Status.OK
+    prediction.score = score
+    prediction.save(update_fields=["text", "answer_sha256", "status", "score"])
+
+
+def test_centrality_and_routing_from_the_run(common_run):
+    run = common_run
+    tasks = [ct.task for ct in run.protocol.cohort.cohort_tasks.order_by("position").select_related("task")]
+    for index, task in enumerate(tasks):
+        for label, text, score in zip(("b0", "b1", "b2"), CANDIDATE_TEXTS, (2, 2, 0)):
+            for prediction in Prediction.objects.filter(run=run, task=task, condition__in=CONCRETE_POOL, label=label):
+                set_prediction(prediction, text, score)
+        # Fusion copies b0 (grade 2) on the first four tasks and writes its own answer (grade 0) on the others.
+        fused = Prediction.objects.get(run=run, task=task, condition=CONCRETE_POOL[0], label="final")
+        set_prediction(fused, CANDIDATE_TEXTS[0] if index < 4 else "something else entirely new", 2 if index < 4 else 0)
+    table = items.appendix_f_centrality(run.protocol.project, [run])
+    assert isinstance(table, ReportTable) and table.inputs.runs == (run.pk,)
+    rows = {(r[0], r[1]): r for r in table.rows}
+    assert {similarity for pool, similarity in rows if pool == "memory(concrete,100w)"} == {
+        "token-f1", "rouge-l", "char-4gram-cosine"}
+    # Every pool: centralities 1/2, 1/2, 0 and grades 2, 2, 0. SD of the centralities sqrt(1/18); within a pool
+    # Σxy = (2/3)/SD and Σxx = (1/6)/SD², so the slope is 4·SD grade points per SD, in every draw alike.
+    row = rows["memory(concrete,100w)", "token-f1"]
+    sd = np.sqrt(1 / 18)
+    assert row[2:5] == (8, 24, 4)
+    assert row[5] == pytest.approx(4 * sd) and row[6] == pytest.approx(4 * sd) and row[7] == pytest.approx(4 * sd)
+    assert row[8] == pytest.approx(sd)
+
+    table = items.appendix_f_routing(run.protocol.project, [run])
+    rows = {(r[0], r[1], r[2], r[3]): r for r in table.rows}
+    copy = {key[3]: row for key, row in rows.items() if key[:3] == ("memory(concrete,100w)", "fusion", "copy status")}
+    assert list(copy) == [items.COPY, items.NOT_COPY, f"{items.COPY} − {items.NOT_COPY}"]
+    assert copy[items.COPY][4:7] == (4, 2, pytest.approx(0.0))              # fusion 2 against the one-shot's 2
+    assert copy[items.NOT_COPY][4:7] == (4, 2, pytest.approx(-2 / 3))       # fusion 0 against 2
+    assert copy[f"{items.COPY} − {items.NOT_COPY}"][6] == pytest.approx(2 / 3)
+    # Every concrete pool agrees alike (1/3): one tertile, the middle one, holds all eight tasks.
+    agreement = [row for key, row in rows.items()
+                 if key[:3] == ("memory(concrete,100w)", "fusion", "pool agreement (token-f1)")]
+    assert [(r[3], r[4]) for r in agreement] == [("middle", 8)]
+
+
+def test_without_pools_the_appendix_f_items_name_the_common_template(project):
+    for builder in (items.appendix_f_centrality, items.appendix_f_routing):
+        missing = builder(project, [])
+        assert isinstance(missing, Missing) and missing.template == "common"

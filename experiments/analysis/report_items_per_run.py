@@ -17,14 +17,24 @@ candidate texts, and only numbers leave it. Intervals use the run's recorded see
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from experiments.analysis.grades import grade_matrix
+from experiments.analysis.pools import USABLE, run_pools
+from experiments.core.candidates import CANDIDATE_LABELS
+from experiments.core.conditions import FINAL, FUSION, SELECTION
+from experiments.core.pickers import SIMILARITIES
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
 from experiments.core.stats.memory_gap import class_threshold_table, length_gap_table
+from experiments.core.stats import robustness
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, paired_matrix
-from experiments.core.task_attributes import NOT_SPECIFIC, SPECIFIC, is_specific
-from experiments.models import CohortTask, Memory, Run
+from experiments.core.stats.pool_centrality import (
+    CENTRALITY_COLUMNS, ROUTING_COLUMNS, centralities, centrality_slope, pool_agreement, routing_rows,
+)
+from experiments.core.task_attributes import NOT_SPECIFIC, SPECIFIC, is_specific, length_ratio
+from experiments.models import CohortTask, Memory, Prediction, Run
 
 CONCRETE_ONE_SHOT = "memory(concrete,100w)+one-shot"
 TRAIT_ONE_SHOT = "memory(trait,100w)+one-shot"
@@ -32,6 +42,8 @@ COMMON = "common"          # the ready-made template (`core.paper_protocols`) wi
 OFFLINE_NOTE = ("Computed from a run on the offline stand-in (a deterministic lexical rule, not a model): "
                 "these figures test the pipeline, they are not model results.")
 DIFFERENCE_COLUMNS = ("Concrete − trait", "95% lo", "95% hi")
+ROUTING_SIMILARITY = "token-f1"   # pool agreement: the first of the consensus pickers' similarities
+COPY, NOT_COPY = "copy of a candidate", "not a copy"
 
 
 def run_settings(run: Run) -> tuple[int, int]:
@@ -150,3 +162,144 @@ def table27(project, runs):
                         "their mean. Specific − other resamples the people of both classes (no interval when a "
                         f"draw leaves a class empty). 95% whole-person bootstrap intervals, seed {seed}, "
                         f"{draws:,} draws."))
+
+
+# --- App. F: centrality and routing over the run's candidate pools --------------------------------
+
+@dataclass
+class PoolTasks:
+    """One memory's pools over the run's tasks (cohort order): what the App. F statistics read."""
+
+    person: np.ndarray                         # (T,) person of each task
+    texts: list                                # per task the three candidate texts, None when incomplete
+    candidates: np.ndarray                     # (3, T) raw grades of b0..b2, NaN missing
+    words: np.ndarray                          # (3, T) whitespace words of b0..b2, NaN without a text
+    finals: dict = field(default_factory=dict)  # workflow → (grade (T,), words (T,), copy (T,) bool)
+
+
+def pool_tasks(run: Run) -> dict[str, PoolTasks]:
+    """memory key → its pools, read from the run's candidate and final predictions."""
+    pools = run_pools(run)
+    if not pools:
+        return {}
+    order = list(CohortTask.objects.filter(cohort_id=run.protocol.cohort_id).order_by("position")
+                 .values_list("task_id", "task__session__person_id"))
+    at = {task: i for i, (task, _) in enumerate(order)}
+    person = np.array([p for _, p in order], dtype=np.int64)
+    keys = [key for sources in pools.values() for key in sources.values()]
+    by = {}
+    for task, condition, label, status, sha, score, text in Prediction.objects.filter(
+            run=run, condition__in=keys, task_id__in=list(at)).values_list(
+            "task_id", "condition", "label", "status", "answer_sha256", "score", "text"):
+        by[task, condition, label] = (status in USABLE, sha, np.nan if score is None else float(score), text or "")
+    out = {}
+    T = len(order)
+    for name in sorted(pools):
+        sources = pools[name]
+        source = sources.get(FUSION) or sources.get(SELECTION)
+        data = PoolTasks(person, [None] * T, np.full((3, T), np.nan), np.full((3, T), np.nan))
+        for task, t in at.items():
+            rows = [by.get((task, source, label)) for label in CANDIDATE_LABELS]
+            for i, row in enumerate(rows):
+                if row is not None and row[0]:
+                    data.candidates[i, t], data.words[i, t] = row[2], len(row[3].split())
+            if all(row is not None and row[0] for row in rows):
+                data.texts[t] = [row[3] for row in rows]
+        for workflow, key in sorted(sources.items()):
+            grade, words, copy = np.full(T, np.nan), np.full(T, np.nan), np.zeros(T, dtype=bool)
+            for task, t in at.items():
+                final = by.get((task, key, FINAL))
+                if final is None:
+                    continue
+                usable, sha, score, text = final
+                grade[t] = score
+                if usable:
+                    words[t] = len(text.split())
+                    copy[t] = any(by.get((task, source, label), (False, None))[0:2] == (True, sha)
+                                  for label in CANDIDATE_LABELS)
+            data.finals[workflow] = (grade, words, copy)
+        out[name] = data
+    return out
+
+
+def _missing_pools(what: str) -> Missing:
+    return Missing(f"{what} needs a finished run with fusion or selection over three candidates (the common "
+                   "experiment's pools).", COMMON)
+
+
+def _runs_with_pools(runs) -> Run | None:
+    for run in reversed(list(runs)):
+        if run.protocol.regrade_of_id is None and run_pools(run):
+            return run
+    return None
+
+
+def appendix_f_centrality(project, runs):
+    """App. F: a candidate's centrality in its pool against its grade, per SD, pools with unequal grades."""
+    run = _runs_with_pools(runs)
+    if run is None:
+        return _missing_pools("The centrality check of App. F")
+    seed, draws = run_settings(run)
+    rows = []
+    for name, data in pool_tasks(run).items():
+        complete = [t for t, texts in enumerate(data.texts) if texts is not None]
+        for similarity in SIMILARITIES:
+            central = np.array([centralities(data.texts[t], similarity) for t in complete]).reshape(-1, 3)
+            grades = data.candidates[:, complete].T
+            slope = centrality_slope(data.person[complete], central, grades, seed=seed, draws=draws)
+            rows.append((name, similarity, slope.pools, slope.candidates, slope.people, slope.estimate, slope.lo,
+                         slope.hi, slope.sd))
+    return ReportTable(
+        columns=CENTRALITY_COLUMNS, rows=tuple(rows), inputs=report_inputs(run),
+        digits={"Slope per SD (grade points)": 3, "95% lo": 3, "95% hi": 3, "SD of centrality": 3},
+        signed=frozenset({"Slope per SD (grade points)", "95% lo", "95% hi"}),
+        notes=notes_for(run, "App. F: where candidate grades differ, does a candidate's centrality predict its grade?",
+                        f"Run {run.pk}: centrality is a candidate's mean similarity to the other two candidates of "
+                        "its pool (the consensus pickers' score); the slope is the within-pool least-squares slope of "
+                        "the raw grade (0–3) on centrality in standard deviations, over the complete pools whose "
+                        "three grades are not all equal. 95% whole-person bootstrap intervals (a person's pools "
+                        f"travel together), seed {seed}, {draws:,} draws."))
+
+
+def appendix_f_routing(project, runs):
+    """App. F: fusion (and selection) minus the one-shot by pool agreement, copy status and length ratio."""
+    run = _runs_with_pools(runs)
+    if run is None:
+        return _missing_pools("The routing check of App. F")
+    seed, draws = run_settings(run)
+    rows = []
+    for name, data in pool_tasks(run).items():
+        for workflow, (grade, words, copy) in data.finals.items():
+            graded = ~np.isnan(grade) & ~np.isnan(data.candidates[0])
+            diff = (grade - data.candidates[0]) / 3
+            complete = graded & np.array([texts is not None for texts in data.texts], dtype=bool)
+            if complete.any():
+                agreement = np.array([pool_agreement(data.texts[t], ROUTING_SIMILARITY)
+                                      for t in np.flatnonzero(complete)])
+                rows += routing_rows(name, workflow, f"pool agreement ({ROUTING_SIMILARITY})",
+                                     robustness.tertiles(agreement), robustness.TERTILES, data.person[complete],
+                                     diff[complete], seed=seed, draws=draws)
+            if workflow == FUSION:
+                answered = graded & ~np.isnan(words)
+                labels = np.where(copy[answered], COPY, NOT_COPY)
+                rows += routing_rows(name, workflow, "copy status", labels, (COPY, NOT_COPY), data.person[answered],
+                                     diff[answered], seed=seed, draws=draws, compare=(COPY, NOT_COPY))
+            known = graded & ~np.isnan(words) & ~np.isnan(data.words[0])
+            if known.any():
+                ratio = np.array([length_ratio(a, b) for a, b in zip(words[known], data.words[0][known])])
+                rows += routing_rows(name, workflow, f"length ratio ({workflow} / one-shot words)",
+                                     robustness.tertiles(ratio), robustness.TERTILES, data.person[known],
+                                     diff[known], seed=seed, draws=draws)
+    if not rows:
+        return Missing(f"Run {run.pk} has no task with a graded workflow answer and a graded one-shot.", COMMON)
+    return ReportTable(
+        columns=ROUTING_COLUMNS, rows=tuple(rows), inputs=report_inputs(run),
+        digits={"Workflow − one-shot": 4, "95% lo": 4, "95% hi": 4},
+        signed=frozenset({"Workflow − one-shot", "95% lo", "95% hi"}),
+        notes=notes_for(run, "App. F: routing by pool agreement, copy status or length ratio.",
+                        f"Run {run.pk}: the workflow's answer minus the pool's one-shot (b0), normalized, split by "
+                        f"tertiles of the candidates' mean pairwise {ROUTING_SIMILARITY} similarity, by whether "
+                        "fusion's output is a byte copy of a candidate (self-selected: descriptive), and by "
+                        "tertiles of the word-count ratio (1 + words) / (1 + one-shot words); the last row of each "
+                        "signal is the difference of its outer groups. 95% whole-person bootstrap intervals, seed "
+                        f"{seed}, {draws:,} draws."))
