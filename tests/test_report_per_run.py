@@ -284,3 +284,113 @@ def test_without_pools_the_appendix_f_items_name_the_common_template(project):
     for builder in (items.appendix_f_centrality, items.appendix_f_routing):
         missing = builder(project, [])
         assert isinstance(missing, Missing) and missing.template == "common"
+
+
+# --- App. I.6: agreement on a seeded, stratified sample -------------------------------------------
+
+from django.core.management import CommandError, call_command  # noqa: E402
+
+from experiments.core.stats.agreement_stats import agreement_bootstrap  # noqa: E402
+from experiments.core.stats.judge_sample import agreement_rows, allocate, stratified_sample  # noqa: E402
+from experiments.execution import control  # noqa: E402
+
+
+def test_allocation_is_even_over_the_strata_and_capped_by_their_size():
+    # Round robin a, b, c: (1, 1, 1), a is used up, (1, 2, 2), (1, 3, 3).
+    assert allocate({"b": 5, "a": 1, "c": 3}, 7) == {"a": 1, "b": 3, "c": 3}
+    assert allocate({"b": 5, "a": 1, "c": 3}, 100) == {"a": 1, "b": 5, "c": 3}
+    assert allocate({"x": 250, "y": 251}, 501) == {"x": 250, "y": 251}
+    assert allocate({"x": 300, "y": 300}, 501) == {"x": 251, "y": 250}
+
+
+def test_the_sample_is_drawn_within_strata_by_the_seeded_generator():
+    strata = ["x", "y", "x", "y", "y"]
+    sample = stratified_sample(strata, 3, seed=4)
+    # By hand: x gives 2 (both of its items), y gives 1, drawn in sorted stratum order from one PCG64(4).
+    rng = np.random.Generator(np.random.PCG64(4))
+    x = np.array([0, 2])[rng.permutation(2)[:2]]
+    y = np.array([1, 3, 4])[rng.permutation(3)[:1]]
+    assert sample.tolist() == sorted([*x.tolist(), *y.tolist()])
+    assert sorted(strata[i] for i in sample) == ["x", "x", "y"]
+    assert stratified_sample(strata, 3, seed=4).tolist() == sample.tolist()       # the seed fixes it
+    assert stratified_sample(strata, 50, seed=4).tolist() == [0, 1, 2, 3, 4]      # N above the items: all
+
+
+def test_agreement_rows_by_hand():
+    rows = agreement_rows([0, 1, 2, 3, 3], [0, 1, 2, 2, 0], [1, 2, 3, 4, 5], ["a", "a", "b", "b", "b"],
+                          np.array([0, 1, 2, 3]), sample_label="s", seed=3, draws=200)
+    by = {(r[0], r[1]): r for r in rows}
+    assert [key for key in by] == [("s", "exact agreement"), ("s", "within one grade"), ("s", "quadratic-weighted κ"),
+                                   ("s", "ordinal α"), ("s: a", "exact agreement"), ("s: a", "within one grade"),
+                                   ("s: a", "quadratic-weighted κ"), ("s: a", "ordinal α"),
+                                   ("s: b", "exact agreement"), ("s: b", "within one grade"),
+                                   ("s: b", "quadratic-weighted κ"), ("s: b", "ordinal α")]
+    assert by["s", "exact agreement"][2:5] == (4, 4, 0.75)          # the fifth item is not in the sample
+    assert by["s", "within one grade"][4] == 1.0
+    assert by["s: a", "exact agreement"][2:5] == (2, 2, 1.0)
+    assert by["s: b", "exact agreement"][2:5] == (2, 2, 0.5)
+    # κ by hand: pairs (0,0) (1,1) (2,2) (3,2); observed Σw·n = 1/9 · 1, expected from the margins.
+    a, b = np.array([0, 1, 2, 3]), np.array([0, 1, 2, 2])
+    w = (np.subtract.outer(np.arange(4), np.arange(4)) ** 2) / 9
+    observed = np.zeros((4, 4))
+    np.add.at(observed, (a, b), 1 / 4)
+    expected = np.outer(observed.sum(1), observed.sum(0))
+    assert by["s", "quadratic-weighted κ"][4] == pytest.approx(1 - (w * observed).sum() / (w * expected).sum())
+    reference = agreement_bootstrap([0, 1, 2, 3], [0, 1, 2, 2], [1, 2, 3, 4], draws=200, seed=3)
+    assert by["s", "quadratic-weighted κ"][5:] == (reference.kappa.lo, reference.kappa.hi)
+
+
+@pytest.fixture
+def regraded(project, cast):
+    """A finished offline confirmation run and a finished re-grade of it by the same (offline) judge."""
+    cohort = build_cohort(project, sessions=3, targets=2, name="judged")
+    protocol, _ = protocol_from_template(template="confirmation", cohort=cohort)
+    protocol.bootstrap = {"seed": 5, "draws": 300}
+    protocol.save(update_fields=["bootstrap"])
+    source = finished(protocol)
+    # Give every final answer its own text and a grade, so that each condition has answers of its own.
+    for i, prediction in enumerate(Prediction.objects.filter(run=source, label="final").order_by("pk")):
+        set_grade(source, prediction, i % 4)
+    regrade = control.regrade_create(source=source, user=cast["owner"])
+    run = Run.objects.create(protocol=regrade)
+    run_start(run=run)
+    run = run_inline(run.pk)
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    return source, run
+
+
+def test_the_sampled_agreement_from_a_regrade(regraded, project):
+    source, run = regraded
+    # The second judge disagrees by one grade on every answer whose first grade is 3.
+    Grade.objects.filter(run=run, score=3).update(score=2)
+    table = items.appendix_i6_sampled_agreement(project, [source, run], n=7, sample_seed=1)
+    assert isinstance(table, ReportTable)
+    assert table.inputs.runs == (run.pk, source.pk) and table.inputs.seeds == (5, 1) and table.inputs.draws == 300
+    by = {(r[0], r[1]): r for r in table.rows}
+    conditions = sorted(source.protocol.conditions)
+    assert len(conditions) == 3
+    # Seven of 18 answers (6 tasks × 3 conditions): 3, 2 and 2 from the conditions in sorted order.
+    for condition, size in zip(conditions, (3, 2, 2)):
+        assert by[f"sample of 7 (seed 1): {condition}", "exact agreement"][2] == size
+    # The figures are the agreement statistics of the sampled items, recomputed from the grades.
+    first = {(g.task_id, g.answer_sha256): g.score for g in Grade.objects.filter(run=source)}
+    second = {(g.task_id, g.answer_sha256): g.score for g in Grade.objects.filter(run=run)}
+    keys = sorted(set(first) & set(second))
+    assert len(keys) == 18
+    strata = {(p.task_id, p.answer_sha256): p.condition for p in Prediction.objects.filter(run=source, label="final")}
+    sample = stratified_sample([strata[k] for k in keys], 7, seed=1)
+    picked = [keys[i] for i in sample]
+    exact = sum(first[k] == second[k] for k in picked) / 7
+    assert by["sample of 7 (seed 1)", "exact agreement"][2:5] == (7, 3, pytest.approx(exact))
+    # The command gives the same rows for the same N and seed.
+    out = call_command("judge_sample", run.pk, n=7, seed=1)
+    assert f"sample of 7 (seed 1)\texact agreement\t7\t3\t{exact:.3f}" in out
+    with pytest.raises(CommandError, match="not a re-grade"):
+        call_command("judge_sample", source.pk)
+    with pytest.raises(CommandError, match="--n"):
+        call_command("judge_sample", run.pk, n=0)
+
+
+def test_without_a_second_judge_the_agreement_item_says_how_to_get_one(project):
+    missing = items.appendix_i6_sampled_agreement(project, [])
+    assert isinstance(missing, Missing) and "re-grade" in missing.reason and missing.template is None

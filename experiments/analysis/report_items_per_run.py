@@ -23,12 +23,14 @@ import numpy as np
 
 from experiments.analysis.grades import grade_matrix
 from experiments.analysis.pools import USABLE, run_pools
+from experiments.analysis.sampled_agreement import sampled_agreement
 from experiments.core.candidates import CANDIDATE_LABELS
 from experiments.core.conditions import FINAL, FUSION, SELECTION
 from experiments.core.pickers import SIMILARITIES
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
 from experiments.core.stats.memory_gap import class_threshold_table, length_gap_table
 from experiments.core.stats import robustness
+from experiments.core.stats.judge_sample import AGREEMENT_COLUMNS, DEFAULT_SAMPLE_SEED, DEFAULT_SAMPLE_SIZE
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, paired_matrix
 from experiments.core.stats.pool_centrality import (
     CENTRALITY_COLUMNS, ROUTING_COLUMNS, centralities, centrality_slope, pool_agreement, routing_rows,
@@ -303,3 +305,39 @@ def appendix_f_routing(project, runs):
                         "tertiles of the word-count ratio (1 + words) / (1 + one-shot words); the last row of each "
                         "signal is the difference of its outer groups. 95% whole-person bootstrap intervals, seed "
                         f"{seed}, {draws:,} draws."))
+
+
+# --- App. I.6: two judges on a seeded, stratified sample ------------------------------------------
+
+def newest_regrade(runs) -> Run | None:
+    """The newest re-grade run (a second judge over a finished run's answers) among ``runs``."""
+    for run in reversed(list(runs)):
+        if run.protocol.regrade_of_id is not None:
+            return run
+    return None
+
+
+def appendix_i6_sampled_agreement(project, runs, *, n: int = DEFAULT_SAMPLE_SIZE, sample_seed: int = DEFAULT_SAMPLE_SEED):
+    """App. I.6: the two judges' agreement on a sample of ``n`` answers, evenly over the conditions."""
+    run = newest_regrade(runs)
+    if run is None:
+        return Missing("App. I.6 needs a second judge: re-grade a finished run's answers with another judge (the "
+                       "run page's Re-grade, or manage.py regrade_run), then finish that run.")
+    source = run.protocol.regrade_of
+    result = sampled_agreement(run, n=n, sample_seed=sample_seed)
+    if not result["rows"]:
+        return Missing(f"Re-grade run {run.pk} and its source run {source.pk} have no answer graded by both judges.")
+    inputs = report_inputs(run, source)
+    strata = "; ".join(f"{name}: {count}" for name, count in sorted(result["strata"].items()))
+    return ReportTable(
+        columns=AGREEMENT_COLUMNS, rows=tuple(result["rows"]),
+        inputs=ReportInputs(runs=inputs.runs, cohorts=inputs.cohorts, seeds=(result["seed"], sample_seed),
+                            draws=result["draws"], offline_runs=inputs.offline_runs),
+        digits={"Estimate": 3, "95% lo": 3, "95% hi": 3},
+        notes=notes_for(run, "App. I.6: agreement of two judges on a sample of graded answers.",
+                        f"Run {source.pk} (first judge) and its re-grade run {run.pk} (second judge): of the "
+                        f"{result['items']:,} answers both judges graded, a sample of {result['sample']:,} drawn "
+                        f"evenly over the conditions that gave them (PCG64 seed {sample_seed}; {strata}). "
+                        "Operational zeros are rules, not judgments, and are left out. 95% whole-person bootstrap "
+                        f"intervals, seed {result['seed']}, {result['draws']:,} draws. Another sample: manage.py "
+                        "judge_sample RUN --n N --seed S.", extra_runs=(source,)))
