@@ -29,6 +29,7 @@ from experiments.execution.hand_out import hand_out_next
 from experiments.execution import mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.execution.kind_table import kind_rules
+from experiments.execution.paper_report_build import report_after_run
 from experiments.execution.planning import PLANNERS, plan_judging
 from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy
 from experiments.execution.sealing import seal_mismatches
@@ -281,6 +282,7 @@ def run_analyze(run_id: int) -> None:
         run.save(update_fields=["analysis"])
         _advance(run)
     _tables_after(run)
+    report_after_run(run)  # the project's paper report, rebuilt on the queue
 
 
 def _tables_after(run: Run) -> None:

@@ -1,0 +1,92 @@
+"""Building a project's paper report: every catalog item's builder run once on the project's sealed,
+finished runs, the result cached as `PaperReport` with its inputs' sha256; the queued job that does it
+when a run finishes (`report_after_run`, from the driver), on the report page's "Rebuild" and from
+`manage.py analysis_refresh` / `paper_report`.
+
+A builder is resolved from its dotted path when the report is built: one that is not in this
+version (a module or function not there yet) makes its item "not available in this version", and
+one that fails is logged and shown as an error of its own, never the whole report's.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+
+import django_rq
+import redis
+from django.utils import timezone
+
+from experiments.analysis.paper_report_state import REPORT_VERSION, report_inputs_sha256, report_runs
+from experiments.core.paper_report_catalog import CATALOG, CatalogItem
+from experiments.core.report_format import item_json
+from experiments.models import PaperReport, Project
+
+logger = logging.getLogger(__name__)
+REPORT_QUEUE = "analysis"
+JOB_TIMEOUT_S = 1800
+
+
+def resolve(path: str | None):
+    """The builder `module:function`, or None when this version has no such module or function."""
+    if not path:
+        return None
+    module_name, _, function = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            return None  # the module itself is missing, not one of its imports
+        raise
+    return getattr(module, function, None)
+
+
+def build_item(item: CatalogItem, project, runs) -> dict:
+    try:
+        builder = resolve(item.builder)
+        built = builder(project, runs) if builder is not None else None
+    except Exception as exc:  # noqa: BLE001 - one item's failure is that item's state, logged with its traceback
+        logger.exception("paper report of %s: %s failed", project.slug, item.id)
+        return item_json(item, None, error=f"its builder failed ({type(exc).__name__}); see the server log")
+    return item_json(item, built)
+
+
+def build_report(project) -> tuple[list[dict], str]:
+    runs = report_runs(project)
+    inputs_sha = report_inputs_sha256(project, runs)
+    return [build_item(item, project, runs) for item in CATALOG], inputs_sha
+
+
+def refresh_report(project) -> PaperReport:
+    started = time.perf_counter()
+    items, inputs_sha = build_report(project)
+    report, _ = PaperReport.objects.update_or_create(project=project, defaults={
+        "version": REPORT_VERSION, "built_at": timezone.now(), "inputs_sha256": inputs_sha, "items": items,
+        "build_seconds": time.perf_counter() - started})
+    return report
+
+
+def job_paper_report(project_id: int) -> None:
+    project = Project.objects.filter(pk=project_id).first()
+    if project is not None:
+        refresh_report(project)
+
+
+def report_queue():
+    return django_rq.get_queue(REPORT_QUEUE)
+
+
+def report_enqueue(project) -> bool:
+    """Queue a rebuild; False when the queue (Redis) does not answer (nothing was queued)."""
+    try:
+        report_queue().enqueue(job_paper_report, project.pk, job_timeout=JOB_TIMEOUT_S,
+                               job_id=f"paper-report-{project.pk}-{int(time.time() * 1000)}")
+    except (redis.RedisError, OSError) as exc:
+        logger.warning("paper report of %s not queued: %s", project.slug, exc)
+        return False
+    return True
+
+
+def report_after_run(run) -> None:
+    """After a run's analysis: its project's report is rebuilt on the queue (a run never waits for it)."""
+    report_enqueue(run.protocol.project)
