@@ -115,7 +115,8 @@ def test_table1_on_a_hand_graded_run(project):
     assert len(whole_ratio) == 4 and context["Whole record (no budget)"] == pytest.approx(np.mean(whole_ratio))
     assert table.inputs.runs == (run.pk,) and table.inputs.offline_runs == (run.pk,)
     assert table.inputs.seeds == (SEED,) and table.inputs.draws == DRAWS
-    assert any("offline stand-in" in note for note in table.notes)
+    assert f"Offline stand-in: run {run.pk} was answered" in " ".join(table.notes)
+    assert f"{run.protocol.cohort.name}: 4 people, 4 tasks" in table.notes[0]
 
 
 def test_table1_table16_and_table30_say_what_is_missing(project):
@@ -268,6 +269,9 @@ def test_generator_groups_ignore_pacing_and_need_two_generators():
     negated = shape.planned_difference(
         [{"terms": {"b": 1, "a": -1}, "estimate": 0.1, "lo": -0.2, "hi": 0.3, "n_tasks": 5, "people": 2}], "a", "b")
     assert (negated.estimate, negated.lo, negated.hi, negated.source) == (-0.1, -0.3, 0.2, "planned, negated")
+    zero = shape.planned_difference([{"terms": {"b": 1, "a": -1}, "estimate": 0.0, "lo": 0.0, "hi": 0.0,
+                                      "n_tasks": 1, "people": 1}], "a", "b")
+    assert str(zero.estimate) == "0.0" and f"{zero.lo:+.4f}" == "+0.0000"     # never −0.0000
     assert shape.planned_difference([{"terms": {"a": 1, "c": -1}, "estimate": 0.1}], "a", "b") is None
     assert shape.computed_difference([3.0, 3.0], [0.0, 0.0], [1, 2], [1, 2], seed=1,
                                      draws=shape.CHEAP_PERSON_DRAWS).startswith("not computed here")

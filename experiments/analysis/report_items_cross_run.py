@@ -45,7 +45,7 @@ TABLE16_DESIGNS = (("Written memory", MEMORY), ("Mem0 as deployed", MEM0), ("Mem
                    ("Memory + whole record", "memory+whole-record"),
                    ("No budget: whole record (−Gap(B))", WHOLE_RECORD))
 ANSWERED = (Prediction.Status.OK, Prediction.Status.EMPTY)
-STAND_IN = "offline stand-in: runs {runs} were answered and graded by the offline stand-in, not by a model"
+STAND_IN = "Offline stand-in: {runs} answered and graded by the deterministic offline backend, not by a model."
 
 
 def _is_offline(run: Run) -> bool:
@@ -109,8 +109,9 @@ def _calls(condition: str) -> str | None:
 
 
 def _stand_in_note(inputs: ReportInputs) -> tuple[str, ...]:
-    runs = ", ".join(str(r) for r in inputs.offline_runs)
-    return (STAND_IN.format(runs=runs),) if inputs.offline_runs else ()
+    runs = inputs.offline_runs
+    named = f"run {runs[0]} was" if len(runs) == 1 else f"runs {', '.join(map(str, runs))} were"
+    return (STAND_IN.format(runs=named),) if runs else ()
 
 
 def _stale(run: Run) -> Missing:
@@ -146,7 +147,8 @@ def table1(project, runs) -> ReportTable | Missing:
                                     difference if isinstance(difference, shape.Difference) else None, why))
     inputs = numbers.inputs(run)
     tasks = numbers.of(run)[0]["planned_tasks"]
-    notes = (f"Run {run.pk} ({run.protocol.name}), cohort {run.protocol.cohort.name}: {tasks} tasks. "
+    notes = (f"Run {run.pk} ({run.protocol.name}), cohort {run.protocol.cohort.name}: "
+             f"{_people(run.protocol.cohort_id)} people, {tasks} tasks. "
              "Difference: OwnWords minus the method, paired, 95% whole-person interval; excludes 0: the paper's bold.",
              "Context: characters of personal evidence the condition received, in units of B (the session's "
              "concrete 100-word memory), mean over answered tasks; composite evidence counts its blank-line "

@@ -50,8 +50,9 @@ def planned_difference(contrasts: list[dict], a: str, b: str) -> Difference | No
             return Difference(contrast["estimate"], contrast["lo"], contrast["hi"], contrast["n_tasks"],
                               contrast.get("people"), "planned")
         if terms == {a: -1.0, b: 1.0}:
-            return Difference(-contrast["estimate"], -contrast["hi"], -contrast["lo"], contrast["n_tasks"],
-                              contrast.get("people"), "planned, negated")
+            # 0.0 − x, not −x: a zero difference stays +0.0 (no "−0.0000" in a table).
+            return Difference(0.0 - contrast["estimate"], 0.0 - contrast["hi"], 0.0 - contrast["lo"],
+                              contrast["n_tasks"], contrast.get("people"), "planned, negated")
     return None
 
 
