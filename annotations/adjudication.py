@@ -9,7 +9,7 @@ from collections import defaultdict
 from django.db import transaction
 from django.utils import timezone
 
-from annotations.models import Adjudication, HumanGrade, RatingCampaign, RatingItem
+from annotations.models import FIRST_SHOWING, Adjudication, HumanGrade, RatingCampaign, RatingItem
 
 # Raters this far apart disagree about the substance, not a boundary.
 ADJUDICATION_SPREAD = 2
@@ -22,7 +22,8 @@ class AdjudicationError(ValueError):
 def item_grades(campaign: RatingCampaign) -> dict[int, list[int]]:
     """item id → the graded ratings (flag-only ratings have no grade and are left out)."""
     grades = defaultdict(list)
-    for item_id, grade in (HumanGrade.objects.filter(assignment__campaign=campaign, grade__isnull=False)
+    for item_id, grade in (HumanGrade.objects.filter(assignment__campaign=campaign, grade__isnull=False,
+                                                     assignment__showing=FIRST_SHOWING)
                            .order_by("assignment__item_id", "assignment__rater__username")
                            .values_list("assignment__item_id", "grade")):
         grades[item_id].append(grade)
@@ -45,7 +46,7 @@ def adjudication_queue(campaign: RatingCampaign) -> list[dict]:
              .order_by("number"))
     ratings = defaultdict(list)
     for item_id, username, grade, note, flagged in (
-            HumanGrade.objects.filter(assignment__item_id__in=disputed)
+            HumanGrade.objects.filter(assignment__item_id__in=disputed, assignment__showing=FIRST_SHOWING)
             .order_by("assignment__rater__username")
             .values_list("assignment__item_id", "assignment__rater__username", "grade", "note", "flagged")):
         ratings[item_id].append({"rater": username, "grade": grade, "note": note, "flagged": flagged})
@@ -72,7 +73,8 @@ def adjudicate(*, campaign: RatingCampaign, number: int, grade, note: str = "", 
     item = RatingItem.objects.filter(campaign=campaign, number=number).first()
     if item is None:
         raise AdjudicationError(f"this campaign has no item {number}")
-    grades = list(HumanGrade.objects.filter(assignment__item=item, grade__isnull=False).values_list("grade", flat=True))
+    grades = list(HumanGrade.objects.filter(assignment__item=item, grade__isnull=False, assignment__showing=FIRST_SHOWING)
+                  .values_list("grade", flat=True))
     if not grades or max(grades) - min(grades) < ADJUDICATION_SPREAD:
         raise AdjudicationError(f"item {number} is not disputed: its raters differ by less than {ADJUDICATION_SPREAD}")
     decision, _ = Adjudication.objects.update_or_create(

@@ -14,7 +14,8 @@ Payload keys (all numbers, no text; raters appear only as labels R1, R2 … by u
 ({pairs, alpha, items}), ``vs_judge`` ({pooled, mean}), ``levels`` ({raters_mean, judge,
 difference}), ``conditions`` (per condition: items, rated_items, between, vs_judge,
 levels), ``per_rater``, ``contrasts`` (`annotations.core.human_contrasts`), ``planned_tasks``,
-``inputs_sha256``, ``computed_at``. An agreement figure is ``AgreementResult.as_dict()``
+``inputs_sha256``, ``computed_at``, and for a campaign with hidden repeats ``retest``
+({percent, pairs}: each rater's first showing against their hidden repeat of it). An agreement figure is ``AgreementResult.as_dict()``
 (n_pairs, n_people, draws, seed, tails, confusion, exact, within_one, kappa, alpha, each
 {estimate, lo, hi}) or None when there is nothing to compare yet.
 """
@@ -26,9 +27,11 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from annotations.adjudication import ADJUDICATION_SPREAD
-from annotations.core.rater_agreement import AGREEMENT_VERSION, Rating, RatingTable, agreement_payload
+from annotations.core.rater_agreement import AGREEMENT_VERSION, Rating, RatingTable, agreement_payload, retest_agreement
 from annotations.core.human_contrasts import human_contrasts
-from annotations.models import Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem
+from annotations.models import (
+    FIRST_SHOWING, REPEAT_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem,
+)
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
@@ -75,7 +78,7 @@ def campaign_table(campaign: RatingCampaign) -> tuple[RatingTable, list[dict]]:
     ratings = tuple(
         Rating(item=index[item_id], rater=column[rater_id], grade=grade, flagged=flagged, seconds=seconds)
         for item_id, rater_id, grade, flagged, seconds in
-        HumanGrade.objects.filter(assignment__campaign=campaign)
+        HumanGrade.objects.filter(assignment__campaign=campaign, assignment__showing=FIRST_SHOWING)
         .order_by("assignment__item__number", "assignment__rater_id")
         .values_list("assignment__item_id", "assignment__rater_id", "grade", "flagged", "seconds_spent"))
     table = RatingTable(
@@ -90,6 +93,18 @@ def campaign_table(campaign: RatingCampaign) -> tuple[RatingTable, list[dict]]:
     )
     keys = [{"pk": i["pk"], "task_id": i["task_id"], "answer_sha256": i["answer_sha256"]} for i in items]
     return table, keys
+
+
+def retest_pairs(campaign: RatingCampaign) -> list[list[int]]:
+    """[person, first grade, repeat grade] for every hidden repeat graded at both showings by its
+    rater, in item-number and rater order (flag-only ratings have no grade and drop out)."""
+    graded = (HumanGrade.objects.filter(assignment__campaign=campaign, grade__isnull=False)
+              .values_list("assignment__item_id", "assignment__rater_id", "assignment__showing", "grade",
+                           "assignment__item__number", "assignment__item__task__session__person_id"))
+    first, repeat = {}, {}
+    for item_id, rater_id, showing, grade, number, person in graded:
+        (first if showing == FIRST_SHOWING else repeat)[(number, rater_id)] = (person, grade)
+    return [[first[key][0], first[key][1], repeat[key][1]] for key in sorted(repeat) if key in first]
 
 
 def task_items(campaign: RatingCampaign, keys: list[dict]) -> dict[str, dict[int, int]]:
@@ -127,6 +142,9 @@ def results_inputs(campaign: RatingCampaign) -> tuple[dict, str]:
         "planned_tasks": CohortTask.objects.filter(cohort_id=protocol.cohort_id).count(),
         "bootstrap": {"seed": seed, "draws": draws},
     }
+    if campaign.repeat_percent:
+        # Only then: the inputs (and cached numbers) of a campaign without repeats stay as they were.
+        inputs["retest"] = {"percent": campaign.repeat_percent, "pairs": retest_pairs(campaign)}
     sha = sha256_text(canonical_json(inputs))
     return {**inputs, "table": table}, sha
 
@@ -140,6 +158,9 @@ def compute_results(inputs: dict) -> dict:
     payload["contrasts"] = human_contrasts(inputs["contrasts"], table, task_map,
                                            planned_tasks=inputs["planned_tasks"], seed=seed, draws=draws)
     payload["planned_tasks"] = inputs["planned_tasks"]
+    if "retest" in inputs:
+        payload["retest"] = retest_agreement(inputs["retest"]["pairs"], percent=inputs["retest"]["percent"],
+                                             seed=seed, draws=draws)
     return payload
 
 

@@ -13,11 +13,14 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotations import sampling
-from annotations.models import Assignment, CampaignRater, RatingCampaign, RatingEvent, RatingItem
+from annotations.models import (
+    FIRST_SHOWING, REPEAT_SHOWING, Assignment, CampaignRater, RatingCampaign, RatingEvent, RatingItem,
+)
 from experiments.core.conditions import FINAL
 from experiments.models import Grade, Membership, Prediction, Role, Run
 
 MAX_RATINGS_PER_ITEM = 5
+MAX_REPEAT_PERCENT = 50
 
 
 class CampaignError(ValueError):
@@ -74,8 +77,9 @@ def _rater_memberships(project, usernames):
 @transaction.atomic
 def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[str], user=None,
                     sample: str = RatingCampaign.Sample.ALL, sample_size: int | None = None,
-                    seed: int = 1, ratings_per_item: int = 2) -> RatingCampaign:
-    """A campaign over a finished run, its items and every rater's queue."""
+                    seed: int = 1, ratings_per_item: int = 2, repeat_percent: int = 0) -> RatingCampaign:
+    """A campaign over a finished run, its items and every rater's queue (with `repeat_percent`
+    of each rater's items shown to them again later: hidden repeats, `sampling.with_repeats`)."""
     project = run.protocol.project
     name = (name or "").strip()
     if not name:
@@ -92,6 +96,8 @@ def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[
     conditions = [c for c in run.protocol.conditions if c in set(conditions)]
     if not 1 <= ratings_per_item <= MAX_RATINGS_PER_ITEM:
         raise CampaignError(f"ratings per item must be between 1 and {MAX_RATINGS_PER_ITEM}")
+    if not 0 <= repeat_percent <= MAX_REPEAT_PERCENT:
+        raise CampaignError(f"hidden repeats are between 0 and {MAX_REPEAT_PERCENT} percent of a rater's items")
     if len(set(raters)) != len(raters):
         raise CampaignError("a rater is listed twice")
     users = _rater_memberships(project, raters)
@@ -115,7 +121,7 @@ def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[
 
     campaign = RatingCampaign.objects.create(
         project=project, run=run, name=name, conditions=conditions, sample=sample, sample_size=sample_size,
-        seed=seed, ratings_per_item=ratings_per_item, created_by=user,
+        seed=seed, ratings_per_item=ratings_per_item, repeat_percent=repeat_percent, created_by=user,
     )
     CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in users])
     rows = RatingItem.objects.bulk_create([
@@ -128,11 +134,13 @@ def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[
         rows = list(campaign.items.order_by("number"))
     queues = sampling.assign(len(rows), [u.pk for u in users], ratings_per_item, seed)
     # Created rater by rater in queue order, so ids follow queue positions and say nothing
-    # about conditions or which items are the same.
+    # about conditions, which items are the same, or which showing is a repeat. Each rater's
+    # repeats draw from their own stream (seed, rater's place), fixed by the campaign's seed.
     Assignment.objects.bulk_create([
-        Assignment(campaign=campaign, item=rows[i], rater_id=rater_id, position=position)
-        for rater_id, queue in queues.items()
-        for position, i in enumerate(queue)
+        Assignment(campaign=campaign, item=rows[i], rater_id=rater_id, position=position,
+                   showing=REPEAT_SHOWING if repeat else FIRST_SHOWING)
+        for n, (rater_id, queue) in enumerate(queues.items())
+        for position, (i, repeat) in enumerate(sampling.with_repeats(queue, repeat_percent, seed + n + 1))
     ], batch_size=5000)
     return campaign
 
@@ -176,6 +184,14 @@ def _reassign_open(campaign: RatingCampaign, from_user_id: int, *, by=None) -> i
         .filter(campaign=campaign, rater_id=from_user_id, status=Assignment.Status.OPEN)
         .order_by("position")
     )
+    # A hidden repeat retests its own rater: another rater's first showing of it would be a
+    # second rating of the item by them. It is withdrawn (kept, marked reassigned), not moved.
+    repeats = [a for a in open_rows if a.showing == REPEAT_SHOWING]
+    open_rows = [a for a in open_rows if a.showing == FIRST_SHOWING]
+    if repeats:
+        Assignment.objects.filter(pk__in=[a.pk for a in repeats]).update(status=Assignment.Status.REASSIGNED)
+        RatingEvent.objects.bulk_create([RatingEvent(assignment=a, kind=RatingEvent.Kind.REASSIGN,
+                                                     at=timezone.now(), by=by) for a in repeats])
     if not open_rows:
         return 0
     others = list(CampaignRater.objects.filter(campaign=campaign, active=True)

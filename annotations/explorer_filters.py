@@ -9,13 +9,17 @@ judge's grade of that answer (`RatingItem.judge_score`).
 """
 from __future__ import annotations
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 
-from annotations.models import RatingCampaign, RatingItem
+from annotations.models import FIRST_SHOWING, RatingCampaign, RatingItem
 from experiments.analysis.task_filters import TaskFilter, register_task_filter
 from experiments.models import Run
 
 KEY = "judge-human"
+
+
+# Hidden repeats are a rater's retest, not another rating of the item.
+FIRST_ONLY = Q(assignments__showing=FIRST_SHOWING)
 
 
 def human_consensus(total: int | None, graded: int, adjudicated: int | None) -> int | None:
@@ -30,7 +34,8 @@ def human_consensus(total: int | None, graded: int, adjudicated: int | None) -> 
 def judge_human_disagreements(run: Run) -> set[int]:
     """Task ids of `run` where an item's human consensus differs from the judge (one query)."""
     items = (RatingItem.objects.filter(campaign__run=run)
-             .annotate(total=Sum("assignments__rating__grade"), graded=Count("assignments__rating__grade"))
+             .annotate(total=Sum("assignments__rating__grade", filter=FIRST_ONLY),
+                       graded=Count("assignments__rating__grade", filter=FIRST_ONLY))
              .values_list("task_id", "judge_score", "adjudication__grade", "total", "graded"))
     return {task_id for task_id, judge, adjudicated, total, graded in items
             if judge is not None and human_consensus(total, graded, adjudicated) not in (None, judge)}

@@ -14,6 +14,7 @@ from experiments.models import Prediction, Project, Run, Task
 
 # A rater may change or undo a rating this long after storing it; later it is final.
 UNDO_WINDOW_S = 600
+FIRST_SHOWING, REPEAT_SHOWING = 1, 2
 
 
 class RatingCampaign(models.Model):
@@ -33,6 +34,9 @@ class RatingCampaign(models.Model):
     sample_size = models.PositiveIntegerField(null=True, blank=True)
     seed = models.BigIntegerField()
     ratings_per_item = models.PositiveSmallIntegerField(default=2)
+    # Share of each rater's items shown to them a second time, later and never next to the first
+    # showing: the intra-rater retest, the ceiling the judge's agreement is read against.
+    repeat_percent = models.PositiveSmallIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
@@ -92,7 +96,11 @@ class RatingItem(models.Model):
 
 
 class Assignment(models.Model):
-    """Item → rater, at `position` of the rater's queue. Reassigned rows stay for the record."""
+    """Item → rater, at `position` of the rater's queue. Reassigned rows stay for the record.
+
+    `showing` 2 is a hidden repeat of the same rater's showing 1 (the retest): it looks the same
+    to the rater, and counts only in the retest figures, never as another rater's rating.
+    """
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"
@@ -105,13 +113,16 @@ class Assignment(models.Model):
     position = models.PositiveIntegerField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     served_at = models.DateTimeField(null=True, blank=True, help_text="first shown to the rater")
+    showing = models.PositiveSmallIntegerField(default=FIRST_SHOWING)
 
     class Meta:
         # By ids: ordering by the foreign keys themselves would join their tables into every query.
         ordering = ["campaign_id", "rater_id", "position"]
         constraints = [
-            # A rater never sees an item twice, even after a reassignment.
-            models.UniqueConstraint(fields=["item", "rater"], name="assignment_item_rater_once"),
+            # A rater never sees an item twice, even after a reassignment, but for one hidden repeat.
+            models.UniqueConstraint(fields=["item", "rater", "showing"], name="assignment_item_rater_showing_once"),
+            models.CheckConstraint(condition=Q(showing__in=[FIRST_SHOWING, REPEAT_SHOWING]),
+                                   name="assignment_showing_1_or_2"),
             models.UniqueConstraint(fields=["campaign", "rater", "position"], name="assignment_position_once"),
         ]
         indexes = [

@@ -118,3 +118,27 @@ def reassign(open_items: Sequence[int], holders: dict[int, set], loads: dict[Has
         moved[item] = rater
         loads[rater] += 1
     return moved
+
+
+def with_repeats(queue: Sequence[int], percent: int, seed: int) -> list[tuple[int, bool]]:
+    """One rater's queue with hidden repeats: [(item, is_repeat)] in showing order.
+
+    round(percent% × len(queue)) items, drawn by a seeded permutation, are shown a second time,
+    each at a seeded later place at least two places after its first showing (never adjacent),
+    so the rater meets it again as any other item. Fewer than three items: no repeat fits.
+    """
+    if not 0 <= percent <= 100:
+        raise ValueError("a repeat share is between 0 and 100 percent")
+    shown: list[tuple[int, bool]] = [(item, False) for item in queue]
+    want = round(len(queue) * percent / 100)
+    if want == 0 or len(queue) < 3:
+        return shown
+    rng = np.random.default_rng(seed)
+    # Candidates: items whose first showing leaves room for a place two or more later.
+    candidates = [queue[j] for j in rng.permutation(len(queue) - 2)]
+    for item in candidates[:want]:
+        first = shown.index((item, False))
+        # Later insertions only move pairs apart (or both together), never closer.
+        place = int(rng.integers(first + 2, len(shown) + 1))
+        shown.insert(place, (item, True))
+    return shown

@@ -248,3 +248,13 @@ def agreement_payload(table: RatingTable, *, conditions, k: int, seed: int, draw
         "conditions": by_condition,
         "per_rater": rater_rows(table, grades, person, boot),
     }
+
+
+def retest_agreement(pairs, *, percent: int, seed: int, draws: int) -> dict:
+    """The intra-rater retest: each rater's grade at the first showing against their grade at the
+    hidden repeat, pooled over raters, with whole-person intervals — the ceiling a judge's
+    agreement with the raters is read against. ``pairs``: [person, first, repeat] rows."""
+    boot = {"seed": int(seed), "draws": int(draws), "level": LEVEL}
+    persons = [p[0] for p in pairs]
+    return {"percent": int(percent),
+            "pairs": _agreement([p[1] for p in pairs], [p[2] for p in pairs], persons, boot)}

@@ -35,6 +35,9 @@ def comparisons(payload: dict, scope_payload: dict | None = None, *, scope: str 
         (scope, "raters (every rating) vs judge", ("rater", "judge"), p["vs_judge"]["pooled"]),
         (scope, "raters' mean (rounded half up) vs judge", ("raters' mean", "judge"), p["vs_judge"]["mean"]),
     ]
+    if scope_payload is None and "retest" in payload:
+        rows.append((scope, "same rater, hidden repeat (retest ceiling)", ("first showing", "repeat"),
+                     payload["retest"]["pairs"]))
     if scope_payload is None:
         for r in payload["per_rater"]:
             rows.append((scope, f"{r['rater']} vs judge", (r["rater"], "judge"), r["vs_judge"]))

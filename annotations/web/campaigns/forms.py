@@ -1,7 +1,7 @@
 """The campaign form: a finished run's conditions, the sample, the raters and k."""
 from django import forms
 
-from annotations.campaigns import MAX_RATINGS_PER_ITEM
+from annotations.campaigns import MAX_RATINGS_PER_ITEM, MAX_REPEAT_PERCENT
 from annotations.models import RatingCampaign
 from experiments.models import Membership, Role
 from experiments.web.bounded_input import INTEGER_COLUMN_MAX, BoundedIntegerField
@@ -19,6 +19,9 @@ class CampaignForm(StorableTextMixin, forms.Form):
                                help_text="fixes the sample, who rates what and every queue's order")
     ratings_per_item = BoundedIntegerField(initial=2, min_value=1, max_value=MAX_RATINGS_PER_ITEM,
                                            label="Ratings per item (k)")
+    repeat_percent = BoundedIntegerField(
+        required=False, initial=10, min_value=0, max_value=MAX_REPEAT_PERCENT, label="Hidden repeats (% of each rater's items)",
+        help_text="shown to the same rater again later, never next to the first showing: the retest ceiling")
     raters = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple,
                                        help_text="project members with the rater role")
 

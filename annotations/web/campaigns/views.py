@@ -60,7 +60,7 @@ def campaign_create_view(request, slug, run_pk):
             campaign = campaign_create(
                 run=run, name=data["name"], conditions=data["conditions"], raters=data["raters"],
                 user=request.user, sample=data["sample"], sample_size=data["sample_size"], seed=data["seed"],
-                ratings_per_item=data["ratings_per_item"],
+                ratings_per_item=data["ratings_per_item"], repeat_percent=data["repeat_percent"] or 0,
             )
         except CampaignError as e:
             form.add_error(None, str(e))
