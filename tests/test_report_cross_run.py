@@ -275,3 +275,24 @@ def test_generator_groups_ignore_pacing_and_need_two_generators():
     assert shape.planned_difference([{"terms": {"a": 1, "c": -1}, "estimate": 0.1}], "a", "b") is None
     assert shape.computed_difference([3.0, 3.0], [0.0, 0.0], [1, 2], [1, 2], seed=1,
                                      draws=shape.CHEAP_PERSON_DRAWS).startswith("not computed here")
+
+
+# --- the project tables page --------------------------------------------------------------------
+
+@pytest.mark.parametrize("who", ["owner", "viewer"])
+def test_the_project_tables_page_shows_the_chosen_runs_tables_from_cached_numbers(client, cast, project, who):
+    from django.urls import reverse
+
+    from experiments.models import Turn
+    cohort = build_cohort(project, sessions=4, targets=1, name="comparison")
+    run = finished_run(project, cohort, TABLE1_GRADES, name="systems", contrasts=[
+        {"name": "OwnWords − memory", "terms": {OWNWORDS: 1, MEMORY: -1}, "family": False, "criterion": None}])
+    client.force_login(cast[who])
+    body = client.get(reverse("project_tables", args=[project.slug]) + f"?run={run.pk}").content.decode()
+    assert 'id="cross-run-table-1"' in body and 'id="cross-run-table-16"' in body
+    assert "<td>+0.2500</td>" in body                                   # OwnWords − memory, planned
+    # The page runs no bootstrap: MemGPT-style's difference was not planned, so it is left out and said.
+    assert f"MemGPT-style: not planned by run {run.pk}: the paper report computes it" in body
+    assert 'id="cross-run-table-30"' not in body                         # no question-only run chosen
+    for text in Turn.objects.values_list("text", flat=True):
+        assert text not in body                                          # numbers only

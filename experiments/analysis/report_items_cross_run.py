@@ -25,6 +25,7 @@ from experiments.core import cross_run_tables as shape
 from experiments.core.conditions import CONCRETE, CONDITIONS, DEFAULT_MEMORY_WORDS, FINAL
 from experiments.core.information_matrix import COLUMNS as TABLE4_COLUMNS
 from experiments.core.information_matrix import calls_per_answer, information_rows, paper_conditions
+from experiments.core.report_format import display_rows
 from experiments.core.report_table import Missing, ReportFigure, ReportInputs, ReportTable
 from experiments.models import CohortTask, Memory, Prediction, Run
 
@@ -60,8 +61,9 @@ def _interview_runs(runs) -> list[Run]:
 class _Numbers:
     """A run's cached dashboard payload and its grade matrix, read once per builder."""
 
-    def __init__(self):
+    def __init__(self, compute: bool = True):
         self._cache: dict[int, tuple[dict | None, object]] = {}
+        self.compute = compute  # False: cached differences only (a page never runs a bootstrap)
 
     def of(self, run: Run) -> tuple[dict | None, object]:
         if run.pk not in self._cache:
@@ -83,6 +85,8 @@ class _Numbers:
             return planned
         if a not in matrix.conditions or b not in matrix.conditions:
             return None
+        if not self.compute:
+            return f"not planned by run {run.pk}: the paper report computes it"
         return shape.computed_difference(matrix.row(a), matrix.row(b), matrix.task_ids, matrix.person,
                                          seed=payload["seed"], draws=payload["draws"])
 
@@ -121,15 +125,16 @@ def _stale(run: Run) -> Missing:
 
 # --- Table 1 ------------------------------------------------------------------------------------
 
-def table1(project, runs) -> ReportTable | Missing:
-    """Table 1 on the run with OwnWords and the most of its methods (earliest on a tie)."""
+def table1(project, runs, *, compute: bool = True) -> ReportTable | Missing:
+    """Table 1 on the run with OwnWords and the most of its methods (earliest on a tie); `compute`
+    False leaves out a difference the run did not plan instead of bootstrapping it."""
     candidates = [r for r in _interview_runs(runs) if OWNWORDS in r.protocol.conditions
                   and any(c in r.protocol.conditions for _, c in TABLE1_METHODS)]
     if not candidates:
         return Missing("no finished run has OwnWords at B = |memory| with the written memory or a memory system",
                        "memory-systems")
     run = max(candidates, key=lambda r: (sum(c in r.protocol.conditions for _, c in TABLE1_METHODS), -r.pk))
-    numbers = _Numbers()
+    numbers = _Numbers(compute)
     if numbers.of(run)[0] is None:
         return _stale(run)
     conditions = run.protocol.conditions
@@ -178,13 +183,13 @@ def _people(cohort_id: int) -> int:
     return (CohortTask.objects.filter(cohort_id=cohort_id).values("task__session__person_id").distinct().count())
 
 
-def table16(project, runs) -> ReportTable | Missing:
+def table16(project, runs, *, compute: bool = True) -> ReportTable | Missing:
     """Designs × cohorts: for each cohort, the run on it with OwnWords and the design (one that
     planned the pair first, then the earliest)."""
     with_ownwords = [r for r in _interview_runs(runs) if OWNWORDS in r.protocol.conditions]
     if not with_ownwords:
         return Missing("no finished run has OwnWords at B = |memory|", "memory-systems")
-    numbers = _Numbers()
+    numbers = _Numbers(compute)
     fresh = [r for r in with_ownwords if numbers.of(r)[0] is not None]
     if not fresh:
         return _stale(with_ownwords[0])
@@ -231,7 +236,7 @@ def _settings(run: Run) -> dict:
             "contrasts": protocol.contrasts, "bootstrap": protocol.bootstrap, "criteria": protocol.criteria}
 
 
-def table30(project, runs) -> ReportTable | Missing:
+def table30(project, runs, *, compute: bool = True) -> ReportTable | Missing:
     """History minus question alone per generator configuration, on the largest group of runs whose
     sealed protocols differ only in the generator."""
     candidates = [r for r in _interview_runs(runs) if QUESTION_ONLY in r.protocol.conditions
@@ -246,7 +251,7 @@ def table30(project, runs) -> ReportTable | Missing:
                        "generator (same cohort, conditions, prompts, judge and analysis)", "history-benchmark")
     members = [m["run"] for m in group]
     history = next(h for h in HISTORY if h in members[0].protocol.conditions)
-    numbers = _Numbers()
+    numbers = _Numbers(compute)
     rows = []
     for run in members:
         if numbers.of(run)[0] is None:
@@ -268,3 +273,21 @@ def figure3a(project, runs) -> ReportFigure | Missing:
     if isinstance(table, Missing):
         return table
     return ReportFigure(shape.figure3a(table), table)
+
+
+PAGE_TABLES = (("Table 1", "OwnWords against memory systems at the memory's length", table1),
+               ("Table 16", "Tables 1 and 2, plus the no-budget reference, by cohort", table16),
+               ("Table 30", "History and screener against the question alone, per generator", table30))
+
+
+def page_tables(project, runs) -> list[dict]:
+    """Tables 1, 16 and 30 of the chosen finished runs, for the project tables page: cached numbers
+    only (a difference no run planned is left out with a note), each as {id, title, table JSON}."""
+    finished = _interview_runs(runs)
+    shown = []
+    for item, title, builder in PAGE_TABLES:
+        built = builder(project, finished, compute=False)
+        if isinstance(built, ReportTable):
+            table = built.as_json()
+            shown.append({"id": item, "title": title, "table": table, "cells": display_rows(table)})
+    return shown

@@ -9,6 +9,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 
 from experiments.access import run_for, runs_for
+from experiments.analysis.report_items_cross_run import page_tables
 from experiments.analysis.tables import cached_results
 from experiments.analysis.exports import csv_text
 from experiments.data.audit_log import Kind, audit_record
@@ -120,5 +121,5 @@ def project_tables(request, slug):
     choices = Run.objects.filter(protocol__project=project).select_related("protocol").order_by("-pk")[:200]
     return render(request, "experiments/analysis/project_tables.html", {
         "membership": membership, "project": project, "entries": entries, "choices": choices, "ids": ids,
-        "groups": paper_tables.grouped(rows),
+        "groups": paper_tables.grouped(rows), "cross_run": page_tables(project, runs),
         "offline_runs": sorted(run.pk for run in runs if offline_roles(run.protocol)["any"])})
