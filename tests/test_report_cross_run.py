@@ -142,6 +142,7 @@ EXCERPTS = {"ownwords", "recency", "question-free", "memory+ownwords", "memgpt-s
 def test_table4_is_the_registry_read_by_its_rules(project):
     table = items.table4(project, [])
     assert isinstance(table, ReportTable) and table.inputs.runs == ()
+    assert "No condition receives the reference answer (only the judge does)." in table.notes
     keys = column(table, "Condition")
     assert sorted(keys) == sorted(CONDITIONS)                       # every registered condition, once
     common = list(PAPER_PROTOCOLS["common"].conditions)
@@ -188,6 +189,8 @@ def test_table4_does_not_guess_an_unknown_evidence(monkeypatch):
     assert row["Screener"] == row["Question"] == "yes"               # read from its prompt's fields
     assert row["Verbatim excerpts"] == row["Another person's data"] == info.NOT_CLASSIFIED
     assert info.information_rows()[-1][0] == "novel(B=|memory|)"      # after the paper's conditions
+    notes = " ".join(items.table4(None, []).notes)
+    assert "No condition receives another person's data" not in notes and info.NOT_CLASSIFIED in notes
 
 
 # --- Table 16 -----------------------------------------------------------------------------------

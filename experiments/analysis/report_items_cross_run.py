@@ -24,7 +24,7 @@ from experiments.analysis.dashboard import dashboard_cached_with_grades
 from experiments.core import cross_run_tables as shape
 from experiments.core.conditions import CONCRETE, CONDITIONS, DEFAULT_MEMORY_WORDS, FINAL
 from experiments.core.information_matrix import COLUMNS as TABLE4_COLUMNS
-from experiments.core.information_matrix import calls_per_answer, information_rows, paper_conditions
+from experiments.core.information_matrix import NOT_CLASSIFIED, calls_per_answer, information_rows, paper_conditions
 from experiments.core.report_format import display_rows
 from experiments.core.report_table import Missing, ReportFigure, ReportInputs, ReportTable
 from experiments.models import CohortTask, Memory, Prediction, Run
@@ -170,8 +170,15 @@ def table4(project, runs) -> ReportTable:
     ours = paper_conditions()
     rows = information_rows()
     beyond = [r[0] for r in rows if r[0] not in ours]
-    notes = ("Derived from the condition registry and the answering prompts' fields, not typed per condition. "
-             "No condition receives the reference answer (only the judge does) or another person's data.",)
+    other, reference = TABLE4_COLUMNS.index("Another person's data"), TABLE4_COLUMNS.index("Reference answer")
+    notes = ("Derived from the condition registry and the answering prompts' fields, not typed per condition.",)
+    if all(r[reference] == "no" for r in rows):
+        notes += ("No condition receives the reference answer (only the judge does).",)
+    if all(r[other] == "no" for r in rows):
+        notes += ("No condition receives another person's data.",)
+    elif any(r[other] == NOT_CLASSIFIED for r in rows):
+        notes += (f"{NOT_CLASSIFIED}: an evidence construction the table's rules do not know yet "
+                  "(core.information_matrix.EVIDENCE_SEES); read its builder.",)
     if beyond:
         notes += (f"After the paper's conditions: {len(beyond)} further registered conditions.",)
     return ReportTable(TABLE4_COLUMNS, tuple(rows), ReportInputs(), notes=notes)
