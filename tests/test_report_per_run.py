@@ -3,6 +3,7 @@ the statistics on hand-checked cases, the builders on a finished offline common 
 import numpy as np
 import pytest
 
+from experiments.analysis import per_run_tables as per_run
 from experiments.analysis import report_items_per_run as items
 from experiments.core.report_table import Missing, ReportTable
 from experiments.core.stats import paired_bootstrap
@@ -270,10 +271,10 @@ def test_centrality_and_routing_from_the_run(common_run):
     table = items.appendix_f_routing(run.protocol.project, [run])
     rows = {(r[0], r[1], r[2], r[3]): r for r in table.rows}
     copy = {key[3]: row for key, row in rows.items() if key[:3] == ("memory(concrete,100w)", "fusion", "copy status")}
-    assert list(copy) == [items.COPY, items.NOT_COPY, f"{items.COPY} − {items.NOT_COPY}"]
-    assert copy[items.COPY][4:7] == (4, 2, pytest.approx(0.0))              # fusion 2 against the one-shot's 2
-    assert copy[items.NOT_COPY][4:7] == (4, 2, pytest.approx(-2 / 3))       # fusion 0 against 2
-    assert copy[f"{items.COPY} − {items.NOT_COPY}"][6] == pytest.approx(2 / 3)
+    assert list(copy) == [per_run.COPY, per_run.NOT_COPY, f"{per_run.COPY} − {per_run.NOT_COPY}"]
+    assert copy[per_run.COPY][4:7] == (4, 2, pytest.approx(0.0))              # fusion 2 against the one-shot's 2
+    assert copy[per_run.NOT_COPY][4:7] == (4, 2, pytest.approx(-2 / 3))       # fusion 0 against 2
+    assert copy[f"{per_run.COPY} − {per_run.NOT_COPY}"][6] == pytest.approx(2 / 3)
     # Every concrete pool agrees alike (1/3): one tertile, the middle one, holds all eight tasks.
     agreement = [row for key, row in rows.items()
                  if key[:3] == ("memory(concrete,100w)", "fusion", "pool agreement (token-f1)")]
@@ -394,3 +395,25 @@ def test_the_sampled_agreement_from_a_regrade(regraded, project):
 def test_without_a_second_judge_the_agreement_item_says_how_to_get_one(project):
     missing = items.appendix_i6_sampled_agreement(project, [])
     assert isinstance(missing, Missing) and "re-grade" in missing.reason and missing.template is None
+
+
+def test_the_items_are_kept_with_the_run_tables_and_read_from_there(common_run):
+    from experiments.analysis.per_run_tables import COMPUTED, PER_RUN_KEY
+    from experiments.analysis.tables import tables_cached, tables_refresh
+
+    run = common_run
+    payload = tables_cached(run).payload           # the analysis phase computed them with the tables
+    assert set(payload[PER_RUN_KEY]) == {"table26", "table27", "appendix_f_centrality", "appendix_f_routing"}
+    for name, builder in (("table26", items.table26), ("table27", items.table27),
+                          ("appendix_f_centrality", items.appendix_f_centrality),
+                          ("appendix_f_routing", items.appendix_f_routing)):
+        kept = payload[PER_RUN_KEY][name]
+        assert builder(run.protocol.project, [run]).as_json() == COMPUTED[name](run).as_json() == kept
+    # A changed grade makes the cache stale: the builder computes from the grades, and a refresh keeps that.
+    prediction = Prediction.objects.get(run=run, task=run.protocol.cohort.cohort_tasks.first().task,
+                                        condition=CONCRETE_KEY, label="final")
+    set_grade(run, prediction, 3, text="a new answer")
+    assert tables_cached(run) is None
+    fresh = items.table27(run.protocol.project, [run])
+    assert fresh.as_json() != payload[PER_RUN_KEY]["table27"]
+    assert tables_refresh(run).payload[PER_RUN_KEY]["table27"] == fresh.as_json()

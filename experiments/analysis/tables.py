@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from experiments.analysis.answers_sql import answer_measure_rows
 from experiments.analysis.dashboard import dashboard_inputs
+from experiments.analysis.per_run_tables import PER_RUN_KEY, per_run_payload
 from experiments.analysis.share_groups import run_share_groups
 from experiments.core import stats
 from experiments.core.canonical import canonical_json, sha256_text
@@ -29,7 +30,7 @@ from experiments.core.task_attributes import (
 )
 from experiments.models import AnalysisResult, CohortTask, Run, TablesResult
 
-TABLES_VERSION = "2"    # 2: the budget sweep by share of the source (`share_groups`)
+TABLES_VERSION = "3"    # 2: the budget sweep by share of the source (`share_groups`); 3: the per-run paper items
 EVIDENCE_UNIT = 100     # the evidence-length gap is regressed per 100 characters
 
 
@@ -97,7 +98,8 @@ def tables_compute(run: Run, matrix) -> dict:
     contrasts = [_contrast_tables(c, matrix, attributes, measures, multi, seed, draws) for c in protocol.contrasts]
     return {"seed": seed, "draws": draws, "contrasts": contrasts,
             "specific_tasks": int((attributes["specific"] == SPECIFIC).sum()), "tasks": int(matrix.task_ids.size),
-            "multi_session_people": len(multi), "share_groups": run_share_groups(run, matrix, seed=seed)}
+            "multi_session_people": len(multi), "share_groups": run_share_groups(run, matrix, seed=seed),
+            PER_RUN_KEY: per_run_payload(run)}
 
 
 def _interval(result) -> dict:
