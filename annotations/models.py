@@ -204,3 +204,31 @@ class CampaignResult(models.Model):
     inputs_sha256 = models.CharField(max_length=64)
     payload = models.JSONField()
     computed_at = models.DateTimeField()
+
+
+class RaterInvite(models.Model):
+    """A single-use link that makes its holder a rater of one campaign (and of its project).
+
+    Only the sha256 of the link's token is kept; the token itself is shown once, to the owner who
+    made it. Used, revoked or past `expires_at`, it lets nobody in.
+    """
+
+    campaign = models.ForeignKey(RatingCampaign, on_delete=models.CASCADE, related_name="invites")
+    token_sha256 = models.CharField(max_length=64, unique=True)
+    email = models.EmailField(blank=True, help_text="the address a bulk invite was made for, if any")
+    created_at = models.DateTimeField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    used_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["campaign_id", "-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(condition=Q(used_at__isnull=True) | Q(revoked_at__isnull=True),
+                                   name="rater_invite_used_or_revoked"),
+        ]
