@@ -10,6 +10,7 @@ from experiments.core.conditions import CONDITIONS, get_condition, ownwords_cond
 from experiments.core.evidence import INTERVIEWER, PARTICIPANT, RankedMemories, TurnText, question_free, recency
 from experiments.core.parsers import selection_payload
 from experiments.core.prompts import PromptRef, load_prompt, prompt_sha256
+from experiments.core.workflows import assemble_notes_request, assemble_prune
 
 REFERENCE = "REFERENCE-SENTINEL I never let it write melodies."
 LATER = "LATER-SENTINEL Nothing else."
@@ -171,6 +172,10 @@ def test_no_condition_sees_the_reference_answer_or_anything_after_the_question()
             calls.append(assemble_archive_queries(condition, TASK, memory=MEMORY))
         if condition.candidates > 1:
             calls.append(assemble(condition, TASK, memory=MEMORY, candidates=CANDIDATES))
+        if condition.workflow == "notes":  # App. F's first call
+            calls.append(assemble_notes_request(condition, TASK, memory=MEMORY))
+        if condition.workflow == "prune":  # App. F's second call
+            calls.append(assemble_prune(condition, TASK, memory=MEMORY, draft="A draft."))
         for sent in calls:
             text = sent.system + sent.user
             assert "REFERENCE-SENTINEL" not in text, key
@@ -185,6 +190,8 @@ def _extra(condition) -> dict:
         return {"archive_queries": ("how they spend the day",)}
     if condition.evidence == "mem0":
         return {"ranked_memories": RANKED}
+    if condition.workflow == "notes":  # App. F: the first call's notes
+        return {"notes": "Notes on the question."}
     return {}
 
 

@@ -47,6 +47,9 @@ def expected_calls(template: str, sessions: int, tasks: int) -> dict:
         return {"memories": 2 * sessions, "generation": 6 * tasks, "decisions": tasks, "judging": 6 * tasks}
     if template == "memory-systems":  # without Mem0: memory, OwnWords, query call, memory+OwnWords, record
         return {"memories": sessions, "generation": 5 * tasks, "decisions": tasks, "judging": 5 * tasks}
+    if template == "development-attempts":  # the one-shot (= the pruned draft), two notes calls, the record;
+        # two answers from notes and the pruning; five answers judged (the notes never)
+        return {"memories": sessions, "generation": 4 * tasks, "decisions": 3 * tasks, "judging": 5 * tasks}
     return {"memories": 4 * sessions, "generation": 13 * tasks, "decisions": 0, "judging": 13 * tasks}
 
 

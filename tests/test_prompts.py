@@ -42,6 +42,14 @@ PROMPT_SHA256 = {
     "survey_answer_persona_no_screener_user": "8cb5eed63f118fe8ead6ef14cfa96db6c081d74a924fd4e76fd47974ad7d2321",
     "survey_answer_questions_only_user": "a89ae883486bed7782bffe63561d8c7dcbbfc4456d2fda57d2b981bff030283f",
     "survey_answer_system": "29ac8952b5a07d6b0a188cf89604c8e3966703f06771f2c952c3f1d0956e7b6c",
+    # App. F / E.12 development attempts
+    "notes_system": "42e7007d3d24ba7911841ba769fcdd80fd13aa0f0d7f34043054edcec1e50b80",
+    "notes_record_user": "99fc2fcf06bdd6aea87213b7c3ff2363daf091db6e2a1bac71b80ef23c4ce01d",
+    "notes_memory_user": "1d11606334df66f3712ef5731c4a1184147fa264a68af993bee956df7bf86df0",
+    "answer_notes_record_user": "e68aeea325e3438dfe054c33d9e05b8716587f9caeaceac8cccc91528f5ce6bb",
+    "answer_notes_memory_user": "442dc23d705369151ed2a8f362464649856bf98e9b01c908f59503344e63f988",
+    "prune_system": "0bca5581e7e7707ff5b6f1a61e97d9da1877e8098333e9698750e6d97c52291f",
+    "prune_layout": "cfa48282c340b6c776f2263d6ce89e765248de706239d0031630dfe0291a37f6",
 }
 
 PROMPT_FIELDS = {
@@ -76,6 +84,13 @@ PROMPT_FIELDS = {
     "survey_answer_persona_no_screener_user": {"persona", "questions", "n"},
     "survey_answer_questions_only_user": {"questions", "n"},
     "survey_answer_system": set(),
+    "notes_system": set(),
+    "notes_record_user": {"record", "question", "words"},
+    "notes_memory_user": {"memory", "question", "words"},
+    "answer_notes_record_user": {"screener", "evidence", "notes", "question"},
+    "answer_notes_memory_user": {"screener", "memory", "notes", "question"},
+    "prune_system": set(),
+    "prune_layout": {"base", "draft"},
 }
 
 # Printed in full in the paper (App. E): the files must say exactly this.
@@ -122,6 +137,8 @@ VERBATIM = {
         "person would answer it, using the information about them if any is provided. Respond with only "
         "the requested JSON object."
     ),
+    "notes_system": "You prepare evidence notes about one research-interview participant. Output plain text.",
+    "prune_system": "You edit a simulated research-interview reply. Output only the edited reply.",
 }
 
 # Cut short in the paper and completed by us: the file's header must say so.
@@ -130,6 +147,7 @@ COMPLETED_BY_US = [
     "judge_user", "answer_memory_excerpts_user", "memgpt_query_user",
     "survey_answer_screener_user", "survey_answer_memory_user", "survey_answer_ownwords_user",
     "survey_answer_memory_ownwords_user", "survey_answer_persona_user", "survey_answer_memory_persona_user",
+    "notes_record_user", "notes_memory_user", "answer_notes_record_user", "answer_notes_memory_user", "prune_layout",
     # Table 21's runs without a screener: written here (the paper prints only the prompts with it)
     "survey_answer_questions_only_user", "survey_answer_memory_no_screener_user", "survey_answer_ownwords_no_screener_user",
     "survey_answer_memory_ownwords_no_screener_user", "survey_answer_persona_no_screener_user",

@@ -25,6 +25,7 @@ from experiments.core.conditions import (
     MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, NO_EVIDENCE, ONE_SHOT, OWNWORDS, QUESTION_FREE,
     RECENCY, WHOLE_RECORD, get_condition,
 )
+from experiments.core.conditions import NOTES
 from experiments.core.evidence import RankedMemories, TurnText
 from experiments.core.parsers import selection_payload
 from experiments.core.prompts import PromptRef, fill_prompt, loaded_prompt, render_prompt
@@ -117,6 +118,7 @@ def assemble(
     candidates: Sequence[str] | None = None,
     ranked_memories: RankedMemories | None = None,
     archive_queries: Sequence[str] | None = None,
+    notes: str | None = None,
 ) -> Assembled:
     """The messages of one answering call of `condition` on `task`.
 
@@ -127,6 +129,8 @@ def assemble(
     `parsers.candidate_display_order` — the decision call: the base user prompt followed by
     [DECISION TASK], the instruction and [ANONYMOUS CANDIDATES] (App. E, after E.11).
     `ranked_memories`: Mem0's memories of the session ranked for this question (Mem0 only).
+    A notes condition's answering call (App. F) needs the first call's `notes`, capped
+    (`core.workflows.cap_notes`); they follow the source in its evidence.
     A MemGPT-style condition's answering call needs its parsed `archive_queries` (the query
     call itself is `assemble_archive_queries`).
     """
@@ -146,6 +150,10 @@ def assemble(
         archive_query = " ".join(archive_queries)
     budget = condition.resolve_budget(memory)
     evidence_fields = _evidence_fields(condition, task, memory, budget, ranked_memories, archive_query)
+    if condition.workflow == NOTES:  # App. F: the source, then the first call's notes
+        if notes is None:
+            raise ValueError(f"{condition.key} answers only with its notes (core.workflows)")
+        evidence_fields = dict(evidence_fields, notes=notes)
     fields = dict(evidence_fields, question=task.question)
     if condition.with_screener:
         fields["screener"] = ev.screener_block(task.screener)

@@ -35,6 +35,9 @@ MEMGPT_STYLE = "memgpt-style"
 ONE_SHOT = "one-shot"
 FUSION = "fusion"
 SELECTION = "selection"
+NOTES, PRUNE, NOTES_WORDS = "notes", "prune", 120  # App. F / E.12: notes, then an answer; a draft, then pruning
+NOTES_PROMPTS = {WHOLE_RECORD: ("notes_system", "notes_record_user"), MEMORY: ("notes_system", "notes_memory_user")}
+PRUNE_PROMPTS = ("prune_system", "prune_layout")
 
 CONCRETE = "concrete"
 TRAIT = "trait"
@@ -262,6 +265,22 @@ def memgpt_style_condition(kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WOR
     )
 
 
+def notes_condition(source: str = WHOLE_RECORD) -> Condition:
+    """App. F / E.12: one call writes at most 120 words of question-specific notes from the whole record (as in
+    the paper) or the concrete memory; a second answers from that source, the notes and the question (`core.workflows`)."""
+    kind, words = (CONCRETE, DEFAULT_MEMORY_WORDS) if source == MEMORY else (None, None)
+    return Condition(f"{memory_key(kind, words) if kind else source}+notes({NOTES_WORDS}w)", source, NOTES, 1, None,
+                     kind, words, True, GENERATION_SYSTEM, "answer_" + NOTES_PROMPTS[source][1],
+                     auxiliary_prompts=NOTES_PROMPTS[source], note="App. F: notes (one call), then an answer")
+
+
+def pruned_condition() -> Condition:
+    """App. F / E.12: the memory one-shot's own base call gives the draft b0; one more call prunes it."""
+    return Condition(f"{memory_key(CONCRETE, DEFAULT_MEMORY_WORDS)}+pruned", MEMORY, PRUNE, 1, None, CONCRETE,
+                     DEFAULT_MEMORY_WORDS, True, GENERATION_SYSTEM, "answer_memory_user",
+                     auxiliary_prompts=PRUNE_PROMPTS, note="App. F: the one-shot draft b0, then one pruning call")
+
+
 def _budget_sweep(words: int) -> tuple[Condition, ...]:
     """App. G.1 at one memory length w: the memory, OwnWords and recency at B_w = |m_w|."""
     return (
@@ -288,6 +307,7 @@ def _registry() -> dict[str, Condition]:
         _unbudgeted("question-only", NO_EVIDENCE, "answer_question_only_user", with_screener=False),
         mem0_condition(),
         memgpt_style_condition(),
+        notes_condition(), notes_condition(MEMORY), pruned_condition(),
         *(condition for words in SWEEP_MEMORY_WORDS if words != DEFAULT_MEMORY_WORDS
           for condition in _budget_sweep(words)),
     ]
@@ -308,6 +328,8 @@ def get_condition(key: str) -> Condition:
 
 def prediction_labels(condition: Condition) -> list[str]:
     """The labels of the answers a condition produces per task: its final answer, or its pool's candidates."""
+    if condition.workflow == PRUNE:  # its draft; the pruned answer is its final (decisions)
+        return ["b0"]
     return [FINAL] if condition.candidates == 1 else [f"b{i}" for i in range(condition.candidates)]
 
 
@@ -320,6 +342,7 @@ FAMILIES = (
     ("excerpts", "The person's own words at a budget", "sentences of the permitted record that fit in B characters"),
     ("record", "The record without a budget", "the whole permitted record, or the dialogue up to the question"),
     ("combined", "A memory together with the record", "the memory and excerpts or the whole record in one call"),
+    ("development", "Development attempts (App. F)", "notes, then an answer; or the one-shot draft, then pruning"),
     ("baselines", "No personal evidence", "the screener and the question, or the question alone"),
     ("sweep", "Budget sweep at other memory lengths (App. G.1)", "memory, OwnWords and recency at B = |memory| "
      "for memories of 50, 200 and 400 words"),
@@ -331,6 +354,8 @@ def condition_family(condition: Condition) -> str:
     """The FAMILIES key a condition is listed under."""
     if not condition.runnable:
         return "systems"
+    if condition.workflow in (NOTES, PRUNE):
+        return "development"
     if condition.memory_words not in (None, DEFAULT_MEMORY_WORDS):
         return "sweep"
     return {

@@ -9,7 +9,9 @@ cohort:
   identical (a memory's one-shot, fusion and selection) share their calls, so a group of them
   costs its largest number of candidates (1 or 3);
 - decisions: one call per task and fusion or selection condition, and the MemGPT-style answer
-  (its base call writes the archive queries, App. H);
+  (its base call writes the archive queries, App. H); one per task and App. F development
+  attempt: the answer from the notes (its base call writes the notes, at most 120 words) or the
+  pruning of the one-shot draft (its base call is the one-shot's, shared);
 - judging: at most one call per distinct answer of a task: every base and fusion answer
   (selection copies a candidate, so it adds none). Identical answers share a grade, so this
   is an upper bound.
@@ -29,7 +31,7 @@ from experiments.core import evidence as ev
 from experiments.core.conditions import (
     CURRENT_DIALOGUE, DECISION_CANDIDATES, DECISION_INSTRUCTIONS, DECISION_LAYOUT, JUDGE_PROMPTS, MEM0,
     MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY, MEMORY_LENGTH, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
-    MEMORY_PROMPTS, NO_EVIDENCE, OWNWORDS,
+    MEMORY_PROMPTS, NO_EVIDENCE, NOTES, NOTES_PROMPTS, NOTES_WORDS, OWNWORDS, PRUNE, PRUNE_PROMPTS,
     QUESTION_FREE, RECENCY, SELECTION, WHOLE_RECORD, Condition,
 )
 from experiments.core.prompts import load_prompt
@@ -130,6 +132,9 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
         if c.evidence == MEMGPT_STYLE:  # the base call is the archive-query call: screener, memory, question
             per_call = (sum(chars(name) for name in MEMGPT_QUERY_PROMPTS) + (c.memory_words or 0) * CHARS_PER_WORD
                         + shape.question_chars + screener)
+        if c.workflow == NOTES:  # the base call is the notes call: the source and the question
+            per_call = (sum(chars(name) for name in NOTES_PROMPTS[c.evidence]) + _evidence_chars(c, shape, record)
+                        + shape.question_chars)
         for m in members:
             base_chars[m.key] = per_call
         generation.calls += shape.tasks * candidates
@@ -146,6 +151,20 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
                                                     + screener)
             decisions.output_cap_tokens += shape.tasks * generator_cap
             continue  # judged once per task: generation.calls counted its (never judged) query call in its place
+        if c.workflow == NOTES:
+            decisions.calls += shape.tasks
+            decisions.input_chars += shape.tasks * (chars(c.system_prompt) + chars(c.user_prompt)
+                                                    + _evidence_chars(c, shape, record) + NOTES_WORDS * CHARS_PER_WORD
+                                                    + shape.question_chars + screener)
+            decisions.output_cap_tokens += shape.tasks * generator_cap
+            continue  # judged once per task, in place of its (never judged) notes call
+        if c.workflow == PRUNE:  # the one-shot's messages without E.5's system prompt, the draft, the task
+            decisions.calls += shape.tasks
+            decisions.input_chars += shape.tasks * (base_chars[c.key] - chars(c.system_prompt)
+                                                    + sum(chars(name) for name in PRUNE_PROMPTS) + answer)
+            decisions.output_cap_tokens += shape.tasks * generator_cap
+            judged_per_task += 1
+            continue
         if c.workflow not in DECISION_INSTRUCTIONS:
             continue
         decisions.calls += shape.tasks

@@ -10,7 +10,9 @@ settings of each, for any cohort. Pure Python, no Django.
   memory + OwnWords and the whole record, with the six descriptive contrasts;
 - ``budget-sweep``: App. G.1: memories of 50, 100, 200 and 400 words, OwnWords and recency at
   each B = |memory|, the whole record, with its three criteria (and every per-budget contrast,
-  descriptive, as Table 17).
+  descriptive, as Table 17);
+- ``development-attempts``: App. F / E.12: the memory one-shot, notes then an answer (from the record
+  or the memory), the pruned one-shot draft and the whole record, descriptive.
 
 `paper_protocol(name, runnable)` gives the conditions and contrasts to store; a condition the
 installation cannot run (e.g. Mem0 without its optional packages) is left out with its contrasts,
@@ -157,8 +159,30 @@ def _budget_sweep() -> PaperProtocol:
     )
 
 
+NOTES_FROM_RECORD = "whole-record+notes(120w)"
+NOTES_FROM_MEMORY = "memory(concrete,100w)+notes(120w)"
+PRUNED = "memory(concrete,100w)+pruned"
+
+
+def _development_attempts() -> PaperProtocol:
+    return PaperProtocol(
+        "development-attempts", "Development attempts: notes, then an answer; pruning the one-shot draft", "App. F, E.12",
+        "The memory one-shot against two added model stages: question-specific notes (at most 120 words) from the "
+        "whole record (as the paper) or from the memory, then an answer; and the one-shot draft pruned by one extra "
+        "call; with the whole record. Descriptive contrasts.",
+        (MEMORY, NOTES_FROM_RECORD, NOTES_FROM_MEMORY, PRUNED, WHOLE_RECORD),
+        (_contrast("notes (whole record) − whole record", {NOTES_FROM_RECORD: 1, WHOLE_RECORD: -1}),
+         _contrast("notes (whole record) − memory one-shot", {NOTES_FROM_RECORD: 1, MEMORY: -1}),
+         _contrast("notes (memory) − memory one-shot", {NOTES_FROM_MEMORY: 1, MEMORY: -1}),
+         _contrast("pruned − memory one-shot (the unedited draft)", {PRUNED: 1, MEMORY: -1})),
+        {"seed": 20260919, "draws": 100_000},
+        ("The pruned condition's draft b0 is the memory one-shot's own answer (one shared call and grade).",
+         "Notes from the memory are not in the paper (it wrote them from the record): an added comparison."),
+    )
+
+
 PAPER_PROTOCOLS: dict[str, PaperProtocol] = {
-    p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep())
+    p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep(), _development_attempts())
 }
 
 

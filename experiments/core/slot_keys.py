@@ -56,6 +56,14 @@ class ArchiveKey(SlotKey):
 
 
 @dataclass(frozen=True, kw_only=True)
+class NotesKey(SlotKey):
+    """The notes call of a notes-then-answer condition (App. F), shared by identical notes messages of a task."""
+    KIND: ClassVar[str] = "notes"
+    task_id: int
+    messages_sha: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class DecisionKey(SlotKey):
     KIND: ClassVar[str] = "decision"
     task_id: int
@@ -90,7 +98,7 @@ class SurveyAnswerKey(SlotKey):
 
 
 KEY_KINDS: dict[str, type[SlotKey]] = {cls.KIND: cls for cls in (
-    MemoryKey, GenerationKey, ArchiveKey, DecisionKey, JudgeKey, Mem0Key, SurveyMemoryKey, SurveyAnswerKey)}
+    MemoryKey, GenerationKey, ArchiveKey, NotesKey, DecisionKey, JudgeKey, Mem0Key, SurveyMemoryKey, SurveyAnswerKey)}
 
 
 def parse_slot_key(text: str) -> SlotKey:

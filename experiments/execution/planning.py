@@ -22,7 +22,7 @@ from experiments.core.evidence import TurnText
 from experiments.core.parsers import candidate_display_order, parse_archive_queries
 from experiments.core.slot_keys import ArchiveKey, DecisionKey, GenerationKey, JudgeKey, MemoryKey
 from experiments.data.sessions import cohort_tasks
-from experiments.execution import mem0_planning
+from experiments.execution import mem0_planning, workflow_planning
 from experiments.execution.memory_imports import imported_memories
 from experiments.execution.planning_sql import insert_slot_json, share_the_run_row
 from experiments.models import Grade, Memory, ModelCall, Prediction, Run, ScreenerItem, Slot, Task, Turn
@@ -154,6 +154,10 @@ def plan_generation(run: Run) -> None:
                 key = archive_slot_key(task, assembled)
                 slots.setdefault(key, _new_slot(run, Phase.GENERATION, key, Slot.Role.GENERATOR, assembled, task=task))
                 continue
+            if condition.workflow == workflow_planning.NOTES:  # the notes call; its answer in the decisions phase
+                slot = workflow_planning.notes_slot(run, task, condition, inputs[task.pk], memory)
+                slots.setdefault(slot.key, slot)
+                continue
             assembled = assemble(condition, inputs[task.pk], memory=memory, ranked_memories=mem0_ranked.get(task.pk))
             messages_sha = sha256_text(assembled.system + "\x00" + assembled.user)
             for index, label in enumerate(prediction_labels(condition)):
@@ -185,13 +189,15 @@ def candidate_pool_key(task: Task, condition) -> str:
 
 
 def plan_decisions(run: Run) -> None:
-    deciding = [c for c in _conditions(run) if c.workflow in (FUSION, SELECTION) or c.evidence == MEMGPT_STYLE]
+    deciding = [c for c in _conditions(run) if c.workflow in (FUSION, SELECTION, *workflow_planning.DECIDING_WORKFLOWS)
+                or c.evidence == MEMGPT_STYLE]
     if not deciding:
         return
     tasks = cohort_tasks(run.protocol.cohort)
     inputs = task_inputs(tasks)
     memories = {(m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)}
     replies = _archive_replies(run)
+    notes = workflow_planning.notes_replies(run)
     candidates = {
         (p.task_id, p.condition, p.label): p
         for p in Prediction.objects.filter(run=run, condition__in=[c.key for c in deciding])
@@ -199,6 +205,13 @@ def plan_decisions(run: Run) -> None:
     slots, predictions = [], []
     for task in tasks:
         for condition in deciding:
+            if condition.workflow in workflow_planning.DECIDING_WORKFLOWS:  # App. F: notes or pruning
+                memory = memories.get((task.session_id, condition.memory_kind, condition.memory_words))
+                slot, prediction = workflow_planning.decision(run, task, condition, inputs[task.pk], memory,
+                                                              drafts=candidates, replies=notes)
+                slots += [slot] if slot is not None else []
+                predictions += [prediction] if prediction is not None else []
+                continue
             if condition.evidence == MEMGPT_STYLE:
                 memory = memories.get((task.session_id, condition.memory_kind, condition.memory_words))
                 if memory is None:
