@@ -103,3 +103,28 @@ def test_runs_that_are_not_finished_survey_analyses_are_left_out(samples):
     assert isinstance(items.table22(project, [pending]), Missing)
     assert isinstance(items.table21(project, [pending]), Missing)
     assert isinstance(items.table23(project, []), Missing)
+
+
+@pytest.mark.django_db
+def test_table21_lists_every_run_without_the_screener_hand_checked(samples):
+    project, development, reported, second = samples
+    with_screener = finished_run(project, reported, "with")
+    first = finished_run(project, development, "first without", survey_screener=False)
+    shorter = {**ANALYSIS, "draws": 400, "contrasts": ANALYSIS["contrasts"][:1]}  # one metric of one pair only
+    later = finished_run(project, reported, "second without", analysis=shorter, survey_screener=False)
+    table = items.table21(project, [first, with_screener, later])
+    assert table.columns == ("Run", "Respondents", "Difference", "Accuracy", "Accuracy 95% lo", "Accuracy 95% hi",
+                             "Normalized deviation", "Deviation 95% lo", "Deviation 95% hi")
+    assert table.rows == (
+        (first.pk, 3, "OwnWords (B = |memory|) (no screener) − written memory (no screener)",
+         0.05, 0.01, 0.09, -0.02, -0.04, 0.001),
+        (first.pk, 3, "written memory (no screener) − questions only (no screener)",
+         0.05, -0.01, 0.11, -0.05, -0.08, -0.02),
+        (later.pk, 3, "written memory (no screener) − questions only (no screener)",
+         0.05, -0.01, 0.11, None, None, None),  # –: not computed
+    )
+    assert table.inputs.runs == (first.pk, later.pk) and table.inputs.cohorts == (development.pk, reported.pk)
+    assert table.inputs.draws is None and any("run %d: 400" % later.pk in note for note in table.notes)
+    assert table.signed == frozenset(items.NUMBER_COLUMNS) and table.digits["Deviation 95% hi"] == 4
+    # Table 22 leaves the runs without the screener out
+    assert items.table22(project, [first, with_screener, later]).inputs.runs == (with_screener.pk,)

@@ -86,3 +86,50 @@ def test_the_command_draws_excluding_every_earlier_sample_by_default(study):
     with pytest.raises(CommandError, match="not a sample"):
         call_command("survey_sample", "--project", "svy-samples", "--study", "twin", "--name", "x", "--size", "1",
                      "--exclude", "nope")
+
+
+@pytest.mark.django_db
+def test_a_run_on_the_second_sample_with_all_conditions_in_one_pass(client, project, cast):
+    """Every condition, the memory plus the whole persona included, selectable, sealed, run on the
+    offline stand-in in one pass, analysed with every pair and the second sample's criteria,
+    dashboarded, and Table 23 of the paper report read from the cached numbers."""
+    from django.urls import reverse
+
+    from experiments.analysis.report_items_survey import table22, table23
+    from experiments.core.survey.prompt import MEMORY, MEMORY_PLUS_WHOLE_PERSONA, SURVEY_CONDITIONS, WHOLE_PERSONA
+    from experiments.execution.driver import run_inline
+    from experiments.core.report_table import Missing
+    from experiments.models import Slot, SurveyAnswer
+    from tests.engine_helpers import make_run
+    study = survey_import(project=project, name="twin", respondents=read_survey_path(SAMPLE), sources=["s"],
+                          synthetic=True, seed=SEED, sizes=(2, 3)).study
+    second = draw_further_sample(study=study, name="twin second", size=4, excluded=study_samples(study))
+    offline = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+    conditions = list(SURVEY_CONDITIONS)
+    run = make_run(project, second, conditions=conditions, generator=offline, bootstrap={"draws": 300})
+    assert "survey_answer_memory_persona_user" in run.protocol.seal["prompts"]
+    run = run_inline(run.pk)
+    assert run.phase == "done", run.status_reason
+    assert Slot.objects.filter(run=run, phase="generation").count() == 4 * len(conditions)  # one pass
+    assert SurveyAnswer.objects.filter(run=run, condition=MEMORY_PLUS_WHOLE_PERSONA, status="ok").count() == 4
+    analysis = run.analysis
+    pairs = {(c["first"], c["second"]) for c in analysis["contrasts"]}
+    assert len(pairs) == 15 and (MEMORY_PLUS_WHOLE_PERSONA, WHOLE_PERSONA) in pairs  # every pair, once
+    assert [c["label"] for c in analysis["criteria"]] == [
+        "second sample: accuracy vs memory", "second sample: deviation vs memory",
+        "second sample: accuracy vs OwnWords", "second sample: accuracy vs whole persona"]
+    rows = {row["condition"]: row for row in analysis["means"]}
+    assert rows[MEMORY_PLUS_WHOLE_PERSONA]["items"] > 0
+    client.force_login(cast["viewer"])
+    page = client.get(reverse("survey_dashboard", args=[project.slug, run.pk])).content.decode()
+    assert "memory + whole persona" in page and "second sample: accuracy vs memory" in page
+    table = table23(project, [run])
+    assert table.inputs.runs == (run.pk,) and table.inputs.cohorts == (second.pk,) and table.inputs.draws == 300
+    by_label = {row[0]: row for row in table.rows}
+    cached = {(c["first"], c["second"], c["metric"]): c for c in analysis["contrasts"]}
+    row = by_label["memory + whole persona − written memory"]
+    acc, dev = cached[(MEMORY_PLUS_WHOLE_PERSONA, MEMORY, "accuracy")], cached[(MEMORY_PLUS_WHOLE_PERSONA, MEMORY, "deviation")]
+    assert row[5:] == (acc["estimate"], acc["lo"], acc["hi"], dev["estimate"], dev["lo"], dev["hi"])
+    assert by_label["memory + whole persona"][1] == rows[MEMORY_PLUS_WHOLE_PERSONA]["accuracy"]
+    assert len(table.rows) == len(rows) + 15
+    assert isinstance(table22(project, [run]), Missing)  # a further sample is Table 23's, not Table 22's

@@ -18,11 +18,9 @@ The app has no ready-made survey protocol template, so `Missing.template` is Non
 from __future__ import annotations
 
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
-from experiments.core.survey.prompt import (
-    MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_PERSONA, OWNWORDS, SCREENER_ONLY, SURVEY_CONDITIONS,
-    WHOLE_PERSONA, condition_label,
-)
-from experiments.core.survey.scores import ACCURACY, DEVIATION, HUMAN_RETEST
+from experiments.core.survey.prompt import SURVEY_CONDITIONS, condition_label
+from experiments.core.survey.scores import ACCURACY, DEVIATION, HUMAN_RETEST, PAPER_PAIRS
+from experiments.data.surveys import is_further_sample
 from experiments.models import Protocol, Run
 
 SURVEY_TEMPLATE = None  # no ready-made survey protocol in `core.paper_protocols`
@@ -30,17 +28,6 @@ DIGITS = 4  # the paper prints survey differences and means to four decimals
 OFFLINE_NOTE = ("Computed from a run on the offline stand-in (a deterministic lexical rule, not a model): "
                 "these figures test the pipeline, they are not model results.")
 SYNTHETIC_NOTE = "The respondents are synthetic (invented in the Twin-2K-500 structure), not the panel's."
-
-# The paired differences in the order App. H reports them (first minus second); any other difference
-# a run's analysis holds follows these.
-PAPER_PAIRS = (
-    (OWNWORDS, MEMORY), (MEMORY_PLUS_OWNWORDS, MEMORY), (OWNWORDS, SCREENER_ONLY), (MEMORY, SCREENER_ONLY),
-    (WHOLE_PERSONA, MEMORY), (WHOLE_PERSONA, OWNWORDS), (MEMORY_PLUS_OWNWORDS, OWNWORDS),
-    (MEMORY_PLUS_OWNWORDS, WHOLE_PERSONA),
-    (MEMORY_PLUS_WHOLE_PERSONA, MEMORY), (MEMORY_PLUS_WHOLE_PERSONA, OWNWORDS), (MEMORY_PLUS_WHOLE_PERSONA, WHOLE_PERSONA),
-    (MEMORY_PLUS_WHOLE_PERSONA, MEMORY_PLUS_OWNWORDS), (MEMORY_PLUS_WHOLE_PERSONA, SCREENER_ONLY),
-    (WHOLE_PERSONA, SCREENER_ONLY), (MEMORY_PLUS_OWNWORDS, SCREENER_ONLY),
-)
 
 TABLE21_COLUMNS = ("Run", "Respondents", "Difference", "Accuracy", "Accuracy 95% lo", "Accuracy 95% hi",
                    "Normalized deviation", "Deviation 95% lo", "Deviation 95% hi")
@@ -57,12 +44,7 @@ MEANS_COLUMNS = ("Condition or difference", *MEAN_COLUMNS, "Respondents", "Items
 
 def shows_screener(protocol: Protocol) -> bool:
     """Whether the protocol's conditions show the screener (the sealed option; on unless turned off)."""
-    return bool(getattr(protocol, "survey_screener", True))
-
-
-def is_further_sample(cohort) -> bool:
-    """A sample drawn from respondents outside earlier samples (Table 23's second sample)."""
-    return (cohort.rule or {}).get("sample") == "further"
+    return protocol.survey_screener
 
 
 def survey_runs(runs) -> list[Run]:
@@ -167,6 +149,7 @@ def means_and_differences(run: Run, *, screener: bool = True) -> tuple[tuple, tu
              f"scored in both with 95% whole-person bootstrap intervals (seed {analysis['seed']}, "
              f"{analysis['draws']} draws). Accuracy: higher is better; normalized deviation on ordinal items: "
              "lower is better."]
+    notes += [f"Prespecified criterion: {c['sentence']}." for c in analysis.get("criteria", [])]
     absent = missing_paper_pairs(analysis, run.protocol.conditions)
     if absent:
         notes.append("Not computed by this run's analysis (not among its planned contrasts): "

@@ -1,19 +1,21 @@
 """A survey run's numbers (App. H): per condition accuracy and normalized deviation,
 paired differences with whole-person intervals, the human test-retest row and the prespecified
-criteria, all by `core.survey.scores`; kept on the run as its analysis (the dashboard reads it)."""
+criteria, all by `core.survey.scores`; kept on the run as its analysis (the dashboard reads it).
+A run whose protocol shows no condition the screener (Table 21) says "no screener" in its labels and
+its `screener` entry."""
 from __future__ import annotations
 
 import math
 
 from experiments.core.contrasts import INTERVAL_ABOVE_ZERO
-from experiments.core.survey.prompt import SURVEY_CONDITIONS
+from experiments.core.survey.prompt import NO_SCREENER, SURVEY_CONDITIONS, condition_label
 from experiments.core.survey.scores import (
-    ACCURACY, DEVIATION, HUMAN_RETEST, REPORTED_SAMPLE_CRITERIA, SURVEY_SEED, Criterion, evaluate_criteria,
-    human_retest_scores, score_items, summarize, survey_contrasts,
+    ACCURACY, DEVIATION, HUMAN_RETEST, REPORTED_SAMPLE_CRITERIA, SECOND_SAMPLE_CRITERIA, SURVEY_SEED, Criterion,
+    evaluate_criteria, every_pair, human_retest_scores, score_items, summarize, survey_contrasts,
 )
 from experiments.core.survey.targets import TargetItem
 from experiments.models import Run, SurveyAnswer
-from experiments.data.surveys import respondent_items, sample_respondents, sample_study
+from experiments.data.surveys import is_further_sample, respondent_items, sample_respondents, sample_study
 
 DEFAULT_DRAWS = 10_000
 
@@ -28,7 +30,8 @@ def contrast_pairs(run: Run) -> tuple[list[tuple[str, str]], list[Criterion]]:
     """The protocol's contrasts (terms +1/-1; a criterion "interval above zero" means that first
     improves on second: its normalized-deviation interval lies below zero) and criteria; without
     any: every condition against the first (screener only, when run) and the paper's prespecified
-    criteria whose conditions were run."""
+    criteria whose conditions were run; on a further sample of new respondents (Table 23), every
+    pair and the second sample's criteria."""
     conditions = list(run.protocol.conditions)
     pairs, criteria = [], []
     for contrast in run.protocol.contrasts or []:
@@ -42,7 +45,12 @@ def contrast_pairs(run: Run) -> tuple[list[tuple[str, str]], list[Criterion]]:
                 # prespecified it for the survey (App. H): the deviation interval below zero.
                 criteria.append(Criterion(first[0], second[0], DEVIATION, "below-zero",
                                           label=contrast.get("name", "")))
-    if not pairs:
+    if not pairs and is_further_sample(run.protocol.cohort):
+        # A further sample of new respondents (Table 23): every paired difference, and the criteria
+        # fixed before the second sample whose conditions were run.
+        pairs = every_pair(conditions)
+        criteria = [c for c in SECOND_SAMPLE_CRITERIA if c.first in conditions and c.second in conditions]
+    elif not pairs:
         pairs = [(key, conditions[0]) for key in conditions[1:]]
         for criterion in REPORTED_SAMPLE_CRITERIA:
             if criterion.first in conditions and criterion.second in conditions:
@@ -74,7 +82,8 @@ def survey_summary(run: Run) -> dict:
     rows = []
     for key, condition_scores in [*scores.items(), (HUMAN_RETEST, human)]:
         s = summarize(key, condition_scores)
-        rows.append({"condition": key, "label": SURVEY_CONDITIONS[key].label if key in SURVEY_CONDITIONS else key,
+        label = condition_label(key, screener=run.protocol.survey_screener) if key in SURVEY_CONDITIONS else key
+        rows.append({"condition": key, "label": label,
                      # respondents with a scored item (the core's n_people also counts those without)
                      "people": len({score.pid for score in condition_scores if score.accuracy is not None}),
                      "items": s.n_items, "unscored": s.n_unscored,
@@ -96,7 +105,9 @@ def survey_summary(run: Run) -> dict:
         except ValueError as error:
             errors.append(f"criterion {criterion.label or criterion.first}: {error}")
     study = sample_study(cohort)
-    return {
+    # Only a run without the screener says so, so every other run's analysis is what it was.
+    screener = {} if run.protocol.survey_screener else {"screener": NO_SCREENER}
+    return {**screener,
         "kind": "survey", "synthetic": bool(study and study.synthetic), "study": study.name if study else "",
         "respondents": len(respondents), "seed": seed, "draws": draws, "means": rows,
         "contrasts": [{"first": c.first, "second": c.second, "metric": c.metric, "estimate": c.result.estimate,

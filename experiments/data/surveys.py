@@ -216,6 +216,11 @@ def is_survey_cohort(cohort: Cohort) -> bool:
     return cohort.task_set_id is None
 
 
+def is_further_sample(cohort: Cohort) -> bool:
+    """A sample of new respondents drawn outside earlier samples (`draw_further_sample`; Table 23)."""
+    return is_survey_cohort(cohort) and (cohort.rule or {}).get("sample") == "further"
+
+
 def sample_respondents(cohort: Cohort) -> list[SurveyRespondent]:
     return [m.respondent for m in SurveySampleMember.objects.filter(cohort=cohort)
             .select_related("respondent__study").order_by("position")]

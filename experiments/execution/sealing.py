@@ -31,7 +31,7 @@ from experiments.execution.regrade import answers_digest
 from experiments.models import Protocol, Run
 from experiments.core.prompts import PromptError, prompt_sha256
 from experiments.data.sessions import cohort_tasks
-from experiments.execution.survey_planning import survey_condition_spec, survey_problems
+from experiments.execution.survey_planning import survey_condition_spec, survey_problems, survey_settings
 from experiments.data.surveys import is_survey_cohort
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,6 +82,7 @@ def protocol_settings(protocol: Protocol) -> dict:
     if protocol.criteria:
         # Only a protocol that states criteria seals them, so every other seal is computed as before.
         settings["criteria"] = protocol.criteria
+    settings.update(survey_settings(protocol))  # only a survey protocol without the screener adds to it
     return settings
 
 
@@ -186,6 +187,8 @@ def protocol_problems(protocol: Protocol) -> list[str]:
     problems = []
     if not protocol.conditions:
         problems.append("choose at least one condition")
+    if not protocol.survey_screener and protocol.kind != Protocol.Kind.SURVEY:
+        problems.append("only a survey protocol can leave the screener out")
     if protocol.cohort_id is None:
         problems.append("choose a cohort")
     elif protocol.kind == Protocol.Kind.SURVEY or is_survey_cohort(protocol.cohort):

@@ -7,6 +7,8 @@ A protocol whose conditions are survey conditions (`core.survey.prompt.SURVEY_CO
 - generation: one answer call per respondent and condition, slot key `survey|<respondent>|<condition>`;
   a condition whose memory is missing gets a missing answer and no call;
 - no decisions and no judging: answers are scored against the recorded options by the core.
+A protocol with `survey_screener` off (Table 21's earlier runs) sends every condition's prompt without
+the screener (`core.survey.prompt.NO_SCREENER_USER_PROMPTS`); its seal records the option and those prompts.
 Each answer is parsed per item (`core.survey.answers`) and stored with its problems, never redrawn.
 """
 from __future__ import annotations
@@ -21,7 +23,8 @@ from experiments.core.slot_keys import SurveyAnswerKey, SurveyMemoryKey, parse_s
 from experiments.core.survey.answers import parse_survey_answer
 from experiments.core.survey.ownwords import survey_ownwords, whole_persona
 from experiments.core.survey.prompt import (
-    SCREENER_ONLY, SURVEY_CONDITIONS, SYSTEM_PROMPT, assemble_survey, assemble_survey_memory, get_survey_condition,
+    SCREENER_ONLY, SURVEY_CONDITIONS, SYSTEM_PROMPT, assemble_survey, assemble_survey_memory,
+    assemble_survey_no_screener, get_survey_condition, user_prompt_name,
 )
 from experiments.core.survey.screener import screener_text
 from experiments.core.survey.targets import target_items
@@ -43,7 +46,7 @@ def survey_prompt_names(protocol) -> list[str]:
     for key in protocol.conditions:
         if key in SURVEY_CONDITIONS:
             condition = SURVEY_CONDITIONS[key]
-            names.add(condition.user_prompt)
+            names.add(user_prompt_name(key, screener=protocol.survey_screener))
             if condition.needs_memory:
                 names.update(("memory_concrete_system", "memory_concrete_user"))
     return sorted(names)
@@ -52,6 +55,14 @@ def survey_prompt_names(protocol) -> list[str]:
 def survey_condition_spec(key: str) -> str:
     condition = SURVEY_CONDITIONS.get(key)
     return canonical_json(dataclasses.asdict(condition)) if condition else "unknown condition"
+
+
+def survey_settings(protocol) -> dict:
+    """What a survey protocol adds to its sealed settings: the screener option, only when it is off
+    (so the settings of every protocol that shows the screener hash as before)."""
+    if protocol.kind == protocol.Kind.SURVEY and not protocol.survey_screener:
+        return {"survey_screener": False}
+    return {}
 
 
 def survey_list_sha256(cohort) -> str:
@@ -113,7 +124,10 @@ def plan_survey_generation(run: Run) -> None:
                 evidence["excerpts"] = survey_ownwords(respondent, len(memory), items)
             if "persona" in condition.evidence:
                 evidence["persona"] = whole_persona(respondent)
-            messages = assemble_survey(condition.key, items, screener=screener, **evidence)
+            if run.protocol.survey_screener:
+                messages = assemble_survey(condition.key, items, screener=screener, **evidence)
+            else:
+                messages = assemble_survey_no_screener(condition.key, items, **evidence)
             slot = _slot(run, Phase.GENERATION, str(SurveyAnswerKey(respondent_id=row.pk, condition=condition.key)), messages)
             slots.append(slot)
             answers.append(SurveyAnswer(run=run, respondent=row, condition=condition.key, slot=slot,
@@ -180,7 +194,7 @@ def estimate_spread(rows: list, size: int = ESTIMATE_SPREAD) -> list:
 
 def survey_estimate(protocol, output_cap: int) -> dict | None:
     """The expected calls of one survey run (exact) and its input tokens (characters / 4: the
-    screener-only prompt with the items, averaged over respondents spread evenly over the sample
+    screener-only prompt with the items (without the screener when the protocol shows none), averaged over respondents spread evenly over the sample
     (`estimate_spread`), plus each condition's evidence at the sample's mean persona length and a
     100-word memory), in the shape of estimate_block.html."""
     if not is_survey_cohort(protocol.cohort):
@@ -196,7 +210,9 @@ def survey_estimate(protocol, output_cap: int) -> dict | None:
     spread = [respondent_record(stored[respondent_id]) for respondent_id in spread_ids]
     prompts, overheads = [], []
     for respondent in spread:
-        asked = assemble_survey(SCREENER_ONLY, target_items(respondent), screener=screener_text(respondent))
+        items = target_items(respondent)
+        asked = (assemble_survey(SCREENER_ONLY, items, screener=screener_text(respondent)) if protocol.survey_screener
+                 else assemble_survey_no_screener(SCREENER_ONLY, items))
         prompts.append(len(asked.system) + len(asked.user))
         memory_call = assemble_survey_memory(respondent.persona_text)
         overheads.append(len(memory_call.system) + len(memory_call.user) - len(respondent.persona_text))

@@ -69,6 +69,9 @@ class Protocol(models.Model):
     memory_import_runs = models.JSONField(
         default=list, blank=True, help_text="ids of earlier runs whose identical memories are imported, not rebuilt",
     )
+    # A survey protocol that shows no condition the screener (paper Table 21's earlier runs). Sealed only
+    # when off (`execution.survey_planning.survey_settings`), so every other seal is computed as before.
+    survey_screener = models.BooleanField(default=True, help_text="survey only: every condition shows the screener")
 
     class Meta:
         ordering = ["-created_at"]

@@ -24,7 +24,9 @@ import numpy as np
 from experiments.core.stats.paired import BootstrapResult
 from experiments.core.stats.shared import BootstrapRequest, shared_bootstraps
 from experiments.core.survey.intervals import shared_draw_bootstraps
-from experiments.core.survey.prompt import MEMORY, MEMORY_PLUS_OWNWORDS, OWNWORDS
+from experiments.core.survey.prompt import (
+    MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_PERSONA, OWNWORDS, SCREENER_ONLY, WHOLE_PERSONA,
+)
 from experiments.core.survey.targets import TargetItem
 
 SURVEY_SEED = 20260923  # App. B: the seed of the Twin-2K-500 intervals
@@ -188,6 +190,39 @@ REPORTED_SAMPLE_CRITERIA = (
     Criterion(OWNWORDS, MEMORY, DEVIATION, "below-zero", label="primary"),
     Criterion(MEMORY_PLUS_OWNWORDS, MEMORY, DEVIATION, "below-zero", label="secondary"),
 )
+
+
+# The four criteria fixed before the second sample's first call (App. H, Table 23): the memory plus
+# the whole persona against the memory (higher accuracy, lower deviation), against OwnWords and
+# against the whole persona (higher accuracy).
+SECOND_SAMPLE_CRITERIA = (
+    Criterion(MEMORY_PLUS_WHOLE_PERSONA, MEMORY, ACCURACY, "above-zero", label="second sample: accuracy vs memory"),
+    Criterion(MEMORY_PLUS_WHOLE_PERSONA, MEMORY, DEVIATION, "below-zero", label="second sample: deviation vs memory"),
+    Criterion(MEMORY_PLUS_WHOLE_PERSONA, OWNWORDS, ACCURACY, "above-zero", label="second sample: accuracy vs OwnWords"),
+    Criterion(MEMORY_PLUS_WHOLE_PERSONA, WHOLE_PERSONA, ACCURACY, "above-zero",
+              label="second sample: accuracy vs whole persona"),
+)
+
+# The paired differences (first minus second) in the order App. H reports them.
+PAPER_PAIRS = (
+    (OWNWORDS, MEMORY), (MEMORY_PLUS_OWNWORDS, MEMORY), (OWNWORDS, SCREENER_ONLY), (MEMORY, SCREENER_ONLY),
+    (WHOLE_PERSONA, MEMORY), (WHOLE_PERSONA, OWNWORDS), (MEMORY_PLUS_OWNWORDS, OWNWORDS),
+    (MEMORY_PLUS_OWNWORDS, WHOLE_PERSONA),
+    (MEMORY_PLUS_WHOLE_PERSONA, MEMORY), (MEMORY_PLUS_WHOLE_PERSONA, OWNWORDS), (MEMORY_PLUS_WHOLE_PERSONA, WHOLE_PERSONA),
+    (MEMORY_PLUS_WHOLE_PERSONA, MEMORY_PLUS_OWNWORDS), (MEMORY_PLUS_WHOLE_PERSONA, SCREENER_ONLY),
+    (WHOLE_PERSONA, SCREENER_ONLY), (MEMORY_PLUS_OWNWORDS, SCREENER_ONLY),
+)
+
+
+def every_pair(conditions: Sequence[str]) -> list[tuple[str, str]]:
+    """Every pair of the conditions once: the paper's pairs in its order and orientation, then each
+    other pair as the later condition minus the earlier."""
+    ran = list(dict.fromkeys(conditions))
+    paper = [pair for pair in PAPER_PAIRS if pair[0] in ran and pair[1] in ran]
+    covered = {frozenset(pair) for pair in paper}
+    rest = [(ran[j], ran[i]) for i in range(len(ran)) for j in range(i + 1, len(ran))
+            if frozenset((ran[i], ran[j])) not in covered]
+    return paper + rest
 
 
 def evaluate_criteria(criteria: Sequence[Criterion], contrasts: Sequence[SurveyContrast]) -> list[CriterionResult]:

@@ -10,7 +10,8 @@ from experiments.execution.sealing import protocol_problems
 from experiments.management.json_files import read_json_object
 
 REQUIRED = ("name", "cohort", "conditions", "generator", "judge")
-OPTIONAL = ("concurrency", "retry_policy", "contrasts", "bootstrap", "memory_import_runs", "criteria")
+OPTIONAL = ("concurrency", "retry_policy", "contrasts", "bootstrap", "memory_import_runs", "criteria",
+            "survey_screener")
 EXAMPLE = """{
   "name": "pilot",
   "cohort": "c1",
@@ -26,7 +27,8 @@ EXAMPLE = """{
   "criteria": [{"name": "OwnWords beats the memory",
                 "contrast": "ownwords(B=|memory|) - memory(concrete,100w)+one-shot", "interval": "family", "above": 0}]
 }
-"memory_import_runs": earlier runs whose identical sealed memories are imported instead of written again."""
+"memory_import_runs": earlier runs whose identical sealed memories are imported instead of written again.
+"survey_screener": false for a survey protocol whose conditions show no screener (Table 21; default true)."""
 
 
 class Command(BaseCommand):
@@ -101,6 +103,7 @@ def _values(spec: dict) -> dict:
         "bootstrap": spec.get("bootstrap", {}),
         "memory_import_runs": spec.get("memory_import_runs", []),
         "criteria": spec.get("criteria", []),
+        "survey_screener": spec.get("survey_screener", True),
     }
 
 
@@ -118,6 +121,8 @@ def _problems(project, cohort, values: dict) -> list[str]:
         problem = api_key_env_problem(str(values[role].get("api_key_env") or ""))
         if problem:
             problems.append(f"{role} api_key_env: {problem}")
+    if not isinstance(values["survey_screener"], bool):
+        problems.append("survey_screener must be true or false")
     problems += concurrency_problems(values["concurrency"])
     problems += _retry_problems(values["retry_policy"])
     problems += _bootstrap_problems(values["bootstrap"])

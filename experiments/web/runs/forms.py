@@ -40,6 +40,9 @@ class ProtocolForm(StorableTextMixin, forms.Form):
         choices=lambda: [(key, key) for key in [*CONDITIONS, *SURVEY_CONDITIONS]], widget=forms.CheckboxSelectMultiple,
         error_messages={"required": "choose at least one condition"},
     )
+    survey_no_screener = forms.BooleanField(
+        required=False, label="No screener",
+        help_text="survey only: no condition shows the screener, as in the paper's earlier runs (Table 21); sealed")
     max_recoveries_per_slot = BoundedIntegerField(min_value=0, max_value=10, label="Max recoveries per slot")
     cooldown_s = forms.FloatField(min_value=0, max_value=3600, label="Cooldown (s)")
     phase_allowance = BoundedIntegerField(min_value=0, max_value=1_000_000, label="Recovery allowance per phase")
@@ -108,6 +111,7 @@ def protocol_initial(protocol: Protocol | None, project) -> dict:
         "bootstrap_seed": protocol.bootstrap.get("seed", DEFAULT_SEED),
         "bootstrap_draws": protocol.bootstrap.get("draws", DEFAULT_DRAWS),
         "criteria": json.dumps(protocol.criteria, indent=1, ensure_ascii=False) if protocol.criteria else "",
+        "survey_no_screener": not protocol.survey_screener,
     }
 
 
@@ -172,6 +176,7 @@ class ProtocolEditor:
             "contrasts": self.contrasts,
             "bootstrap": {"seed": data["bootstrap_seed"], "draws": data["bootstrap_draws"]},
             "criteria": data.get("criteria", []),
+            "survey_screener": not data.get("survey_no_screener", False),
         }
 
     def save(self, *, user) -> Protocol:

@@ -15,7 +15,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for, run_for
 from experiments.analysis.exports import csv_text
 from experiments.data.audit_log import Kind, audit_record
-from experiments.core.survey.prompt import SURVEY_CONDITIONS
+from experiments.core.survey.prompt import condition_label
 from experiments.core.survey.reader import parse_json_text, parse_jsonl_text, read_survey_path
 from experiments.core.survey.records import SurveyImportError, SurveyProblem
 from experiments.data.import_jobs import QueueUnavailable
@@ -226,5 +226,5 @@ def survey_respondent(request, slug, pk, respondent):
     return render(request, "experiments/surveys/respondent.html", {
         "membership": membership, "project": membership.project, "run": run, "respondent": row,
         "study": row.study, "items": items, "offline": offline_roles(run.protocol)["any"],
-        "conditions": [(key, SURVEY_CONDITIONS[key].label) for key in conditions],
+        "conditions": [(key, condition_label(key, screener=run.protocol.survey_screener)) for key in conditions],
         "answers": [answers.get(key) for key in conditions]})
