@@ -146,6 +146,8 @@ class HumanGrade(models.Model):
     flagged = models.BooleanField(default=False)
     flag_reason = models.TextField(blank=True)
     seconds_spent = models.FloatField(null=True, blank=True, help_text="time from showing the item to the rating")
+    guidelines_version = models.PositiveIntegerField(
+        null=True, blank=True, help_text="the campaign's guidelines the rater's page showed; null: none published")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -176,6 +178,24 @@ class RatingEvent(models.Model):
 
     class Meta:
         ordering = ["at", "pk"]
+
+
+class Guidelines(models.Model):
+    """One published version of a campaign's rating guidelines (Markdown; shown sanitised).
+
+    Versions are never edited: publishing again adds the next one, and each rating records the
+    version its page showed, so a change of instructions mid-campaign can be analysed.
+    """
+
+    campaign = models.ForeignKey(RatingCampaign, on_delete=models.CASCADE, related_name="guidelines")
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    published_at = models.DateTimeField()
+    published_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["campaign_id", "-version"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "version"], name="guidelines_version_once")]
 
 
 class Adjudication(models.Model):

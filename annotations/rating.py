@@ -15,6 +15,7 @@ from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from annotations.models import UNDO_WINDOW_S, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingEvent
+from annotations.guidelines import GuidelinesError, rating_guidelines_version
 from annotations.rating_sql import campaign_shared
 from experiments.core.interviews.records import unstorable_text_problem
 
@@ -128,7 +129,8 @@ def _seconds(reported: float | None, served_at, now) -> float | None:
 
 @transaction.atomic
 def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: int | None, note: str = "",
-                  flagged: bool = False, flag_reason: str = "", seconds: float | None = None) -> HumanGrade:
+                  flagged: bool = False, flag_reason: str = "", seconds: float | None = None,
+                  guidelines_version: int | None = None) -> HumanGrade:
     """Store (or, within the undo window, change) the rater's rating of one assignment.
 
     Typed values, as `annotations.web.rating.forms.RatingForm` reads them from a request. The
@@ -143,12 +145,17 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: 
     _active_rater(campaign, user)
     if problem := rating_problem(grade=grade, flagged=flagged, flag_reason=flag_reason, note=note):
         raise RatingError(problem)
+    try:
+        guidelines_version = rating_guidelines_version(campaign, guidelines_version)
+    except GuidelinesError as e:
+        raise RatingError(str(e)) from None
     assignment = (Assignment.objects.select_for_update()
                   .filter(pk=assignment_id, campaign=campaign, rater=user).first())
     if assignment is None or assignment.status == Assignment.Status.REASSIGNED:
         raise RatingError("this item is not in your queue")
     now = timezone.now()
-    fields = {"grade": grade, "note": note, "flagged": flagged, "flag_reason": flag_reason if flagged else ""}
+    fields = {"grade": grade, "note": note, "flagged": flagged, "flag_reason": flag_reason if flagged else "",
+              "guidelines_version": guidelines_version}
     existing = HumanGrade.objects.filter(assignment=assignment).first()
     if existing is not None:
         if not _within_window(existing.created_at):

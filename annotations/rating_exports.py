@@ -4,6 +4,7 @@ One row per rating (HumanGrade), flag-only ratings included, ordered by item num
 rater label. Identifiers are opaque labels:
 
 * ``rater``: R1, R2 … by user id (the same labels as the results pages);
+* ``guidelines_version``: the campaign's guidelines the rater's page showed (empty: none published);
 * ``showing``: 1, or 2 for a hidden repeat of the same rater's showing 1 (the retest);
 * ``task`` and ``person``: T<n> and P<n> with the numbers of the run's numeric package
   (`experiments.analysis.exports`: task = position in the cohort, person = the order the
@@ -26,7 +27,8 @@ from experiments.analysis.exports import cluster_labels, csv_text
 from experiments.models import CohortTask
 
 HEADER = ["item", "task", "person", "conditions", "judge_score", "rater", "grade", "flagged", "flag_reason", "note",
-          "seconds", "created_at", "updated_at", "gold_grade", "adjudicated_grade", "showing"]
+          "seconds", "created_at", "updated_at", "gold_grade", "adjudicated_grade", "showing",
+          "guidelines_version"]
 CONDITION_SEPARATOR = "; "
 
 
@@ -51,7 +53,7 @@ def export_rows(campaign: RatingCampaign) -> list[dict]:
     rows = []
     for g in (HumanGrade.objects.filter(assignment__campaign=campaign)
               .values("assignment__item_id", "assignment__rater_id", "grade", "flagged", "flag_reason", "note",
-                      "seconds_spent", "created_at", "updated_at", "assignment__showing")):
+                      "seconds_spent", "created_at", "updated_at", "assignment__showing", "guidelines_version")):
         item = items[g["assignment__item_id"]]
         rows.append({
             "item": item["number"],
@@ -70,6 +72,7 @@ def export_rows(campaign: RatingCampaign) -> list[dict]:
             "gold_grade": item["gold_grade"],
             "adjudicated_grade": item["adjudication__grade"],
             "showing": g["assignment__showing"],
+            "guidelines_version": g["guidelines_version"],
         })
     rows.sort(key=lambda r: (r["item"], int(r["rater"][1:]), r["showing"]))
     return rows

@@ -163,7 +163,8 @@ ROOMS = {
     "annotations.admin": "annotations.site",
     "annotations.apps": "annotations.site",
     **{f"annotations.{name}": "annotations.services" for name in (
-        "adjudication", "campaign_access", "campaign_agreement", "campaigns", "explorer_filters", "jobs", "rating",
+        "adjudication", "campaign_access", "campaign_agreement", "campaigns", "explorer_filters", "guidelines", "jobs",
+        "rating",
         "rating_exports", "rating_sql", "results_figures", "rubric", "sampling")},
     "annotations": "annotations.services",
 }

@@ -4,7 +4,7 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
 from annotations.rating import GRADES, note_problem, rating_problem
-from experiments.web.bounded_input import BIG_INTEGER_COLUMN_MAX, BoundedIntegerField
+from experiments.web.bounded_input import BIG_INTEGER_COLUMN_MAX, INTEGER_COLUMN_MAX, BoundedIntegerField
 
 NOT_IN_QUEUE = "no such item in your queue"
 
@@ -29,6 +29,8 @@ class RatingForm(forms.Form):
     note = NoteField()
     flagged = forms.BooleanField(required=False)
     flag_reason = NoteField()
+    # The guidelines version the page showed (absent: the latest), recorded with the rating.
+    guidelines_version = BoundedIntegerField(required=False, min_value=1, max_value=INTEGER_COLUMN_MAX)
     # The browser's clock; anything unreadable is no error: the server's clock stands in.
     seconds = forms.Field(required=False)
 

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from annotations import rubric
 from annotations.campaign_access import rater_campaign_for
+from annotations.guidelines import guidelines_view
 from annotations.rating import RatingError, rater_item, rating_record, rating_undo
 from annotations.web.rating.forms import RatingForm
 from experiments.data.audit_log import Kind, audit_record
@@ -29,7 +30,7 @@ def rate_page(request, slug, pk):
     view, refusal = _current(request, campaign)
     return render(request, "annotations/rating/rate.html", {
         "membership": membership, "project": membership.project, "campaign": campaign,
-        "view": view, "refusal": refusal,
+        "view": view, "refusal": refusal, "guidelines": guidelines_view(campaign),
         "instruction": rubric.instruction(), "rubric": rubric.rubric_lines(),
         "grades": sorted(rubric.grade_labels().items(), reverse=True),
     })
