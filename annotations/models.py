@@ -37,6 +37,10 @@ class RatingCampaign(models.Model):
     # Share of each rater's items shown to them a second time, later and never next to the first
     # showing: the intra-rater retest, the ceiling the judge's agreement is read against.
     repeat_percent = models.PositiveSmallIntegerField(default=0)
+    # A rater's share of gold items graded exactly as the owner did, in percent: the calibration
+    # round's pass mark (when the campaign has calibration items), and the line under which the
+    # hidden gold checks in the queue flag a rater for the owner. 0: no qualification.
+    qualification_percent = models.PositiveSmallIntegerField(default=0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
@@ -64,6 +68,8 @@ class CampaignRater(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     active = models.BooleanField(default=True)
     added_at = models.DateTimeField(auto_now_add=True)
+    calibration_attempt = models.PositiveSmallIntegerField(default=1)
+    qualified_at = models.DateTimeField(null=True, blank=True, help_text="passed the calibration round (or let in)")
 
     class Meta:
         ordering = ["campaign_id", "user__username"]
@@ -83,6 +89,9 @@ class RatingItem(models.Model):
     stratum = models.CharField(max_length=200, blank=True, help_text="condition | judge grade the sample drew from")
     judge_score = models.PositiveSmallIntegerField(null=True, blank=True, help_text="the run's judge grade, never shown to raters")
     gold_grade = models.PositiveSmallIntegerField(null=True, blank=True, help_text="set by an owner: a gold item")
+    # A gold item used for the calibration round (with feedback) instead of the queues.
+    calibration = models.BooleanField(default=False)
+    gold_note = models.TextField(blank=True, help_text="the owner's reason for the gold grade, shown as feedback")
     number = models.PositiveIntegerField(help_text="1-based, for owners' pages and exports")
 
     class Meta:
@@ -178,6 +187,24 @@ class RatingEvent(models.Model):
 
     class Meta:
         ordering = ["at", "pk"]
+
+
+class CalibrationAnswer(models.Model):
+    """A rater's grade of a calibration item in one attempt of the calibration round."""
+
+    campaign = models.ForeignKey(RatingCampaign, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(RatingItem, on_delete=models.CASCADE, related_name="calibration_answers")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    attempt = models.PositiveSmallIntegerField()
+    grade = models.PositiveSmallIntegerField()
+    answered_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["campaign_id", "rater_id", "attempt", "item_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "rater", "attempt"], name="calibration_answer_once"),
+            models.CheckConstraint(condition=Q(grade__lte=3), name="calibration_grade_0_3"),
+        ]
 
 
 class Guidelines(models.Model):
