@@ -117,6 +117,10 @@ def test_table1_on_a_hand_graded_run(project):
     assert table.inputs.seeds == (SEED,) and table.inputs.draws == DRAWS
     assert f"Offline stand-in: run {run.pk} was answered" in " ".join(table.notes)
     assert f"{run.protocol.cohort.name}: 4 people, 4 tasks" in table.notes[0]
+    # A grade changed after the dashboard was computed: the builder says so instead of reading stale numbers.
+    Grade.objects.filter(run=run).update(score=0)
+    stale = items.table1(project, runs_of(project))
+    assert isinstance(stale, Missing) and f"run {run.pk}'s dashboard is not computed" in stale.reason
 
 
 def test_table1_table16_and_table30_say_what_is_missing(project):
