@@ -417,3 +417,19 @@ def test_the_items_are_kept_with_the_run_tables_and_read_from_there(common_run):
     fresh = items.table27(run.protocol.project, [run])
     assert fresh.as_json() != payload[PER_RUN_KEY]["table27"]
     assert tables_refresh(run).payload[PER_RUN_KEY]["table27"] == fresh.as_json()
+
+
+def test_the_run_tables_page_shows_the_kept_items_to_a_viewer(client, cast, common_run):
+    from django.urls import reverse
+
+    run = common_run
+    client.force_login(cast["viewer"])
+    page = client.get(reverse("run_tables", args=[run.protocol.project.slug, run.pk])).content.decode()
+    for slug in ("table26", "table27", "appendix_f_centrality", "appendix_f_routing"):
+        assert f'id="per-run-{slug}"' in page
+    assert "all sessions" in page and "ΔP(≥3)" in page and "copy status" in page
+    # Numbers only: no reference answer or candidate text reaches the page.
+    task = run.protocol.cohort.cohort_tasks.first().task
+    assert task.answer_turn.text not in page
+    client.force_login(cast["rater"])
+    assert client.get(reverse("run_tables", args=[run.protocol.project.slug, run.pk])).status_code in (403, 404)

@@ -25,6 +25,7 @@ from experiments.analysis.per_run_tables import (
 )
 from experiments.analysis.sampled_agreement import sampled_agreement
 from experiments.analysis.tables import tables_cached
+from experiments.core.report_format import display_rows
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
 from experiments.core.stats.judge_sample import AGREEMENT_COLUMNS, DEFAULT_SAMPLE_SEED, DEFAULT_SAMPLE_SIZE
 from experiments.models import Run
@@ -118,3 +119,24 @@ def appendix_i6_sampled_agreement(project, runs, *, n: int = DEFAULT_SAMPLE_SIZE
                         "Operational zeros are rules, not judgments, and are left out. 95% whole-person bootstrap "
                         f"intervals, seed {result['seed']}, {result['draws']:,} draws. Another sample: manage.py "
                         "judge_sample RUN --n N --seed S.", extra_runs=(source,)))
+
+
+PAGE_TITLES = {
+    "table26": ("Table 26", "Concrete minus trait memory by tertile of the session length gap Δn (App. I.2)"),
+    "table27": ("Table 27", "Threshold decomposition of the concrete-minus-trait difference by task class (App. I.2)"),
+    "appendix_f_centrality": ("App. F", "A candidate's centrality in its pool against its grade"),
+    "appendix_f_routing": ("App. F", "Routing by pool agreement, copy status or length ratio"),
+}
+
+
+def page_items(tables_payload: dict | None) -> list[dict]:
+    """The per-run items the robustness tables' cache keeps, for the run tables page: numbers only,
+    each cell as the paper rounds it (`core.report_format`)."""
+    out = []
+    for name, kept in ((tables_payload or {}).get(PER_RUN_KEY) or {}).items():
+        label, title = PAGE_TITLES[name]
+        item = {"id": label, "slug": name, "title": title, "table": None, "cells": [], "reason": kept.get("missing")}
+        if "missing" not in kept:
+            item.update(table=kept, cells=display_rows(kept))
+        out.append(item)
+    return out

@@ -10,6 +10,7 @@ from django.shortcuts import render
 
 from experiments.access import run_for, runs_for
 from experiments.analysis.report_items_cross_run import page_tables
+from experiments.analysis.report_items_per_run import page_items
 from experiments.analysis.tables import cached_results
 from experiments.analysis.exports import csv_text
 from experiments.data.audit_log import Kind, audit_record
@@ -80,7 +81,8 @@ def run_tables(request, slug, pk):
         "share_columns": [column for column, _, _ in share_group_stats.CONTRASTS],
         "share_groups": share_group_stats.pivot(tables.payload.get("share_groups") or []) if tables else [],
         "share_groups_computed": bool(tables) and "share_groups" in tables.payload,
-        "share_group_draws": share_group_stats.SHARE_GROUP_DRAWS})
+        "share_group_draws": share_group_stats.SHARE_GROUP_DRAWS,
+        "per_run_items": page_items(tables.payload if tables else None)})
 
 
 @login_required
