@@ -41,6 +41,14 @@ class RatingCampaign(models.Model):
     # round's pass mark (when the campaign has calibration items), and the line under which the
     # hidden gold checks in the queue flag a rater for the owner. 0: no qualification.
     qualification_percent = models.PositiveSmallIntegerField(default=0)
+    # Pairwise: an item is one task's final answers of two conditions X and Y (prediction and
+    # prediction_b), shown to each rater as A and B in a seeded, balanced order (Assignment.x_on_a);
+    # the rating is the side preferred or a tie (HumanGrade.preference). `pairs` lists the
+    # condition pairs [X, Y] compared, each with its items and the tasks skipped because both
+    # answers had the same text (a tie by construction) or one was not an answer.
+    kind = models.CharField(max_length=16, choices=[("grade", "Grades 0–3"), ("pairwise", "Pairwise preference")],
+                            default="grade")
+    pairs = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(
@@ -93,11 +101,17 @@ class RatingItem(models.Model):
     calibration = models.BooleanField(default=False)
     gold_note = models.TextField(blank=True, help_text="the owner's reason for the gold grade, shown as feedback")
     number = models.PositiveIntegerField(help_text="1-based, for owners' pages and exports")
+    # Pairwise items only: condition Y's answer (`prediction` is X's; `conditions` is [X, Y]) and its judge grade.
+    prediction_b = models.ForeignKey(Prediction, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    judge_score_b = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Y's judge grade, never shown")
 
     class Meta:
         ordering = ["campaign_id", "number"]
         constraints = [
-            models.UniqueConstraint(fields=["campaign", "task", "answer_sha256"], name="rating_item_once"),
+            models.UniqueConstraint(fields=["campaign", "task", "answer_sha256"], name="rating_item_once",
+                                    condition=Q(prediction_b__isnull=True)),
+            models.UniqueConstraint(fields=["campaign", "task", "conditions"], name="rating_pair_once",
+                                    condition=Q(prediction_b__isnull=False)),
             models.UniqueConstraint(fields=["campaign", "number"], name="rating_item_number_once"),
             models.CheckConstraint(condition=Q(gold_grade__isnull=True) | Q(gold_grade__lte=3),
                                    name="rating_item_gold_grade_0_3"),
@@ -123,6 +137,8 @@ class Assignment(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     served_at = models.DateTimeField(null=True, blank=True, help_text="first shown to the rater")
     showing = models.PositiveSmallIntegerField(default=FIRST_SHOWING)
+    # Pairwise items only: True when condition X's answer is shown as A to this rater.
+    x_on_a = models.BooleanField(null=True, blank=True)
 
     class Meta:
         # By ids: ordering by the foreign keys themselves would join their tables into every query.
@@ -157,14 +173,19 @@ class HumanGrade(models.Model):
     seconds_spent = models.FloatField(null=True, blank=True, help_text="time from showing the item to the rating")
     guidelines_version = models.PositiveIntegerField(
         null=True, blank=True, help_text="the campaign's guidelines the rater's page showed; null: none published")
+    # Pairwise items: the side the rater preferred as shown to them (a, b) or tie; the assignment's
+    # x_on_a maps it to a condition.
+    preference = models.CharField(max_length=3, blank=True, default="")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
     class Meta:
         constraints = [
             models.CheckConstraint(condition=Q(grade__isnull=True) | Q(grade__lte=3), name="human_grade_0_3"),
-            models.CheckConstraint(condition=Q(grade__isnull=False) | Q(flagged=True),
+            models.CheckConstraint(condition=Q(grade__isnull=False) | Q(flagged=True) | ~Q(preference=""),
                                    name="human_grade_or_flag"),
+            models.CheckConstraint(condition=Q(preference__in=["", "a", "b", "tie"])
+                                   & (Q(preference="") | Q(grade__isnull=True)), name="human_preference_a_b_tie"),
         ]
         indexes = [models.Index(fields=["campaign", "rater", "created_at"], name="human_grade_latest")]
 
@@ -184,6 +205,7 @@ class RatingEvent(models.Model):
     flagged = models.BooleanField(default=False)
     at = models.DateTimeField()
     by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    preference = models.CharField(max_length=3, blank=True, default="")  # pairwise items: a, b or tie
 
     class Meta:
         ordering = ["at", "pk"]
