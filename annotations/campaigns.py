@@ -17,6 +17,7 @@ from annotations.models import (
     FIRST_SHOWING, REPEAT_SHOWING, Assignment, CampaignRater, RatingCampaign, RatingEvent, RatingItem,
 )
 from experiments.core.conditions import FINAL
+from experiments.data.audit_log import Kind, audit_write
 from experiments.models import Grade, Membership, Prediction, Role, Run
 
 MAX_RATINGS_PER_ITEM = 5
@@ -167,15 +168,21 @@ def rater_add(*, campaign: RatingCampaign, username: str) -> CampaignRater:
 
 
 @transaction.atomic
-def rater_remove(*, campaign: RatingCampaign, username: str, by=None) -> int:
-    """Deactivate a rater and hand their open items to the others; returns how many moved."""
+def rater_remove(*, campaign: RatingCampaign, username: str, by=None, path: str = "") -> int:
+    """Deactivate a rater and hand their open items to the others; returns how many moved.
+
+    Recorded in the project's audit log (who removed whom, how many items moved), in the same transaction.
+    """
     campaign = _open_campaign(campaign)
     rater = CampaignRater.objects.filter(campaign=campaign, user__username=username, active=True).first()
     if rater is None:
         raise CampaignError(f"{username} is not an active rater of this campaign")
     rater.active = False
     rater.save(update_fields=["active"])
-    return _reassign_open(campaign, rater.user_id, by=by)
+    moved = _reassign_open(campaign, rater.user_id, by=by)
+    audit_write(project=campaign.project, user=by, kind=Kind.MEMBER, path=path,
+                target=f"removed {username} as a rater of campaign {campaign.name} ({moved} open items moved)")
+    return moved
 
 
 def _reassign_open(campaign: RatingCampaign, from_user_id: int, *, by=None) -> int:
@@ -237,6 +244,71 @@ def assignments_reassign(*, campaign: RatingCampaign, username: str, by=None) ->
         raise CampaignError(f"{username} is not a rater of this campaign")
     user_id = CampaignRater.objects.get(campaign=campaign, user__username=username).user_id
     return _reassign_open(campaign, user_id, by=by)
+
+
+@transaction.atomic
+def open_items_deal(*, campaign: RatingCampaign, by=None, path: str = "") -> dict[str, int]:
+    """Give each active rater who holds no item yet (a new rater) a fair share of the others' open items.
+
+    A share is the open items over all active raters. Only first showings nobody has seen yet move,
+    from the most loaded rater's end of queue, never to a rater who held that item before and never
+    when its rater has a hidden repeat of it; the rows moved stay, marked reassigned. Returns how
+    many items each new rater got; recorded in the audit log.
+    """
+    campaign = _open_campaign(campaign)
+    active = list(CampaignRater.objects.filter(campaign=campaign, active=True).select_related("user")
+                  .order_by("user__username"))
+    current = Assignment.objects.filter(campaign=campaign).exclude(status=Assignment.Status.REASSIGNED)
+    holding = set(current.values_list("rater_id", flat=True).distinct())
+    new = [r for r in active if r.user_id not in holding]
+    givers = [r.user_id for r in active if r.user_id in holding]
+    if not new:
+        raise CampaignError("every active rater holds items already: there is no new rater to deal to")
+    loads = dict.fromkeys(givers, 0)
+    for rater_id, n in (current.filter(rater_id__in=givers, status=Assignment.Status.OPEN)
+                        .values_list("rater").annotate(n=Count("pk"))):
+        loads[rater_id] = n
+    share = sum(loads.values()) // (len(givers) + len(new))
+    if share == 0:
+        raise CampaignError("too few open items to share with the new raters")
+    repeats = set(current.filter(showing=REPEAT_SHOWING).values_list("rater_id", "item_id"))
+    stacks = defaultdict(list)  # giver → movable rows, end of queue first
+    for a in (Assignment.objects.select_for_update()
+              .filter(campaign=campaign, rater_id__in=givers, status=Assignment.Status.OPEN, showing=FIRST_SHOWING,
+                      served_at__isnull=True).order_by("rater_id", "-position")):
+        if (a.rater_id, a.item_id) not in repeats:
+            stacks[a.rater_id].append(a)
+    moved, new_rows, dealt = [], [], {}
+    for rater in new:
+        held = set(Assignment.objects.filter(campaign=campaign, rater_id=rater.user_id).values_list("item_id", flat=True))
+        position = (Assignment.objects.filter(campaign=campaign, rater_id=rater.user_id)
+                    .aggregate(last=Max("position"))["last"])
+        position = -1 if position is None else position
+        got = 0
+        while got < share:
+            giver = next((g for g in sorted(stacks, key=lambda g: (-loads[g], g))
+                          if any(a.item_id not in held for a in stacks[g])), None)
+            if giver is None:
+                break
+            row = next(a for a in stacks[giver] if a.item_id not in held)
+            stacks[giver].remove(row)
+            loads[giver] -= 1
+            held.add(row.item_id)
+            position += 1
+            got += 1
+            moved.append(row)
+            new_rows.append(Assignment(campaign=campaign, item_id=row.item_id, rater_id=rater.user_id,
+                                       position=position))
+        dealt[rater.user.get_username()] = got
+    now = timezone.now()
+    Assignment.objects.filter(pk__in=[a.pk for a in moved]).update(status=Assignment.Status.REASSIGNED)
+    RatingEvent.objects.bulk_create([RatingEvent(assignment=a, kind=RatingEvent.Kind.REASSIGN, at=now, by=by)
+                                     for a in moved])
+    Assignment.objects.bulk_create(new_rows)
+    audit_write(project=campaign.project, user=by, kind=Kind.MEMBER, path=path,
+                target=f"dealt open items of campaign {campaign.name} to new raters: "
+                       + ", ".join(f"{name} {n}" for name, n in dealt.items()))
+    return dealt
 
 
 @transaction.atomic

@@ -138,6 +138,14 @@ AXES_CLIENT_IP_CALLABLE = "ownwords_site.login_limits.client_ip"
 # How many proxies of ours stand in front and append to X-Forwarded-For; 0: trust no header.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
 
+# --- outgoing mail: only rater invites use it, and only when EMAIL_HOST is set ----------------
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_PORT = env_int("EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ownwords@localhost")
+
 # --- HTTPS behind a proxy: switches for production (README, "Configuration") ------------------
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)

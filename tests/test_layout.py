@@ -164,7 +164,7 @@ ROOMS = {
     "annotations.apps": "annotations.site",
     **{f"annotations.{name}": "annotations.services" for name in (
         "adjudication", "campaign_access", "campaign_agreement", "campaigns", "explorer_filters", "guidelines", "jobs",
-        "rating",
+        "completion_codes", "invites", "rating",
         "rating_exports", "rating_sql", "results_figures", "rubric", "sampling")},
     "annotations": "annotations.services",
 }

@@ -120,7 +120,8 @@ def campaign_rater_add(request, slug, pk):
 @require_POST
 def campaign_rater_remove(request, slug, pk):
     name = request.POST.get("username", "").strip()
-    return _owner_action(request, slug, pk, lambda c: rater_remove(campaign=c, username=name, by=request.user),
+    return _owner_action(request, slug, pk, lambda c: rater_remove(campaign=c, username=name, by=request.user,
+                                                               path=request.get_full_path()),
                          lambda n: f"{name} removed; {n} open items went to the other raters.")
 
 

@@ -1,0 +1,1 @@
+"""Rater invites: the owners' invite pages, the public accept page, completion codes."""

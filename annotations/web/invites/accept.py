@@ -1,0 +1,80 @@
+"""The public accept page of an invite link: no login needed, nothing shown but the names of the
+project and the campaign.
+
+Two forms: a new account (username, password twice, Django's password validators) or an existing
+one (username and password). Both are throttled like the login page, by django-axes with the same
+counters and limits: the existing-account form signs in through `authenticate`, whose failures
+axes counts; a (username, address) pair axes has locked out is refused on either form (HTTP 429)
+before anything is checked. A used, expired, revoked or unknown link answers with what happened
+and changes nothing.
+"""
+from axes.handlers.proxy import AxesProxyHandler
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import authenticate, login
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods
+
+from annotations.invites import (
+    STATE_MESSAGES, UNKNOWN_MESSAGE, InviteError, OPEN, invite_accept, invite_by_token, invite_state,
+)
+from annotations.web.invites.forms import AcceptLoginForm, AcceptNewForm
+
+NEW, EXISTING = "new", "login"
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def _render(request, context, status=200):
+    """Template annotations/invites/accept.html."""
+    response = render(request, "annotations/invites/accept.html", context, status=status)
+    response["Referrer-Policy"] = "no-referrer"  # the token is in this page's address
+    return response
+
+
+def _locked_out(request, context):
+    # This page answers for itself; axes' middleware would otherwise put the login page in its place.
+    request.axes_locked_out = False
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    return _render(request, {**context, "locked_out": True, "failure_limit": settings.AXES_FAILURE_LIMIT,
+                             "lockout_minutes": minutes}, status=429)
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def invite_accept_view(request, token):
+    invite = invite_by_token(token)
+    state = invite_state(invite) if invite is not None else None
+    if state != OPEN:
+        return _render(request, {"problem": STATE_MESSAGES.get(state, UNKNOWN_MESSAGE)},
+                       status=404 if invite is None else 410)
+    context = {"project_name": invite.campaign.project.name, "campaign_name": invite.campaign.name,
+               "new_form": AcceptNewForm(prefix=NEW), "login_form": AcceptLoginForm(prefix=EXISTING)}
+    if request.method == "GET":
+        return _render(request, context)
+    mode = request.POST.get("mode")
+    form = (AcceptNewForm if mode == NEW else AcceptLoginForm)(request.POST, prefix=NEW if mode == NEW else EXISTING)
+    context["new_form" if mode == NEW else "login_form"] = form
+    username = request.POST.get(f"{NEW if mode == NEW else EXISTING}-username", "")
+    if not AxesProxyHandler.is_allowed(request, {"username": username}):
+        return _locked_out(request, context)
+    if not form.is_valid():
+        return _render(request, context, status=400)
+    data = form.cleaned_data
+    if mode == NEW:
+        kwargs = {"new_username": data["username"], "new_password": data["password1"]}
+    else:
+        user = authenticate(request, username=data["username"], password=data["password"])
+        if getattr(request, "axes_locked_out", False):
+            return _locked_out(request, context)
+        if user is None:
+            form.add_error(None, "Your username and password didn't match. Please try again.")
+            return _render(request, context, status=400)
+        kwargs = {"user": user}
+    try:
+        user, campaign = invite_accept(token=token, path=request.get_full_path(), **kwargs)
+    except InviteError as e:
+        return _render(request, {**context, "refusal": str(e)}, status=409)
+    login(request, user, backend=MODEL_BACKEND)
+    messages.success(request, f"You now rate {campaign.name}. If no item shows yet, the owner is handing them out.")
+    return redirect("rate_page", campaign.project.slug, campaign.pk)
