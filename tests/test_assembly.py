@@ -192,6 +192,8 @@ def _extra(condition) -> dict:
         return {"ranked_memories": RANKED}
     if condition.workflow == "notes":  # App. F: the first call's notes
         return {"notes": "Notes on the question."}
+    if condition.evidence == "dense":  # a stand-in embedder: the dense path is tested in test_evidence_conditions
+        return {"embed": lambda texts: [[float(len(text)), 1.0] for text in texts]}
     return {}
 
 
@@ -214,8 +216,10 @@ def test_every_runnable_condition_assembles_and_names_existing_prompts():
 
 def test_budgeted_evidence_never_exceeds_the_memorys_length():
     for key, condition in CONDITIONS.items():
-        if condition.runnable and condition.evidence in ("ownwords", "recency", "question-free", "mem0"):
-            assert len(assemble(key, TASK, memory=MEMORY, ranked_memories=RANKED).evidence) <= len(MEMORY), key
+        if condition.runnable and condition.evidence in ("ownwords", "recency", "question-free", "mem0", "dense",
+                                                         "question-free@memory-header"):
+            assert len(assemble(key, TASK, memory=MEMORY, **{"ranked_memories": RANKED, **_extra(condition)}).evidence) \
+                <= len(MEMORY), key
 
 
 def test_a_memory_condition_without_memory_fails():

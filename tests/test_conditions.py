@@ -22,13 +22,16 @@ SWEEP_CONDITIONS = [
     f"{family}(B=|memory(concrete,{w}w)|)" for family in ("ownwords", "recency") for w in (50, 200, 400)
 ] + [f"memory(concrete,{w}w)+one-shot" for w in (50, 200, 400)]
 
+# Added after the design: Table 15's two cross cells (App. F) and the dense retriever (beyond the paper).
+EVIDENCE_CONDITIONS = ["memory(concrete,100w)+raw-header", "question-free(B=|memory|)+memory-header", "dense(B=|memory|)"]
+
 
 # App. F's development attempts (E.12): notes then an answer (from the record, or the memory), the pruned draft.
 WORKFLOW_CONDITIONS = ["whole-record+notes(120w)", "memory(concrete,100w)+notes(120w)", "memory(concrete,100w)+pruned"]
 
 
 def test_the_registry_has_every_condition_of_the_design_and_the_budget_sweep():
-    assert set(DESIGN_CONDITIONS + SWEEP_CONDITIONS + WORKFLOW_CONDITIONS) == set(CONDITIONS)
+    assert set(DESIGN_CONDITIONS + SWEEP_CONDITIONS + EVIDENCE_CONDITIONS + WORKFLOW_CONDITIONS) == set(CONDITIONS)
 
 
 def test_registry_keys_are_the_specs_keys():

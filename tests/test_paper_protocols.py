@@ -50,6 +50,11 @@ def expected_calls(template: str, sessions: int, tasks: int) -> dict:
     if template == "development-attempts":  # the one-shot (= the pruned draft), two notes calls, the record;
         # two answers from notes and the pruning; five answers judged (the notes never)
         return {"memories": sessions, "generation": 4 * tasks, "decisions": 3 * tasks, "judging": 5 * tasks}
+    if template == "factorial":  # the memory and question-free excerpts, each under both headers
+        return {"memories": sessions, "generation": 4 * tasks, "decisions": 0, "judging": 4 * tasks}
+    if template == "dense-vs-bm25":  # the memory, OwnWords and, where its embedder is installed, dense
+        dense = condition_unavailable(get_condition("dense(B=|memory|)")) is None
+        return {"memories": sessions, "generation": (2 + dense) * tasks, "decisions": 0, "judging": (2 + dense) * tasks}
     return {"memories": 4 * sessions, "generation": 13 * tasks, "decisions": 0, "judging": 13 * tasks}
 
 

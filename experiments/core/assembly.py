@@ -21,10 +21,11 @@ from typing import Sequence
 
 from experiments.core import evidence as ev
 from experiments.core.conditions import (
-    CURRENT_DIALOGUE, Condition, JUDGE_PROMPTS, MEM0, MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY,
-    MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, NO_EVIDENCE, ONE_SHOT, OWNWORDS, QUESTION_FREE,
-    RECENCY, WHOLE_RECORD, get_condition,
+    CURRENT_DIALOGUE, DENSE, Condition, JUDGE_PROMPTS, MEM0, MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY,
+    MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, MEMORY_UNDER_RAW_HEADER, NO_EVIDENCE, ONE_SHOT,
+    OWNWORDS, QUESTION_FREE, QUESTION_FREE_UNDER_MEMORY_HEADER, RECENCY, WHOLE_RECORD, get_condition,
 )
+from experiments.core.dense import Embed, dense_excerpt
 from experiments.core.conditions import NOTES
 from experiments.core.evidence import RankedMemories, TurnText
 from experiments.core.parsers import selection_payload
@@ -80,9 +81,18 @@ class Assembled:
 
 
 def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, budget: int | None,
-                     ranked: RankedMemories | None = None, archive_query: str | None = None) -> dict[str, str]:
+                     ranked: RankedMemories | None = None, archive_query: str | None = None,
+                     embed: Embed | None = None) -> dict[str, str]:
     """The user prompt's evidence fields for the condition, in prompt order."""
     kind = condition.evidence
+    if kind == MEMORY_UNDER_RAW_HEADER:  # Table 15's cross cells: the same text, the other header
+        return {"evidence": memory}
+    if kind == QUESTION_FREE_UNDER_MEMORY_HEADER:
+        return {"memory": ev.question_free(task.record(), budget)}
+    if kind == DENSE:
+        if embed is None:
+            raise ValueError(f"{condition.key} needs the sentence embedder (memory_systems.dense_embedder.embed)")
+        return {"evidence": dense_excerpt(task.record(), task.question, budget, embed)}
     if kind == MEM0:
         if ranked is None:
             raise ValueError(f"{condition.key} needs Mem0's ranked memories of the session")
@@ -119,6 +129,7 @@ def assemble(
     ranked_memories: RankedMemories | None = None,
     archive_queries: Sequence[str] | None = None,
     notes: str | None = None,
+    embed: Embed | None = None,
 ) -> Assembled:
     """The messages of one answering call of `condition` on `task`.
 
@@ -132,7 +143,8 @@ def assemble(
     A notes condition's answering call (App. F) needs the first call's `notes`, capped
     (`core.workflows.cap_notes`); they follow the source in its evidence.
     A MemGPT-style condition's answering call needs its parsed `archive_queries` (the query
-    call itself is `assemble_archive_queries`).
+    call itself is `assemble_archive_queries`). The dense retriever needs `embed`, the sentence
+    embedder (`experiments.memory_systems.dense_embedder.embed`, or any stand-in).
     """
     if isinstance(condition, str):
         condition = get_condition(condition)
@@ -149,7 +161,7 @@ def assemble(
             raise ValueError(f"{condition.key} answers only with its archive queries")
         archive_query = " ".join(archive_queries)
     budget = condition.resolve_budget(memory)
-    evidence_fields = _evidence_fields(condition, task, memory, budget, ranked_memories, archive_query)
+    evidence_fields = _evidence_fields(condition, task, memory, budget, ranked_memories, archive_query, embed)
     if condition.workflow == NOTES:  # App. F: the source, then the first call's notes
         if notes is None:
             raise ValueError(f"{condition.key} answers only with its notes (core.workflows)")

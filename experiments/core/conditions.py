@@ -30,6 +30,8 @@ MEMORY_PLUS_WHOLE_RECORD = "memory+whole-record"
 NO_EVIDENCE = "none"  # screener-only and question-only
 MEM0 = "mem0"
 MEMGPT_STYLE = "memgpt-style"
+MEMORY_UNDER_RAW_HEADER, QUESTION_FREE_UNDER_MEMORY_HEADER = "memory@raw-header", "question-free@memory-header"  # Table 15
+DENSE = "dense"  # beyond the paper: OwnWords with a dense ranker
 
 # Answering workflows (§6, App. B.2).
 ONE_SHOT = "one-shot"
@@ -265,6 +267,25 @@ def memgpt_style_condition(kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WOR
     )
 
 
+def memory_raw_header_condition(kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS) -> Condition:
+    """Table 15's cross cell: the written memory in E.7's evidence block (the raw-evidence header)."""
+    _check_memory(kind, words)
+    return Condition(f"{memory_key(kind, words)}+raw-header", MEMORY_UNDER_RAW_HEADER, ONE_SHOT, 1, None, kind, words,
+                     True, GENERATION_SYSTEM, "answer_raw_user", note="Table 15: the memory under the raw-evidence header")
+
+
+def question_free_memory_header_condition() -> Condition:
+    """Table 15's cross cell: the question-free excerpts at B = |memory| in E.6's memory block."""
+    return Condition("question-free(B=|memory|)+memory-header", QUESTION_FREE_UNDER_MEMORY_HEADER, ONE_SHOT, 1,
+                     MEMORY_LENGTH, CONCRETE, DEFAULT_MEMORY_WORDS, True, GENERATION_SYSTEM, "answer_memory_user",
+                     note="Table 15: question-free excerpts under the memory header")
+
+
+def dense_condition(budget: Budget = MEMORY_LENGTH, kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS) -> Condition:
+    """Beyond the paper (its future work): OwnWords's path, sentences ranked by embedding cosine to the question."""
+    return _budgeted(DENSE, budget, kind, words, "dense ranker (all-MiniLM-L6-v2 cosine); needs requirements-mem0.txt")
+
+
 def notes_condition(source: str = WHOLE_RECORD) -> Condition:
     """App. F / E.12: one call writes at most 120 words of question-specific notes from the whole record (as in
     the paper) or the concrete memory; a second answers from that source, the notes and the question (`core.workflows`)."""
@@ -308,6 +329,9 @@ def _registry() -> dict[str, Condition]:
         mem0_condition(),
         memgpt_style_condition(),
         notes_condition(), notes_condition(MEMORY), pruned_condition(),
+        memory_raw_header_condition(),
+        question_free_memory_header_condition(),
+        dense_condition(),
         *(condition for words in SWEEP_MEMORY_WORDS if words != DEFAULT_MEMORY_WORDS
           for condition in _budget_sweep(words)),
     ]
@@ -342,6 +366,8 @@ FAMILIES = (
     ("excerpts", "The person's own words at a budget", "sentences of the permitted record that fit in B characters"),
     ("record", "The record without a budget", "the whole permitted record, or the dialogue up to the question"),
     ("combined", "A memory together with the record", "the memory and excerpts or the whole record in one call"),
+    ("factorial", "Evidence × header (App. F, Table 15)", "the memory text or question-free excerpts, each under "
+     "the other's header, one call at the same per-task character budget"),
     ("development", "Development attempts (App. F)", "notes, then an answer; or the one-shot draft, then pruning"),
     ("baselines", "No personal evidence", "the screener and the question, or the question alone"),
     ("sweep", "Budget sweep at other memory lengths (App. G.1)", "memory, OwnWords and recency at B = |memory| "
@@ -361,7 +387,8 @@ def condition_family(condition: Condition) -> str:
     return {
         MEMORY: "memory", OWNWORDS: "excerpts", RECENCY: "excerpts", QUESTION_FREE: "excerpts",
         WHOLE_RECORD: "record", CURRENT_DIALOGUE: "record", MEMORY_PLUS_OWNWORDS: "combined",
-        MEMORY_PLUS_WHOLE_RECORD: "combined", NO_EVIDENCE: "baselines",
+        MEMORY_PLUS_WHOLE_RECORD: "combined", NO_EVIDENCE: "baselines", DENSE: "excerpts",
+        MEMORY_UNDER_RAW_HEADER: "factorial", QUESTION_FREE_UNDER_MEMORY_HEADER: "factorial",
     }.get(condition.evidence, "systems")
 
 

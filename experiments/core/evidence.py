@@ -28,7 +28,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 INTERVIEWER = "interviewer"
 PARTICIPANT = "participant"
@@ -167,13 +167,27 @@ def ownwords(record: str, question: str, budget: int) -> str:
     - The kept segments are returned in temporal order joined by single spaces.
     - If none fits, the top-ranked segment cut to `budget` characters; no segments, "".
     """
+    return ranked_excerpt(record, question, budget, bm25_ranker)
+
+
+def bm25_ranker(pieces: Sequence[str], question: str) -> list[float]:
+    """OwnWords's ranker: the BM25 score of each segment for tok(question)."""
+    return bm25_scores([tok(piece) for piece in pieces], tok(question))
+
+
+def ranked_excerpt(record: str, question: str, budget: int,
+                   ranker: Callable[[Sequence[str], str], Sequence[float]]) -> str:
+    """OwnWords's path for any ranker (`ranker(segments, question)` gives one score per segment,
+    higher first): the "record fits" branch, the segmentation, the ranking with ties by earlier
+    position, `greedy_fill` and its no-fit fallback. The ranker is called only when the record
+    does not fit. OwnWords ranks by BM25 (`bm25_ranker`); the dense retriever by embeddings."""
     _check_budget(budget)
     if budget >= len(record):
         return record
     pieces = segments(record)
     if not pieces:
         return ""
-    scores = bm25_scores([tok(piece) for piece in pieces], tok(question))
+    scores = ranker(pieces, question)
     ranking = sorted(range(len(pieces)), key=lambda i: (-scores[i], i))
     return greedy_fill(pieces, ranking, budget)
 

@@ -11,6 +11,9 @@ settings of each, for any cohort. Pure Python, no Django.
 - ``budget-sweep``: App. G.1: memories of 50, 100, 200 and 400 words, OwnWords and recency at
   each B = |memory|, the whole record, with its three criteria (and every per-budget contrast,
   descriptive, as Table 17);
+- ``factorial``: App. F, Table 15: the memory and question-free excerpts, each under the memory
+  header and the raw-evidence header, with both main effects and the interaction;
+- ``dense-vs-bm25``: beyond the paper: OwnWords against a dense ranker on the same path, and the memory;
 - ``development-attempts``: App. F / E.12: the memory one-shot, notes then an answer (from the record
   or the memory), the pruned one-shot draft and the whole record, descriptive.
 
@@ -159,6 +162,51 @@ def _budget_sweep() -> PaperProtocol:
     )
 
 
+QUESTION_FREE = "question-free(B=|memory|)"
+MEMORY_RAW_HEADER = "memory(concrete,100w)+raw-header"
+QUESTION_FREE_MEMORY_HEADER = "question-free(B=|memory|)+memory-header"
+DENSE = "dense(B=|memory|)"
+# Table 15's cells: (evidence, header) → condition.
+FACTORIAL_CELLS = {("memory", "memory"): MEMORY, ("memory", "raw"): MEMORY_RAW_HEADER,
+                   ("excerpts", "memory"): QUESTION_FREE_MEMORY_HEADER, ("excerpts", "raw"): QUESTION_FREE}
+
+
+def _factorial() -> PaperProtocol:
+    c = FACTORIAL_CELLS
+    return PaperProtocol(
+        "factorial", "Evidence × header factorial", "App. F, Table 15",
+        "What the evidence is (the written memory, or question-free excerpts at B = |memory|) crossed with how it is "
+        "introduced (the memory header of E.6, or the raw-evidence header of E.7): four cells, one generation call "
+        "each at the same per-task character budget; the two main effects and the interaction, descriptive.",
+        (c["memory", "memory"], c["memory", "raw"], c["excerpts", "memory"], c["excerpts", "raw"]),
+        (_contrast("evidence: excerpts − memory (mean over headers)", {
+            c["excerpts", "memory"]: 0.5, c["excerpts", "raw"]: 0.5, c["memory", "memory"]: -0.5, c["memory", "raw"]: -0.5}),
+         _contrast("header: raw-evidence − memory (mean over evidence)", {
+             c["memory", "raw"]: 0.5, c["excerpts", "raw"]: 0.5, c["memory", "memory"]: -0.5, c["excerpts", "memory"]: -0.5}),
+         _contrast("interaction: (excerpts − memory, raw-evidence header) − (excerpts − memory, memory header)", {
+             c["excerpts", "raw"]: 1, c["memory", "raw"]: -1, c["excerpts", "memory"]: -1, c["memory", "memory"]: 1}),
+         _contrast("excerpts, raw-evidence header − memory one-shot", {c["excerpts", "raw"]: 1, c["memory", "memory"]: -1})),
+        {"seed": 20260920, "draws": 100_000},
+        ("Post hoc in the paper (the development half, after OwnWords's selection step was fixed); all four cells are "
+         "generated and graded in one run, and the table uses the tasks graded in all four.",),
+    )
+
+
+def _dense_vs_bm25() -> PaperProtocol:
+    return PaperProtocol(
+        "dense-vs-bm25", "Dense retriever versus BM25 (beyond the paper)", "§9 future work; not in the paper",
+        "OwnWords (BM25) against the same path with a dense ranker (cosine similarity of all-MiniLM-L6-v2 sentence "
+        "embeddings to the question) at B = |memory|, and the written memory; descriptive contrasts.",
+        (MEMORY, OWNWORDS, DENSE),
+        (_contrast("dense − OwnWords (BM25)", {DENSE: 1, OWNWORDS: -1}),
+         _contrast("dense − memory", {DENSE: 1, MEMORY: -1}),
+         _contrast("OwnWords − memory", {OWNWORDS: 1, MEMORY: -1})),
+        {"seed": 20260922, "draws": 100_000},
+        ("Not an experiment of the paper: the seed is the one it uses for the analyses added after the first "
+         "confirmation. Within a task, a record that fits B gives both retrievers the same message, one shared answer.",),
+    )
+
+
 NOTES_FROM_RECORD = "whole-record+notes(120w)"
 NOTES_FROM_MEMORY = "memory(concrete,100w)+notes(120w)"
 PRUNED = "memory(concrete,100w)+pruned"
@@ -182,7 +230,8 @@ def _development_attempts() -> PaperProtocol:
 
 
 PAPER_PROTOCOLS: dict[str, PaperProtocol] = {
-    p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep(), _development_attempts())
+    p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep(), _factorial(), _dense_vs_bm25(),
+                        _development_attempts())
 }
 
 

@@ -17,7 +17,8 @@ from experiments.analysis.grades import store_scores
 from experiments.core.assembly import TaskInput, assemble, assemble_archive_queries, assemble_memory_request, judge_assembler
 from experiments.core.candidates import display_key
 from experiments.core.canonical import sha256_text
-from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition, memory_key, prediction_labels
+from experiments.core.conditions import (DENSE, FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition, memory_key,
+                                          prediction_labels)
 from experiments.core.evidence import TurnText
 from experiments.core.parsers import candidate_display_order, parse_archive_queries
 from experiments.core.slot_keys import ArchiveKey, DecisionKey, GenerationKey, JudgeKey, MemoryKey
@@ -25,6 +26,7 @@ from experiments.data.sessions import cohort_tasks
 from experiments.execution import mem0_planning, workflow_planning
 from experiments.execution.memory_imports import imported_memories
 from experiments.execution.planning_sql import insert_slot_json, share_the_run_row
+from experiments.memory_systems import dense_embedder
 from experiments.models import Grade, Memory, ModelCall, Prediction, Run, ScreenerItem, Slot, Task, Turn
 from experiments.models.runs import Phase
 
@@ -134,6 +136,7 @@ def plan_generation(run: Run) -> None:
         (m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)
     }
     mem0_ranked = mem0_planning.rankings(run, tasks, inputs) if mem0_planning.uses_mem0(run) else {}
+    embed = dense_embedder.embed if any(c.evidence == DENSE for c in _conditions(run)) else None
     slots: dict[str, Slot] = {}
     predictions = []
     for task in tasks:
@@ -158,7 +161,8 @@ def plan_generation(run: Run) -> None:
                 slot = workflow_planning.notes_slot(run, task, condition, inputs[task.pk], memory)
                 slots.setdefault(slot.key, slot)
                 continue
-            assembled = assemble(condition, inputs[task.pk], memory=memory, ranked_memories=mem0_ranked.get(task.pk))
+            assembled = assemble(condition, inputs[task.pk], memory=memory, ranked_memories=mem0_ranked.get(task.pk),
+                                 embed=embed)
             messages_sha = sha256_text(assembled.system + "\x00" + assembled.user)
             for index, label in enumerate(prediction_labels(condition)):
                 key = str(GenerationKey(task_id=task.pk, messages_sha=messages_sha[:32], index=index))

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.core.candidates import derived_problem, is_derived
-from experiments.core.conditions import CONDITIONS, MEM0, get_condition
+from experiments.core.conditions import CONDITIONS, DENSE, MEM0, get_condition
 from experiments.core.criteria import criteria_problems
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.kinds import SURVEY_PREFIX
@@ -24,6 +24,7 @@ from experiments.execution.endpoints import endpoint_problem
 from experiments.execution.kind_table import kind_rules
 from experiments.memory_systems.availability import condition_unavailable
 from experiments.memory_systems.mem0_store import extraction_prompt_ref
+from experiments.memory_systems.dense_embedder import model_ref as dense_model_ref
 from experiments.execution.memory_imports import import_run_problems, memory_import_digest
 from experiments.execution.planning import task_inputs
 from experiments.execution.policy import DEFAULT_RETRY, RunError, is_number, model_config, retry_policy_problems
@@ -101,6 +102,10 @@ def protocol_hashes(protocol: Protocol) -> dict:
     mem0_key = _uses_mem0(protocol)
     if mem0_key and condition_unavailable(CONDITIONS[mem0_key]) is None:
         name, digest = extraction_prompt_ref()
+        prompts[name] = digest
+    dense_key = next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == DENSE), None)
+    if dense_key and condition_unavailable(CONDITIONS[dense_key]) is None:  # the embedding model, as Mem0's prompt
+        name, digest = dense_model_ref()
         prompts[name] = digest
     rules = kind_rules(protocol)
     hashes = {
