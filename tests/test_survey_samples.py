@@ -133,3 +133,30 @@ def test_a_run_on_the_second_sample_with_all_conditions_in_one_pass(client, proj
     assert by_label["memory + whole persona"][1] == rows[MEMORY_PLUS_WHOLE_PERSONA]["accuracy"]
     assert len(table.rows) == len(rows) + 15
     assert isinstance(table22(project, [run]), Missing)  # a further sample is Table 23's, not Table 22's
+
+
+@pytest.mark.django_db
+def test_the_study_page_draws_a_further_sample_for_owners_and_analysts(client, project, cast):
+    from django.urls import reverse
+    study = survey_import(project=project, name="twin", respondents=read_survey_path(SAMPLE), sources=["s"],
+                         synthetic=True, seed=SEED, sizes=(2, 3)).study
+    page_url = reverse("survey_study", args=[project.slug, study.pk])
+    draw_url = reverse("survey_sample_draw", args=[project.slug, study.pk])
+    development, reported = study_samples(study)
+    client.force_login(cast["viewer"])
+    assert 'id="further-sample"' not in client.get(page_url).content.decode()
+    assert client.post(draw_url, {"name": "v", "size": 1, "exclude": [development.pk]}).status_code == 403
+    client.force_login(cast["rater"])
+    assert client.post(draw_url, {"name": "r", "size": 1}).status_code == 403
+    client.force_login(cast["analyst"])
+    assert 'id="further-sample"' in client.get(page_url).content.decode()
+    response = client.post(draw_url, {"name": "twin second", "size": 4, "exclude": [development.pk, reported.pk]})
+    assert response.status_code == 302 and response.url == page_url
+    second = Cohort.objects.get(project=project, name="twin second")
+    assert not set(pids_of(second)) & (set(pids_of(development)) | set(pids_of(reported)))
+    assert second.created_by == cast["analyst"]
+    page = client.get(page_url).content.decode()
+    assert "new respondents, none of them in twin development, twin reported" in page
+    before = Cohort.objects.count()
+    response = client.post(draw_url, {"name": "too many", "size": 99, "exclude": [development.pk]}, follow=True)
+    assert "No sample drawn" in response.content.decode() and Cohort.objects.count() == before

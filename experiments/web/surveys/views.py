@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_POST
 
 from experiments.access import AGGREGATE_READERS, OWNERS, TEXT_READERS, membership_for, run_for
 from experiments.analysis.exports import csv_text
@@ -25,7 +26,7 @@ from experiments.data.survey_import_jobs import (
 from experiments.data.survey_import_jobs import survey_import_progress as survey_import_progress_of
 from experiments.execution.policy import offline_roles
 from experiments.models import SurveyAnswer, SurveyItem, SurveyStudy
-from experiments.data.surveys import sample_respondents, sample_study, survey_import
+from experiments.data.surveys import draw_further_sample, sample_respondents, sample_study, study_samples, survey_import
 from experiments.web.projects.forms import MultipleFileField, declared_upload_over
 from experiments.analysis import survey_figures as figures
 
@@ -137,9 +138,24 @@ def survey_import_progress(request, slug, job_id):
                   {"membership": membership, "project": membership.project, "progress": progress})
 
 
+class FurtherSampleForm(forms.Form):
+    """A sample of new respondents (App. H, Table 23): the next of the study's seeded order outside
+    the chosen earlier samples."""
+    name = forms.CharField(max_length=100, help_text="the new sample's name in this project")
+    size = forms.IntegerField(min_value=1, max_value=100_000, help_text="respondents in the new sample")
+    exclude = forms.ModelMultipleChoiceField(queryset=None, required=False, widget=forms.CheckboxSelectMultiple,
+                                             help_text="earlier samples whose respondents it leaves out")
+
+    def __init__(self, *args, samples, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["exclude"].queryset = samples
+        self.fields["exclude"].initial = list(samples)
+
+
 @login_required
 def survey_study(request, slug, pk):
-    """Template experiments/surveys/study.html: counts, exclusions with reasons, samples."""
+    """Template experiments/surveys/study.html: counts, exclusions with reasons, samples (with the
+    samples each excludes), and for owners and analysts the form that draws a further sample."""
     membership = membership_for(request, slug, roles=AGGREGATE_READERS)
     study = get_object_or_404(SurveyStudy, project=membership.project, pk=pk)
     samples = membership.project.cohorts.filter(task_set__isnull=True, rule__study=study.name).order_by("pk")
@@ -147,7 +163,30 @@ def survey_study(request, slug, pk):
         "membership": membership, "project": membership.project, "study": study,
         "respondents": study.respondents.count(), "items": SurveyItem.objects.filter(respondent__study=study).count(),
         "exclusions": study.exclusions.all(), "samples": samples,
+        "sample_form": FurtherSampleForm(samples=samples) if membership.can_read_text() else None,
     })
+
+
+@login_required
+@require_POST
+def survey_sample_draw(request, slug, pk):
+    """Draw a further sample of new respondents from the study (owners and analysts); back to the study."""
+    membership = membership_for(request, slug, roles=TEXT_READERS)
+    study = get_object_or_404(SurveyStudy, project=membership.project, pk=pk)
+    samples = membership.project.cohorts.filter(pk__in=[c.pk for c in study_samples(study)]).order_by("pk")
+    form = FurtherSampleForm(request.POST, samples=samples)
+    if not form.is_valid():
+        messages.error(request, "No sample drawn: " + "; ".join(
+            f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
+        return redirect("survey_study", slug=slug, pk=study.pk)
+    try:
+        cohort = draw_further_sample(study=study, name=form.cleaned_data["name"], size=form.cleaned_data["size"],
+                                     excluded=list(form.cleaned_data["exclude"]), user=request.user)
+    except SurveyImportError as exc:
+        messages.error(request, f"No sample drawn: {exc}")
+    else:
+        messages.success(request, f"Sample {cohort.name!r}: {cohort.requested_size} new respondent(s).")
+    return redirect("survey_study", slug=slug, pk=study.pk)
 
 
 def _survey_run(request, slug, pk, roles):
