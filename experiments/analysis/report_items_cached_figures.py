@@ -144,6 +144,6 @@ def figure5(project, runs):
     names = list(found.names)
     table = ReportTable(columns=("Cohort", "People", "Sessions"),
                         rows=tuple(zip(names, (int(p) for p in found.people), (int(s) for s in found.sessions))),
-                        inputs=ReportInputs(runs=tuple(r.pk for r in runs),
-                                            cohorts=tuple(sorted({r.protocol.cohort_id for r in runs}))))
+                        inputs=inputs_of(runs),
+                        notes=("counts of the people and sessions each cohort drew, from the cohorts themselves",))
     return ReportFigure(figure=figures.cohort_overlap(names, found.shared_people, found.shared_sessions), table=table)

@@ -14,6 +14,7 @@ Every item ends in exactly one of the states below. Pure Python, no Django.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 RENDERED = "rendered"
@@ -48,7 +49,7 @@ class CatalogItem:
 
     @property
     def slug(self) -> str:
-        return "".join(ch if ch.isalnum() else "-" for ch in self.id.lower()).strip("-").replace("--", "-")
+        return re.sub(r"[^a-z0-9]+", "-", self.id.lower()).strip("-")
 
 
 def _t(id, title, section, builder, template=None, **kw) -> CatalogItem:
@@ -110,25 +111,25 @@ CATALOG: tuple[CatalogItem, ...] = (
        caption=False),
     _t("App. F (routing)", "OwnWords's retriever: routing", "App. F", f"{PER_RUN}:appendix_f_routing",
        caption=False),
-    _t("Table 16", "Tables 1 and 2, plus the no-budget reference, on all three new cohorts", "App. G",
+    _t("Table 16", "Tables 1 and 2, plus the no-budget reference", "App. G",
        f"{CROSS}:table16"),
     _t("Table 17", "Every per-budget contrast of the budget sweep", "App. G.1", f"{CACHED}:table17",
        "budget-sweep"),
     _f("Figure 11", "The budget sweep's prespecified replication (third new cohort)", "App. G.1",
        f"{CACHED}:figure11", "budget-sweep", caption=False),
-    _t("Table 18", "Budget sweep: means and paired differences at each memory length", "App. G.1",
+    _t("Table 18", "Budget sweep on the second new cohort", "App. G.1",
        f"{CACHED}:table18", "budget-sweep"),
     _t("Table 19", "Confirmation on the first new cohort", "App. G.2", f"{CACHED}:table19", "confirmation"),
     _t("Table 20", "Memory systems on the second new cohort", "App. G.2", f"{CACHED}:table20", "memory-systems"),
     _t("Table 21", "Earlier Twin-2K-500 runs, with no screener in any condition", "App. H", f"{SURVEY}:table21"),
-    _t("Table 22", "Twin-2K-500: closed-form wave-4 answers", "App. H", f"{SURVEY}:table22"),
+    _t("Table 22", "Twin-2K-500: 400 respondents, 32,776 closed-form wave-4 answers", "App. H", f"{SURVEY}:table22"),
     _t("Table 23", "Second Twin-2K-500 sample", "App. H", f"{SURVEY}:table23"),
     _t("Table 24", "Threshold decomposition of the normalized differences", "App. I.1", f"{CACHED}:table24",
        "common"),
     _t("Table 25", "Paired grade transitions", "App. I.1", f"{CACHED}:table25", "common"),
     _t("Table 26", "Concrete minus trait memory by tertile of the session length gap", "App. I.2",
        f"{PER_RUN}:table26", "common"),
-    _t("Table 27", "Threshold decomposition of the concrete-minus-trait difference by task class", "App. I.2",
+    _t("Table 27", "Threshold decomposition of the memory experiment's concrete-minus-trait difference by task class", "App. I.2",
        f"{PER_RUN}:table27", "common"),
     _t("Table 28", "Fusion by whether its output is a byte copy of a candidate", "App. I.3", f"{CACHED}:table28",
        "common"),

@@ -1,7 +1,7 @@
 """URLs of a run's dashboards and exports."""
 from django.urls import path
 
-from experiments.web.analysis import pools_views, tables_views, views
+from experiments.web.analysis import pools_views, report_views, tables_views, views
 
 urlpatterns = [
     path("p/<slug:slug>/runs/<int:pk>/analysis/", views.run_dashboard, name="run_dashboard"),
@@ -13,4 +13,7 @@ urlpatterns = [
     path("p/<slug:slug>/runs/<int:pk>/tables/share-groups.csv", tables_views.run_share_groups_csv,
          name="run_share_groups_csv"),
     path("p/<slug:slug>/tables/", tables_views.project_tables, name="project_tables"),
+    path("p/<slug:slug>/report/", report_views.paper_report, name="paper_report"),
+    path("p/<slug:slug>/report/rebuild/", report_views.paper_report_rebuild, name="paper_report_rebuild"),
+    path("p/<slug:slug>/report.zip", report_views.paper_report_zip, name="paper_report_zip"),
 ]

@@ -1,0 +1,92 @@
+"""The paper report as one archive (`report.zip`): per table its LaTeX (booktabs, as the page rounds it)
+and its CSV (unrounded, through `exports.csv_text`, the app's one CSV rule); per figure its plotly
+JSON, the CSV and LaTeX of the numbers it draws, and a PNG and an SVG when plotly's static export
+(kaleido, which drives an installed Chrome or Chromium: `BROWSER_PATH` or its own lookup; it never
+downloads one) works here; and `report.json`: every item with its state, inputs and the sha256 of
+each of its files, and whether the images could be made.
+
+Built from the cached report (`PaperReport.items`): numbers only, no participant text.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import zipfile
+
+from experiments.analysis.exports import csv_text
+from experiments.core.report_format import csv_rows, table_latex
+
+logger = logging.getLogger(__name__)
+IMAGE_FORMATS = ("png", "svg")
+
+
+def figure_images(figures: dict[str, dict]) -> tuple[dict[str, dict[str, bytes]], str]:
+    """slug → {"png": bytes, "svg": bytes} for each figure with data, and a sentence on how it went."""
+    drawable = {slug: f for slug, f in figures.items() if f and f.get("data")}
+    if not drawable:
+        return {}, "no figure with data to draw"
+    try:
+        import kaleido
+    except ImportError:
+        return {}, "not made: kaleido is not installed (requirements.txt); each figure's JSON and CSV are here"
+    images = {}
+    try:
+        kaleido.start_sync_server(silence_warnings=True)
+        try:
+            for slug, figure in drawable.items():
+                images[slug] = {fmt: kaleido.calc_fig_sync(figure, opts={"format": fmt}) for fmt in IMAGE_FORMATS}
+        finally:
+            kaleido.stop_sync_server(silence_warnings=True)
+    except Exception as exc:  # noqa: BLE001 - no browser here (ChromeNotFoundError and kin): said in report.json
+        logger.warning("paper report figures not exported: %s", exc)
+        return {}, (f"not made: plotly's static export needs Chrome or Chromium, which did not start here "
+                    f"({type(exc).__name__}); set BROWSER_PATH to one; each figure's JSON and CSV are here")
+    return images, f"made with kaleido {getattr(kaleido, '__version__', '')}".strip()
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def item_files(item: dict, images: dict[str, dict[str, bytes]]) -> dict[str, bytes]:
+    """The archive's files of one item, by path."""
+    files = {}
+    folder = "figures" if item["kind"] == "figure" else "tables"
+    stem = f"{folder}/{item['slug']}"
+    if item.get("table"):
+        table = item["table"]
+        files[f"{stem}.csv"] = csv_text(table["columns"], csv_rows(table)).encode()
+        files[f"{stem}.tex"] = table_latex(item).encode()
+    if item.get("figure"):
+        files[f"{stem}.json"] = json.dumps(item["figure"], sort_keys=True).encode()
+    for fmt, data in images.get(item["slug"], {}).items():
+        files[f"{stem}.{fmt}"] = data
+    return files
+
+
+def archive_bytes(report, *, stale: bool, images: bool = True) -> bytes:
+    """The zip of a cached report (`PaperReport`); `images` False leaves the PNG/SVG out (said so)."""
+    items = report.items
+    if images:
+        made, how = figure_images({i["slug"]: i.get("figure") for i in items if i.get("figure")})
+    else:
+        made, how = {}, "not made: asked for without images"
+    listing, files = [], {}
+    for item in items:
+        mine = item_files(item, made)
+        files.update(mine)
+        table = item.get("table") or {}
+        listing.append({"id": item["id"], "title": item["title"], "section": item["section"], "kind": item["kind"],
+                        "in_paper": item.get("in_paper", True), "state": item["state"], "reason": item.get("reason"),
+                        "template": item.get("template"), "inputs": table.get("inputs"),
+                        "files": {path: _sha(data) for path, data in sorted(mine.items())}})
+    meta = {"project": report.project.slug, "version": report.version, "built_at": report.built_at.isoformat(),
+            "inputs_sha256": report.inputs_sha256, "stale": stale, "figure_images": how, "items": listing}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, data in sorted(files.items()):
+            archive.writestr(path, data)
+        archive.writestr("report.json", json.dumps(meta, indent=1, ensure_ascii=False))
+    return buffer.getvalue()
