@@ -228,3 +228,15 @@ def test_the_protocol_form_and_command_set_the_option(client, project, cast, twi
     path.write_text(json.dumps(spec))
     call_command("protocol_create", str(path), "--project", project.slug)
     assert Protocol.objects.get(name="cli-off").survey_screener is False
+
+
+@pytest.mark.django_db
+def test_the_estimate_counts_the_prompts_without_the_screener(project, twin):
+    from experiments.execution.survey_planning import survey_estimate
+    from tests.engine_helpers import make_protocol
+    on = make_protocol(project, twin, conditions=[SCREENER_ONLY, MEMORY], generator=OFFLINE, name="on")
+    off = protocol_without_screener(project, twin, [SCREENER_ONLY, MEMORY], "off")
+    with_screener, without = survey_estimate(on, 800), survey_estimate(off, 800)
+    assert without["calls"] == with_screener["calls"] == twin.survey_members.count() * 3
+    assert 0 < without["input_tokens"] < with_screener["input_tokens"]
+    assert without["phases"][0] == with_screener["phases"][0]  # the memory calls do not show the screener either way
