@@ -98,6 +98,7 @@ class Forms(HTMLParser):
 def world(django_db_setup, django_db_blocker):
     """One project with data, its owner and raters; every page's POST fields, found on the pages."""
     from annotations.campaigns import campaign_create
+    from annotations.invites import invite_create
     from tests.annotations_helpers import CONDITIONS, RATERS, add_raters, finished_run
     with django_db_blocker.unblock():
         project = Project.objects.create(slug=SLUG, name="Matrix")
@@ -113,10 +114,12 @@ def world(django_db_setup, django_db_blocker):
                                         conditions=list(run.protocol.conditions), generator=run.protocol.generator,
                                         judge=run.protocol.judge)
         task = CohortTask.objects.filter(cohort=run.protocol.cohort).order_by("position").first().task
+        invite = invite_create(campaign=campaign, by=owner)  # the public accept page and the revoke button
         world = {"cohort": run.protocol.cohort_id, "protocol": draft.pk, "run": run.pk, "run_pk": run.pk,
                  "campaign": campaign.pk, "member_pk": member.pk, "task_pk": task.pk,
                  "session_id": task.session.external_id, "job_id": "no-such-job", "fmt": "csv", "respondent": 1,
-                 "nothing": 1, "owner": owner, "rater": raters[0]}
+                 "nothing": 1, "owner": owner, "rater": raters[0], "token": invite.token,
+                 "invite_pk": invite.invite.pk}
         world["post_fields"] = discovered_forms(world)
         try:
             yield world
