@@ -50,6 +50,9 @@ PROMPT_SHA256 = {
     "answer_notes_memory_user": "442dc23d705369151ed2a8f362464649856bf98e9b01c908f59503344e63f988",
     "prune_system": "0bca5581e7e7707ff5b6f1a61e97d9da1877e8098333e9698750e6d97c52291f",
     "prune_layout": "cfa48282c340b6c776f2263d6ce89e765248de706239d0031630dfe0291a37f6",
+    # App. K representations
+    "memory_profile_system": "1d4331a1926b474d99e28ad8edd2b45f2303b9e8e775680bce231cc8e722de2c",
+    "memory_profile_user": "a7be7122d9b1d362fbe601f44198bae121220cbb065c740634dc5ae6e530ed3d",
 }
 
 PROMPT_FIELDS = {
@@ -91,6 +94,8 @@ PROMPT_FIELDS = {
     "answer_notes_memory_user": {"screener", "memory", "notes", "question"},
     "prune_system": set(),
     "prune_layout": {"base", "draft"},
+    "memory_profile_system": set(),
+    "memory_profile_user": {"record", "words"},
 }
 
 # Printed in full in the paper (App. E): the files must say exactly this.
@@ -148,6 +153,7 @@ COMPLETED_BY_US = [
     "survey_answer_screener_user", "survey_answer_memory_user", "survey_answer_ownwords_user",
     "survey_answer_memory_ownwords_user", "survey_answer_persona_user", "survey_answer_memory_persona_user",
     "notes_record_user", "notes_memory_user", "answer_notes_record_user", "answer_notes_memory_user", "prune_layout",
+    "memory_profile_system", "memory_profile_user",
     # Table 21's runs without a screener: written here (the paper prints only the prompts with it)
     "survey_answer_questions_only_user", "survey_answer_memory_no_screener_user", "survey_answer_ownwords_no_screener_user",
     "survey_answer_memory_ownwords_no_screener_user", "survey_answer_persona_no_screener_user",

@@ -260,3 +260,54 @@ def test_the_development_attempts_template_runs_end_to_end_offline_as_estimated(
     finals = Prediction.objects.filter(run=run, label=FINAL)
     assert finals.count() == 5 * tasks and not finals.exclude(status__in=["ok", "empty"]).exists()
     assert set(run.analysis["conditions"]) >= set(protocol.conditions)
+
+
+# --- App. K representations: the combined profile ---------------------------------------------------
+
+PROFILE = "memory(profile,100w)+one-shot"
+
+
+def test_the_profile_is_a_memory_kind_written_once_per_session_from_the_permitted_record():
+    from experiments.core.assembly import assemble_memory_request
+    from experiments.core.prompts import load_prompt
+    sent = assemble_memory_request("profile", 100, TASK)
+    assert sent.system == "You encode one interview participant on fixed psychological schemas. Output plain text."
+    assert sent.user.startswith(f"[EVERYTHING THIS PARTICIPANT HAS SAID, their turns only]\n{RECORD}\n\n[TASK]\n"
+                                "Infer this participant's profile from what they said, in about 100 words, as "
+                                "exactly these 28 entries")
+    assert sent.user == load_prompt("memory_profile_user").replace("{record}", RECORD).replace("{words}", "100")
+    assert (sent.evidence, [r.name for r in sent.prompt_refs]) == (RECORD, ["memory_profile_system",
+                                                                              "memory_profile_user"])
+    entries = sent.user.split("[TASK]\n", 1)[1]
+    # 5 + 1 + 10 + 3 + 5 + 4 = 28 entries, as App. K lists them
+    assert entries.count("(each low, medium or high)") == 4 and "one of the 16 four-letter types" in entries
+    for name in ("attachment style", "locus of control", "regulatory focus", "need for cognition", "universalism",
+                 "sanctity", "relatedness", "neuroticism"):
+        assert name in entries
+    condition = get_condition(PROFILE)
+    assert (condition.memory_kind, condition.memory_words, condition.user_prompt) == ("profile", 100,
+                                                                                       "answer_memory_user")
+    assert "[WHAT IS KNOWN ABOUT THIS PARTICIPANT]\nOpenness: high" in assemble(PROFILE, TASK, memory="Openness: high").user
+
+
+def test_the_representations_template_runs_end_to_end_offline_as_estimated(project):
+    cohort = build_cohort(project, sessions=3, targets=2, name="representations")
+    template = PAPER_PROTOCOLS["representations"]
+    assert template.bootstrap == {"seed": 20260917, "draws": 10_000}  # App. K's seed and draws
+    assert template.conditions[0] == "screener-only"
+    protocol, _ = protocol_from_template(template="representations", cohort=cohort)
+    estimate = {p.phase: p.calls for p in protocol_estimate(protocol).phases}
+    assert estimate == {"memories": 9, "generation": 24, "decisions": 0, "judging": 24}
+    protocol = protocol_seal(protocol=protocol, user=None)
+    run = Run.objects.create(protocol=protocol)
+    run_start(run=run)
+    run = run_inline(run.pk)
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    assert ModelCall.objects.filter(slot__run=run, slot__phase="memories").count() == estimate["memories"]
+    # The stand-in writes every memory kind as the record's first sentences, so the three memory answers
+    # of a task send identical messages and share one call (G.1): the estimate is an upper bound.
+    generation = Slot.objects.filter(run=run, phase="generation")
+    assert generation.count() == len({(s.task_id, s.request_sha256) for s in generation}) == 12 <= estimate["generation"]
+    assert all(s.calls.count() == 1 for s in generation)
+    profiles = run.memories.filter(kind="profile", words=100)
+    assert profiles.count() == 3 and all(m.text for m in profiles)  # once per session, kept with its text

@@ -43,7 +43,7 @@ PRUNE_PROMPTS = ("prune_system", "prune_layout")
 
 CONCRETE = "concrete"
 TRAIT = "trait"
-MEMORY_KINDS = (CONCRETE, TRAIT)
+MEMORY_KINDS, PROFILE = (CONCRETE, TRAIT), "profile"  # PROFILE: App. K's combined profile (a memory kind)
 DEFAULT_MEMORY_WORDS = 100
 SWEEP_MEMORY_WORDS = (50, 100, 200, 400)  # App. G.1
 DECISION_CANDIDATES = 3
@@ -59,6 +59,7 @@ GENERATION_SYSTEM = "generation_system"
 MEMORY_PROMPTS = {
     CONCRETE: ("memory_concrete_system", "memory_concrete_user"),
     TRAIT: ("memory_trait_system", "memory_trait_user"),
+    PROFILE: ("memory_profile_system", "memory_profile_user"),  # App. K: 28 imputed scale entries
 }
 DECISION_INSTRUCTIONS = {FUSION: "fusion_instruction", SELECTION: "selection_instruction"}
 DECISION_LAYOUT = "decision_layout"
@@ -134,8 +135,8 @@ def _budget_key(budget: Budget, kind: str | None, words: int | None) -> str:
 
 
 def _check_memory(kind: str, words: int) -> None:
-    if kind not in MEMORY_KINDS:
-        raise ValueError(f"memory kind must be one of {MEMORY_KINDS}, got {kind!r}")
+    if kind not in MEMORY_PROMPTS:
+        raise ValueError(f"memory kind must be one of {tuple(MEMORY_PROMPTS)}, got {kind!r}")
     if isinstance(words, bool) or not isinstance(words, int) or words < 1:
         raise ValueError(f"memory words must be a positive integer, got {words!r}")
 
@@ -287,8 +288,7 @@ def dense_condition(budget: Budget = MEMORY_LENGTH, kind: str = CONCRETE, words:
 
 
 def notes_condition(source: str = WHOLE_RECORD) -> Condition:
-    """App. F / E.12: one call writes at most 120 words of question-specific notes from the whole record (as in
-    the paper) or the concrete memory; a second answers from that source, the notes and the question (`core.workflows`)."""
+    """App. F / E.12: at most 120 words of notes from the whole record (as the paper) or the memory, then an answer."""
     kind, words = (CONCRETE, DEFAULT_MEMORY_WORDS) if source == MEMORY else (None, None)
     return Condition(f"{memory_key(kind, words) if kind else source}+notes({NOTES_WORDS}w)", source, NOTES, 1, None,
                      kind, words, True, GENERATION_SYSTEM, "answer_" + NOTES_PROMPTS[source][1],
@@ -328,7 +328,7 @@ def _registry() -> dict[str, Condition]:
         _unbudgeted("question-only", NO_EVIDENCE, "answer_question_only_user", with_screener=False),
         mem0_condition(),
         memgpt_style_condition(),
-        notes_condition(), notes_condition(MEMORY), pruned_condition(),
+        notes_condition(), notes_condition(MEMORY), pruned_condition(), memory_condition(PROFILE),
         memory_raw_header_condition(),
         question_free_memory_header_condition(),
         dense_condition(),

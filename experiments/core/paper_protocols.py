@@ -15,7 +15,9 @@ settings of each, for any cohort. Pure Python, no Django.
   header and the raw-evidence header, with both main effects and the interaction;
 - ``dense-vs-bm25``: beyond the paper: OwnWords against a dense ranker on the same path, and the memory;
 - ``development-attempts``: App. F / E.12: the memory one-shot, notes then an answer (from the record
-  or the memory), the pruned one-shot draft and the whole record, descriptive.
+  or the memory), the pruned one-shot draft and the whole record, descriptive;
+- ``representations``: App. K: the combined profile of imputed scales, the concrete and trait memories and
+  the screener-only reference.
 
 `paper_protocol(name, runnable)` gives the conditions and contrasts to store; a condition the
 installation cannot run (e.g. Mem0 without its optional packages) is left out with its contrasts,
@@ -229,9 +231,32 @@ def _development_attempts() -> PaperProtocol:
     )
 
 
+SCREENER_ONLY = "screener-only"
+PROFILE = "memory(profile,100w)+one-shot"
+TRAIT = "memory(trait,100w)+one-shot"
+
+
+def _representations() -> PaperProtocol:
+    gains = tuple(_contrast(f"{label} − screener-only", {key: 1, SCREENER_ONLY: -1})
+                  for label, key in (("concrete memory", MEMORY), ("trait memory", TRAIT), ("combined profile", PROFILE)))
+    return PaperProtocol(
+        "representations", "Representations run anew: the combined profile of imputed scales", "App. K, Tables 31-32",
+        "App. K's schema-constrained representation written anew from the permitted record: the combined profile "
+        "(28 model-imputed entries: Big Five, MBTI, Schwartz values, self-determination needs, moral foundations, "
+        "four dispositions) at the memories' length, against the concrete and trait memories; gains relative to the "
+        "screener-only reference, as Table 31. Descriptive contrasts.",
+        (SCREENER_ONLY, MEMORY, TRAIT, PROFILE),
+        (*gains, _contrast("combined profile − trait memory", {PROFILE: 1, TRAIT: -1}),
+         _contrast("combined profile − concrete memory", {PROFILE: 1, MEMORY: -1})),
+        {"seed": 20260917, "draws": 10_000},
+        ("App. K's numbers are reanalyses of old outputs; this runs the representation anew under the verified "
+         "protocol (earliest-prefix source, same generator and judge). The profile prompt is written here.",),
+    )
+
+
 PAPER_PROTOCOLS: dict[str, PaperProtocol] = {
     p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep(), _factorial(), _dense_vs_bm25(),
-                        _development_attempts())
+                        _development_attempts(), _representations())
 }
 
 
