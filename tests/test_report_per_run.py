@@ -433,3 +433,18 @@ def test_the_run_tables_page_shows_the_kept_items_to_a_viewer(client, cast, comm
     assert task.answer_turn.text not in page
     client.force_login(cast["rater"])
     assert client.get(reverse("run_tables", args=[run.protocol.project.slug, run.pk])).status_code in (403, 404)
+
+
+def test_a_failing_item_is_kept_as_missing_and_never_stops_the_analysis(monkeypatch, caplog):
+    def broken(run):
+        raise ZeroDivisionError("boom")
+
+    class FakeRun:
+        pk = 41
+
+    monkeypatch.setattr(per_run, "feeds", lambda run: ["table26"])
+    monkeypatch.setitem(per_run.COMPUTED, "table26", broken)
+    payload = per_run.per_run_payload(FakeRun())
+    assert payload == {"table26": {"missing": "It could not be computed (ZeroDivisionError); see the server log."}}
+    assert "table26 failed" in caplog.text
+    assert isinstance(per_run.item_from_json(payload["table26"]), Missing)

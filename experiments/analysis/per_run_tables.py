@@ -11,6 +11,7 @@ cache; ``item_from_json`` turns a kept item back into a `ReportTable`.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +31,7 @@ from experiments.core.stats.pool_centrality import (
 from experiments.core.task_attributes import NOT_SPECIFIC, SPECIFIC, is_specific, length_ratio
 from experiments.models import CohortTask, Memory, Prediction, Run
 
+logger = logging.getLogger(__name__)
 CONCRETE_ONE_SHOT = "memory(concrete,100w)+one-shot"
 TRAIT_ONE_SHOT = "memory(trait,100w)+one-shot"
 COMMON = "common"          # the ready-made template (`core.paper_protocols`) with both memories and pools
@@ -287,10 +289,16 @@ def feeds(run: Run) -> list[str]:
 
 
 def per_run_payload(run: Run) -> dict:
-    """name → the item as JSON (`ReportTable.as_json`, or {"missing": reason}) for every item the run feeds."""
+    """name → the item as JSON (`ReportTable.as_json`, or {"missing": reason}) for every item the run feeds.
+
+    An item that fails is kept as missing, its traceback logged: it never stops the run's analysis."""
     out = {}
     for name in feeds(run):
-        item = COMPUTED[name](run)
+        try:
+            item = COMPUTED[name](run)
+        except Exception as exc:  # noqa: BLE001 - one item's failure is that item's state
+            logger.exception("run %s: the per-run item %s failed", run.pk, name)
+            item = Missing(f"It could not be computed ({type(exc).__name__}); see the server log.")
         out[name] = _finite(item.as_json()) if isinstance(item, ReportTable) else {"missing": item.reason}
     return out
 
