@@ -15,6 +15,7 @@ from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from annotations.models import UNDO_WINDOW_S, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingEvent
+from annotations.calibration import rater_qualified
 from annotations.guidelines import GuidelinesError, rating_guidelines_version
 from annotations.rating_sql import campaign_shared
 from experiments.core.interviews.records import unstorable_text_problem
@@ -23,6 +24,7 @@ from experiments.core.interviews.records import unstorable_text_problem
 MAX_SECONDS_PER_ITEM = 3600
 MAX_NOTE_CHARS = 2000
 GRADES = (0, 1, 2, 3)
+CALIBRATION_FIRST = "this campaign starts with a calibration round; pass it to open your queue"
 
 
 class RatingError(ValueError):
@@ -34,6 +36,8 @@ def _active_rater(campaign: RatingCampaign, user, *, lock: bool = False) -> None
     raters = CampaignRater.objects.filter(campaign=campaign, user=user, active=True)
     if not (raters.select_for_update() if lock else raters).exists():
         raise RatingError("you are not (or no longer) a rater of this campaign")
+    if not rater_qualified(campaign, user):
+        raise RatingError(CALIBRATION_FIRST)
 
 
 def rater_progress(campaign: RatingCampaign, user) -> dict:

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from annotations import rubric
 from annotations.campaign_access import rater_campaign_for
 from annotations.guidelines import guidelines_view
-from annotations.rating import RatingError, rater_item, rating_record, rating_undo
+from annotations.rating import CALIBRATION_FIRST, RatingError, rater_item, rating_record, rating_undo
 from annotations.web.rating.forms import RatingForm
 from experiments.data.audit_log import Kind, audit_record
 
@@ -28,6 +28,8 @@ def rate_page(request, slug, pk):
     """Template annotations/rating/rate.html."""
     membership, campaign = rater_campaign_for(request, slug, pk)
     view, refusal = _current(request, campaign)
+    if refusal == CALIBRATION_FIRST:
+        return redirect("rate_calibrate", slug, pk)
     return render(request, "annotations/rating/rate.html", {
         "membership": membership, "project": membership.project, "campaign": campaign,
         "view": view, "refusal": refusal, "guidelines": guidelines_view(campaign),
