@@ -69,7 +69,8 @@ def rater_usernames(campaign: RatingCampaign) -> dict[str, str]:
 
 def campaign_table(campaign: RatingCampaign) -> tuple[RatingTable, list[dict]]:
     """The campaign's RatingTable and, parallel to its items, {pk, task_id, answer_sha256}."""
-    items = list(RatingItem.objects.filter(campaign=campaign).order_by("number").values(
+    # Calibration items are out of every queue: they count only in the calibration round.
+    items = list(RatingItem.objects.filter(campaign=campaign, calibration=False).order_by("number").values(
         "pk", "number", "task_id", "answer_sha256", "conditions", "judge_score", "gold_grade",
         "task__session__person_id", "adjudication__grade"))
     index = {item["pk"]: i for i, item in enumerate(items)}
@@ -78,7 +79,8 @@ def campaign_table(campaign: RatingCampaign) -> tuple[RatingTable, list[dict]]:
     ratings = tuple(
         Rating(item=index[item_id], rater=column[rater_id], grade=grade, flagged=flagged, seconds=seconds)
         for item_id, rater_id, grade, flagged, seconds in
-        HumanGrade.objects.filter(assignment__campaign=campaign, assignment__showing=FIRST_SHOWING)
+        HumanGrade.objects.filter(assignment__campaign=campaign, assignment__showing=FIRST_SHOWING,
+                                  assignment__item__calibration=False)
         .order_by("assignment__item__number", "assignment__rater_id")
         .values_list("assignment__item_id", "assignment__rater_id", "grade", "flagged", "seconds_spent"))
     table = RatingTable(

@@ -1,7 +1,7 @@
 """URLs of rating campaigns for owners (and the campaign list for every role)."""
 from django.urls import path
 
-from annotations.web.campaigns import guidelines_page, views
+from annotations.web.campaigns import calibration_admin, guidelines_page, views
 
 urlpatterns = [
     path("p/<slug:slug>/ratings/", views.campaign_list, name="campaign_list"),
@@ -14,4 +14,6 @@ urlpatterns = [
     path("p/<slug:slug>/ratings/<int:pk>/close/", views.campaign_close_view, name="campaign_close"),
     path("p/<slug:slug>/ratings/<int:pk>/adjudication/", views.campaign_adjudication, name="campaign_adjudication"),
     path("p/<slug:slug>/ratings/<int:pk>/guidelines/", guidelines_page.campaign_guidelines, name="campaign_guidelines"),
+    path("p/<slug:slug>/ratings/<int:pk>/calibration/", calibration_admin.campaign_calibration,
+         name="campaign_calibration"),
 ]
