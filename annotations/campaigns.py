@@ -78,7 +78,8 @@ def _rater_memberships(project, usernames):
 @transaction.atomic
 def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[str], user=None,
                     sample: str = RatingCampaign.Sample.ALL, sample_size: int | None = None,
-                    seed: int = 1, ratings_per_item: int = 2, repeat_percent: int = 0) -> RatingCampaign:
+                    seed: int = 1, ratings_per_item: int = 2, repeat_percent: int = 0,
+                    qualification_percent: int = 0) -> RatingCampaign:
     """A campaign over a finished run, its items and every rater's queue (with `repeat_percent`
     of each rater's items shown to them again later: hidden repeats, `sampling.with_repeats`)."""
     project = run.protocol.project
@@ -99,6 +100,8 @@ def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[
         raise CampaignError(f"ratings per item must be between 1 and {MAX_RATINGS_PER_ITEM}")
     if not 0 <= repeat_percent <= MAX_REPEAT_PERCENT:
         raise CampaignError(f"hidden repeats are between 0 and {MAX_REPEAT_PERCENT} percent of a rater's items")
+    if not 0 <= qualification_percent <= 100:
+        raise CampaignError("the pass mark is a percentage, 0 to 100")
     if len(set(raters)) != len(raters):
         raise CampaignError("a rater is listed twice")
     users = _rater_memberships(project, raters)
@@ -122,7 +125,8 @@ def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[
 
     campaign = RatingCampaign.objects.create(
         project=project, run=run, name=name, conditions=conditions, sample=sample, sample_size=sample_size,
-        seed=seed, ratings_per_item=ratings_per_item, repeat_percent=repeat_percent, created_by=user,
+        seed=seed, ratings_per_item=ratings_per_item, repeat_percent=repeat_percent,
+        qualification_percent=qualification_percent, created_by=user,
     )
     CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in users])
     rows = RatingItem.objects.bulk_create([
