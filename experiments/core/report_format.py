@@ -27,12 +27,14 @@ def item_json(item: CatalogItem, built, error: str | None = None) -> dict:
         out.update(figure=built.figure, table=built.table.as_json())
     elif isinstance(built, ReportTable):
         out["table"] = built.as_json()
+    if out["table"] is not None:  # the page's cells, rounded once when the report is built
+        out["cells"] = display_rows(out["table"])
     elif isinstance(built, Missing):
         out.update(reason=built.reason, template=built.template or item.template)
     if item.offline_only:
         out.update(state=NOT_HERE, reason=item.offline_only)
     elif error is not None:
-        out.update(state=NOT_HERE, reason=error, table=None, figure=None)
+        out.update(state=NOT_HERE, reason=error, table=None, figure=None, cells=None)
     elif built is None:
         out.update(state=NOT_HERE, reason=NOT_AVAILABLE + (f"; {item.history}" if item.history else ""))
     elif isinstance(built, Missing):
