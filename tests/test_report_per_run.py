@@ -448,3 +448,17 @@ def test_a_failing_item_is_kept_as_missing_and_never_stops_the_analysis(monkeypa
     assert payload == {"table26": {"missing": "It could not be computed (ZeroDivisionError); see the server log."}}
     assert "table26 failed" in caplog.text
     assert isinstance(per_run.item_from_json(payload["table26"]), Missing)
+
+
+def test_the_default_sample_is_kept_with_the_regrade_run(regraded, project):
+    from experiments.analysis.per_run_tables import AGREEMENT_ITEM, PER_RUN_KEY, agreement_table
+    from experiments.analysis.tables import tables_cached
+
+    source, run = regraded
+    kept = tables_cached(run).payload[PER_RUN_KEY]
+    assert list(kept) == [AGREEMENT_ITEM]                 # a re-grade feeds only the agreement
+    assert AGREEMENT_ITEM not in (tables_cached(source).payload[PER_RUN_KEY] if tables_cached(source) else {})
+    built = items.appendix_i6_sampled_agreement(project, [source, run])
+    assert built.as_json() == kept[AGREEMENT_ITEM] == agreement_table(run).as_json()
+    # The default N (501) is above the 18 answers both judges graded: the sample is all of them.
+    assert built.rows[0][0] == "sample of 18 (seed 20260917)" and built.rows[0][2] == 18

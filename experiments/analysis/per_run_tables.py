@@ -1,9 +1,10 @@
-"""The per-run paper items (Tables 26, 27; App. F centrality and routing), computed from one run.
+"""The per-run paper items (Tables 26, 27; App. F centrality and routing; App. I.6), computed from one run.
 
 Each ``*_table(run)`` reads what the run stored — the two one-shot memories' grades, the sessions'
-written memories, the reference answers, the candidate pools' texts and grades — and returns a
-`core.report_table.ReportTable` (or `Missing`), with the statistics of `core.stats.memory_gap` and
-`core.stats.pool_centrality` at the run's recorded seed and draws. Only numbers leave this module.
+written memories, the reference answers, the candidate pools' texts and grades, or (a re-grade run)
+both judges' grades — and returns a `core.report_table.ReportTable` (or `Missing`), with the
+statistics of `core.stats.memory_gap`, `core.stats.pool_centrality` and `core.stats.judge_sample`
+at the run's recorded seed and draws. Only numbers leave this module.
 
 ``per_run_payload(run)`` is what the robustness tables' cache keeps of them (`analysis.tables`), so
 that the paper report (`analysis.report_items_per_run`) and the run tables page read them from the
@@ -18,12 +19,14 @@ import numpy as np
 
 from experiments.analysis.grades import grade_matrix
 from experiments.analysis.pools import USABLE, run_pools
+from experiments.analysis.sampled_agreement import sampled_agreement
 from experiments.core.candidates import CANDIDATE_LABELS
 from experiments.core.conditions import FINAL, FUSION, SELECTION
 from experiments.core.pickers import SIMILARITIES
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
 from experiments.core.stats.memory_gap import class_threshold_table, length_gap_table
 from experiments.core.stats import robustness
+from experiments.core.stats.judge_sample import AGREEMENT_COLUMNS, DEFAULT_SAMPLE_SEED, DEFAULT_SAMPLE_SIZE
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, paired_matrix
 from experiments.core.stats.pool_centrality import (
     CENTRALITY_COLUMNS, ROUTING_COLUMNS, centralities, centrality_slope, pool_agreement, routing_rows,
@@ -271,15 +274,42 @@ def routing_table(run: Run):
                         f"{seed}, {draws:,} draws."))
 
 
+# --- App. I.6: two judges on a seeded, stratified sample ------------------------------------------
+
+def agreement_table(run: Run, n: int = DEFAULT_SAMPLE_SIZE, sample_seed: int = DEFAULT_SAMPLE_SEED):
+    """App. I.6: the re-grade ``run``'s judge against its source's on a sample of ``n`` answers, evenly over
+    the conditions (`analysis.sampled_agreement`)."""
+    source = run.protocol.regrade_of
+    result = sampled_agreement(run, n=n, sample_seed=sample_seed)
+    if not result["rows"]:
+        return Missing(f"Re-grade run {run.pk} and its source run {source.pk} have no answer graded by both judges.")
+    inputs = report_inputs(run, source)
+    strata = "; ".join(f"{name}: {count}" for name, count in sorted(result["strata"].items()))
+    return ReportTable(
+        columns=AGREEMENT_COLUMNS, rows=tuple(result["rows"]),
+        inputs=ReportInputs(runs=inputs.runs, cohorts=inputs.cohorts, seeds=(result["seed"], sample_seed),
+                            draws=result["draws"], offline_runs=inputs.offline_runs),
+        digits={"Estimate": 3, "95% lo": 3, "95% hi": 3},
+        notes=notes_for(run, "App. I.6: agreement of two judges on a sample of graded answers.",
+                        f"Run {source.pk} (first judge) and its re-grade run {run.pk} (second judge): of the "
+                        f"{result['items']:,} answers both judges graded, a sample of {result['sample']:,} drawn "
+                        f"evenly over the conditions that gave them (PCG64 seed {sample_seed}; {strata}). "
+                        "Operational zeros are rules, not judgments, and are left out. 95% whole-person bootstrap "
+                        f"intervals, seed {result['seed']}, {result['draws']:,} draws. Another sample: manage.py "
+                        "judge_sample RUN --n N --seed S.", extra_runs=(source,)))
+
+
 PER_RUN_KEY = "per_run_items"   # the robustness tables' payload key that keeps these items
+AGREEMENT_ITEM = "appendix_i6_sampled_agreement"
 COMPUTED = {"table26": gap_table, "table27": class_table, "appendix_f_centrality": centrality_table,
-            "appendix_f_routing": routing_table}
+            "appendix_f_routing": routing_table, AGREEMENT_ITEM: agreement_table}
 
 
 def feeds(run: Run) -> list[str]:
-    """The per-run items this run can feed: Tables 26 and 27 need both one-shot memories, App. F a pool."""
+    """The per-run items this run can feed: Tables 26 and 27 need both one-shot memories, App. F a pool,
+    App. I.6 a re-grade (its default sample)."""
     if run.protocol.regrade_of_id is not None:
-        return []
+        return [AGREEMENT_ITEM]
     names = []
     if {CONCRETE_ONE_SHOT, TRAIT_ONE_SHOT} <= set(run.protocol.conditions):
         names += ["table26", "table27"]

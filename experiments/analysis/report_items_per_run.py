@@ -11,23 +11,23 @@ ready-made template (`core.paper_protocols`) that would produce the input:
   against their grade, and a workflow − one-shot split by pool agreement, copy status, length ratio;
 - ``appendix_i6_sampled_agreement``: two judges' agreement on a seeded, stratified sample.
 
-The first four are computed with the run's robustness tables and kept in their cache
-(`analysis.tables`, `analysis.per_run_tables`): a builder reads the cache when it is current and
-computes the item itself only when it is not (a run analysed before these items existed). The
-sample agreement is computed here (`analysis.sampled_agreement`), for any N and seed. Only numbers
-leave this module; intervals use the runs' recorded seeds and draws.
+They are computed with the run's robustness tables and kept in their cache (`analysis.tables`,
+`analysis.per_run_tables`; App. I.6 with its default sample, on the re-grade run): a builder reads
+the cache when it is current and computes the item itself only when it is not (a run analysed
+before these items existed), or for another sample size or seed. ``page_items`` gives the kept
+items to the run tables page. Only numbers leave this module; intervals use the runs' recorded
+seeds and draws.
 """
 from __future__ import annotations
 
 from experiments.analysis.per_run_tables import (
-    COMMON, COMPUTED, CONCRETE_ONE_SHOT, PER_RUN_KEY, TRAIT_ONE_SHOT, feeds, item_from_json, notes_for,
-    report_inputs,
+    AGREEMENT_ITEM, COMMON, COMPUTED, CONCRETE_ONE_SHOT, PER_RUN_KEY, TRAIT_ONE_SHOT, agreement_table, feeds,
+    item_from_json,
 )
-from experiments.analysis.sampled_agreement import sampled_agreement
 from experiments.analysis.tables import tables_cached
 from experiments.core.report_format import display_rows
-from experiments.core.report_table import Missing, ReportInputs, ReportTable
-from experiments.core.stats.judge_sample import AGREEMENT_COLUMNS, DEFAULT_SAMPLE_SEED, DEFAULT_SAMPLE_SIZE
+from experiments.core.report_table import Missing
+from experiments.core.stats.judge_sample import DEFAULT_SAMPLE_SEED, DEFAULT_SAMPLE_SIZE
 from experiments.models import Run
 
 MISSING = {
@@ -50,11 +50,11 @@ def newest_feeding(runs, name: str) -> Run | None:
     return None
 
 
-def kept_item(run: Run, name: str):
+def kept_item(run: Run, name: str, template: str | None = COMMON):
     """The item as the run's current robustness-tables cache keeps it, or None (no current cache)."""
     cache = tables_cached(run)
     kept = ((cache.payload or {}).get(PER_RUN_KEY) or {}).get(name) if cache is not None else None
-    return None if kept is None else item_from_json(kept)
+    return None if kept is None else item_from_json(kept, template)
 
 
 def _per_run_item(runs, name: str):
@@ -95,30 +95,19 @@ def newest_regrade(runs) -> Run | None:
     return None
 
 
-def appendix_i6_sampled_agreement(project, runs, *, n: int = DEFAULT_SAMPLE_SIZE, sample_seed: int = DEFAULT_SAMPLE_SEED):
-    """App. I.6: the two judges' agreement on a sample of ``n`` answers, evenly over the conditions."""
+def appendix_i6_sampled_agreement(project, runs, *, n: int = DEFAULT_SAMPLE_SIZE,
+                                  sample_seed: int = DEFAULT_SAMPLE_SEED):
+    """App. I.6: the two judges' agreement on a sample of ``n`` answers, evenly over the conditions; the
+    default sample is kept with the re-grade run's robustness tables, another is computed here."""
     run = newest_regrade(runs)
     if run is None:
         return Missing("App. I.6 needs a second judge: re-grade a finished run's answers with another judge (the "
                        "run page's Re-grade, or manage.py regrade_run), then finish that run.")
-    source = run.protocol.regrade_of
-    result = sampled_agreement(run, n=n, sample_seed=sample_seed)
-    if not result["rows"]:
-        return Missing(f"Re-grade run {run.pk} and its source run {source.pk} have no answer graded by both judges.")
-    inputs = report_inputs(run, source)
-    strata = "; ".join(f"{name}: {count}" for name, count in sorted(result["strata"].items()))
-    return ReportTable(
-        columns=AGREEMENT_COLUMNS, rows=tuple(result["rows"]),
-        inputs=ReportInputs(runs=inputs.runs, cohorts=inputs.cohorts, seeds=(result["seed"], sample_seed),
-                            draws=result["draws"], offline_runs=inputs.offline_runs),
-        digits={"Estimate": 3, "95% lo": 3, "95% hi": 3},
-        notes=notes_for(run, "App. I.6: agreement of two judges on a sample of graded answers.",
-                        f"Run {source.pk} (first judge) and its re-grade run {run.pk} (second judge): of the "
-                        f"{result['items']:,} answers both judges graded, a sample of {result['sample']:,} drawn "
-                        f"evenly over the conditions that gave them (PCG64 seed {sample_seed}; {strata}). "
-                        "Operational zeros are rules, not judgments, and are left out. 95% whole-person bootstrap "
-                        f"intervals, seed {result['seed']}, {result['draws']:,} draws. Another sample: manage.py "
-                        "judge_sample RUN --n N --seed S.", extra_runs=(source,)))
+    if (n, sample_seed) == (DEFAULT_SAMPLE_SIZE, DEFAULT_SAMPLE_SEED):
+        item = kept_item(run, AGREEMENT_ITEM, template=None)
+        if item is not None:
+            return item
+    return agreement_table(run, n, sample_seed)
 
 
 PAGE_TITLES = {
@@ -126,6 +115,7 @@ PAGE_TITLES = {
     "table27": ("Table 27", "Threshold decomposition of the concrete-minus-trait difference by task class (App. I.2)"),
     "appendix_f_centrality": ("App. F", "A candidate's centrality in its pool against its grade"),
     "appendix_f_routing": ("App. F", "Routing by pool agreement, copy status or length ratio"),
+    AGREEMENT_ITEM: ("App. I.6", "The two judges' agreement on a seeded, stratified sample of answers"),
 }
 
 
@@ -134,7 +124,7 @@ def page_items(tables_payload: dict | None) -> list[dict]:
     each cell as the paper rounds it (`core.report_format`)."""
     out = []
     for name, kept in ((tables_payload or {}).get(PER_RUN_KEY) or {}).items():
-        label, title = PAGE_TITLES[name]
+        label, title = PAGE_TITLES.get(name, (name, name))
         item = {"id": label, "slug": name, "title": title, "table": None, "cells": [], "reason": kept.get("missing")}
         if "missing" not in kept:
             item.update(table=kept, cells=display_rows(kept))
