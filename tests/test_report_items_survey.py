@@ -15,9 +15,12 @@ OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
 CONDITIONS = [SCREENER_ONLY, MEMORY, OWNWORDS]
 
 
-def mean(condition, accuracy, deviation, people=3, items_=240, reference=False):
-    return {"condition": condition, "label": condition, "accuracy": accuracy, "deviation": deviation,
-            "people": people, "items": items_, "unscored": 0, "problems": {}, "reference": reference}
+def mean(condition, accuracy, deviation, people=3, items_=240, reference=False, intervals=None):
+    row = {"condition": condition, "label": condition, "accuracy": accuracy, "deviation": deviation,
+           "people": people, "items": items_, "unscored": 0, "problems": {}, "reference": reference}
+    if intervals:  # runs analysed since the means' intervals are kept
+        row.update(zip(("accuracy_lo", "accuracy_hi", "deviation_lo", "deviation_hi"), intervals))
+    return row
 
 
 def diff(first, second, metric, estimate, lo, hi, people=3):
@@ -27,7 +30,8 @@ def diff(first, second, metric, estimate, lo, hi, people=3):
 
 ANALYSIS = {
     "kind": "survey", "synthetic": True, "study": "twin", "respondents": 3, "seed": 20260923, "draws": 500,
-    "means": [mean(SCREENER_ONLY, 0.5, 0.25), mean(MEMORY, 0.55, 0.2), mean(OWNWORDS, 0.6, 0.18),
+    "means": [mean(SCREENER_ONLY, 0.5, 0.25, intervals=(0.45, 0.55, 0.2, 0.3)), mean(MEMORY, 0.55, 0.2),
+              mean(OWNWORDS, 0.6, 0.18),
               mean(HUMAN_RETEST, 0.7, 0.1, reference=True)],
     # cached in the protocol's order: memory − screener first, then OwnWords − memory
     "contrasts": [diff(MEMORY, SCREENER_ONLY, "accuracy", 0.05, -0.01, 0.11),
@@ -61,16 +65,19 @@ def test_table22_hand_checked(samples):
     run = finished_run(project, reported, "reported")
     table = items.table22(project, [run])
     assert isinstance(table, ReportTable)
-    assert table.columns[:5] == ("Condition or difference", "Accuracy", "Normalized deviation", "Respondents", "Items")
+    assert table.columns == ("Condition or difference", "Accuracy", "Accuracy 95% lo", "Accuracy 95% hi",
+                             "Normalized deviation", "Deviation 95% lo", "Deviation 95% hi", "Respondents", "Items",
+                             "Accuracy difference", "Accuracy diff. 95% lo", "Accuracy diff. 95% hi",
+                             "Deviation difference", "Deviation diff. 95% lo", "Deviation diff. 95% hi")
     none6 = (None,) * 6
     assert table.rows == (
-        ("screener only", 0.5, 0.25, 3, 240, *none6),
-        ("written memory", 0.55, 0.2, 3, 240, *none6),
-        ("OwnWords (B = |memory|)", 0.6, 0.18, 3, 240, *none6),
-        ("human test–retest (waves 1–3 answers)", 0.7, 0.1, 3, 240, *none6),
+        ("screener only", 0.5, 0.45, 0.55, 0.25, 0.2, 0.3, 3, 240, *none6),
+        ("written memory", 0.55, None, None, 0.2, None, None, 3, 240, *none6),  # analysed before: –
+        ("OwnWords (B = |memory|)", 0.6, None, None, 0.18, None, None, 3, 240, *none6),
+        ("human test–retest (waves 1–3 answers)", 0.7, None, None, 0.1, None, None, 3, 240, *none6),
         # the paper's order: OwnWords − memory (the primary) before memory − screener
-        ("OwnWords (B = |memory|) − written memory", None, None, 3, None, 0.05, 0.01, 0.09, -0.02, -0.04, 0.001),
-        ("written memory − screener only", None, None, 3, None, 0.05, -0.01, 0.11, -0.05, -0.08, -0.02),
+        ("OwnWords (B = |memory|) − written memory", *none6, 3, None, 0.05, 0.01, 0.09, -0.02, -0.04, 0.001),
+        ("written memory − screener only", *none6, 3, None, 0.05, -0.01, 0.11, -0.05, -0.08, -0.02),
     )
     assert table.inputs.runs == (run.pk,) and table.inputs.cohorts == (reported.pk,)
     assert table.inputs.seeds == (20260923,) and table.inputs.draws == 500 and table.inputs.offline_runs == (run.pk,)

@@ -188,6 +188,8 @@ def test_a_run_without_the_screener_end_to_end(client, project, cast, twin):
     assert 'id="no-screener-label"' in page and "written memory (no screener)" in page
     csv = client.get(reverse("survey_dashboard_csv", args=[project.slug, run.pk, "means"])).content.decode()
     assert '"written memory (no screener)"' in csv and '"questions only (no screener)"' in csv
+    assert csv.startswith('"condition","label","accuracy","deviation","people","items","unscored","reference",'
+                          '"accuracy_lo","accuracy_hi","deviation_lo","deviation_hi"')
     # the paper report: Table 21 from the cached differences, Table 22 not from this run
     table = table21(project, [run])
     cached = {(c["first"], c["second"], c["metric"]): c for c in analysis["contrasts"]}

@@ -129,8 +129,11 @@ def test_a_run_on_the_second_sample_with_all_conditions_in_one_pass(client, proj
     cached = {(c["first"], c["second"], c["metric"]): c for c in analysis["contrasts"]}
     row = by_label["memory + whole persona − written memory"]
     acc, dev = cached[(MEMORY_PLUS_WHOLE_PERSONA, MEMORY, "accuracy")], cached[(MEMORY_PLUS_WHOLE_PERSONA, MEMORY, "deviation")]
-    assert row[5:] == (acc["estimate"], acc["lo"], acc["hi"], dev["estimate"], dev["lo"], dev["hi"])
-    assert by_label["memory + whole persona"][1] == rows[MEMORY_PLUS_WHOLE_PERSONA]["accuracy"]
+    assert row[9:] == (acc["estimate"], acc["lo"], acc["hi"], dev["estimate"], dev["lo"], dev["hi"])
+    mean_row, cached_mean = by_label["memory + whole persona"], rows[MEMORY_PLUS_WHOLE_PERSONA]
+    assert mean_row[1:7] == tuple(cached_mean[k] for k in ("accuracy", "accuracy_lo", "accuracy_hi", "deviation",
+                                                           "deviation_lo", "deviation_hi"))
+    assert mean_row[2] <= mean_row[1] <= mean_row[3]
     assert len(table.rows) == len(rows) + 15
     assert isinstance(table22(project, [run]), Missing)  # a further sample is Table 23's, not Table 22's
 

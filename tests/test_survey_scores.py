@@ -172,3 +172,24 @@ def test_the_papers_reported_sample_criteria_are_deviation_intervals_below_zero_
                  SurveyContrast(MEMORY_PLUS_OWNWORDS, MEMORY, "deviation",
                                 BootstrapResult(-0.0016, -0.0039, 0.0007, 1, 1, SURVEY_SEED, 1, (0.025, 0.975)))]
     assert [r.met for r in evaluate_criteria(REPORTED_SAMPLE_CRITERIA, contrasts)] == [True, False]
+
+
+def test_mean_intervals_are_the_projects_bootstrap_over_respondent_means(sample_scores):
+    from experiments.core.survey.scores import mean_intervals
+    intervals = mean_intervals(sample_scores, draws=3000)
+    assert set(intervals) == {"good", "noisy", HUMAN_RETEST}
+    for condition, scores in sample_scores.items():
+        means = respondent_means(scores)
+        summary = summarize(condition, scores)
+        for position, metric in enumerate(("accuracy", "deviation")):
+            people = np.array(list(means), dtype=str)
+            values = np.array([means[pid][position] for pid in means])
+            expected = paired_bootstrap(people, values, seed=SURVEY_SEED, draws=3000)
+            got = intervals[condition][metric]
+            assert (got.lo, got.hi, got.n_people) == (expected.lo, expected.hi, 12)
+            assert got.estimate == pytest.approx(getattr(summary, metric))  # the mean the summary reports
+            assert got.lo < got.estimate < got.hi
+    # by hand: respondent a without a deviation has no entry for it; no respondent, no metric
+    only = mean_intervals({"x": score_items("a", ITEMS_B[1:], [1])}, draws=50)
+    assert set(only["x"]) == {"accuracy"} and only["x"]["accuracy"].lo == only["x"]["accuracy"].hi == 0.0
+    assert mean_intervals({"y": score_items("a", ITEMS_B[1:], [None])}, draws=50) == {}

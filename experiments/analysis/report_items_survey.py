@@ -34,7 +34,7 @@ TABLE21_COLUMNS = ("Run", "Respondents", "Difference", "Accuracy", "Accuracy 95%
 NUMBER_COLUMNS = ("Accuracy", "Accuracy 95% lo", "Accuracy 95% hi", "Normalized deviation", "Deviation 95% lo",
                   "Deviation 95% hi")
 # Tables 22 and 23: a condition row fills the means, a difference row the signed differences.
-MEAN_COLUMNS = ("Accuracy", "Normalized deviation")
+MEAN_COLUMNS = NUMBER_COLUMNS
 DIFFERENCE_COLUMNS = ("Accuracy difference", "Accuracy diff. 95% lo", "Accuracy diff. 95% hi",
                       "Deviation difference", "Deviation diff. 95% lo", "Deviation diff. 95% hi")
 MEANS_COLUMNS = ("Condition or difference", *MEAN_COLUMNS, "Respondents", "Items", *DIFFERENCE_COLUMNS)
@@ -132,20 +132,21 @@ def table21(project, runs) -> ReportTable | Missing:
 
 
 def means_and_differences(run: Run, *, screener: bool = True) -> tuple[tuple, tuple[str, ...]]:
-    """Tables 22 and 23: each condition's means in the paper's order and the human test-retest row
-    (no interval: the analysis caches none for a mean), then every cached paired difference, with
-    the respondents it pairs (Items: scored items of a condition row)."""
+    """Tables 22 and 23: each condition's means in the paper's order and the human test-retest row,
+    with their cached intervals, then every cached paired difference, with the respondents it pairs
+    (Items: scored items of a condition row)."""
     analysis = run.analysis
     means = {row["condition"]: row for row in analysis["means"]}
     order = [key for key in SURVEY_CONDITIONS if key in means] + [k for k in means if k not in SURVEY_CONDITIONS]
-    rows = [(label(key, screener=screener), means[key]["accuracy"], means[key]["deviation"], means[key]["people"],
-             means[key]["items"], *[None] * len(DIFFERENCE_COLUMNS)) for key in order]
+    rows = [(label(key, screener=screener), *mean_cells(means[key]), means[key]["people"], means[key]["items"],
+             *[None] * len(DIFFERENCE_COLUMNS)) for key in order]
     for first, second in ordered_pairs(analysis):
         cells, people = difference_cells(analysis, first, second)
-        rows.append((f"{label(first, screener=screener)} − {label(second, screener=screener)}", None, None, people,
-                     None, *cells))
+        rows.append((f"{label(first, screener=screener)} − {label(second, screener=screener)}",
+                     *[None] * len(MEAN_COLUMNS), people, None, *cells))
     notes = [f"Run {run.pk}: {analysis['respondents']} respondents; the condition rows are means over respondents "
-             "(each counts once), the difference rows paired differences (first minus second) over the items "
+             "(each counts once) with 95% whole-person intervals (– where the run was analysed before they were "
+             "kept), the difference rows paired differences (first minus second) over the items "
              f"scored in both with 95% whole-person bootstrap intervals (seed {analysis['seed']}, "
              f"{analysis['draws']} draws). Accuracy: higher is better; normalized deviation on ordinal items: "
              "lower is better."]
@@ -155,6 +156,12 @@ def means_and_differences(run: Run, *, screener: bool = True) -> tuple[tuple, tu
         notes.append("Not computed by this run's analysis (not among its planned contrasts): "
                      + "; ".join(f"{label(a)} − {label(b)}" for a, b in absent) + ".")
     return tuple(rows), tuple(notes)
+
+
+def mean_cells(row: dict) -> tuple:
+    """A condition row's accuracy and deviation means with their cached intervals (None if not kept)."""
+    return (row["accuracy"], row.get("accuracy_lo"), row.get("accuracy_hi"),
+            row["deviation"], row.get("deviation_lo"), row.get("deviation_hi"))
 
 
 def _means_table(run: Run) -> ReportTable:

@@ -11,7 +11,7 @@ from experiments.core.contrasts import INTERVAL_ABOVE_ZERO
 from experiments.core.survey.prompt import NO_SCREENER, SURVEY_CONDITIONS, condition_label
 from experiments.core.survey.scores import (
     ACCURACY, DEVIATION, HUMAN_RETEST, REPORTED_SAMPLE_CRITERIA, SECOND_SAMPLE_CRITERIA, SURVEY_SEED, Criterion,
-    evaluate_criteria, every_pair, human_retest_scores, score_items, summarize, survey_contrasts,
+    evaluate_criteria, every_pair, human_retest_scores, mean_intervals, score_items, summarize, survey_contrasts,
 )
 from experiments.core.survey.targets import TargetItem
 from experiments.models import Run, SurveyAnswer
@@ -79,6 +79,10 @@ def survey_summary(run: Run) -> dict:
             if entry[1]:
                 problems[answer.condition][entry[1]] = problems[answer.condition].get(entry[1], 0) + 1
     human = [s for r in respondents for s in human_retest_scores(r.pid, items[r.pk])]
+    seed = run.protocol.bootstrap.get("seed", SURVEY_SEED)
+    draws = run.protocol.bootstrap.get("draws", DEFAULT_DRAWS)
+    # The means' own intervals (Tables 22 and 23): new entries of each row; nothing above changes.
+    intervals = mean_intervals({**scores, HUMAN_RETEST: human}, seed=seed, draws=draws)
     rows = []
     for key, condition_scores in [*scores.items(), (HUMAN_RETEST, human)]:
         s = summarize(key, condition_scores)
@@ -88,9 +92,9 @@ def survey_summary(run: Run) -> dict:
                      "people": len({score.pid for score in condition_scores if score.accuracy is not None}),
                      "items": s.n_items, "unscored": s.n_unscored,
                      "accuracy": _number(s.accuracy), "deviation": _number(s.deviation),
-                     "problems": problems.get(key, {}), "reference": key == HUMAN_RETEST})
-    seed = run.protocol.bootstrap.get("seed", SURVEY_SEED)
-    draws = run.protocol.bootstrap.get("draws", DEFAULT_DRAWS)
+                     "problems": problems.get(key, {}), "reference": key == HUMAN_RETEST,
+                     **{f"{metric}_{end}": getattr(intervals[key][metric], end) if metric in intervals.get(key, {})
+                        else None for metric in (ACCURACY, DEVIATION) for end in ("lo", "hi")}})
     pairs, criteria = contrast_pairs(run)
     contrasts, errors = [], []
     for first, second in pairs:

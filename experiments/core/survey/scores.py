@@ -11,6 +11,7 @@
   and `intervals.shared_draw_bootstraps` for deviation: all of a respondent's items travel
   together), with the seed of the paper's Twin-2K-500 intervals unless told otherwise.
 - The respondents' own waves 1-3 answers scored like a condition: the human test-retest row.
+- A condition's mean over respondents with its whole-person interval (`mean_intervals`).
 - Prespecified criteria (e.g. "normalized deviation interval below zero") evaluated by code.
 """
 from __future__ import annotations
@@ -180,6 +181,28 @@ def survey_contrasts(scores: Mapping[str, Sequence[ItemScore]], pairs: Sequence[
             [(people, diffs) for _i, people, diffs in fractional], seed=seed, draws=draws)):
         results[i] = result
     return [SurveyContrast(first, second, metric, result) for (first, second, metric), result in zip(labels, results)]
+
+
+def mean_intervals(scores: Mapping[str, Sequence[ItemScore]], *, seed: int = SURVEY_SEED,
+                   draws: int = 100_000) -> dict[str, dict[str, BootstrapResult]]:
+    """condition -> metric -> the 95% whole-person interval of its mean over respondents (each
+    respondent's mean counts once, as `summarize` reports it): `paired_bootstrap` with one value per
+    respondent, all on one stream of draws (`intervals.shared_draw_bootstraps`). A condition or
+    metric without a scored respondent has no entry."""
+    requests, labels = [], []
+    for condition, condition_scores in scores.items():
+        means = respondent_means(condition_scores)
+        for position, metric in enumerate(METRICS):
+            kept = [(pid, values[position]) for pid, values in means.items() if not math.isnan(values[position])]
+            if kept:
+                requests.append((np.array([pid for pid, _ in kept], dtype=str),
+                                 np.array([value for _, value in kept], dtype=float)))
+                labels.append((condition, metric))
+    out: dict[str, dict[str, BootstrapResult]] = {}
+    for (condition, metric), result in zip(labels, shared_draw_bootstraps(requests, seed=seed, draws=draws)
+                                           if requests else []):
+        out.setdefault(condition, {})[metric] = result
+    return out
 
 
 RULES = ("below-zero", "above-zero", "lower-bound-above")

@@ -210,7 +210,8 @@ def survey_dashboard(request, slug, pk):
 
 
 SURVEY_CSV = {
-    "means": ["condition", "label", "accuracy", "deviation", "people", "items", "unscored", "reference"],
+    "means": ["condition", "label", "accuracy", "deviation", "people", "items", "unscored", "reference",
+              "accuracy_lo", "accuracy_hi", "deviation_lo", "deviation_hi"],
     "contrasts": ["first", "second", "metric", "estimate", "lo", "hi", "people"],
     "criteria": ["label", "first", "second", "metric", "rule", "met", "sentence"],
 }
