@@ -23,7 +23,8 @@ SWEEP_CONDITIONS = [
 ] + [f"memory(concrete,{w}w)+one-shot" for w in (50, 200, 400)]
 
 # Added after the design: Table 15's two cross cells (App. F) and the dense retriever (beyond the paper).
-EVIDENCE_CONDITIONS = ["memory(concrete,100w)+raw-header", "question-free(B=|memory|)+memory-header", "dense(B=|memory|)"]
+EVIDENCE_CONDITIONS = ["memory(concrete,100w)+raw-header", "question-free(B=|memory|)+memory-header", "dense(B=|memory|)",
+                       "memory(concrete,100w)+wrong-person(seed=20260917)"]  # and App. K's wrong-person control
 
 
 # App. F's development attempts (E.12): notes then an answer (from the record, or the memory), the pruned draft.

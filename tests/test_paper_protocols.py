@@ -54,6 +54,8 @@ def expected_calls(template: str, sessions: int, tasks: int) -> dict:
         return {"memories": 3 * sessions, "generation": 4 * tasks, "decisions": 0, "judging": 4 * tasks}
     if template == "factorial":  # the memory and question-free excerpts, each under both headers
         return {"memories": sessions, "generation": 4 * tasks, "decisions": 0, "judging": 4 * tasks}
+    if template == "wrong-person":  # own memory, another person's (the same memories), the screener reference
+        return {"memories": sessions, "generation": 3 * tasks, "decisions": 0, "judging": 3 * tasks}
     if template == "dense-vs-bm25":  # the memory, OwnWords and, where its embedder is installed, dense
         dense = condition_unavailable(get_condition("dense(B=|memory|)")) is None
         return {"memories": sessions, "generation": (2 + dense) * tasks, "decisions": 0, "judging": (2 + dense) * tasks}

@@ -23,7 +23,7 @@ from experiments.core import evidence as ev
 from experiments.core.conditions import (
     CURRENT_DIALOGUE, DENSE, Condition, JUDGE_PROMPTS, MEM0, MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY,
     MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD, MEMORY_PROMPTS, MEMORY_UNDER_RAW_HEADER, NO_EVIDENCE, ONE_SHOT,
-    OWNWORDS, QUESTION_FREE, QUESTION_FREE_UNDER_MEMORY_HEADER, RECENCY, WHOLE_RECORD, get_condition,
+    OWNWORDS, QUESTION_FREE, QUESTION_FREE_UNDER_MEMORY_HEADER, RECENCY, WHOLE_RECORD, WRONG_PERSON, get_condition,
 )
 from experiments.core.dense import Embed, dense_excerpt
 from experiments.core.conditions import NOTES
@@ -97,7 +97,7 @@ def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, 
         if ranked is None:
             raise ValueError(f"{condition.key} needs Mem0's ranked memories of the session")
         return {"evidence": ev.ranked_memories_excerpt(ranked, budget)}
-    if kind == MEMORY:
+    if kind in (MEMORY, WRONG_PERSON):  # the wrong person's: planning passes another person's memory
         return {"memory": memory}
     if kind == OWNWORDS:
         return {"evidence": ev.ownwords(task.record(), task.question, budget)}

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal, Union
 
 from experiments.core.canonical import canonical_json
+from experiments.core.wrong_person import WRONG_PERSON_SEED
 
 # Evidence constructions (what the model sees about the person, besides screener and question).
 MEMORY = "memory"
@@ -31,7 +32,7 @@ NO_EVIDENCE = "none"  # screener-only and question-only
 MEM0 = "mem0"
 MEMGPT_STYLE = "memgpt-style"
 MEMORY_UNDER_RAW_HEADER, QUESTION_FREE_UNDER_MEMORY_HEADER = "memory@raw-header", "question-free@memory-header"  # Table 15
-DENSE = "dense"  # beyond the paper: OwnWords with a dense ranker
+DENSE, WRONG_PERSON = "dense", "wrong-person"  # beyond the paper: a dense ranker; App. K: another person's memory
 
 # Answering workflows (§6, App. B.2).
 ONE_SHOT = "one-shot"
@@ -268,18 +269,10 @@ def memgpt_style_condition(kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WOR
     )
 
 
-def memory_raw_header_condition(kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS) -> Condition:
-    """Table 15's cross cell: the written memory in E.7's evidence block (the raw-evidence header)."""
-    _check_memory(kind, words)
-    return Condition(f"{memory_key(kind, words)}+raw-header", MEMORY_UNDER_RAW_HEADER, ONE_SHOT, 1, None, kind, words,
-                     True, GENERATION_SYSTEM, "answer_raw_user", note="Table 15: the memory under the raw-evidence header")
-
-
-def question_free_memory_header_condition() -> Condition:
-    """Table 15's cross cell: the question-free excerpts at B = |memory| in E.6's memory block."""
-    return Condition("question-free(B=|memory|)+memory-header", QUESTION_FREE_UNDER_MEMORY_HEADER, ONE_SHOT, 1,
-                     MEMORY_LENGTH, CONCRETE, DEFAULT_MEMORY_WORDS, True, GENERATION_SYSTEM, "answer_memory_user",
-                     note="Table 15: question-free excerpts under the memory header")
+def _memory_cell(key: str, evidence: str, budget: Budget, user_prompt: str, note: str) -> Condition:
+    """One call on the concrete 100-word memory (shown, or setting B): Table 15's cross cells, App. K's control."""
+    return Condition(key, evidence, ONE_SHOT, 1, budget, CONCRETE, DEFAULT_MEMORY_WORDS, True, GENERATION_SYSTEM,
+                     user_prompt, note=note)
 
 
 def dense_condition(budget: Budget = MEMORY_LENGTH, kind: str = CONCRETE, words: int = DEFAULT_MEMORY_WORDS) -> Condition:
@@ -329,8 +322,12 @@ def _registry() -> dict[str, Condition]:
         mem0_condition(),
         memgpt_style_condition(),
         notes_condition(), notes_condition(MEMORY), pruned_condition(), memory_condition(PROFILE),
-        memory_raw_header_condition(),
-        question_free_memory_header_condition(),
+        _memory_cell("memory(concrete,100w)+raw-header", MEMORY_UNDER_RAW_HEADER, None, "answer_raw_user",
+                     "Table 15: the memory under the raw-evidence header"),
+        _memory_cell("question-free(B=|memory|)+memory-header", QUESTION_FREE_UNDER_MEMORY_HEADER, MEMORY_LENGTH,
+                     "answer_memory_user", "Table 15: question-free excerpts under the memory header"),
+        _memory_cell(f"memory(concrete,100w)+wrong-person(seed={WRONG_PERSON_SEED})", WRONG_PERSON, None,
+                     "answer_memory_user", "App. K: another cohort member's memory (core.wrong_person)"),
         dense_condition(),
         *(condition for words in SWEEP_MEMORY_WORDS if words != DEFAULT_MEMORY_WORDS
           for condition in _budget_sweep(words)),
@@ -385,7 +382,7 @@ def condition_family(condition: Condition) -> str:
     if condition.memory_words not in (None, DEFAULT_MEMORY_WORDS):
         return "sweep"
     return {
-        MEMORY: "memory", OWNWORDS: "excerpts", RECENCY: "excerpts", QUESTION_FREE: "excerpts",
+        MEMORY: "memory", WRONG_PERSON: "memory", OWNWORDS: "excerpts", RECENCY: "excerpts", QUESTION_FREE: "excerpts",
         WHOLE_RECORD: "record", CURRENT_DIALOGUE: "record", MEMORY_PLUS_OWNWORDS: "combined",
         MEMORY_PLUS_WHOLE_RECORD: "combined", NO_EVIDENCE: "baselines", DENSE: "excerpts",
         MEMORY_UNDER_RAW_HEADER: "factorial", QUESTION_FREE_UNDER_MEMORY_HEADER: "factorial",

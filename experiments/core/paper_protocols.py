@@ -14,6 +14,7 @@ settings of each, for any cohort. Pure Python, no Django.
 - ``factorial``: App. F, Table 15: the memory and question-free excerpts, each under the memory
   header and the raw-evidence header, with both main effects and the interaction;
 - ``dense-vs-bm25``: beyond the paper: OwnWords against a dense ranker on the same path, and the memory;
+- ``wrong-person``: App. K's control: own versus a wrong person's memory, and the screener-only reference;
 - ``development-attempts``: App. F / E.12: the memory one-shot, notes then an answer (from the record
   or the memory), the pruned one-shot draft and the whole record, descriptive;
 - ``representations``: App. K: the combined profile of imputed scales, the concrete and trait memories and
@@ -30,6 +31,7 @@ from typing import Callable
 
 from experiments.core.conditions import CONDITIONS, SWEEP_MEMORY_WORDS, get_condition
 from experiments.core.contrasts import INTERVAL_ABOVE_ZERO
+from experiments.core.wrong_person import WRONG_PERSON_SEED
 
 MEMORY = "memory(concrete,100w)+one-shot"
 OWNWORDS = "ownwords(B=|memory|)"
@@ -254,8 +256,27 @@ def _representations() -> PaperProtocol:
     )
 
 
+WRONG_PERSON = f"memory(concrete,100w)+wrong-person(seed={WRONG_PERSON_SEED})"
+SCREENER_REFERENCE = "screener-only"
+
+
+def _wrong_person() -> PaperProtocol:
+    return PaperProtocol(
+        "wrong-person", "Own versus a wrong person's memory", "App. K",
+        "Each session's own concrete memory against another cohort member's (a seeded derangement of the sessions "
+        "across people: no one is shown their own), with the screener-only reference; descriptive contrasts.",
+        (MEMORY, WRONG_PERSON, SCREENER_REFERENCE),
+        (_contrast("own − wrong person", {MEMORY: 1, WRONG_PERSON: -1}),
+         _contrast("own − screener-only", {MEMORY: 1, SCREENER_REFERENCE: -1}),
+         _contrast("wrong person − screener-only", {WRONG_PERSON: 1, SCREENER_REFERENCE: -1})),
+        {"seed": 20260917, "draws": 10_000},
+        ("The control reflects both own-person information and harm from irrelevant narratives (App. K). App. K's "
+         "numbers are reanalyses of old profiles; this runs the control anew on permitted-prefix memories.",),
+    )
+
+
 PAPER_PROTOCOLS: dict[str, PaperProtocol] = {
-    p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep(), _factorial(), _dense_vs_bm25(),
+    p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep(), _factorial(), _dense_vs_bm25(), _wrong_person(),
                         _development_attempts(), _representations())
 }
 

@@ -17,10 +17,11 @@ from experiments.analysis.grades import store_scores
 from experiments.core.assembly import TaskInput, assemble, assemble_archive_queries, assemble_memory_request, judge_assembler
 from experiments.core.candidates import display_key
 from experiments.core.canonical import sha256_text
-from experiments.core.conditions import (DENSE, FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition, memory_key,
-                                          prediction_labels)
+from experiments.core.conditions import (DENSE, FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, WRONG_PERSON,
+                                          get_condition, memory_key, prediction_labels)
 from experiments.core.evidence import TurnText
 from experiments.core.parsers import candidate_display_order, parse_archive_queries
+from experiments.core.wrong_person import donor_sessions, wrong_person_seed
 from experiments.core.slot_keys import ArchiveKey, DecisionKey, GenerationKey, JudgeKey, MemoryKey
 from experiments.data.sessions import cohort_tasks
 from experiments.execution import mem0_planning, workflow_planning
@@ -137,13 +138,15 @@ def plan_generation(run: Run) -> None:
     }
     mem0_ranked = mem0_planning.rankings(run, tasks, inputs) if mem0_planning.uses_mem0(run) else {}
     embed = dense_embedder.embed if any(c.evidence == DENSE for c in _conditions(run)) else None
+    donors = wrong_person_donors(run, tasks)
     slots: dict[str, Slot] = {}
     predictions = []
     for task in tasks:
         for condition in _conditions(run):
             memory = None
             if condition.needs_memory:
-                memory = memories.get((task.session_id, condition.memory_kind, condition.memory_words))
+                session = donors.get(condition.key, {}).get(task.session_id, task.session_id)
+                memory = memories.get((session, condition.memory_kind, condition.memory_words))
                 if memory is None or (condition.evidence == MEM0 and task.pk not in mem0_ranked):
                     predictions += [
                         Prediction(run=run, task=task, condition=condition.key, label=label,
@@ -180,6 +183,14 @@ def plan_generation(run: Run) -> None:
             if prediction.slot is not None:
                 prediction.slot_id = by_key[prediction.slot.key]
         Prediction.objects.bulk_create(predictions, ignore_conflicts=True)
+
+
+def wrong_person_donors(run: Run, tasks) -> dict[str, dict[int, int]]:
+    """condition key → session → the session whose memory it is shown (App. K's control: a seeded
+    derangement of the cohort's sessions across people, `core.wrong_person`; the seed is in the key)."""
+    people = {task.session_id: task.session.person_id for task in tasks}
+    return {c.key: donor_sessions(people, wrong_person_seed(c.key))
+            for c in _conditions(run) if c.evidence == WRONG_PERSON}
 
 
 def archive_slot_key(task: Task, assembled) -> str:

@@ -16,10 +16,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.core.candidates import derived_problem, is_derived
-from experiments.core.conditions import CONDITIONS, DENSE, MEM0, get_condition
+from experiments.core.conditions import CONDITIONS, DENSE, MEM0, WRONG_PERSON, get_condition
 from experiments.core.criteria import criteria_problems
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.kinds import SURVEY_PREFIX
+from experiments.core.wrong_person import donor_sessions, wrong_person_seed
 from experiments.execution.endpoints import endpoint_problem
 from experiments.execution.kind_table import kind_rules
 from experiments.memory_systems.availability import condition_unavailable
@@ -211,6 +212,12 @@ def protocol_problems(protocol: Protocol) -> list[str]:
             problems.append(f"{key} is not runnable yet: {condition.note}")
         elif (reason := condition_unavailable(condition)):
             problems.append(f"{key} cannot run here: {reason}")
+        elif condition.evidence == WRONG_PERSON and protocol.cohort_id is not None:
+            try:  # App. K's control needs another person for every session
+                donor_sessions({t.session_id: t.session.person_id for t in cohort_tasks(protocol.cohort)},
+                               wrong_person_seed(key))
+            except ValueError as exc:
+                problems.append(f"{key}: {exc}")
     if len(set(protocol.conditions)) != len(protocol.conditions):
         problems.append("a condition is listed twice")
     problems += _model_problems(protocol, ("generator", "judge"))
