@@ -153,7 +153,8 @@ def _accept(token, user, new_username, new_password, path):
         raise InviteError(STATE_MESSAGES[state])
     campaign, project = found.campaign, found.campaign.project
     if user is None:
-        user = get_user_model().objects.create_user(username=new_username, password=new_password)
+        user = get_user_model().objects.create_user(username=new_username, password=new_password,
+                                                    email=invite.email)
     membership = Membership.objects.select_for_update().filter(project=project, user=user).first()
     if membership is not None and membership.role != Role.RATER:
         raise InviteError(f"{user.get_username()} is {membership.get_role_display().lower()} in {project.name}; an "

@@ -168,6 +168,7 @@ def test_a_new_rater_is_dealt_a_share_and_sees_only_their_items(client, cast, ca
     newbie = User.objects.get(username="crowd-1")
     items = campaign.items.count()
     assert client.get(reverse("rate_item", args=[campaign.project.slug, campaign.pk])).json()["item"] is None
+    assert 'id="rate-no-items"' in client.get(reverse("rate_page", args=[campaign.project.slug, campaign.pk])).content.decode()
     owner = Client()
     owner.force_login(cast["owner"])
     page = owner.get(reverse("campaign_invites", args=[campaign.project.slug, campaign.pk])).content.decode()
@@ -362,3 +363,23 @@ def test_two_concurrent_accepts_attach_one_account(project):
     assert list(CampaignRater.objects.filter(campaign=c, user__username__startswith="racer-")
                 .values_list("user__username", flat=True)) == [winner]
     assert RaterInvite.objects.get().used_by.username == winner
+
+
+@override_settings(EMAIL_HOST="smtp.example.org")
+def test_a_mail_server_that_fails_still_gives_the_owner_the_links(client, cast, campaign, monkeypatch):
+    import smtplib
+    from annotations.web.invites import views
+
+    def refuse(*args, **kwargs):
+        raise smtplib.SMTPException("relay refused")
+    monkeypatch.setattr(views, "invite_links_mail", refuse)
+    client.force_login(cast["owner"])
+    response = upload(client, campaign, "ann@example.org\n")
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    assert response.status_code == 200 and len(rows) == 2 and RaterInvite.objects.count() == 1
+    page = client.get(reverse("campaign_invites", args=[campaign.project.slug, campaign.pk])).content.decode()
+    assert "could not be sent by e-mail" in page
+    # the account made from this address's link carries the address
+    token = rows[1][1].rstrip("/").rsplit("/", 1)[1]
+    assert new_account(Client(), token, "ann").status_code == 302
+    assert User.objects.get(username="ann").email == "ann@example.org"

@@ -6,6 +6,7 @@ only in the answer to the request that made it: the database keeps the token's s
 """
 import csv
 import io
+import smtplib
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -98,7 +99,11 @@ def invite_bulk_view(request, slug, pk):
         return _page(request, membership, campaign, status=400, bulk_problems=[str(e)])
     rows = [(m.invite.email, invite_link(request, m.token), m.invite.expires_at.isoformat()) for m in made]
     if mail_configured():
-        invite_links_mail(campaign, rows)
+        try:
+            invite_links_mail(campaign, rows)
+        except (OSError, smtplib.SMTPException) as e:  # the invites stand: this file is the only copy of the links
+            messages.error(request, f"The links could not be sent by e-mail ({e}); send them from the file "
+                                    f"invites-campaign-{campaign.pk}.csv you downloaded.")
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["email", "link", "expires_at"])
