@@ -383,3 +383,39 @@ def test_a_mail_server_that_fails_still_gives_the_owner_the_links(client, cast, 
     token = rows[1][1].rstrip("/").rsplit("/", 1)[1]
     assert new_account(Client(), token, "ann").status_code == 302
     assert User.objects.get(username="ann").email == "ann@example.org"
+
+
+def test_an_existing_rater_of_the_project_joins_without_a_membership_change(client, cast, campaign):
+    made = invite_create(campaign=campaign, by=cast["owner"])
+    assert sign_in(client, made.token, "rater-c", "pw-for-tests-only").status_code == 302
+    assert CampaignRater.objects.get(campaign=campaign, user__username="rater-c").active
+    entries = member_entries(campaign.project)
+    assert not any(t.startswith("added rater-c") for t in entries)
+    assert any(t.startswith("rater-c accepted rater invite") for t in entries)
+    # already rating: a second invite is refused and stays unused
+    second = invite_create(campaign=campaign, by=cast["owner"])
+    refused = sign_in(Client(), second.token, "rater-c", "pw-for-tests-only")
+    assert refused.status_code == 409 and "already rates" in refused.content.decode()
+    assert RaterInvite.objects.get(pk=second.invite.pk).used_at is None
+
+
+def test_dealing_moves_only_unseen_first_showings_and_keeps_each_repeat_with_its_rater(cast, rated_run):
+    c = campaign_create(run=rated_run, name="with repeats", conditions=CONDITIONS, raters=["rater-a", "rater-b"],
+                        seed=4, repeat_percent=50)
+    a = User.objects.get(username="rater-a")
+    rater_item(c, a)  # a has seen their first item: it stays theirs
+    seen = Assignment.objects.get(campaign=c, rater=a, served_at__isnull=False)
+    invite_accept(token=invite_create(campaign=c).token, new_username="crowd-2", new_password=STRONG)
+    before = {x.pk: x for x in Assignment.objects.filter(campaign=c)}
+    open_total = sum(1 for x in before.values() if x.status == Assignment.Status.OPEN)
+    dealt = open_items_deal(campaign=c)
+    moved = [x for x in Assignment.objects.filter(campaign=c, status=Assignment.Status.REASSIGNED)]
+    assert 0 < dealt["crowd-2"] <= open_total // 3 and len(moved) == dealt["crowd-2"]
+    repeats = {(x.rater_id, x.item_id) for x in before.values() if x.showing == 2}
+    for row in moved:
+        assert row.showing == 1 and row.served_at is None and (row.rater_id, row.item_id) not in repeats
+    assert Assignment.objects.get(pk=seen.pk).status == Assignment.Status.OPEN
+    current = Assignment.objects.filter(campaign=c, showing=1).exclude(status=Assignment.Status.REASSIGNED)
+    for item in c.items.all():
+        holders = list(current.filter(item=item).values_list("rater_id", flat=True))
+        assert len(holders) == 2 and len(set(holders)) == 2
