@@ -60,15 +60,14 @@ def is_offline(run: Run) -> bool:
 def report_inputs(run: Run, *extra_runs: Run) -> ReportInputs:
     seed, draws = run_settings(run)
     every = [run, *extra_runs]
-    return ReportInputs(runs=tuple(r.pk for r in every), cohorts=tuple(dict.fromkeys(r.protocol.cohort_id for r in every)),
-                        seeds=(seed,), draws=draws, offline_runs=tuple(r.pk for r in every if is_offline(r)))
+    return ReportInputs(runs=tuple(r.pk for r in every),
+                        cohorts=tuple(dict.fromkeys(r.protocol.cohort_id for r in every)), seeds=(seed,), draws=draws,
+                        offline_runs=tuple(r.pk for r in every if is_offline(r)))
 
 
 def notes_for(run: Run, *notes: str, extra_runs=()) -> tuple[str, ...]:
     offline = any(is_offline(r) for r in (run, *extra_runs))
     return (*notes, *((OFFLINE_NOTE,) if offline else ()))
-
-
 
 
 def _one_shot_pairs(run: Run):
@@ -93,8 +92,6 @@ def _task_rows(run: Run, task_ids) -> dict[int, tuple[int, str]]:
     rows = CohortTask.objects.filter(cohort_id=run.protocol.cohort_id, task_id__in=[int(t) for t in task_ids]) \
         .values_list("task_id", "task__session_id", "task__answer_turn__text")
     return {task: (session, text or "") for task, session, text in rows}
-
-
 
 
 def gap_table(run: Run):
@@ -203,10 +200,6 @@ def pool_tasks(run: Run) -> dict[str, PoolTasks]:
             data.finals[workflow] = (grade, words, copy)
         out[name] = data
     return out
-
-
-
-
 
 
 def centrality_table(run: Run):

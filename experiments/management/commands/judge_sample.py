@@ -20,7 +20,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("run_id", type=int, help="the re-grade run (its protocol re-grades another run)")
-        parser.add_argument("--n", type=int, default=DEFAULT_SAMPLE_SIZE, help=f"sample size (default {DEFAULT_SAMPLE_SIZE})")
+        parser.add_argument("--n", type=int, default=DEFAULT_SAMPLE_SIZE,
+                            help=f"sample size (default {DEFAULT_SAMPLE_SIZE})")
         parser.add_argument("--seed", type=int, default=DEFAULT_SAMPLE_SEED,
                             help=f"the sample's seed (default {DEFAULT_SAMPLE_SEED}); intervals use the run's own")
 
