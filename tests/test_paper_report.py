@@ -189,6 +189,12 @@ def test_the_page_serves_the_cache_and_says_when_it_is_stale(client, report_proj
     Run.objects.filter(pk=run.pk).update(status=Run.Status.STOPPED)  # an input of the report changed
     assert cached_report(project)[1] is True
     assert 'id="report-stale"' in client.get(reverse("paper_report", args=[project.slug])).content.decode()
+    # Rebuild with no worker on the queue: built in the request, and the run that stopped is gone from it
+    client.post(reverse("paper_report_rebuild", args=[project.slug]))
+    rebuilt, stale = cached_report(project)
+    assert not stale and rebuilt.built_at > report.built_at
+    assert items_of(rebuilt)["Table 7"]["state"] == NEEDS_RUN
+    assert 'id="report-stale"' not in client.get(reverse("paper_report", args=[project.slug])).content.decode()
 
 
 # ---- the archive ---------------------------------------------------------------------------------------

@@ -39,7 +39,11 @@ def template_runs(runs, template: str) -> list:
     """Runs of a ready-made protocol: every condition of the template that this installation ran
     (a template instantiated without an unavailable condition, e.g. Mem0, still counts)."""
     core = {c for c in template_conditions(template) if not c.startswith(("mem0", "memgpt"))}
-    return runs_with(runs, core)
+    found = runs_with(runs, core)
+    # A run of the template itself before one that merely contains its conditions (a memory-systems
+    # run holds the confirmation's three): the latest such run is the one a builder reads.
+    exact = [r for r in found if set(r.protocol.conditions) <= template_conditions(template)]
+    return exact or found
 
 
 def cached(run, name: str) -> dict | None:

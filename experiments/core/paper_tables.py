@@ -100,7 +100,8 @@ def grouped(rows: list[dict]) -> list[dict]:
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                  "−": "$-$", "→": r"$\to$", "≥": r"$\geq$", "Δ": r"$\Delta$"}
+                  "−": "$-$", "→": r"$\to$", "≥": r"$\geq$", "Δ": r"$\Delta$",
+                  "≤": r"$\leq$", "×": r"$\times$", "±": r"$\pm$", "∞": r"$\infty$"}
 _THRESHOLD = re.compile(r"ΔP≥(\d)")
 
 

@@ -15,6 +15,7 @@ import time
 
 import django_rq
 import redis
+from rq import Worker
 from django.utils import timezone
 
 from experiments.analysis.paper_report_state import REPORT_VERSION, report_inputs_sha256, report_runs
@@ -76,11 +77,15 @@ def report_queue():
     return django_rq.get_queue(REPORT_QUEUE)
 
 
-def report_enqueue(project) -> bool:
-    """Queue a rebuild; False when the queue (Redis) does not answer (nothing was queued)."""
+def report_enqueue(project, *, needs_worker: bool = False) -> bool:
+    """Queue a rebuild; False when the queue (Redis) does not answer, or, with `needs_worker`, when no
+    worker serves it (nothing was queued: the caller builds it itself)."""
     try:
-        report_queue().enqueue(job_paper_report, project.pk, job_timeout=JOB_TIMEOUT_S,
-                               job_id=f"paper-report-{project.pk}-{int(time.time() * 1000)}")
+        queue = report_queue()
+        if needs_worker and not Worker.count(queue=queue):
+            return False
+        queue.enqueue(job_paper_report, project.pk, job_timeout=JOB_TIMEOUT_S,
+                      job_id=f"paper-report-{project.pk}-{int(time.time() * 1000)}")
     except (redis.RedisError, OSError) as exc:
         logger.warning("paper report of %s not queued: %s", project.slug, exc)
         return False

@@ -70,13 +70,13 @@ def paper_report(request, slug):
 @login_required
 @require_POST
 def paper_report_rebuild(request, slug):
-    """Queue a rebuild (owners and analysts); without a queue, build it here and say so."""
+    """Queue a rebuild (owners and analysts); without a queue or a worker on it, build it here and say so."""
     membership = membership_for(request, slug, roles=TEXT_READERS)
-    if report_enqueue(membership.project):
+    if report_enqueue(membership.project, needs_worker=True):
         messages.success(request, "The report is being rebuilt on the queue; reload this page in a moment.")
     else:
         refresh_report(membership.project)
-        messages.warning(request, "The queue does not answer: the report was rebuilt in this request.")
+        messages.warning(request, "No queue worker answers: the report was rebuilt in this request.")
     return redirect("paper_report", slug=slug)
 
 
