@@ -10,11 +10,33 @@ from django.db.models import OuterRef, Q, Subquery
 from django.http import Http404
 
 from experiments.execution.endpoints import configured_endpoints
-from experiments.models import EndpointGrant, Membership, Protocol, Role, Run
+from experiments.models import EndpointGrant, Membership, Project, Protocol, Role, Run
 
 EVERY_ROLE = frozenset(Role)
 TEXT_READERS = frozenset({Role.OWNER, Role.ANALYST})
 OWNERS = frozenset({Role.OWNER})
+
+
+# A superuser who is not a member reads every project as an analyst: every page and text, each
+# read audited like anyone's, but no owner's action (members, imports, seals, spending) and no
+# rater's queue. A membership of their own, if any, decides instead.
+SUPERUSER_ROLE = Role.ANALYST
+
+
+def superuser_membership(user, project: Project) -> Membership:
+    """The unsaved membership a non-member superuser acts under (see SUPERUSER_ROLE)."""
+    return Membership(project=project, user=user, role=SUPERUSER_ROLE)
+
+
+def memberships_of(user) -> list[Membership]:
+    """The user's memberships by project slug; for a superuser, every project (their own role where
+    they are a member, SUPERUSER_ROLE elsewhere)."""
+    own = list(Membership.objects.filter(user=user).select_related("project").order_by("project__slug"))
+    if not user.is_superuser:
+        return own
+    mine = {m.project_id for m in own}
+    others = [superuser_membership(user, p) for p in Project.objects.exclude(pk__in=mine)]
+    return sorted(own + others, key=lambda m: m.project.slug)
 
 
 def membership_for(request, slug: str, *, roles=EVERY_ROLE) -> Membership:
@@ -24,6 +46,9 @@ def membership_for(request, slug: str, *, roles=EVERY_ROLE) -> Membership:
         .filter(project__slug=slug, user=request.user)
         .first()
     )
+    if membership is None and request.user.is_superuser:
+        project = Project.objects.filter(slug=slug).first()
+        membership = superuser_membership(request.user, project) if project is not None else None
     if membership is None:
         raise Http404("No such project")
     if membership.role not in roles:
@@ -65,7 +90,9 @@ def run_for(request, slug: str, pk: int, *, roles=AGGREGATE_READERS):
         .annotate(member_pk=Subquery(mine.values("pk")[:1]), member_role=Subquery(mine.values("role")[:1]))
         .first()
     )
-    if run is None or run.member_pk is None:
+    if run is not None and run.member_pk is None and request.user.is_superuser:
+        run.member_role = SUPERUSER_ROLE
+    elif run is None or run.member_pk is None:
         raise Http404("No such run")
     if run.member_role not in roles:
         raise PermissionDenied(f"The {run.member_role} role cannot use this page")

@@ -69,6 +69,11 @@ MIDDLEWARE = [
     "ownwords_site.middleware.ContentSecurityPolicy",
     # Static files, compressed and with a long cache lifetime, before any other work on the request.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Pages compressed (the analysis page's figures are large). BREACH: a page's compressed size can
+    # leak a secret it reflects next to attacker-chosen text; Django's GZipMiddleware pads each
+    # response with random-length bytes ("Heal The Breach", Django 4.2+) and masks the CSRF token
+    # per response, and no page here echoes a secret beside query text.
+    "django.middleware.gzip.GZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     # Before the CSRF check, which reads the body: 413 from the Content-Length, then 400 for input

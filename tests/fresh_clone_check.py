@@ -123,6 +123,18 @@ def run_demo(clone: Path, env: dict, label: str) -> str:
             capture_output=True, text=True)
         if answered.stdout.strip() != "200":
             raise SystemExit(f"the demo site did not answer 200: {answered.stdout} {answered.stderr}")
+        # Served as production serves it: DEBUG off, so an unknown page is the site's own 404, never
+        # Django's debug page with the URL list.
+        missing = subprocess.run(
+            [*in_namespace, "python3", "-c",
+             "import urllib.error, urllib.request\n"
+             "try:\n"
+             f"    urllib.request.urlopen('http://127.0.0.1:{port}/no-such-page/')\n"
+             "except urllib.error.HTTPError as e:\n"
+             "    print(e.code, 'URLconf' in e.read().decode())\n"],
+            capture_output=True, text=True)
+        if missing.stdout.strip() != "404 False":
+            raise SystemExit(f"the demo did not serve with DEBUG off: {missing.stdout} {missing.stderr}")
         runs = subprocess.run(
             [*in_namespace, ".venv/bin/python", "manage.py", "shell", "--no-imports", "-c",
              "from experiments.models import Run; "
@@ -188,6 +200,11 @@ def main(pytest_args: list[str]) -> int:
         first = run_demo(clone, env, "first")
         if "imported 125 sessions" not in first:
             raise SystemExit("the first bin/demo did not import the sample")
+        block = first.split("Demo logins", 1)[-1]
+        if not all(f"login: {name} /" in block for name in ("demo", "demo-viewer", "demo-rater-1", "demo-rater-2")):
+            raise SystemExit(f"the first bin/demo did not print its logins in one block:\n{first[-3000:]}")
+        if "demo ratings generated" not in first or "SECRET_KEY" in first:
+            raise SystemExit(f"the first bin/demo made no demo ratings, or warned about its key:\n{first[-3000:]}")
         second = run_demo(clone, env, "second")
         if "sample data not imported again" not in second:
             raise SystemExit("the second bin/demo did not reuse the data")

@@ -61,6 +61,25 @@ def test_demo_ratings_adds_raters_and_a_campaign_over_the_finished_demo_run(db):
     user = authenticate(username="demo-rater-1", password=logins["demo-rater-1"])
     campaign = RatingCampaign.objects.get(name="demo-ratings")
     assert campaign.items.count() == 60 and campaign.assignments.count() == 120
-    assert rater_item(campaign, user)["item"] is not None
+    assert rater_item(campaign, user)["item"] is not None   # the raters still have items to rate
+    # generated demo ratings, through the rating service, labelled as such: results show numbers
+    from annotations.campaign_agreement import campaign_results
+    from annotations.management.commands.demo_ratings import DEMO_RATING_NOTE
+    from annotations.models import HumanGrade
+    grades = HumanGrade.objects.filter(campaign=campaign)
+    assert grades.count() == 2 * 48 and set(grades.values_list("note", flat=True)) == {DEMO_RATING_NOTE}
+    assert "96 demo ratings generated" in out.getvalue()
+    results = campaign_results(campaign)
+    assert results["between"]["pairs"]["n_pairs"] > 0 and results["vs_judge"]["pooled"]["n_pairs"] == 96
+    assert 0 < results["between"]["pairs"]["exact"]["estimate"] < 1    # demo raters differ sometimes
     call_command("demo_ratings", stdout=StringIO())  # again: new passwords, no second campaign
-    assert RatingCampaign.objects.count() == 1
+    assert RatingCampaign.objects.count() == 1 and HumanGrade.objects.count() == 96
+
+
+def test_the_demos_memberships_are_in_the_audit_log(db):
+    from experiments.models import AuditEntry
+    call_command("demo_setup", stdout=StringIO())
+    call_command("demo_ratings", stdout=StringIO())
+    targets = set(AuditEntry.objects.filter(project__slug="demo", kind="member").values_list("target", flat=True))
+    assert "created the project, with demo as its owner" in targets
+    assert {"added demo-viewer as viewer", "added demo-rater-1 as rater", "added demo-rater-2 as rater"} <= targets

@@ -32,6 +32,36 @@ def project_create(*, user, name: str, slug: str, path: str = "") -> Project:
     return project
 
 
+def project_for_command(*, slug: str, owner: str | None, path: str = "manage.py") -> tuple[Project, str]:
+    """Project `slug` for a command that imports into it, and a note for its output.
+
+    A missing project is created, with the account `owner` as its owner through `project_create`
+    (so the audit log says who); without `owner` it is created ownerless, visible only to
+    superusers, and the note says how to give it one.
+    """
+    project = Project.objects.filter(slug=slug).first()
+    if project is not None:
+        return project, (f"--owner ignored: project {slug!r} exists; change its members on its members page"
+                         if owner else "")
+    if owner is None:
+        return Project.objects.create(name=slug, slug=slug), (
+            f"project {slug!r} was created without an owner: only superusers see it until one is added "
+            "(next time pass --owner USERNAME, or add a membership in /admin/)")
+    user = get_user_model().objects.filter(username=owner).first()
+    if user is None:
+        raise MembershipError(f"there is no account called {owner!r}; an administrator creates accounts")
+    return project_create(user=user, name=slug, slug=slug, path=path), ""
+
+
+def member_ensure(*, project: Project, user, role: str, actor=None, path: str = "") -> Membership:
+    """`user` a member of `project` with `role`: added, or their role changed, or left as is (audited
+    when something changes, like the owners' own changes)."""
+    membership = Membership.objects.filter(project=project, user=user).select_related("user", "project").first()
+    if membership is None:
+        return member_add(project=project, username=user.get_username(), role=role, actor=actor, path=path)
+    return member_set_role(membership=membership, role=role, actor=actor, path=path)
+
+
 def _role(role: str) -> str:
     return Role(role).label.lower()
 

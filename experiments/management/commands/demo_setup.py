@@ -10,7 +10,8 @@ from experiments.core.interviews.readers import read_interview_path
 from experiments.execution.driver import run_inline
 from experiments.execution.control import run_start
 from experiments.execution.jobs import run_enqueue
-from experiments.models import Membership, Project, Protocol, Role, Run
+from experiments.data.members import member_ensure, project_create
+from experiments.models import Project, Protocol, Role, Run
 from experiments.execution.sealing import protocol_seal
 from experiments.data.sessions import CohortError, cohort_draw, sessions_import
 from experiments.core.tasks import TaskRule
@@ -60,6 +61,18 @@ DEMO_PROTOCOL = {
 }
 
 
+DEMO_PATH = "manage.py demo_setup"
+
+
+def demo_project(*, slug: str, name: str, owner) -> tuple[Project, bool]:
+    """The demo project `slug`, created through the members service with `owner` as its owner, so
+    the audit log's "changed the members" shows how it came to be."""
+    project = Project.objects.filter(slug=slug).first()
+    if project is not None:
+        return project, False
+    return project_create(user=owner, name=name, slug=slug, path=DEMO_PATH), True
+
+
 class Command(BaseCommand):
     help = "Create the demo project from the bundled public interviews, a demo cohort and demo logins."
 
@@ -72,9 +85,10 @@ class Command(BaseCommand):
     def handle(self, queue, **options):
         lines = []
         with transaction.atomic():
-            project, created = Project.objects.get_or_create(
-                slug="demo", defaults={"name": "Demo: Anthropic Interviewer and genagents (public data)"}
-            )
+            User = get_user_model()
+            owner, _ = User.objects.get_or_create(username=DEMO_USERS[0][0])
+            project, created = demo_project(slug="demo", name="Demo: Anthropic Interviewer and genagents (public data)",
+                                            owner=owner)
             if created or not project.sessions.exists():
                 for fmt, path in SAMPLE_SOURCES:
                     summary = sessions_import(
@@ -93,7 +107,6 @@ class Command(BaseCommand):
                     lines.append(f"cohort '{cohort.name}': {cohort.cohort_tasks.count()} tasks")
                 except CohortError as exc:
                     lines.append(f"no demo cohort: {exc}")
-            User = get_user_model()
             for username, role in DEMO_USERS:
                 # A fresh password on every run, printed once, so no default
                 # password ever exists in the code or the database.
@@ -101,15 +114,16 @@ class Command(BaseCommand):
                 user, _ = User.objects.get_or_create(username=username)
                 user.set_password(password)
                 user.save()
-                Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
+                member_ensure(project=project, user=user, role=role, actor=owner, path=DEMO_PATH)
                 lines.append(f"login: {username} / {password}  ({role.label.lower()})")
-            # The admin (/admin/ and the queue dashboard) for the demo: a superuser, no project role.
+            # The admin (/admin/ and the queue dashboard) for the demo: a superuser, no project role;
+            # it reads every project as an analyst (access.SUPERUSER_ROLE).
             password = secrets.token_urlsafe(9)
             admin, _ = User.objects.get_or_create(username="demo-admin")
             admin.is_staff = admin.is_superuser = True
             admin.set_password(password)
             admin.save()
-            lines.append(f"admin login: demo-admin / {password}  (superuser, /admin/)")
+            lines.append(f"admin login: demo-admin / {password}  (superuser: /admin/, and reads every project)")
         lines.append(self._demo_run(project, queue))
         lines.append(self._demo_survey(queue))
         return "\n".join(lines)
@@ -118,11 +132,13 @@ class Command(BaseCommand):
         """The synthetic survey sample in a project of its own (the demo's logins keep their roles
         there) and a small offline survey protocol on its development sample."""
         with transaction.atomic():
-            project, _ = Project.objects.get_or_create(
-                slug=SURVEY_PROJECT, defaults={"name": "Demo survey: SYNTHETIC Twin-2K-500-shaped respondents"})
+            User = get_user_model()
+            owner = User.objects.get(username=DEMO_USERS[0][0])
+            project, _ = demo_project(slug=SURVEY_PROJECT, name="Demo survey: SYNTHETIC Twin-2K-500-shaped respondents",
+                                      owner=owner)
             for username, role in DEMO_USERS:
-                Membership.objects.update_or_create(project=project, user=get_user_model().objects.get(username=username),
-                                                    defaults={"role": role})
+                member_ensure(project=project, user=User.objects.get(username=username), role=role, actor=owner,
+                              path=DEMO_PATH)
             if project.protocols.filter(name=DEMO_SURVEY_PROTOCOL["name"]).exists():
                 return "demo survey protocol exists already; no new survey run"
             if not project.survey_studies.filter(name=SURVEY_STUDY).exists():

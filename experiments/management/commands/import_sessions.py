@@ -10,7 +10,8 @@ from django.db import transaction
 
 from experiments.core.interviews.readers import FORMATS, guess_format, stream_interview_path
 from experiments.core.interviews.records import InterviewFileError, printable, unstorable_text_problem
-from experiments.data.sessions import project_get_or_create, sessions_import
+from experiments.data.members import MembershipError, project_for_command
+from experiments.data.sessions import sessions_import
 from experiments.core.tasks import TaskRule
 
 
@@ -20,12 +21,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path", type=Path)
         parser.add_argument("--project", required=True, help="project slug (created if missing)")
+        parser.add_argument("--owner", help="username of the owner of a project this creates (audited)")
         parser.add_argument("--format", choices=FORMATS, help="guessed from the file when omitted")
         parser.add_argument("--min-pairs", type=int, help="task rule for the derivation after import")
         parser.add_argument("--min-targets", type=int)
         parser.add_argument("--max-targets", type=int)
 
-    def handle(self, path, project, format, min_pairs, min_targets, max_targets, **options):
+    def handle(self, path, project, owner, format, min_pairs, min_targets, max_targets, **options):
         if problem := unstorable_text_problem(project):
             raise CommandError(f"--project {printable(project)!r} {problem}")
         try:
@@ -47,8 +49,9 @@ class Command(BaseCommand):
         try:
             # The file is read while it is stored: a project made for it goes if the file is refused.
             with transaction.atomic():
+                target, note = project_for_command(slug=project, owner=owner)
                 summary = sessions_import(
-                    project=project_get_or_create(slug=project),
+                    project=target,
                     parsed=parsed,
                     source_format=fmt,
                     source_file=path.name,
@@ -56,4 +59,6 @@ class Command(BaseCommand):
                 )
         except InterviewFileError as exc:
             raise CommandError(f"nothing imported:\n{exc}") from None
-        return f"{printable(path.name)}: {summary}"
+        except MembershipError as exc:
+            raise CommandError(f"nothing imported: {exc}") from None
+        return "\n".join(filter(None, [f"{printable(path.name)}: {summary}", note]))

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from experiments.data.audit_log import Kind, audit_record
 from experiments.access import (
     AGGREGATE_READERS, OWNERS, PROJECT_CREATION_REFUSAL, TEXT_READERS, may_create_projects, membership_for,
+    memberships_of,
 )
 from experiments.data.import_jobs import (
     QueueUnavailable, background_threshold_bytes, import_enqueue, import_progress, upload_limit_bytes,
@@ -29,7 +30,7 @@ from experiments.web.projects.forms import (FIXED_INPUT_MAX_BYTES, CohortForm, I
                                             declared_upload_over, upload_too_large_message)
 from experiments.core.interviews.readers import GENAGENTS_FILES, format_from_name, parse_genagents, stream_binary
 from experiments.core.interviews.records import InterviewFileError, Problem, decode_utf8, unstorable_text_problem
-from experiments.models import Cohort, Membership, Session, Study, Task, Turn
+from experiments.models import Cohort, Session, Study, Task, Turn
 from experiments.data.sessions import (
     CohortError, cohort_draw, cohort_tasks, project_task_rule, sessions_import, tasks_derive,
 )
@@ -40,8 +41,9 @@ SESSIONS_PER_PAGE = 100
 
 @login_required
 def project_list(request):
-    """Template experiments/projects/project_list.html: the projects the user belongs to."""
-    memberships = Membership.objects.filter(user=request.user).select_related("project").order_by("project__slug")
+    """Template experiments/projects/project_list.html: the projects the user belongs to (a
+    superuser: every project, `access.SUPERUSER_ROLE` where not a member)."""
+    memberships = memberships_of(request.user)
     return render(request, "experiments/projects/project_list.html", {
         "memberships": memberships, "may_create": may_create_projects(request.user),
         "creation_refusal": PROJECT_CREATION_REFUSAL})

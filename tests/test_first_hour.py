@@ -1,0 +1,87 @@
+"""A researcher's first hour: a superuser sees every project (as an analyst, audited), a project a
+command creates names its owner, and pages go out compressed."""
+import gzip
+import json
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from experiments.access import SUPERUSER_ROLE
+from experiments.data.audit_log import Kind
+from experiments.models import AuditEntry, Membership, Project, Role
+from tests.test_import_sessions import good_session
+
+
+@pytest.fixture
+def superuser(db):
+    return get_user_model().objects.create_superuser(username="root-admin", password="pw-for-tests-only")
+
+
+def test_a_superuser_sees_every_project_as_an_analyst_and_their_reads_are_audited(client, imported, superuser):
+    Project.objects.create(slug="lonely", name="No members at all")
+    client.force_login(superuser)
+    listing = client.get(reverse("project_list")).content.decode()
+    assert "alpha" in listing and "lonely" in listing and "superuser, not a member" in listing
+    assert SUPERUSER_ROLE == Role.ANALYST
+    assert client.get(reverse("project_detail", args=["lonely"])).status_code == 200
+    session = client.get(reverse("session_detail", args=[imported.slug, "sess-a"]))
+    assert session.status_code == 200
+    entry = AuditEntry.objects.get(project=imported, kind=Kind.SESSION)
+    assert entry.username == "root-admin"
+    # an analyst's reach, not an owner's: no members page, no import, no membership made
+    assert client.get(reverse("project_members", args=[imported.slug])).status_code == 403
+    assert client.get(reverse("session_import", args=[imported.slug])).status_code == 403
+    assert not Membership.objects.filter(user=superuser).exists()
+    assert client.get(reverse("project_detail", args=["no-such-project"])).status_code == 404
+
+
+def test_a_superuser_with_a_membership_has_that_role(client, imported, superuser):
+    Membership.objects.create(project=imported, user=superuser, role=Role.VIEWER)
+    client.force_login(superuser)
+    assert client.get(reverse("session_detail", args=[imported.slug, "sess-a"])).status_code == 403
+
+
+def test_an_ordinary_user_still_sees_only_their_projects(client, cast):
+    Project.objects.create(slug="lonely", name="No members at all")
+    client.force_login(cast["viewer"])
+    assert "lonely" not in client.get(reverse("project_list")).content.decode()
+    assert client.get(reverse("project_detail", args=["lonely"])).status_code == 404
+
+
+def _jsonl(tmp_path):
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(good_session()) + "\n")
+    return path
+
+
+def test_an_import_that_creates_a_project_makes_its_owner_through_the_members_service(db, tmp_path):
+    owner = get_user_model().objects.create_user(username="pi", password="pw-for-tests-only")
+    out = StringIO()
+    call_command("import_sessions", str(_jsonl(tmp_path)), "--project", "fresh", "--owner", "pi", stdout=out)
+    project = Project.objects.get(slug="fresh")
+    assert Membership.objects.get(project=project).user == owner
+    assert Membership.objects.get(project=project).role == Role.OWNER
+    assert AuditEntry.objects.filter(project=project, kind=Kind.MEMBER, target__contains="as its owner").exists()
+
+
+def test_an_import_without_an_owner_says_who_can_see_the_project(db, tmp_path):
+    out = StringIO()
+    call_command("import_sessions", str(_jsonl(tmp_path)), "--project", "orphan", stdout=out)
+    assert "without an owner" in out.getvalue() and "--owner" in out.getvalue()
+
+
+def test_an_unknown_owner_imports_nothing_and_creates_no_project(db, tmp_path):
+    with pytest.raises(CommandError, match="no account called 'nobody'"):
+        call_command("import_sessions", str(_jsonl(tmp_path)), "--project", "never", "--owner", "nobody",
+                     stdout=StringIO())
+    assert not Project.objects.filter(slug="never").exists()
+
+
+def test_pages_are_compressed_for_browsers_that_ask(client, cast):
+    client.force_login(cast["owner"])
+    response = client.get(reverse("project_detail", args=["alpha"]), HTTP_ACCEPT_ENCODING="gzip")
+    assert response.status_code == 200 and response["Content-Encoding"] == "gzip"
+    assert "Alpha study" in gzip.decompress(response.content).decode()
