@@ -72,7 +72,7 @@ def test_the_catalog_lists_every_table_and_figure_of_the_paper_in_its_order():
     tables = [number_of(i)[1] for i in ids if i.startswith("Table ")]
     assert tables == list(range(1, 33))  # Tables 1–32, each once, in order
     figures = [(number_of(i)[1], number_of(i)[2]) for i in ids if i.startswith("Figure ")]
-    assert figures == sorted(figures) and ("3", "a") != figures[0]
+    assert figures == sorted(figures)  # 1, 2, 3a, 3b, 3c, 4, …, 8, 11
     assert [f"Figure {n}{s}" for n, s in figures] == list(PAPER_FIGURES)
     # main text (§…) before the appendices; the items beyond the paper last
     sections = [item.section for item in CATALOG if item.in_paper]
@@ -246,8 +246,6 @@ def test_the_archive_csv_latex_and_hashes(client, report_project, cast, monkeypa
         assert ("offline stand-in" in tex) == bool(item["table"]["inputs"]["offline_runs"])
         checked += 1
     assert checked >= 15
-    if shutil.which("pdflatex"):  # pragma: no cover - not installed on most machines
-        pass
 
 
 def _number(raw: str):

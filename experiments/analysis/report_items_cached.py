@@ -9,7 +9,7 @@ ready-made protocol an item needs, or a Missing naming that protocol. The figure
 from __future__ import annotations
 
 from experiments.analysis.report_inputs import (
-    cached, find_contrast, inputs_of, latest_with, mean_row, needs, not_cached, oriented, runs_with, template_runs,
+    cached, find_contrast, inputs_of, mean_row, needs, not_cached, oriented, runs_with, template_runs,
 )
 from experiments.analysis.report_items_cached_figures import (  # noqa: F401 - the catalog names them here
     figure1, figure3b, figure3c, figure4, figure5, figure6, figure7, figure8, figure11,
@@ -337,5 +337,3 @@ def table29(project, runs):
         return Missing("the common run's robustness tables have no raw-evidence contrast", "common")
     return _table(columns, rows, [run], signed=("Estimate", *INTERVAL), counts=("Tasks", "People"))
 
-
-__all__ = ["latest_with"]  # re-exported for the other report modules
