@@ -51,7 +51,8 @@ def test_every_page_and_json_a_rater_reaches_is_blind(client, campaign):
     login(client, a)
     slug, pk = campaign.project.slug, campaign.pk
     pages = [reverse("project_list"), reverse("project_detail", args=[slug]), reverse("campaign_list", args=[slug]),
-             reverse("rate_page", args=[slug, pk]), reverse("rate_item", args=[slug, pk])]
+             reverse("rate_page", args=[slug, pk]), reverse("rate_item", args=[slug, pk]),
+             reverse("rate_completion_code", args=[slug, pk])]
     seen_json = []
     for url in pages:
         response = client.get(url)
@@ -189,7 +190,8 @@ def test_owner_actions_are_refused_to_others(client, cast, campaign, who):
     login(client, cast[who])
     slug, pk = campaign.project.slug, campaign.pk
     expected = 404 if who == "outsider" else 403
-    for name in ("campaign_close", "campaign_reassign", "campaign_rater_add", "campaign_gold"):
+    for name in ("campaign_close", "campaign_reassign", "campaign_rater_add", "campaign_gold", "campaign_invite_create",
+                 "campaign_invite_bulk", "campaign_deal_open_items"):
         assert client.post(reverse(name, args=[slug, pk]), {"username": "rater-a"}).status_code == expected
     campaign.refresh_from_db()
     assert campaign.is_open()
