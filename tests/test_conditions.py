@@ -29,7 +29,7 @@ EVIDENCE_CONDITIONS = ["memory(concrete,100w)+raw-header", "question-free(B=|mem
 
 # App. F's development attempts (E.12): notes then an answer (from the record, or the memory), the pruned draft.
 WORKFLOW_CONDITIONS = ["whole-record+notes(120w)", "memory(concrete,100w)+notes(120w)", "memory(concrete,100w)+pruned",
-                       "memory(profile,100w)+one-shot"]  # and App. K's combined profile, a memory kind
+                       "memory(profile,100w)+one-shot", "tags(6-10,top-40)+one-shot"]  # and App. K's representations
 
 
 def test_the_registry_has_every_condition_of_the_design_and_the_budget_sweep():

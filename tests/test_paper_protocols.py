@@ -50,8 +50,9 @@ def expected_calls(template: str, sessions: int, tasks: int) -> dict:
     if template == "development-attempts":  # the one-shot (= the pruned draft), two notes calls, the record;
         # two answers from notes and the pruning; five answers judged (the notes never)
         return {"memories": sessions, "generation": 4 * tasks, "decisions": 3 * tasks, "judging": 5 * tasks}
-    if template == "representations":  # concrete, trait and profile per session; four one-shot answers per task
-        return {"memories": 3 * sessions, "generation": 4 * tasks, "decisions": 0, "judging": 4 * tasks}
+    if template == "representations":  # concrete, trait, profile and labels per session; four one-shot answers
+        # per task and a tag choice per session; the answers from tags; five answers judged per task
+        return {"memories": 4 * sessions, "generation": 4 * tasks + sessions, "decisions": tasks, "judging": 5 * tasks}
     if template == "factorial":  # the memory and question-free excerpts, each under both headers
         return {"memories": sessions, "generation": 4 * tasks, "decisions": 0, "judging": 4 * tasks}
     if template == "wrong-person":  # own memory, another person's (the same memories), the screener reference

@@ -53,6 +53,10 @@ PROMPT_SHA256 = {
     # App. K representations
     "memory_profile_system": "1d4331a1926b474d99e28ad8edd2b45f2303b9e8e775680bce231cc8e722de2c",
     "memory_profile_user": "a7be7122d9b1d362fbe601f44198bae121220cbb065c740634dc5ae6e530ed3d",
+    "memory_labels_system": "d40ebd5af746fae1f3f1445d2c018af22d83b4ca2fbf6ef42e279ad47508e2cc",
+    "memory_labels_user": "5637fc05a70c17c0965bcacaf18de8e312d9aead18f44781543421d121f4100d",
+    "tags_choice_system": "580196f4e9349328c63ba899ced8e0a8ef24745ffcf9e4a51b2f5649e51eb443",
+    "tags_choice_user": "40d210b9c800c5d0af24a5617f7146367c372c4201785fb25e65d115b705c074",
 }
 
 PROMPT_FIELDS = {
@@ -96,6 +100,10 @@ PROMPT_FIELDS = {
     "prune_layout": {"base", "draft"},
     "memory_profile_system": set(),
     "memory_profile_user": {"record", "words"},
+    "memory_labels_system": set(),
+    "memory_labels_user": {"record", "words"},
+    "tags_choice_system": set(),
+    "tags_choice_user": {"record", "vocabulary"},
 }
 
 # Printed in full in the paper (App. E): the files must say exactly this.
@@ -153,7 +161,8 @@ COMPLETED_BY_US = [
     "survey_answer_screener_user", "survey_answer_memory_user", "survey_answer_ownwords_user",
     "survey_answer_memory_ownwords_user", "survey_answer_persona_user", "survey_answer_memory_persona_user",
     "notes_record_user", "notes_memory_user", "answer_notes_record_user", "answer_notes_memory_user", "prune_layout",
-    "memory_profile_system", "memory_profile_user",
+    "memory_profile_system", "memory_profile_user", "memory_labels_system", "memory_labels_user", "tags_choice_system",
+    "tags_choice_user",
     # Table 21's runs without a screener: written here (the paper prints only the prompts with it)
     "survey_answer_questions_only_user", "survey_answer_memory_no_screener_user", "survey_answer_ownwords_no_screener_user",
     "survey_answer_memory_ownwords_no_screener_user", "survey_answer_persona_no_screener_user",

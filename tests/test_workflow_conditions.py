@@ -2,6 +2,7 @@
 one-shot draft — their exact messages on a hand-made task, the notes' 120-word cap, the calls
 planned per task and estimated, a whole run of the `development-attempts` template, and a resume
 that sends no landed call again."""
+import json
 from collections import Counter
 
 import pytest
@@ -265,6 +266,7 @@ def test_the_development_attempts_template_runs_end_to_end_offline_as_estimated(
 # --- App. K representations: the combined profile ---------------------------------------------------
 
 PROFILE = "memory(profile,100w)+one-shot"
+TAGS = "tags(6-10,top-40)+one-shot"
 
 
 def test_the_profile_is_a_memory_kind_written_once_per_session_from_the_permitted_record():
@@ -297,7 +299,9 @@ def test_the_representations_template_runs_end_to_end_offline_as_estimated(proje
     assert template.conditions[0] == "screener-only"
     protocol, _ = protocol_from_template(template="representations", cohort=cohort)
     estimate = {p.phase: p.calls for p in protocol_estimate(protocol).phases}
-    assert estimate == {"memories": 9, "generation": 24, "decisions": 0, "judging": 24}
+    # per session: concrete, trait, profile and labels, and one tag choice; per task: four one-shot answers and
+    # the answer from the tags
+    assert estimate == {"memories": 12, "generation": 27, "decisions": 6, "judging": 30}
     protocol = protocol_seal(protocol=protocol, user=None)
     run = Run.objects.create(protocol=protocol)
     run_start(run=run)
@@ -307,7 +311,83 @@ def test_the_representations_template_runs_end_to_end_offline_as_estimated(proje
     # The stand-in writes every memory kind as the record's first sentences, so the three memory answers
     # of a task send identical messages and share one call (G.1): the estimate is an upper bound.
     generation = Slot.objects.filter(run=run, phase="generation")
-    assert generation.count() == len({(s.task_id, s.request_sha256) for s in generation}) == 12 <= estimate["generation"]
+    answers = generation.exclude(key__startswith="tags|")
+    assert answers.count() == len({(s.task_id, s.request_sha256) for s in answers}) == 12
+    assert generation.filter(key__startswith="tags|", task__isnull=True).count() == 3  # one choice per session
+    assert generation.count() == 15 <= estimate["generation"]
     assert all(s.calls.count() == 1 for s in generation)
+    assert ModelCall.objects.filter(slot__run=run, slot__phase="decisions").count() == estimate["decisions"]
+    tags = Prediction.objects.filter(run=run, condition=TAGS, label=FINAL)
+    assert tags.count() == 6 and {p.status for p in tags} == {"ok"}
     profiles = run.memories.filter(kind="profile", words=100)
     assert profiles.count() == 3 and all(m.text for m in profiles)  # once per session, kept with its text
+
+
+# --- App. K representations: the tag arm ------------------------------------------------------------
+
+
+def test_labels_are_parsed_counted_into_the_vocabulary_and_tags_chosen_from_it():
+    from experiments.core.tags import parse_choice, parse_labels, vocabulary
+    assert parse_labels("- Curious\n2. Film  composer\n• gardener, curious; 'Tech savvy'.") == [
+        "curious", "film composer", "gardener", "tech savvy"]
+    assert parse_labels('{"labels": ["A", "b"]}') == ["a", "b"] and parse_labels('["X", 3]') == ["x"]
+    assert parse_labels("x" * 61) == []  # over-long: not a label
+    # a label counts once per session; ties in alphabetical order
+    assert vocabulary([["a", "b", "b"], ["b", "c"], ["c", "a"], ["d"]], size=3) == ["a", "b", "c"]
+    assert vocabulary([["z"], ["y", "z"]]) == ["z", "y"]
+    chosen = parse_choice('{"tags": ["A", "b", "zzz", "a"]}', ["a", "b"])
+    assert chosen.usable and chosen.tags == ("a", "b")  # a vocabulary of two: both are enough
+    too_few = parse_choice('{"tags": ["A", "b", "zzz"]}', ["a", "b", "c"])
+    assert not too_few.usable and "2 tags of the vocabulary chosen, 3 needed" in too_few.error
+    many = [f"t{i}" for i in range(12)]
+    assert parse_choice('{"tags": %s}' % json.dumps(many), many).tags == tuple(many[:10])
+    assert not parse_choice('{"tags": %s}' % json.dumps(many[:5]), many).usable  # 6 needed of 12
+    assert parse_choice("not json", many).error == "the reply is not JSON"
+    assert parse_choice('{"labels": []}', many).error == 'no "tags" list in the reply'
+
+
+def test_the_tag_choice_call_sees_the_record_and_the_vocabulary():
+    from experiments.core.tags import assemble_tags_choice
+    sent = assemble_tags_choice(TASK, ["curious", "film composer"])
+    assert sent.system == "You choose tags that describe one research-interview participant. Output JSON only."
+    assert sent.user == (
+        f"[EVERYTHING THIS PARTICIPANT HAS SAID, their turns only]\n{RECORD}\n\n[TAG VOCABULARY]\ncurious\n"
+        "film composer\n\n[TASK]\nChoose between 6 and 10 tags from the vocabulary above that best describe this "
+        "participant. Use only tags from the vocabulary, written exactly as there. Return only a JSON object of the "
+        'form {"tags": ["first tag", "second tag"]}.')
+    assert "How do you use AI" not in sent.user  # no question: one choice per session
+    answer = assemble(TAGS, TASK, memory="curious, film composer")
+    assert "[WHAT IS KNOWN ABOUT THIS PARTICIPANT]\ncurious, film composer\n\n[QUESTION]" in answer.user
+    assert answer.evidence == "curious, film composer"
+
+
+def test_a_run_chooses_tags_once_per_session_and_answers_each_task_from_them(project, server, http):
+    cohort = build_cohort(project, sessions=2, targets=2, name="tags")
+    shape = CohortShape(sessions=2, tasks=4, record_chars=500, question_chars=50, reference_chars=100)
+    assert {p.phase: p.calls for p in estimate_run([get_condition(TAGS)], shape, generator_cap=10, judge_cap=10).phases} \
+        == {"memories": 2, "generation": 2, "decisions": 4, "judging": 4}
+
+    def memory(request):
+        text = user_text(request)
+        session = "0" if "In session 0" in text else "1"
+        if "[TAG VOCABULARY]" in text:
+            assert text.split("[TAG VOCABULARY]\n", 1)[1].startswith("curious\ncomposer\ngardener\nteacher\n\n")
+            return ('{"tags": ["curious", "composer", "nonsense"]}' if session == "0"
+                    else '{"tags": ["Curious", "composer", "gardener", "teacher"]}')
+        return "curious\ncomposer\ngardener" if session == "0" else "curious\nteacher"
+
+    Roles(server, memory=memory)
+    run = make_run(project, cohort, conditions=[TAGS], generator=openai_model(server))
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    choices = Slot.objects.filter(run=run, phase=Phase.GENERATION)
+    assert choices.count() == 2 and all(s.key.startswith("tags|") and s.task_id is None and s.session_id for s in choices)
+    assert all(s.calls.count() == 1 for s in Slot.objects.filter(run=run))
+    finals = Prediction.objects.filter(run=run, condition=TAGS, label=FINAL).select_related("task__session")
+    by_status = Counter(p.status for p in finals)
+    assert by_status == {"missing": 2, "ok": 2}  # session 0 named 2 tags of a vocabulary of 4: too few
+    for p in finals.filter(status="ok"):
+        assert p.evidence == "curious, composer, gardener, teacher"
+        assert "[WHAT IS KNOWN ABOUT THIS PARTICIPANT]\ncurious, composer, gardener, teacher\n" in p.slot.user
+    assert not finals.filter(status="missing", slot__isnull=False).exists()  # never redrawn
+    assert Slot.objects.filter(run=run, phase=Phase.DECISIONS).count() == 2

@@ -18,7 +18,7 @@ import numpy as np
 from experiments.analysis.grades import grade_matrix
 from experiments.core.conditions import CONDITIONS, FINAL, NOTES_WORDS
 from experiments.core.paper_protocols import (
-    MEMORY, NOTES_FROM_MEMORY, NOTES_FROM_RECORD, PROFILE, PRUNED, SCREENER_ONLY, TRAIT, WHOLE_RECORD,
+    MEMORY, NOTES_FROM_MEMORY, NOTES_FROM_RECORD, PROFILE, PRUNED, SCREENER_ONLY, TAGS, TRAIT, WHOLE_RECORD,
 )
 from experiments.core.prompt_provenance import written_here
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
@@ -150,7 +150,7 @@ def development_attempts(project, runs) -> ReportTable | Missing:
 
 # App. K's representations, in Table 31's spirit: (label, condition), the reference first.
 REPRESENTATIONS = (("screener-only reference", SCREENER_ONLY), ("concrete memory", MEMORY), ("trait memory", TRAIT),
-                   ("combined profile of imputed scales", PROFILE))
+                   ("combined profile of imputed scales", PROFILE), ("tags: 6-10 of the cohort's 40 most frequent labels", TAGS))
 REPRESENTATION_COLUMNS = ("representation", "condition", "words (median)", "mean", "gain over screener-only",
                           "95% low", "95% high", "tasks", "people")
 
@@ -174,12 +174,16 @@ def representations(project, runs) -> ReportTable | Missing:
     lengths: dict[tuple, list[int]] = {}
     for kind, words, text in Memory.objects.filter(run=run, text__isnull=False).values_list("kind", "words", "text"):
         lengths.setdefault((kind, words), []).append(len(text.split()))
+    shown_tags = dict(Prediction.objects.filter(run=run, condition=TAGS, label=FINAL, slot__isnull=False)
+                      .values_list("task__session_id", "evidence"))  # one session's tags answer all its tasks
+    lengths[TAGS] = [len(text.split()) for text in shown_tags.values()]
     people = int(np.unique(paired.person).size)
     reference = keys.index(SCREENER_ONLY)
     rows = []
     for index, (label, key) in enumerate(present):
         condition = CONDITIONS[key]
-        counts = lengths.get((condition.memory_kind, condition.memory_words)) if condition.needs_memory else None
+        counts = (lengths[TAGS] if key == TAGS else lengths.get((condition.memory_kind, condition.memory_words))
+                  if condition.needs_memory else None)
         words = float(np.median(counts)) if counts else None
         mean = float(paired.grades[index].mean() / MAX_GRADE)
         if index == reference:
@@ -194,7 +198,7 @@ def representations(project, runs) -> ReportTable | Missing:
              "paper's historical reanalysis (Tables 31-32): every representation here is written from the permitted "
              "record before the session's earliest target.",
              f"95% whole-person bootstrap intervals: {draws:,} PCG64 draws, seed {seed}, linear percentiles.",
-             "Words: the median length of the written artifact, one per session.",
+             "Words: the median length of the written artifact, one per session (for the tags, the chosen tags).",
              *_prompt_note(keys)]
     if _is_offline(run):
         notes.append(OFFLINE_NOTE.format(runs=run.pk))

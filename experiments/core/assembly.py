@@ -26,7 +26,7 @@ from experiments.core.conditions import (
     OWNWORDS, QUESTION_FREE, QUESTION_FREE_UNDER_MEMORY_HEADER, RECENCY, WHOLE_RECORD, WRONG_PERSON, get_condition,
 )
 from experiments.core.dense import Embed, dense_excerpt
-from experiments.core.conditions import NOTES
+from experiments.core.conditions import NOTES, TAGS
 from experiments.core.evidence import RankedMemories, TurnText
 from experiments.core.parsers import selection_payload
 from experiments.core.prompts import PromptRef, fill_prompt, loaded_prompt, render_prompt
@@ -98,6 +98,8 @@ def _evidence_fields(condition: Condition, task: TaskInput, memory: str | None, 
             raise ValueError(f"{condition.key} needs Mem0's ranked memories of the session")
         return {"evidence": ev.ranked_memories_excerpt(ranked, budget)}
     if kind in (MEMORY, WRONG_PERSON):  # the wrong person's: planning passes another person's memory
+        return {"memory": memory}
+    if kind == TAGS:  # App. K: the chosen tags, shown as the memory
         return {"memory": memory}
     if kind == OWNWORDS:
         return {"evidence": ev.ownwords(task.record(), task.question, budget)}

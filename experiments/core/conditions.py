@@ -38,13 +38,13 @@ DENSE, WRONG_PERSON = "dense", "wrong-person"  # beyond the paper: a dense ranke
 ONE_SHOT = "one-shot"
 FUSION = "fusion"
 SELECTION = "selection"
-NOTES, PRUNE, NOTES_WORDS = "notes", "prune", 120  # App. F / E.12: notes, then an answer; a draft, then pruning
+NOTES, PRUNE, TAGS, NOTES_WORDS = "notes", "prune", "tags", 120  # App. F / E.12: notes; pruning. App. K: tags
 NOTES_PROMPTS = {WHOLE_RECORD: ("notes_system", "notes_record_user"), MEMORY: ("notes_system", "notes_memory_user")}
-PRUNE_PROMPTS = ("prune_system", "prune_layout")
+PRUNE_PROMPTS, TAGS_PROMPTS = ("prune_system", "prune_layout"), ("tags_choice_system", "tags_choice_user")
 
 CONCRETE = "concrete"
 TRAIT = "trait"
-MEMORY_KINDS, PROFILE = (CONCRETE, TRAIT), "profile"  # PROFILE: App. K's combined profile (a memory kind)
+MEMORY_KINDS, PROFILE, LABELS = (CONCRETE, TRAIT), "profile", "labels"  # App. K: the combined profile; tag labels
 DEFAULT_MEMORY_WORDS = 100
 SWEEP_MEMORY_WORDS = (50, 100, 200, 400)  # App. G.1
 DECISION_CANDIDATES = 3
@@ -61,6 +61,7 @@ MEMORY_PROMPTS = {
     CONCRETE: ("memory_concrete_system", "memory_concrete_user"),
     TRAIT: ("memory_trait_system", "memory_trait_user"),
     PROFILE: ("memory_profile_system", "memory_profile_user"),  # App. K: 28 imputed scale entries
+    LABELS: ("memory_labels_system", "memory_labels_user"),  # App. K: the tag arm's free labels
 }
 DECISION_INSTRUCTIONS = {FUSION: "fusion_instruction", SELECTION: "selection_instruction"}
 DECISION_LAYOUT = "decision_layout"
@@ -280,19 +281,10 @@ def dense_condition(budget: Budget = MEMORY_LENGTH, kind: str = CONCRETE, words:
     return _budgeted(DENSE, budget, kind, words, "dense ranker (all-MiniLM-L6-v2 cosine); needs requirements-mem0.txt")
 
 
-def notes_condition(source: str = WHOLE_RECORD) -> Condition:
-    """App. F / E.12: at most 120 words of notes from the whole record (as the paper) or the memory, then an answer."""
-    kind, words = (CONCRETE, DEFAULT_MEMORY_WORDS) if source == MEMORY else (None, None)
-    return Condition(f"{memory_key(kind, words) if kind else source}+notes({NOTES_WORDS}w)", source, NOTES, 1, None,
-                     kind, words, True, GENERATION_SYSTEM, "answer_" + NOTES_PROMPTS[source][1],
-                     auxiliary_prompts=NOTES_PROMPTS[source], note="App. F: notes (one call), then an answer")
-
-
-def pruned_condition() -> Condition:
-    """App. F / E.12: the memory one-shot's own base call gives the draft b0; one more call prunes it."""
-    return Condition(f"{memory_key(CONCRETE, DEFAULT_MEMORY_WORDS)}+pruned", MEMORY, PRUNE, 1, None, CONCRETE,
-                     DEFAULT_MEMORY_WORDS, True, GENERATION_SYSTEM, "answer_memory_user",
-                     auxiliary_prompts=PRUNE_PROMPTS, note="App. F: the one-shot draft b0, then one pruning call")
+def _second_call(key: str, evidence: str, workflow: str, memory: tuple, user: str, first: tuple, note: str) -> Condition:
+    """App. F's notes and pruning, App. K's tags: a call after one of their own (`core.workflows`, `core.tags`)."""
+    return Condition(key, evidence, workflow, 1, None, *memory, True, GENERATION_SYSTEM, user, auxiliary_prompts=first,
+                     note=note)
 
 
 def _budget_sweep(words: int) -> tuple[Condition, ...]:
@@ -321,7 +313,15 @@ def _registry() -> dict[str, Condition]:
         _unbudgeted("question-only", NO_EVIDENCE, "answer_question_only_user", with_screener=False),
         mem0_condition(),
         memgpt_style_condition(),
-        notes_condition(), notes_condition(MEMORY), pruned_condition(), memory_condition(PROFILE),
+        _second_call(f"{WHOLE_RECORD}+notes({NOTES_WORDS}w)", WHOLE_RECORD, NOTES, (None, None), "answer_notes_record_user",
+                     NOTES_PROMPTS[WHOLE_RECORD], "App. F: notes (one call), then an answer"),
+        _second_call(f"{memory_key(CONCRETE, 100)}+notes({NOTES_WORDS}w)", MEMORY, NOTES, (CONCRETE, 100),
+                     "answer_notes_memory_user", NOTES_PROMPTS[MEMORY], "App. F: notes (one call), then an answer"),
+        _second_call(f"{memory_key(CONCRETE, 100)}+pruned", MEMORY, PRUNE, (CONCRETE, 100), "answer_memory_user",
+                     PRUNE_PROMPTS, "App. F: the one-shot draft b0, then one pruning call"),
+        _second_call("tags(6-10,top-40)+one-shot", TAGS, TAGS, (LABELS, 30), "answer_memory_user", TAGS_PROMPTS,
+                     "App. K: labels per session, then 6-10 tags chosen from the cohort's 40 most frequent"),
+        memory_condition(PROFILE),
         _memory_cell("memory(concrete,100w)+raw-header", MEMORY_UNDER_RAW_HEADER, None, "answer_raw_user",
                      "Table 15: the memory under the raw-evidence header"),
         _memory_cell("question-free(B=|memory|)+memory-header", QUESTION_FREE_UNDER_MEMORY_HEADER, MEMORY_LENGTH,
@@ -365,7 +365,7 @@ FAMILIES = (
     ("combined", "A memory together with the record", "the memory and excerpts or the whole record in one call"),
     ("factorial", "Evidence × header (App. F, Table 15)", "the memory text or question-free excerpts, each under "
      "the other's header, one call at the same per-task character budget"),
-    ("development", "Development attempts (App. F)", "notes, then an answer; or the one-shot draft, then pruning"),
+    ("development", "Added model stages (App. F; App. K's tags)", "notes; a pruned draft; tags from the cohort's labels"),
     ("baselines", "No personal evidence", "the screener and the question, or the question alone"),
     ("sweep", "Budget sweep at other memory lengths (App. G.1)", "memory, OwnWords and recency at B = |memory| "
      "for memories of 50, 200 and 400 words"),
@@ -377,7 +377,7 @@ def condition_family(condition: Condition) -> str:
     """The FAMILIES key a condition is listed under."""
     if not condition.runnable:
         return "systems"
-    if condition.workflow in (NOTES, PRUNE):
+    if condition.workflow in (NOTES, PRUNE, TAGS):
         return "development"
     if condition.memory_words not in (None, DEFAULT_MEMORY_WORDS):
         return "sweep"

@@ -11,7 +11,9 @@ cohort:
 - decisions: one call per task and fusion or selection condition, and the MemGPT-style answer
   (its base call writes the archive queries, App. H); one per task and App. F development
   attempt: the answer from the notes (its base call writes the notes, at most 120 words) or the
-  pruning of the one-shot draft (its base call is the one-shot's, shared);
+  pruning of the one-shot draft (its base call is the one-shot's, shared); App. K's tags: the labels
+  are a memory (one call per session), the tag choice one call per session with the base calls
+  (never judged), the answer one decision per task;
 - judging: at most one call per distinct answer of a task: every base and fusion answer
   (selection copies a candidate, so it adds none). Identical answers share a grade, so this
   is an upper bound.
@@ -31,7 +33,7 @@ from experiments.core import evidence as ev
 from experiments.core.conditions import (
     CURRENT_DIALOGUE, DECISION_CANDIDATES, DECISION_INSTRUCTIONS, DECISION_LAYOUT, JUDGE_PROMPTS, MEM0,
     MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY, MEMORY_LENGTH, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
-    MEMORY_PROMPTS, NO_EVIDENCE, NOTES, NOTES_PROMPTS, NOTES_WORDS, OWNWORDS, PRUNE, PRUNE_PROMPTS,
+    MEMORY_PROMPTS, NO_EVIDENCE, NOTES, NOTES_PROMPTS, NOTES_WORDS, OWNWORDS, PRUNE, PRUNE_PROMPTS, TAGS, TAGS_PROMPTS,
     QUESTION_FREE, RECENCY, SELECTION, WHOLE_RECORD, Condition,
 )
 from experiments.core.prompts import load_prompt
@@ -43,6 +45,8 @@ PHASES = ("memories", "generation", "decisions", "judging")
 # Mem0's extraction messages around the record (mem0ai 2.2.1: its system prompt and the user
 # prompt's headings, measured); the record appears in them once, as the participant's message.
 MEM0_EXTRACTION_CHARS = 33_841
+# App. K's tag vocabulary: 40 labels of about 15 characters and a line break each.
+TAG_VOCABULARY_CHARS = 40 * 16
 
 
 @dataclass(frozen=True)
@@ -124,8 +128,16 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
     for c in conditions:
         groups.setdefault(_base_group(c), []).append(c)
     base_chars = {}
+    unjudged = 0  # base calls that are not answers (the tag choices, per session)
     for members in groups.values():
         c = members[0]
+        if c.workflow == TAGS:  # one choice per session: the record and the vocabulary in
+            unjudged += shape.sessions
+            generation.calls += shape.sessions
+            generation.input_chars += shape.sessions * (sum(chars(name) for name in TAGS_PROMPTS) + record
+                                                        + TAG_VOCABULARY_CHARS)
+            generation.output_cap_tokens += shape.sessions * generator_cap
+            continue
         candidates = max(m.candidates for m in members)
         per_call = (chars(c.system_prompt) + chars(c.user_prompt) + _evidence_chars(c, shape, record)
                     + shape.question_chars + (screener if c.with_screener else 0))
@@ -142,7 +154,7 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
         generation.output_cap_tokens += shape.tasks * candidates * generator_cap
 
     decisions = PhaseEstimate("decisions")
-    judged_per_task = generation.calls / shape.tasks if shape.tasks else 0
+    judged_per_task = (generation.calls - unjudged) / shape.tasks if shape.tasks else 0
     for c in conditions:
         if c.evidence == MEMGPT_STYLE:
             decisions.calls += shape.tasks
@@ -158,6 +170,13 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
                                                     + shape.question_chars + screener)
             decisions.output_cap_tokens += shape.tasks * generator_cap
             continue  # judged once per task, in place of its (never judged) notes call
+        if c.workflow == TAGS:  # the answer from the session's tags (about 10 labels), judged once per task
+            decisions.calls += shape.tasks
+            decisions.input_chars += shape.tasks * (chars(c.system_prompt) + chars(c.user_prompt) + TAG_VOCABULARY_CHARS / 4
+                                                    + shape.question_chars + screener)
+            decisions.output_cap_tokens += shape.tasks * generator_cap
+            judged_per_task += 1
+            continue
         if c.workflow == PRUNE:  # the one-shot's messages without E.5's system prompt, the draft, the task
             decisions.calls += shape.tasks
             decisions.input_chars += shape.tasks * (base_chars[c.key] - chars(c.system_prompt)

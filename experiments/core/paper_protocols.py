@@ -17,8 +17,8 @@ settings of each, for any cohort. Pure Python, no Django.
 - ``wrong-person``: App. K's control: own versus a wrong person's memory, and the screener-only reference;
 - ``development-attempts``: App. F / E.12: the memory one-shot, notes then an answer (from the record
   or the memory), the pruned one-shot draft and the whole record, descriptive;
-- ``representations``: App. K: the combined profile of imputed scales, the concrete and trait memories and
-  the screener-only reference.
+- ``representations``: App. K: the combined profile of imputed scales, the tag arm, the concrete and trait
+  memories and the screener-only reference.
 
 `paper_protocol(name, runnable)` gives the conditions and contrasts to store; a condition the
 installation cannot run (e.g. Mem0 without its optional packages) is left out with its contrasts,
@@ -236,23 +236,27 @@ def _development_attempts() -> PaperProtocol:
 SCREENER_ONLY = "screener-only"
 PROFILE = "memory(profile,100w)+one-shot"
 TRAIT = "memory(trait,100w)+one-shot"
+TAGS = "tags(6-10,top-40)+one-shot"
 
 
 def _representations() -> PaperProtocol:
     gains = tuple(_contrast(f"{label} − screener-only", {key: 1, SCREENER_ONLY: -1})
-                  for label, key in (("concrete memory", MEMORY), ("trait memory", TRAIT), ("combined profile", PROFILE)))
+                  for label, key in (("concrete memory", MEMORY), ("trait memory", TRAIT), ("combined profile", PROFILE),
+                                     ("tags", TAGS)))
     return PaperProtocol(
-        "representations", "Representations run anew: the combined profile of imputed scales", "App. K, Tables 31-32",
+        "representations", "Representations run anew: the combined profile of imputed scales and tags", "App. K, Tables 31-32",
         "App. K's schema-constrained representation written anew from the permitted record: the combined profile "
         "(28 model-imputed entries: Big Five, MBTI, Schwartz values, self-determination needs, moral foundations, "
-        "four dispositions) at the memories' length, against the concrete and trait memories; gains relative to the "
+        "four dispositions) at the memories' length, and the tag arm (free labels per session, then 6-10 tags "
+        "chosen from the cohort's 40 most frequent), against the concrete and trait memories; gains relative to the "
         "screener-only reference, as Table 31. Descriptive contrasts.",
-        (SCREENER_ONLY, MEMORY, TRAIT, PROFILE),
+        (SCREENER_ONLY, MEMORY, TRAIT, PROFILE, TAGS),
         (*gains, _contrast("combined profile − trait memory", {PROFILE: 1, TRAIT: -1}),
          _contrast("combined profile − concrete memory", {PROFILE: 1, MEMORY: -1})),
         {"seed": 20260917, "draws": 10_000},
         ("App. K's numbers are reanalyses of old outputs; this runs the representation anew under the verified "
-         "protocol (earliest-prefix source, same generator and judge). The profile prompt is written here.",),
+         "protocol (earliest-prefix source, same generator and judge). The profile and tag prompts are written here.",
+         "The tag vocabulary is the run's cohort's 40 most frequent generated labels (App. K: the respondents')."),
     )
 
 

@@ -64,6 +64,14 @@ class NotesKey(SlotKey):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TagsKey(SlotKey):
+    """App. K's tag choice of one session (its tags answer every task of the session)."""
+    KIND: ClassVar[str] = "tags"
+    session_id: int
+    messages_sha: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class DecisionKey(SlotKey):
     KIND: ClassVar[str] = "decision"
     task_id: int
@@ -98,7 +106,7 @@ class SurveyAnswerKey(SlotKey):
 
 
 KEY_KINDS: dict[str, type[SlotKey]] = {cls.KIND: cls for cls in (
-    MemoryKey, GenerationKey, ArchiveKey, NotesKey, DecisionKey, JudgeKey, Mem0Key, SurveyMemoryKey, SurveyAnswerKey)}
+    MemoryKey, GenerationKey, ArchiveKey, NotesKey, TagsKey, DecisionKey, JudgeKey, Mem0Key, SurveyMemoryKey, SurveyAnswerKey)}
 
 
 def parse_slot_key(text: str) -> SlotKey:

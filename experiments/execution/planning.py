@@ -141,6 +141,7 @@ def plan_generation(run: Run) -> None:
     donors = wrong_person_donors(run, tasks)
     slots: dict[str, Slot] = {}
     predictions = []
+    vocabulary = workflow_planning.tag_vocabulary(run) if workflow_planning.uses_tags(run) else []
     for task in tasks:
         for condition in _conditions(run):
             memory = None
@@ -162,6 +163,10 @@ def plan_generation(run: Run) -> None:
                 continue
             if condition.workflow == workflow_planning.NOTES:  # the notes call; its answer in the decisions phase
                 slot = workflow_planning.notes_slot(run, task, condition, inputs[task.pk], memory)
+                slots.setdefault(slot.key, slot)
+                continue
+            if condition.workflow == workflow_planning.TAGS:  # the session's tag choice (App. K), shared by its tasks
+                slot = workflow_planning.tags_slot(run, task, inputs[task.pk], vocabulary)
                 slots.setdefault(slot.key, slot)
                 continue
             assembled = assemble(condition, inputs[task.pk], memory=memory, ranked_memories=mem0_ranked.get(task.pk),
@@ -212,7 +217,8 @@ def plan_decisions(run: Run) -> None:
     inputs = task_inputs(tasks)
     memories = {(m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)}
     replies = _archive_replies(run)
-    notes = workflow_planning.notes_replies(run)
+    notes = {**workflow_planning.notes_replies(run), **workflow_planning.tags_replies(run)}
+    vocabulary = workflow_planning.tag_vocabulary(run) if workflow_planning.uses_tags(run) else []
     candidates = {
         (p.task_id, p.condition, p.label): p
         for p in Prediction.objects.filter(run=run, condition__in=[c.key for c in deciding])
@@ -223,7 +229,7 @@ def plan_decisions(run: Run) -> None:
             if condition.workflow in workflow_planning.DECIDING_WORKFLOWS:  # App. F: notes or pruning
                 memory = memories.get((task.session_id, condition.memory_kind, condition.memory_words))
                 slot, prediction = workflow_planning.decision(run, task, condition, inputs[task.pk], memory,
-                                                              drafts=candidates, replies=notes)
+                                                              drafts=candidates, replies=notes, vocabulary_labels=vocabulary)
                 slots += [slot] if slot is not None else []
                 predictions += [prediction] if prediction is not None else []
                 continue

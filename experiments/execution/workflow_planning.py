@@ -1,5 +1,5 @@
-"""Planning of the App. F development attempts (`core.workflows`): their first call with the base
-calls, their second in the decisions phase.
+"""Planning of the two-call designs — App. F's development attempts (`core.workflows`) and App. K's
+tags (`core.tags`): their first call with the base calls, their second in the decisions phase.
 
 - notes, then an answer: the notes call is a generation slot of its own kind (`NotesKey`), shared
   by identical notes messages of a task and never judged; in the decisions phase its reply, capped
@@ -8,24 +8,32 @@ calls, their second in the decisions phase.
 - pruning: the base call is the memory one-shot's (one slot, one grade when both are in the
   protocol), kept as the condition's draft ``b0``; the decisions phase sends one pruning call over
   it. A draft that did not land blocks the call: the final is missing.
+- tags: the labels are a memory kind (one call per session, memories phase); with the base calls,
+  one call per session (`TagsKey`) chooses 6-10 tags from the cohort's 40 most frequent labels
+  (the vocabulary, counted over the run's label memories); in the decisions phase each task's
+  answer shows its session's tags as the memory. A choice that did not land, or names too few
+  tags of the vocabulary, leaves the answer missing, never redrawn.
 
 Every call is a slot like the others: reserved, journaled and resumed by the engine.
 """
 from __future__ import annotations
 
+from experiments.core.assembly import assemble
 from experiments.core.canonical import sha256_text
-from experiments.core.conditions import FINAL, NOTES, PRUNE
-from experiments.core.slot_keys import DecisionKey, NotesKey
+from experiments.core.conditions import FINAL, LABELS, NOTES, PRUNE, TAGS, get_condition
+from experiments.core.slot_keys import DecisionKey, NotesKey, TagsKey
+from experiments.core.tags import assemble_tags_choice, parse_choice, parse_labels, tags_text, vocabulary
 from experiments.core.workflows import assemble_notes_answer, assemble_notes_request, assemble_prune, cap_notes
-from experiments.models import ModelCall, Prediction, Run, Slot
+from experiments.models import Memory, ModelCall, Prediction, Run, Slot
 from experiments.models.runs import Phase
 
-DECIDING_WORKFLOWS = (NOTES, PRUNE)
+DECIDING_WORKFLOWS = (NOTES, PRUNE, TAGS)
 USABLE_DRAFT = (Prediction.Status.OK, Prediction.Status.EMPTY)
 
 
-def _slot(run: Run, phase: str, key: str, assembled, task) -> Slot:
-    return Slot(run=run, phase=phase, key=key, role=Slot.Role.GENERATOR, task_id=task.pk,
+def _slot(run: Run, phase: str, key: str, assembled, task, *, session_id=None) -> Slot:
+    return Slot(run=run, phase=phase, key=key, role=Slot.Role.GENERATOR,
+                task_id=task.pk if task is not None else None, session_id=session_id,
                 system=assembled.system, user=assembled.user,
                 request_sha256=sha256_text(assembled.system + "\x00" + assembled.user),
                 prompt_refs=[[ref.name, ref.sha256] for ref in assembled.prompt_refs])
@@ -49,23 +57,54 @@ def notes_replies(run: Run) -> dict[str, str]:
                 .values_list("slot__key", "text"))
 
 
+def uses_tags(run: Run) -> bool:
+    return any(get_condition(key).workflow == TAGS for key in run.protocol.conditions)
+
+
+def tag_vocabulary(run: Run) -> list[str]:
+    """The cohort's 40 most frequent labels: the run's label memories counted (`core.tags.vocabulary`)."""
+    texts = Memory.objects.filter(run=run, kind=LABELS, text__isnull=False).order_by("session_id")
+    return vocabulary(parse_labels(text) for text in texts.values_list("text", flat=True))
+
+
+def tags_slot(run: Run, task, task_input, vocabulary_labels: list[str]) -> Slot:
+    """The generation slot of a session's tag choice (one per session: its tasks share the key)."""
+    assembled = assemble_tags_choice(task_input, vocabulary_labels)
+    key = str(TagsKey(session_id=task.session_id,
+                      messages_sha=sha256_text(assembled.system + "\x00" + assembled.user)[:32]))
+    return _slot(run, Phase.GENERATION, key, assembled, None, session_id=task.session_id)
+
+
+def tags_replies(run: Run) -> dict[str, str]:
+    """The text of every tag choice that completed: slot key → the reply as received."""
+    return dict(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION,
+                                         slot__key__startswith=TagsKey.prefix(),
+                                         slot__status=Slot.Status.OK, outcome=ModelCall.Outcome.OK)
+                .values_list("slot__key", "text"))
+
+
 def decision(run: Run, task, condition, task_input, memory: str | None, *, drafts: dict,
-             replies: dict[str, str]) -> tuple[Slot | None, Prediction | None]:
+             replies: dict[str, str], vocabulary_labels: list[str] | None = None) -> tuple[Slot | None, Prediction | None]:
     """The second call of a notes or pruning condition on one task and its final prediction;
     (None, None) when generation planning recorded the condition missing (no memory)."""
     if condition.needs_memory and memory is None:
         return None, None
-    if condition.workflow == NOTES:
+    missing = Prediction(run=run, task=task, condition=condition.key, label=FINAL, status=Prediction.Status.MISSING)
+    if condition.workflow == TAGS:
+        reply = replies.get(tags_slot(run, task, task_input, vocabulary_labels).key)
+        chosen = parse_choice(reply, vocabulary_labels) if reply is not None else None
+        if chosen is None or not chosen.usable:
+            return None, missing
+        assembled = assemble(condition, task_input, memory=tags_text(chosen.tags))
+    elif condition.workflow == NOTES:
         reply = replies.get(notes_slot_key(task, assemble_notes_request(condition, task_input, memory=memory)))
         if reply is None:
-            return None, Prediction(run=run, task=task, condition=condition.key, label=FINAL,
-                                    status=Prediction.Status.MISSING)
+            return None, missing
         assembled = assemble_notes_answer(condition, task_input, notes=cap_notes(reply).text, memory=memory)
     else:
         draft = drafts.get((task.pk, condition.key, "b0"))
         if draft is None or draft.status not in USABLE_DRAFT:
-            return None, Prediction(run=run, task=task, condition=condition.key, label=FINAL,
-                                    status=Prediction.Status.MISSING)
+            return None, missing
         assembled = assemble_prune(condition, task_input, memory=memory, draft=draft.text or "")
     slot = _slot(run, Phase.DECISIONS, str(DecisionKey(task_id=task.pk, condition=condition.key)), assembled, task)
     return slot, Prediction(run=run, task=task, condition=condition.key, label=FINAL, slot=slot,

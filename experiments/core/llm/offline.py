@@ -17,6 +17,8 @@ whole. What it does, by the request it recognises:
 - selection (a decision asking for ``candidate_id``): the candidate sharing the most content
   words with question and evidence, ``{"candidate_id": "c2"}``; ties go to the first displayed;
 - archive queries (a task asking for ``"queries"``): the question's content words as one query;
+- tag choice (a task asking for ``"tags"`` under a VOCABULARY heading): the vocabulary's first six labels;
+- labels (a task asking for "one label per line"): the record's first eight content words, one per line;
 - memory writing (a task asking for "about N words", no question): the record's first sentences
   up to N words;
 - survey answering (a SURVEY QUESTIONS heading, App. E "Twin-2K-500 answering"): per numbered
@@ -97,6 +99,11 @@ def offline_reply(system: str, user: str) -> str:
     if '"queries"' in task:
         question, _ = _question_and_evidence(sections)
         return json.dumps({"queries": [" ".join(content_words(question)[:8])]})
+    if '"tags"' in task and (vocabulary_at := _find(headings, "VOCABULARY")) is not None:
+        return offline_tags(sections, vocabulary_at)
+    if "one label per line" in task:
+        _, evidence_texts = _question_and_evidence(sections)
+        return "\n".join(content_words(" ".join(evidence_texts))[:8]) or FALLBACK_ANSWER
     if (words := _REQUESTED_WORDS.search(task)) and not any(map(_is_question_heading, headings)):
         return offline_memory(sections, int(words.group(1)))
     return offline_answer(sections, extra_evidence=[answer for _, answer in candidates])
@@ -104,6 +111,12 @@ def offline_reply(system: str, user: str) -> str:
 
 _SURVEY_ITEM = re.compile(r"^(\d+)\. .*?^   Options: (.*)$", re.MULTILINE | re.DOTALL)
 _SURVEY_OPTION = re.compile(r"(\d+) = (.*?)(?=; \d+ = |$)")
+
+
+def offline_tags(sections: Sections, vocabulary_at: int) -> str:
+    """``{"tags": [...]}``: the first six labels of the vocabulary (App. K's tag choice)."""
+    labels = [line.strip() for line in sections[vocabulary_at][1].splitlines() if line.strip()]
+    return json.dumps({"tags": labels[:6]})
 
 
 def offline_survey(sections: Sections, survey_at: int) -> str:
