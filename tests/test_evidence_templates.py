@@ -115,3 +115,31 @@ def test_dense_versus_bm25_runs_end_to_end_and_renders(project):
     assert table.inputs.seeds == (20260922,) and table.inputs.offline_runs == (run.pk,)
     assert table.notes[0].startswith("Not in the paper")
     assert any("The seal names the embedding model" in note for note in table.notes)
+
+
+def test_the_factorials_dashboard_has_its_planned_contrasts_on_the_four_cell_set(project):
+    from experiments.analysis.dashboard import dashboard_cached
+    run, _, _ = finished_run(project, "factorial", sessions=2, targets=2)
+    payload = dashboard_cached(run).payload
+    rows = {row["name"].split(":")[0]: row for row in payload["contrasts"]}
+    assert set(rows) == {"evidence", "header", "interaction", "excerpts, raw-evidence header − memory one-shot"}
+    assert all(row["n_tasks"] == 4 and row["seed"] == 20260920 for row in rows.values())
+    table = items.table15(project, [run])
+    for name, row in zip(("evidence", "header", "interaction"), table.rows[4:7]):
+        assert row[5] == pytest.approx(rows[name]["estimate"])  # the dashboard and the report agree
+
+
+@needs_dense
+def test_a_dense_protocol_sealed_here_says_so_where_its_embedder_is_missing(project, monkeypatch):
+    from experiments.execution.sealing import seal_mismatches
+    from tests.engine_helpers import make_protocol
+    cohort = build_cohort(project, sessions=2, targets=1, name="dense-seal")
+    offline = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
+    protocol = protocol_seal(protocol=make_protocol(project, cohort, conditions=[DENSE], generator=offline), user=None)
+    name = next(n for n in protocol.seal["prompts"] if n.startswith("dense ranker"))
+    assert protocol.seal["prompts"][name] == dense_embedder.model_ref()[1]
+    assert seal_mismatches(protocol, code=False) == []
+    monkeypatch.setattr(dense_embedder, "REQUIRED_MODULES", ("no_such_module_c1",))
+    problems = seal_mismatches(protocol, code=False)
+    assert problems == [f"{DENSE} cannot run here: {dense_embedder.unavailable_reason()} "
+                        "(the protocol was sealed where it could)"]

@@ -93,6 +93,11 @@ def _uses_mem0(protocol: Protocol) -> str | None:
     return next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == MEM0), None)
 
 
+def _uses_dense(protocol: Protocol) -> str | None:
+    """The protocol's dense-retriever condition key, if it has one."""
+    return next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == DENSE), None)
+
+
 def protocol_hashes(protocol: Protocol) -> dict:
     prompts = {}
     for name in prompt_names(protocol):
@@ -104,7 +109,7 @@ def protocol_hashes(protocol: Protocol) -> dict:
     if mem0_key and condition_unavailable(CONDITIONS[mem0_key]) is None:
         name, digest = extraction_prompt_ref()
         prompts[name] = digest
-    dense_key = next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == DENSE), None)
+    dense_key = _uses_dense(protocol)
     if dense_key and condition_unavailable(CONDITIONS[dense_key]) is None:  # the embedding model, as Mem0's prompt
         name, digest = dense_model_ref()
         prompts[name] = digest
@@ -295,8 +300,12 @@ def seal_mismatches(protocol: Protocol, *, code: bool = True) -> list[str]:
         # Sealed where Mem0 could run; here its extraction prompt is not even looked at, and
         # "prompt file changed" would send the owner looking for an edit that never happened.
         problems.append(f"{mem0_key} cannot run here: {mem0_missing} (the protocol was sealed where it could)")
+    dense_key = _uses_dense(protocol)
+    dense_missing = dense_key and condition_unavailable(CONDITIONS[dense_key])
+    if dense_missing:  # as Mem0's: its embedding model is not looked at here, so not "changed" either
+        problems.append(f"{dense_key} cannot run here: {dense_missing} (the protocol was sealed where it could)")
     for name in sorted(set(sealed.get("prompts", {})) | set(now["prompts"])):
-        if mem0_missing and name not in now["prompts"]:
+        if (mem0_missing or dense_missing) and name not in now["prompts"]:
             continue
         if sealed.get("prompts", {}).get(name) != now["prompts"].get(name):
             problems.append(f"prompt file {name} changed")
