@@ -5,6 +5,8 @@ predicted answer, rubric — and their own progress. Never the condition, the mo
 judge's grade or rationale, another rater's grade, gold status, or which items share a
 text. `rater_item` builds that view from an explicit list of fields; nothing else of the
 item reaches a rater's page or JSON.
+A pair item (a pairwise campaign) shows the two answers as A and B, never which condition,
+grade or side mapping is behind them (`annotations.pairwise.pair_view`).
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from django.utils import timezone
 from annotations.models import UNDO_WINDOW_S, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingEvent
 from annotations.calibration import rater_qualified
 from annotations.guidelines import GuidelinesError, rating_guidelines_version
+from annotations.pairwise import is_pairwise, pair_view
 from annotations.rating_sql import campaign_shared
 from experiments.core.interviews.records import unstorable_text_problem
 
@@ -24,6 +27,7 @@ from experiments.core.interviews.records import unstorable_text_problem
 MAX_SECONDS_PER_ITEM = 3600
 MAX_NOTE_CHARS = 2000
 GRADES = (0, 1, 2, 3)
+PREFERENCES = ("a", "b", "tie")
 CALIBRATION_FIRST = "this campaign starts with a calibration round; pass it to open your queue"
 
 
@@ -63,6 +67,8 @@ def _within_window(created_at) -> bool:
 
 
 def _item_view(assignment: Assignment) -> dict:
+    if assignment.item.prediction_b_id is not None:  # a pair item: two answers as A and B
+        return pair_view(assignment)
     task = assignment.item.task
     return {
         "assignment": assignment.pk,
@@ -81,9 +87,10 @@ def rater_item(campaign: RatingCampaign, user) -> dict:
     _active_rater(campaign, user)
     assignment = (
         Assignment.objects.filter(campaign=campaign, rater=user, status=Assignment.Status.OPEN)
-        .select_related("item__task__question_turn", "item__task__answer_turn", "item__prediction")
-        .only("pk", "served_at", "item__prediction__text", "item__task__question_turn__text",
-              "item__task__answer_turn__text")
+        .select_related("item__task__question_turn", "item__task__answer_turn", "item__prediction",
+                        "item__prediction_b")
+        .only("pk", "served_at", "x_on_a", "item__prediction__text", "item__prediction_b__text",
+              "item__task__question_turn__text", "item__task__answer_turn__text")
         .order_by("position")
         .first()
     )
@@ -106,7 +113,8 @@ def note_problem(value: str, *, what: str = "note") -> str | None:
     return None
 
 
-def rating_problem(*, grade: int | None, flagged: bool, flag_reason: str, note: str = "") -> str | None:
+def rating_problem(*, grade: int | None, flagged: bool, flag_reason: str, note: str = "", preference: str = "",
+                   pairwise: bool = False) -> str | None:
     """Why a rating with these values cannot be stored (the message for the rater), or None.
 
     The one statement of the rule, used by the rating form and by `rating_record` (which a
@@ -116,6 +124,14 @@ def rating_problem(*, grade: int | None, flagged: bool, flag_reason: str, note: 
         return problem
     if flagged and not flag_reason:
         return "say why you flag this item"
+    if pairwise:  # a pair item: a side or a tie, never a grade
+        if grade is not None:
+            return "this item compares two answers: choose A, B or a tie, not a grade"
+        if not preference:
+            return None if flagged else "choose A, B or T (a tie), or flag the item with a reason"
+        return None if preference in PREFERENCES else f"{preference!r} is not a choice; choose A, B or T (a tie)"
+    if preference:
+        return "this item takes a grade from 0 to 3, not a side"
     if grade is None:
         return None if flagged else "choose a grade from 0 to 3 (or flag the item with a reason)"
     if type(grade) is not int or grade not in GRADES:
@@ -134,7 +150,7 @@ def _seconds(reported: float | None, served_at, now) -> float | None:
 @transaction.atomic
 def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: int | None, note: str = "",
                   flagged: bool = False, flag_reason: str = "", seconds: float | None = None,
-                  guidelines_version: int | None = None) -> HumanGrade:
+                  guidelines_version: int | None = None, preference: str = "") -> HumanGrade:
     """Store (or, within the undo window, change) the rater's rating of one assignment.
 
     Typed values, as `annotations.web.rating.forms.RatingForm` reads them from a request. The
@@ -147,7 +163,8 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: 
     if not campaign.is_open():
         raise RatingError("this campaign is closed; ratings are no longer taken")
     _active_rater(campaign, user)
-    if problem := rating_problem(grade=grade, flagged=flagged, flag_reason=flag_reason, note=note):
+    if problem := rating_problem(grade=grade, flagged=flagged, flag_reason=flag_reason, note=note,
+                                 preference=preference, pairwise=is_pairwise(campaign)):
         raise RatingError(problem)
     try:
         guidelines_version = rating_guidelines_version(campaign, guidelines_version)
@@ -159,7 +176,7 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: 
         raise RatingError("this item is not in your queue")
     now = timezone.now()
     fields = {"grade": grade, "note": note, "flagged": flagged, "flag_reason": flag_reason if flagged else "",
-              "guidelines_version": guidelines_version}
+              "guidelines_version": guidelines_version, "preference": preference}
     existing = HumanGrade.objects.filter(assignment=assignment).first()
     if existing is not None:
         if not _within_window(existing.created_at):
@@ -176,7 +193,8 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: 
             created_at=now, updated_at=now, **fields)
         Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.DONE)
         kind = RatingEvent.Kind.RATE
-    RatingEvent.objects.create(assignment=assignment, kind=kind, grade=grade, flagged=flagged, at=now, by=user)
+    RatingEvent.objects.create(assignment=assignment, kind=kind, grade=grade, flagged=flagged, at=now, by=user,
+                               preference=preference)
     return stored
 
 
@@ -206,7 +224,7 @@ def rating_undo(*, campaign: RatingCampaign, user) -> int:
     assignment = Assignment.objects.select_for_update().get(pk=latest.assignment_id)
     latest.refresh_from_db()  # as a re-submission of this item, serialised by that lock, left it
     RatingEvent.objects.create(assignment=assignment, kind=RatingEvent.Kind.UNDO, grade=latest.grade,
-                               flagged=latest.flagged, at=timezone.now(), by=user)
+                               flagged=latest.flagged, at=timezone.now(), by=user, preference=latest.preference)
     latest.delete()
     assignment.status = Assignment.Status.OPEN
     assignment.save(update_fields=["status"])

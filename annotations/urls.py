@@ -5,5 +5,6 @@ urlpatterns = [
     path("", include("annotations.web.campaigns.urls")),
     path("", include("annotations.web.rating.urls")),
     path("", include("annotations.web.results.urls")),
+    path("", include("annotations.web.pairwise.urls")),
     path("", include("annotations.web.invites.urls")),
 ]

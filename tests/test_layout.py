@@ -155,6 +155,7 @@ ROOMS = {
     "experiments": "site",
     "experiments.admin": "site",
     "experiments.apps": "site",
+    "annotations.pairwise": "annotations.services",
     "annotations.core": "annotations.core",
     "annotations.models": "annotations.models",
     "annotations.web": "annotations.web",

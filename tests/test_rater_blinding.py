@@ -24,8 +24,8 @@ def rater_pages(client, campaign):
     pages = {}
     for route, _ in ROUTES:
         for pk in {campaign.pk, run.pk, run.protocol_id, run.protocol.cohort_id}:
-            path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: str(pk if m.group(1) == "pk" else values[m.group(1)]),
-                                route)
+            path = "/" + re.sub(r"<(?:\w+:)?(\w+)>",
+                                lambda m: str(pk if m.group(1) == "pk" else values.get(m.group(1), 1)), route)
             response = client.get(path)
             if response.status_code == 200:
                 pages[path] = response.content.decode()
@@ -52,3 +52,23 @@ def test_no_rater_page_names_the_judge_or_a_model(client, campaign):
         if not script.startswith("vendor/"):
             named[script] = sorted(set(m.group(0) for m in NAMING.finditer(text)))
     assert {path: words for path, words in named.items() if words} == {}
+
+
+def test_no_rater_page_of_a_pairwise_campaign_names_a_condition_or_a_side(client, rated_run, cast):
+    """A pair's rater sees two answers as A and B: never the judge, a model, a condition name, the
+    judge's grades or which condition is on which side."""
+    from annotations.pairwise import pairwise_campaign_create
+    from tests.annotations_helpers import CONDITIONS, RATERS
+    campaign = pairwise_campaign_create(run=rated_run, name="pairs", conditions=CONDITIONS, raters=RATERS[:2],
+                                        user=cast["owner"], seed=5)
+    client.force_login(get_user_model().objects.get(username="rater-a"))
+    pages = rater_pages(client, campaign)
+    rate_url = f"/p/{campaign.project.slug}/ratings/{campaign.pk}/rate/"
+    item = client.get(rate_url + "item.json").json()["item"]
+    assert set(item) == {"assignment", "question", "reference", "answer_a", "answer_b"}
+    assert 'id="rate-answer-b"' in pages[rate_url]
+    secrets = [*CONDITIONS, "x_on_a", "stratum", "prediction_b", *(f"judge {o}" for o in ("X higher", "Y higher"))]
+    found = {path: sorted({w for w in secrets if w.lower() in visible_text(body).lower()}
+                          | {m.group(0) for m in NAMING.finditer(visible_text(body))})
+             for path, body in pages.items()}
+    assert {path: words for path, words in found.items() if words} == {}

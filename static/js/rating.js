@@ -1,5 +1,6 @@
-// The rater's page without reloads: keys 0-3 pick a grade, Enter saves and shows the next
-// item, U undoes, F flags, N goes to the note. The server stores each rating before it
+// The rater's page without reloads: keys 0-3 pick a grade (on a page comparing two answers,
+// A, B or T pick a side or a tie), Enter saves and shows the next item, U undoes, F flags, N
+// goes to the note. The server stores each rating before it
 // answers with the next item, so closing the tab loses nothing; the form also works
 // without this script (it posts and the server redirects back).
 (function () {
@@ -9,6 +10,7 @@
   if (!app || !form) return;
   const $ = (id) => document.getElementById(id);
   const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  const pairwise = Boolean(document.getElementById("pair-choice"));
   let shownAt = performance.now();
   let busy = false;
 
@@ -34,8 +36,13 @@
     // textContent, never innerHTML: the texts are interview words and predicted answers, not markup.
     $("rate-question").textContent = item.question;
     $("rate-reference").textContent = item.reference;
-    $("rate-answer").textContent = item.answer;
-    form.querySelectorAll("input[name=grade]").forEach((r) => { r.checked = false; });
+    if (pairwise) {
+      $("rate-answer-a").textContent = item.answer_a;
+      $("rate-answer-b").textContent = item.answer_b;
+    } else {
+      $("rate-answer").textContent = item.answer;
+    }
+    form.querySelectorAll("input[name=grade], input[name=preference]").forEach((r) => { r.checked = false; });
     $("rate-note").value = "";
     $("rate-flag").checked = false;
     $("rate-flag-reason").value = "";
@@ -85,7 +92,11 @@
     }
     if (event.key === "Escape" && typing) { event.target.blur(); return; }
     if (typing) return;
-    if (/^[0-3]$/.test(event.key) && !form.hidden) {
+    const side = { a: "pref-a", b: "pref-b", t: "pref-tie" }[event.key.toLowerCase()];
+    if (pairwise && side && !form.hidden) {
+      $(side).checked = true;
+      event.preventDefault();
+    } else if (!pairwise && /^[0-3]$/.test(event.key) && !form.hidden) {
       $("grade-" + event.key).checked = true;
       event.preventDefault();
     } else if (event.key === "u" || event.key === "U") {

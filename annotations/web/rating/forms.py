@@ -3,7 +3,7 @@ the typed values `annotations.rating.rating_record` takes. Each refusal is one m
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
-from annotations.rating import GRADES, note_problem, rating_problem
+from annotations.rating import GRADES, PREFERENCES, note_problem, rating_problem
 from experiments.web.bounded_input import BIG_INTEGER_COLUMN_MAX, INTEGER_COLUMN_MAX, BoundedIntegerField
 
 NOT_IN_QUEUE = "no such item in your queue"
@@ -26,6 +26,8 @@ class NoteField(forms.CharField):
 class RatingForm(forms.Form):
     assignment = BoundedIntegerField(min_value=1, max_value=BIG_INTEGER_COLUMN_MAX)
     grade = forms.Field(required=False)
+    # A pair item's choice as shown: a, b or tie (the keys A, B, T).
+    preference = forms.Field(required=False)
     note = NoteField()
     flagged = forms.BooleanField(required=False)
     flag_reason = NoteField()
@@ -33,6 +35,16 @@ class RatingForm(forms.Form):
     guidelines_version = BoundedIntegerField(required=False, min_value=1, max_value=INTEGER_COLUMN_MAX)
     # The browser's clock; anything unreadable is no error: the server's clock stands in.
     seconds = forms.Field(required=False)
+
+    def __init__(self, *args, pairwise: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.pairwise = pairwise
+
+    def clean_preference(self) -> str:
+        text = (self.cleaned_data["preference"] or "").strip().lower()
+        if text and text not in PREFERENCES:
+            raise ValidationError(f"{text!r} is not a choice; choose A, B or T (a tie)", code="invalid")
+        return text
 
     def clean_grade(self) -> int | None:
         text = (self.cleaned_data["grade"] or "").strip()
@@ -50,8 +62,9 @@ class RatingForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if "grade" in data and "flag_reason" in data and (problem := rating_problem(
-                grade=data["grade"], flagged=data["flagged"], flag_reason=data["flag_reason"])):
+        if "grade" in data and "flag_reason" in data and "preference" in data and (problem := rating_problem(
+                grade=data["grade"], flagged=data["flagged"], flag_reason=data["flag_reason"],
+                preference=data["preference"], pairwise=self.pairwise)):
             raise ValidationError(problem)
         return data
 
@@ -63,7 +76,7 @@ class RatingForm(forms.Form):
 
     def problem(self) -> str:
         """The one message a refused submission answers with: the texts, the rule, the grade, the item."""
-        for name in ("note", "flag_reason", NON_FIELD_ERRORS, "grade"):
+        for name in ("note", "flag_reason", NON_FIELD_ERRORS, "grade", "preference"):
             if name in self.errors:
                 return self.errors[name][0]
         return NOT_IN_QUEUE

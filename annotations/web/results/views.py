@@ -11,13 +11,14 @@ No page here shows participant text, a note or a flag reason: only numbers.
 """
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 
 from annotations import campaign_agreement, results_figures
 from annotations.core.result_tables import CSV_TABLES, comparisons, table_rows
 from annotations.rating_exports import export_csv, export_jsonl
 from annotations.jobs import results_enqueue
 from annotations.campaign_access import campaign_for
+from annotations.pairwise import is_pairwise
 from experiments.access import AGGREGATE_READERS, OWNERS
 from experiments.analysis.exports import csv_text
 from experiments.data.audit_log import Kind, audit_record
@@ -33,6 +34,8 @@ def _names(membership, campaign) -> dict:
 def campaign_results(request, slug, pk):
     """Template annotations/results/campaign_results.html: figures, each with its table and CSV."""
     membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
+    if is_pairwise(campaign):  # preferences, not grades: their own page
+        return redirect("pairwise_results", slug, pk)
     data, current = campaign_agreement.results_for_page(campaign, enqueue=results_enqueue)
     if data is None:
         return render(request, "annotations/results/campaign_computing.html",
@@ -74,7 +77,7 @@ def _download(text, filename, content_type):
 def campaign_results_csv(request, slug, pk, table):
     """The numbers of one results table as CSV (the raters table has usernames for owners only)."""
     membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
-    if table not in CSV_TABLES:
+    if table not in CSV_TABLES or is_pairwise(campaign):
         raise Http404("No such table")
     names = _names(membership, campaign)
     header = [h for h in CSV_TABLES[table] if h != "username" or names]

@@ -1,0 +1,290 @@
+"""Pairwise human preference: balanced sides, win rates, a Bradley–Terry scale, the judge's order.
+
+Pure (NumPy, no Django). A pair item is one task's final answers of two conditions X and Y; a
+rater sees them as A and B and picks A, B or a tie. `outcome` maps that pick and the side the
+rater was shown X on to "x", "y" or "tie"; everything after works on those outcomes.
+
+* `balanced_sides`: which answer a rater sees as A, seeded, so that within the rater's queue
+  each condition is on side A half the time, within one (an Euler orientation of the queue's
+  condition graph: every condition is entered as often as it is left).
+* `win_rates`: per condition pair, the shares of ratings X wins, Y wins and ties, each the
+  task-weighted mean of per-task shares (a task's ratings averaged first) with the project's
+  whole-person bootstrap (`paired_bootstrap`: run's seed and draws, PCG64, linear percentiles);
+  the three use the same seed, so the same resampled people.
+* `bradley_terry`: one scale across conditions, ties counted as half a win for each side (not
+  Davidson's tie parameter), fitted by Hunter's MM iteration to the maximum-likelihood strengths;
+  reported as log-strengths centred to mean zero. Its interval resamples whole people with the
+  same generator and draws as `paired_bootstrap` (one PCG64(seed) stream, blocks of 2,000,
+  linear percentiles) and refits each draw; a draw whose comparisons do not connect every
+  condition both ways (the likelihood has no maximum) is left out and counted.
+* `judge_order_agreement`: among ratings of pairs the judge graded differently (0–3), the share
+  where the person preferred the answer the judge graded higher; human ties count as not
+  agreeing and are reported apart. Pairs the judge tied are counted, not scored.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Hashable, Sequence
+
+import numpy as np
+
+from experiments.core.stats.paired import paired_bootstrap
+
+PREFERENCES = ("a", "b", "tie")
+OUTCOMES = ("x", "y", "tie")
+BT_TOLERANCE = 1e-10
+BT_MAX_ITERATIONS = 10_000
+BLOCK = 2_000
+
+
+def outcome(preference: str, x_on_a: bool) -> str:
+    """The rater's pick as shown (a, b, tie) → the condition it favours: x, y or tie."""
+    if preference == "tie":
+        return "tie"
+    if preference not in ("a", "b"):
+        raise ValueError(f"{preference!r} is not a side; sides are a, b or tie")
+    return "x" if (preference == "a") == bool(x_on_a) else "y"
+
+
+def balanced_sides(pairs: Sequence[tuple[Hashable, Hashable]], seed: int) -> list[bool]:
+    """For each (X, Y) of one rater's queue, True when X is shown as A.
+
+    Every condition is on side A within one of half its showings. Odd-degree conditions are joined
+    to a dummy so every degree is even; the edges are then walked in closed trails (edge order and
+    each trail's direction drawn from `seed`), and a walked edge shows its start on side A: each
+    condition is left as often as it is entered, but for at most one dummy edge.
+    """
+    rng = np.random.default_rng(seed)
+    nodes = sorted({c for pair in pairs for c in pair}, key=repr)
+    index = {c: i for i, c in enumerate(nodes)}
+    edges = [(index[x], index[y]) for x, y in pairs]
+    if any(u == v for u, v in edges):
+        raise ValueError("a pair compares a condition with itself")
+    degree = Counter(v for edge in edges for v in edge)
+    dummy = len(nodes)
+    edges += [(v, dummy) for v in range(len(nodes)) if degree[v] % 2]
+    incident: dict[int, list[int]] = defaultdict(list)
+    for e in rng.permutation(len(edges)).tolist():
+        incident[edges[e][0]].append(e)
+        incident[edges[e][1]].append(e)
+    used = [False] * len(edges)
+    forward = [True] * len(edges)
+    cursor: dict[int, int] = defaultdict(int)
+    for start in rng.permutation(dummy + 1).tolist():
+        while True:
+            trail, v = [], start
+            while True:
+                while cursor[v] < len(incident[v]) and used[incident[v][cursor[v]]]:
+                    cursor[v] += 1
+                if cursor[v] == len(incident[v]):
+                    break
+                e = incident[v][cursor[v]]
+                used[e] = True
+                u, w = edges[e]
+                forward[e] = u == v
+                trail.append(e)
+                v = w if u == v else u
+            if not trail:
+                break
+            if rng.random() < 0.5:  # the same trail walked the other way round
+                for e in trail:
+                    forward[e] = not forward[e]
+    return forward[:len(pairs)]
+
+
+@dataclass(frozen=True)
+class PairRating:
+    """One rating of a pair item: the item's number, its person (the bootstrap's cluster), its
+    conditions X and Y, the outcome (x, y, tie) and the judge's grades of X's and Y's answers."""
+
+    item: int
+    person: Hashable
+    x: str
+    y: str
+    outcome: str
+    judge_x: int | None = None
+    judge_y: int | None = None
+
+
+def _items(ratings: Sequence[PairRating]) -> dict[int, list[PairRating]]:
+    by_item: dict[int, list[PairRating]] = defaultdict(list)
+    for r in ratings:
+        if r.outcome not in OUTCOMES:
+            raise ValueError(f"{r.outcome!r} is not an outcome")
+        by_item[r.item].append(r)
+    return dict(sorted(by_item.items()))
+
+
+def _interval(person, values, *, seed: int, draws: int) -> dict:
+    result = paired_bootstrap(person, np.asarray(values, dtype=float), seed=seed, draws=draws)
+    return {"estimate": result.estimate, "lo": result.lo, "hi": result.hi}
+
+
+def win_rates(ratings: Sequence[PairRating], *, seed: int, draws: int) -> list[dict]:
+    """One row per condition pair (in first-seen order): items, ratings, people, and for x_wins,
+    y_wins and ties the task-weighted share with its whole-person interval."""
+    by_pair: dict[tuple[str, str], dict[int, list[PairRating]]] = defaultdict(dict)
+    for item, rows in _items(ratings).items():
+        by_pair[(rows[0].x, rows[0].y)][item] = rows
+    out = []
+    for (x, y), items in by_pair.items():
+        person = [rows[0].person for rows in items.values()]
+        shares = {o: [sum(r.outcome == o for r in rows) / len(rows) for rows in items.values()] for o in OUTCOMES}
+        counts = Counter(r.outcome for rows in items.values() for r in rows)
+        row = {"x": x, "y": y, "items": len(items), "ratings": sum(counts.values()),
+               "people": len(set(person)), "x_votes": counts["x"], "y_votes": counts["y"], "tie_votes": counts["tie"]}
+        for name, o in (("x_wins", "x"), ("y_wins", "y"), ("ties", "tie")):
+            row[name] = _interval(person, shares[o], seed=seed, draws=draws)
+        out.append(row)
+    return out
+
+
+def win_matrix(ratings: Sequence[PairRating], conditions: Sequence[str]) -> np.ndarray:
+    """W[i, j]: wins of condition i over j, a tie half a win each."""
+    index = {c: i for i, c in enumerate(conditions)}
+    w = np.zeros((len(conditions), len(conditions)))
+    for r in ratings:
+        i, j = index[r.x], index[r.y]
+        if r.outcome == "x":
+            w[i, j] += 1
+        elif r.outcome == "y":
+            w[j, i] += 1
+        else:
+            w[i, j] += 0.5
+            w[j, i] += 0.5
+    return w
+
+
+def _connected(w: np.ndarray) -> np.ndarray:
+    """Per stacked matrix: does every condition reach every other along wins (i beat j: i → j)?"""
+    n = w.shape[-1]
+    reach = (w > 0) | np.eye(n, dtype=bool)
+    for _ in range(max(1, int(np.ceil(np.log2(max(n, 2)))))):
+        reach = (reach.astype(np.int64) @ reach.astype(np.int64)) > 0
+    return reach.all(axis=(-2, -1))
+
+
+def _fit(w: np.ndarray) -> np.ndarray:
+    """MM fit of stacked win matrices (m, n, n), each connected: centred log-strengths (m, n)."""
+    comparisons = w + np.swapaxes(w, -1, -2)
+    wins = w.sum(-1)
+    p = np.ones(w.shape[:-1])
+    for _ in range(BT_MAX_ITERATIONS):
+        denominator = (comparisons / (p[..., :, None] + p[..., None, :])).sum(-1)
+        new = wins / denominator
+        new /= np.exp(np.log(new).mean(-1, keepdims=True))
+        change = np.abs(np.log(new) - np.log(p)).max()
+        p = new
+        if change < BT_TOLERANCE:
+            break
+    theta = np.log(p)
+    return theta - theta.mean(-1, keepdims=True)
+
+
+def bradley_terry(ratings: Sequence[PairRating], conditions: Sequence[str], *, seed: int, draws: int,
+                  level: float = 0.95) -> dict:
+    """Centred log-strengths per condition with whole-person intervals (see the module docstring).
+
+    {"conditions": [{condition, theta, lo, hi}], "estimable", "reason", "draws", "seed",
+    "dropped_draws", "people"}. Not estimable (theta None) when the observed comparisons do not
+    connect every condition both ways.
+    """
+    conditions = list(conditions)
+    out = {"seed": int(seed), "draws": int(draws), "estimable": False, "reason": "", "dropped_draws": 0,
+           "people": 0, "ties": "half a win each", "conditions": [
+               {"condition": c, "theta": None, "lo": None, "hi": None} for c in conditions]}
+    if len(conditions) < 2 or not ratings:
+        out["reason"] = "no comparison yet"
+        return out
+    people = sorted({r.person for r in ratings}, key=repr)
+    out["people"] = len(people)
+    per_person = np.stack([win_matrix([r for r in ratings if r.person == p], conditions) for p in people])
+    total = per_person.sum(0)
+    if not _connected(total[None])[0]:
+        out["reason"] = "the comparisons do not link every condition both ways: no finite scale"
+        return out
+    theta = _fit(total[None])[0]
+    tails = ((1 - level) / 2, 1 - (1 - level) / 2)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    n_people, n = len(people), len(conditions)
+    flat = per_person.reshape(n_people, n * n)
+    replicates, dropped = [], 0
+    for start in range(0, draws, BLOCK):
+        m = min(BLOCK, draws - start)
+        idx = rng.integers(0, n_people, size=(m, n_people))
+        counts = np.bincount((np.arange(m)[:, None] * n_people + idx).ravel(), minlength=m * n_people)
+        w = (counts.reshape(m, n_people) @ flat).reshape(m, n, n)
+        ok = _connected(w)
+        dropped += int((~ok).sum())
+        if ok.any():
+            replicates.append(_fit(w[ok]))
+    out.update(estimable=True, dropped_draws=dropped)
+    kept = np.concatenate(replicates) if replicates else np.empty((0, n))
+    for j, row in enumerate(out["conditions"]):
+        row["theta"] = float(theta[j])
+        if len(kept):
+            lo, hi = np.percentile(kept[:, j], [100 * tails[0], 100 * tails[1]], method="linear")
+            row.update(lo=float(lo), hi=float(hi))
+    return out
+
+
+def judge_order_agreement(ratings: Sequence[PairRating], *, seed: int, draws: int) -> dict:
+    """How often the person's preference follows the order of the judge's 0–3 grades.
+
+    Counts ratings: ``scored`` (judge grades differ), ``agree`` (the person preferred the higher
+    graded answer), ``human_ties`` (the person saw no difference), ``judge_ties`` (equal grades,
+    not scored), ``missing`` (a grade absent). ``share``: agree / scored, with a whole-person
+    interval over per-task shares (a task's ratings averaged first); ``share_decided``: agree /
+    (scored − human ties).
+    """
+    agree = human_ties = judge_ties = missing = 0
+    per_item, person = [], []
+    for rows in _items(ratings).values():
+        first = rows[0]
+        if first.judge_x is None or first.judge_y is None:
+            missing += len(rows)
+            continue
+        if first.judge_x == first.judge_y:
+            judge_ties += len(rows)
+            continue
+        higher = "x" if first.judge_x > first.judge_y else "y"
+        hits = sum(r.outcome == higher for r in rows)
+        agree += hits
+        human_ties += sum(r.outcome == "tie" for r in rows)
+        per_item.append(hits / len(rows))
+        person.append(first.person)
+    scored = sum(1 for rows in _items(ratings).values() for r in rows
+                 if r.judge_x is not None and r.judge_y is not None and r.judge_x != r.judge_y)
+    out = {"scored": scored, "agree": agree, "human_ties": human_ties, "judge_ties": judge_ties,
+           "missing": missing, "items": len(per_item), "people": len(set(person)), "share": None,
+           "share_decided": (agree / (scored - human_ties)) if scored > human_ties else None}
+    if per_item:
+        out["share"] = _interval(person, per_item, seed=seed, draws=draws)
+    return out
+
+
+def pairwise_payload(ratings: Sequence[PairRating], conditions: Sequence[str], *, seed: int, draws: int) -> dict:
+    """Every number of a pairwise campaign's results page (no text)."""
+    return {
+        "seed": int(seed), "draws": int(draws), "ratings": len(ratings),
+        "win_rates": win_rates(ratings, seed=seed, draws=draws),
+        "bradley_terry": bradley_terry(ratings, conditions, seed=seed, draws=draws),
+        "judge_order": judge_order_agreement(ratings, seed=seed, draws=draws),
+    }
+
+
+WIN_RATE_COLUMNS = ["condition_x", "condition_y", "items", "ratings", "people", "x_votes", "y_votes", "tie_votes",
+                    "x_wins", "x_wins_lo", "x_wins_hi", "y_wins", "y_wins_lo", "y_wins_hi",
+                    "ties", "ties_lo", "ties_hi"]
+BT_COLUMNS = ["condition", "theta", "lo", "hi"]
+
+
+def win_rate_rows(payload: dict) -> list[list]:
+    return [[r["x"], r["y"], r["items"], r["ratings"], r["people"], r["x_votes"], r["y_votes"], r["tie_votes"]]
+            + [r[k][f] for k in ("x_wins", "y_wins", "ties") for f in ("estimate", "lo", "hi")]
+            for r in payload["win_rates"]]
+
+
+def bt_rows(payload: dict) -> list[list]:
+    return [[c["condition"], c["theta"], c["lo"], c["hi"]] for c in payload["bradley_terry"]["conditions"]]

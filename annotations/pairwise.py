@@ -1,0 +1,235 @@
+"""Pairwise preference campaigns: create one over a finished run, show a rater a pair, its results.
+
+A pair item is (task, condition X's final answer, condition Y's final answer) for each chosen
+condition pair [X, Y] (every pair of the chosen conditions by default, in the protocol's order).
+A task where both answers have the same text is a tie by construction and is not rated (the
+campaign's `pairs` says how many per pair); one where either condition gave no answer (empty
+answer, invalid selection) is not rated either. On request a seeded sample stratified by pair ×
+the judge's order of the two grades (`sampling.stratified_sample`). Each item goes to k raters
+(`sampling.assign`); within each rater's queue the sides are drawn by
+`annotations.core.pairwise.balanced_sides`, so every condition is on side A half the time (±1).
+No hidden repeats in a pairwise campaign.
+
+Raters see the question, the person's real answer and the two answers as A and B: never the
+conditions, the grades or which side is which condition (`pair_view`, called by
+`annotations.rating.rater_item`). Results: `pairwise_results`, cached under the sha256 of its
+inputs like a grade campaign's (`CampaignResult`).
+"""
+from __future__ import annotations
+
+from itertools import combinations
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotations import sampling
+from annotations.campaign_agreement import bootstrap_settings
+from annotations.core.pairwise import PairRating, balanced_sides, outcome, pairwise_payload
+from annotations.models import (
+    FIRST_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem,
+)
+from experiments.core.canonical import canonical_json, sha256_text
+from experiments.core.conditions import FINAL
+from experiments.models import Grade, Membership, Prediction, Role, Run
+
+PAIRWISE = "pairwise"
+PAIRWISE_VERSION = 1
+MAX_RATINGS_PER_ITEM = 5
+
+
+class PairwiseError(ValueError):
+    """Input an owner can fix; the message says how."""
+
+
+def is_pairwise(campaign: RatingCampaign) -> bool:
+    return campaign.kind == PAIRWISE
+
+
+def _judge_order(x: int | None, y: int | None) -> str:
+    if x is None or y is None:
+        return "missing"
+    return "X higher" if x > y else "Y higher" if y > x else "tie"
+
+
+def pair_candidates(run: Run, pairs: list[list[str]]) -> tuple[list[dict], list[dict]]:
+    """(items, per-pair counts) of `pairs` in `run`: one item per task where both conditions
+    answered with different texts; counts {x, y, items, identical, missing} per pair."""
+    wanted = sorted({c for pair in pairs for c in pair})
+    answers: dict[tuple[str, int], tuple[int, str]] = {}
+    tasks: set[int] = set()
+    for pk, task_id, sha, condition in (
+            Prediction.objects.filter(run=run, label=FINAL, condition__in=wanted, status=Prediction.Status.OK)
+            .exclude(answer_sha256="").order_by("task_id", "pk")
+            .values_list("pk", "task_id", "answer_sha256", "condition")):
+        answers.setdefault((condition, task_id), (pk, sha))
+        tasks.add(task_id)
+    tasks.update(Prediction.objects.filter(run=run, label=FINAL, condition__in=wanted)
+                 .values_list("task_id", flat=True).distinct())
+    judge = {(t, sha): score for t, sha, score in
+             Grade.objects.filter(run=run).values_list("task_id", "answer_sha256", "score")}
+    items, counts = [], []
+    for x, y in pairs:
+        count = {"x": x, "y": y, "items": 0, "identical": 0, "missing": 0}
+        for task_id in sorted(tasks):
+            a, b = answers.get((x, task_id)), answers.get((y, task_id))
+            if a is None or b is None:
+                count["missing"] += 1
+            elif a[1] == b[1]:
+                count["identical"] += 1
+            else:
+                count["items"] += 1
+                jx, jy = judge.get((task_id, a[1])), judge.get((task_id, b[1]))
+                items.append({"task_id": task_id, "x": x, "y": y, "prediction_id": a[0], "answer_sha256": a[1],
+                              "prediction_b_id": b[0], "judge_score": jx, "judge_score_b": jy,
+                              "stratum": f"{x} vs {y} | judge {_judge_order(jx, jy)}"})
+        counts.append(count)
+    return items, counts
+
+
+def _raters(project, usernames: list[str]):
+    found = {m.user.username: m for m in
+             Membership.objects.select_related("user").filter(project=project, user__username__in=usernames)}
+    for name in usernames:
+        if name not in found:
+            raise PairwiseError(f"{name} is not a member of this project")
+        if found[name].role != Role.RATER:
+            raise PairwiseError(f"{name} is {found[name].get_role_display().lower()}, not a rater, in this project")
+    return [found[name].user for name in usernames]
+
+
+def _pairs(run: Run, conditions: list[str], pairs: list[list[str]] | None) -> list[list[str]]:
+    order = list(run.protocol.conditions)
+    unknown = [c for c in conditions if c not in order]
+    if unknown:
+        raise PairwiseError(f"not a condition of this run: {', '.join(unknown)}")
+    if pairs is None:
+        chosen = [c for c in order if c in set(conditions)]
+        if len(chosen) < 2:
+            raise PairwiseError("choose at least two conditions to compare")
+        return [[x, y] for x, y in combinations(chosen, 2)]
+    out = []
+    for pair in pairs:
+        if len(pair) != 2 or pair[0] == pair[1] or any(c not in order for c in pair):
+            raise PairwiseError(f"{' vs '.join(pair)} is not a pair of two conditions of this run")
+        x, y = sorted(pair, key=order.index)
+        if [x, y] in out:
+            raise PairwiseError(f"the pair {x} vs {y} is listed twice")
+        out.append([x, y])
+    if not out:
+        raise PairwiseError("choose at least one pair of conditions")
+    return out
+
+
+@transaction.atomic
+def pairwise_campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[str], user=None,
+                             pairs: list[list[str]] | None = None, sample: str = RatingCampaign.Sample.ALL,
+                             sample_size: int | None = None, seed: int = 1,
+                             ratings_per_item: int = 2) -> RatingCampaign:
+    """A pairwise campaign over a finished run: its pair items and every rater's queue with sides."""
+    project = run.protocol.project
+    name = (name or "").strip()
+    if not name:
+        raise PairwiseError("a campaign needs a name")
+    if RatingCampaign.objects.filter(project=project, name=name).exists():
+        raise PairwiseError(f"a campaign called {name!r} already exists in this project")
+    if run.status != Run.Status.FINISHED:
+        raise PairwiseError(f"run {run.pk} is {run.get_status_display().lower()}; rate a finished run")
+    pairs = _pairs(run, conditions if pairs is None else [c for p in pairs for c in p], pairs)
+    if not 1 <= ratings_per_item <= MAX_RATINGS_PER_ITEM:
+        raise PairwiseError(f"ratings per item must be between 1 and {MAX_RATINGS_PER_ITEM}")
+    if len(set(raters)) != len(raters):
+        raise PairwiseError("a rater is listed twice")
+    users = _raters(project, raters)
+    if len(users) < ratings_per_item:
+        raise PairwiseError(f"{ratings_per_item} ratings per item need at least {ratings_per_item} raters; "
+                            f"{len(users)} chosen")
+    items, counts = pair_candidates(run, pairs)
+    if not items:
+        raise PairwiseError("these pairs have no task where both answers differ: nothing to compare")
+    if sample == RatingCampaign.Sample.STRATIFIED:
+        if not sample_size or sample_size < 1:
+            raise PairwiseError("a stratified sample needs a size of at least 1")
+        if sample_size < len(items):
+            keep = sampling.stratified_sample([i["stratum"] for i in items], [i["task_id"] for i in items],
+                                              sample_size, seed)
+            items = [items[i] for i in keep]
+    elif sample != RatingCampaign.Sample.ALL:
+        raise PairwiseError(f"unknown sample kind {sample!r}")
+    else:
+        sample_size = None
+    for count in counts:
+        count["sampled"] = sum(1 for i in items if (i["x"], i["y"]) == (count["x"], count["y"]))
+    used = {c for pair in pairs for c in pair}
+    campaign = RatingCampaign.objects.create(
+        project=project, run=run, name=name, conditions=[c for c in run.protocol.conditions if c in used],
+        sample=sample, sample_size=sample_size, seed=seed, ratings_per_item=ratings_per_item, repeat_percent=0,
+        kind=PAIRWISE, pairs=counts, created_by=user)
+    CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in users])
+    rows = RatingItem.objects.bulk_create([
+        RatingItem(campaign=campaign, task_id=i["task_id"], answer_sha256=i["answer_sha256"],
+                   prediction_id=i["prediction_id"], prediction_b_id=i["prediction_b_id"], conditions=[i["x"], i["y"]],
+                   stratum=i["stratum"], judge_score=i["judge_score"], judge_score_b=i["judge_score_b"], number=n)
+        for n, i in enumerate(items, start=1)])
+    if not all(r.pk for r in rows):
+        rows = list(campaign.items.order_by("number"))
+    queues = sampling.assign(len(rows), [u.pk for u in users], ratings_per_item, seed)
+    assignments = []
+    for n, (rater_id, queue) in enumerate(queues.items()):
+        sides = sampling_sides([items[i] for i in queue], seed + n + 1)
+        assignments += [Assignment(campaign=campaign, item=rows[i], rater_id=rater_id, position=position,
+                                   x_on_a=x_on_a)
+                        for position, (i, x_on_a) in enumerate(zip(queue, sides))]
+    Assignment.objects.bulk_create(assignments, batch_size=5000)
+    return campaign
+
+
+def sampling_sides(queue_items: list[dict], seed: int) -> list[bool]:
+    """x_on_a for each item of one rater's queue (balanced per condition, seeded)."""
+    return balanced_sides([(i["x"], i["y"]) for i in queue_items], seed)
+
+
+def pair_view(assignment: Assignment) -> dict:
+    """What a rater sees of a pair item: the texts only, X's answer on the side the assignment says."""
+    item = assignment.item
+    task = item.task
+    x, y = item.prediction.text, item.prediction_b.text
+    a, b = (x, y) if assignment.x_on_a else (y, x)
+    return {"assignment": assignment.pk, "question": task.question_turn.text, "reference": task.answer_turn.text,
+            "answer_a": a, "answer_b": b}
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+def pair_ratings(campaign: RatingCampaign) -> list[PairRating]:
+    """Every first-showing rating with a side or a tie (flag-only ratings drop out), by item and rater."""
+    rows = (HumanGrade.objects.filter(assignment__campaign=campaign, assignment__showing=FIRST_SHOWING)
+            .exclude(preference="")
+            .order_by("assignment__item__number", "assignment__rater_id")
+            .values_list("assignment__item__number", "assignment__item__task__session__person_id",
+                         "assignment__item__conditions", "preference", "assignment__x_on_a",
+                         "assignment__item__judge_score", "assignment__item__judge_score_b"))
+    return [PairRating(item=number, person=person, x=conditions[0], y=conditions[1],
+                       outcome=outcome(preference, x_on_a), judge_x=jx, judge_y=jy)
+            for number, person, conditions, preference, x_on_a, jx, jy in rows]
+
+
+def pairwise_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
+    """The campaign's numbers (`annotations.core.pairwise.pairwise_payload`), with its pairs'
+    counts of identical and missing answers; stored under the sha256 of the inputs."""
+    seed, draws = bootstrap_settings(campaign)
+    ratings = pair_ratings(campaign)
+    inputs = {"version": PAIRWISE_VERSION, "campaign": campaign.pk, "conditions": list(campaign.conditions),
+              "pairs": campaign.pairs, "bootstrap": {"seed": seed, "draws": draws},
+              "ratings": [[r.item, r.person, r.x, r.y, r.outcome, r.judge_x, r.judge_y] for r in ratings]}
+    sha = sha256_text(canonical_json(inputs))
+    if use_cache:
+        stored = CampaignResult.objects.filter(campaign=campaign, inputs_sha256=sha).first()
+        if stored is not None:
+            return stored.payload
+    payload = pairwise_payload(ratings, campaign.conditions, seed=seed, draws=draws)
+    payload.update(pairs=campaign.pairs, inputs_sha256=sha, computed_at=timezone.now().isoformat(timespec="seconds"))
+    CampaignResult.objects.update_or_create(
+        campaign=campaign, defaults={"inputs_sha256": sha, "payload": payload, "computed_at": timezone.now()})
+    return payload

@@ -1,0 +1,1 @@
+"""Pages of pairwise preference campaigns: create, results."""

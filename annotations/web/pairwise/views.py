@@ -1,0 +1,89 @@
+"""Pairwise campaign pages: an owner creates one; owners, analysts and viewers read its numbers.
+
+Results show numbers only (no text, no rater names); raters get 403 as on a grade campaign's
+results, non-members 404. The CSVs are recorded in the audit log like the other results tables.
+"""
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+
+from annotations.campaign_access import campaign_for
+from annotations.core.pairwise import BT_COLUMNS, WIN_RATE_COLUMNS, bt_rows, win_rate_rows
+from annotations.pairwise import PairwiseError, is_pairwise, pairwise_campaign_create, pairwise_results
+from annotations.web.pairwise.forms import PairwiseForm
+from experiments.access import AGGREGATE_READERS, OWNERS, run_for
+from experiments.analysis.exports import csv_text
+from experiments.data.audit_log import Kind, audit_record
+from experiments.models import Role
+
+CSV_TABLES = {
+    "wins": (WIN_RATE_COLUMNS, win_rate_rows),
+    "bradley-terry": (BT_COLUMNS, bt_rows),
+    "pairs": (["condition_x", "condition_y", "items", "identical", "missing", "sampled"],
+              lambda data: [[p["x"], p["y"], p["items"], p["identical"], p["missing"], p.get("sampled")]
+                            for p in data["pairs"]]),
+    "judge-order": (["scored", "agree", "human_ties", "judge_ties", "missing", "items", "people", "share", "share_lo",
+                     "share_hi", "share_decided"],
+                    lambda data: [[*(data["judge_order"][k] for k in ("scored", "agree", "human_ties", "judge_ties",
+                                                                       "missing", "items", "people")),
+                                   *((data["judge_order"]["share"] or {}).get(k) for k in ("estimate", "lo", "hi")),
+                                   data["judge_order"]["share_decided"]]]),
+}
+
+
+@login_required
+def pairwise_create_view(request, slug, run_pk):
+    """Template annotations/campaigns/pairwise_form.html (owners)."""
+    membership, run = run_for(request, slug, run_pk, roles=OWNERS)
+    form = PairwiseForm(request.POST or None, run=run)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            campaign = pairwise_campaign_create(
+                run=run, name=data["name"], conditions=data["conditions"], raters=data["raters"], user=request.user,
+                sample=data["sample"], sample_size=data["sample_size"], seed=data["seed"],
+                ratings_per_item=data["ratings_per_item"])
+        except PairwiseError as e:
+            form.add_error(None, str(e))
+        else:
+            skipped = sum(p["identical"] for p in campaign.pairs)
+            messages.success(request, f"Pairwise campaign {campaign.name} created: {campaign.items.count()} pairs "
+                                      f"({skipped} tasks with identical answers skipped as ties by construction).")
+            return redirect("campaign_detail", slug, campaign.pk)
+    return render(request, "annotations/campaigns/pairwise_form.html", {
+        "membership": membership, "project": membership.project, "run": run, "form": form,
+    })
+
+
+def _pairwise_campaign(request, slug, pk):
+    membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
+    if not is_pairwise(campaign):
+        raise Http404("Not a pairwise campaign")
+    return membership, campaign
+
+
+@login_required
+def pairwise_results_page(request, slug, pk):
+    """Template annotations/results/pairwise_results.html: win rates, the Bradley–Terry scale, the judge's order."""
+    membership, campaign = _pairwise_campaign(request, slug, pk)
+    data = pairwise_results(campaign)
+    return render(request, "annotations/results/pairwise_results.html", {
+        "membership": membership, "project": membership.project, "campaign": campaign, "data": data,
+        "is_owner": membership.role == Role.OWNER, "tables": list(CSV_TABLES),
+        "skipped": sum(p["identical"] for p in data["pairs"]),
+    })
+
+
+@login_required
+def pairwise_results_csv(request, slug, pk, table):
+    membership, campaign = _pairwise_campaign(request, slug, pk)
+    if table not in CSV_TABLES:
+        raise Http404("No such table")
+    header, rows = CSV_TABLES[table]
+    data = pairwise_results(campaign)
+    audit_record(request, membership.project, Kind.EXPORT, f"campaign {campaign.pk}: pairwise table {table} (CSV)")
+    body = csv_text(header, [dict(zip(header, row)) for row in rows(data)])
+    response = HttpResponse(body, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-pairwise-{table}.csv"'
+    return response
