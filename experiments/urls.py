@@ -8,4 +8,5 @@ urlpatterns = [
     path("", include("experiments.web.analysis.urls")),
     path("", include("experiments.web.explorer.urls")),
     path("", include("experiments.web.surveys.urls")),
+    path("", include("experiments.web.api.urls")),
 ]

@@ -59,6 +59,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_rq",
     "axes",
+    # The JSON API (experiments/web/api): its docs page's Swagger UI comes from ninja's static files.
+    "ninja",
     "experiments",
     "annotations",
 ]
@@ -261,6 +263,9 @@ OWNWORDS_ANYONE_MAY_CREATE_PROJECTS = env_bool("OWNWORDS_ANYONE_MAY_CREATE_PROJE
 # Trained rerankers the pools page runs as pickers (experiments.core.rankers): comma-separated
 # dotted paths or entry-point names, e.g. "experiments.core.rankers:QuestionOverlapRanker".
 OWNWORDS_RANKERS = tuple(spec.strip() for spec in env_str("OWNWORDS_RANKERS", "").split(",") if spec.strip())
+
+# The JSON API (/api/v1/, experiments/web/api): requests per token per clock minute, counted in Redis.
+OWNWORDS_API_RATE_PER_MINUTE = env_int("OWNWORDS_API_RATE_PER_MINUTE", 120, minimum=1)
 
 # The dashboard of django-rq lives at /django-rq/, for superusers only (ownwords_site/urls.py);
 # its admin copy would be open to every staff user, so it is not registered.

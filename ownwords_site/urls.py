@@ -1,4 +1,4 @@
-"""The site's URLs: login, admin, the RQ dashboard (superusers only) and the two apps."""
+"""The site's URLs: login, admin, the RQ dashboard (superusers only), the two apps and their JSON API."""
 from functools import wraps
 
 from django.contrib import admin
@@ -7,6 +7,9 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.urls import include, path
 from django_rq.urls import get_admin_urlpatterns, get_api_urlpatterns
+
+from annotations.web.api import router as campaigns_api
+from experiments.web.api import api
 
 
 def superuser_required(view):
@@ -34,6 +37,7 @@ def superusers_only(patterns):
 
 
 rq_dashboard = superusers_only(get_api_urlpatterns() + get_admin_urlpatterns())
+api.add_router("", campaigns_api)  # annotations stands on experiments: its endpoints join the API here
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -42,4 +46,5 @@ urlpatterns = [
     path("django-rq/", include((rq_dashboard, "django_rq"))),
     path("", include("experiments.urls")),
     path("", include("annotations.urls")),
+    path("api/v1/", api.urls),
 ]
