@@ -85,3 +85,17 @@ def test_pages_are_compressed_for_browsers_that_ask(client, cast):
     response = client.get(reverse("project_detail", args=["alpha"]), HTTP_ACCEPT_ENCODING="gzip")
     assert response.status_code == 200 and response["Content-Encoding"] == "gzip"
     assert "Alpha study" in gzip.decompress(response.content).decode()
+
+
+@pytest.mark.parametrize("turn, shown", [
+    ("That sounds really rewarding. Thank you. What do you do on a free weekend?", "What do you do on a free weekend?"),
+    ("Great. Can you say more? I mean about the studio.", "Can you say more?"),
+    ("Tell me about your week", "Tell me about your week"),
+    ("I see. And then \u201cwhy did you stay?\u201d Take your time.", "And then \u201cwhy did you stay?\u201d"),
+    ("Thanks. " + "very " * 60 + "long question?", "very " * 27 + "very…"),
+    ("", ""),
+])
+def test_the_question_column_shows_the_question_not_the_acknowledgement(turn, shown):
+    from experiments.core.question_text import question_sentences
+    assert question_sentences(turn) == shown
+    assert len(question_sentences(turn)) <= 140

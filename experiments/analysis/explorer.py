@@ -30,6 +30,7 @@ from experiments.analysis.explorer_sql import (
 from experiments.analysis.task_grade_store import grade_at
 from experiments.analysis.task_filters import TASK_FILTERS
 from experiments.data.cohort_facts import cohort_facts_copy, cohort_facts_missing
+from experiments.core.question_text import question_sentences
 from experiments.core.conditions import FINAL, FUSION, SELECTION, get_condition
 from experiments.models import CohortTask, Person, Prediction, Run, Session, Study, Task, TaskGrades
 from experiments.models.runs import Phase
@@ -315,13 +316,13 @@ def _neighbours_in_cohort_order(run: Run, position: int, *, descending: bool) ->
 
 
 def task_facts(task_ids: list[int]) -> dict[int, dict]:
-    """Session, person, study and the question's start for each task (one query)."""
+    """Session, person, study and the question sentence for each task (one query)."""
     rows = (Task.objects.filter(pk__in=task_ids)
             .values("pk", "position", "session__external_id", "session__person__label", "session__study__key",
                     "question_turn__text"))
     return {r["pk"]: {"task_id": r["pk"], "target": r["position"] + 1, "session": r["session__external_id"],
                       "person": r["session__person__label"], "study": r["session__study__key"],
-                      "question": r["question_turn__text"][:300]} for r in rows}
+                      "question": question_sentences(r["question_turn__text"])} for r in rows}
 
 
 def final_cells(run: Run, task_ids: list[int]) -> dict[int, dict[str, dict]]:
