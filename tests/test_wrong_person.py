@@ -161,3 +161,19 @@ def test_table_32_drops_the_people_with_two_sessions(project):
     assert table.rows[1][1:] == pytest.approx((expected.estimate, expected.lo, expected.hi, 4, 2))
     assert table.rows[0][4:] == (8, 3)
     assert table.rows[2] == ("without the historical source-risk people", None, None, None, None, None)
+
+
+def test_table_31_gives_each_representations_gain_over_the_screener_reference(project):
+    cohort = build_cohort(project, sessions=3, targets=2, name="reps")
+    run = run_inline(make_run(project, cohort, conditions=["screener-only", OWN, TRAIT], generator=OFFLINE,
+                              bootstrap={"seed": 9, "draws": 200}).pk)
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    table = items.table31(project, [run])
+    assert [row[0] for row in table.rows] == ["screener-only reference", "concrete memory", "trait memory",
+                                              "concrete memory − screener-only", "trait memory − screener-only"]
+    grades = final_grades(run)
+    means = [np.mean(list(grades[key].values())) / 3 for key in ("screener-only", OWN, TRAIT)]
+    assert [row[2] for row in table.rows[:3]] == pytest.approx(means)
+    assert [row[3] for row in table.rows[3:]] == pytest.approx([means[1] - means[0], means[2] - means[0]])
+    assert table.inputs.seeds == (9,) and table.inputs.draws == 200 and table.inputs.offline_runs == (run.pk,)
+    assert "Representations: run" in table.notes[0] and "6 tasks of 3 people" in table.notes[0]
