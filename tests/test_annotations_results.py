@@ -343,3 +343,13 @@ def test_unknown_table_and_an_empty_campaign(client, campaign, cast):
     response = client.get(url(campaign))
     assert response.status_code == 200 and "nothing to compare yet" in response.content.decode()
     assert client.get(url(campaign, "campaign_results_csv", "contrasts")).status_code == 200
+
+
+def test_the_header_counts_the_raters_who_rated(client, campaign, cast):
+    client.force_login(cast["owner"])
+    assert "0 ratings by 0 raters" in client.get(url(campaign)).content.decode()
+    rater = campaign.raters.order_by("user__username").first().user
+    pending = Assignment.objects.filter(campaign=campaign, rater=rater).order_by("position")[:3]
+    for assignment in pending:
+        rating_record(campaign=campaign, user=rater, assignment_id=assignment.pk, grade=2)
+    assert "3 ratings by 1 rater (" in client.get(url(campaign)).content.decode()

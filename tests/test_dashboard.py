@@ -4,6 +4,8 @@ import io
 
 import numpy as np
 import pytest
+
+from experiments.models.runs import PHASE_ORDER
 from django.urls import reverse
 
 from experiments.core import stats
@@ -62,6 +64,8 @@ def test_the_dashboard_numbers_are_the_statistics_of_the_grades(finished_run):
     assert means[WHOLE] == pytest.approx(np.mean(stats.normalize([table[WHOLE][t] for t in tasks])))
     assert payload["cost"]["per_phase"]  # the journal has attempts
     assert sum(r["attempts"] for r in payload["cost"]["per_phase"]) == finished_run.slots.count()
+    phases = [r["phase"] for r in payload["cost"]["per_phase"]]
+    assert phases[0] == "memories" and phases == sorted(phases, key=PHASE_ORDER.index)  # pipeline order
 
 
 def test_a_missing_grade_shrinks_the_paired_set_and_invalidates_the_cache(finished_run):

@@ -33,8 +33,9 @@ import numpy as np
 from experiments.core.stats.agreement_stats import agreement_bootstrap, alpha_bootstrap, mean_vs_judge
 from experiments.core.stats.paired import MAX_GRADE, paired_bootstrap
 
-# Part of what a cached payload depends on: bump it when a figure changes meaning.
-AGREEMENT_VERSION = "1"
+# Part of what a cached payload depends on: bump it when a figure changes meaning or the payload
+# gains a key (2: counts.raters_who_rated).
+AGREEMENT_VERSION = "2"
 LEVEL = 0.95
 
 
@@ -211,6 +212,7 @@ def counts(table: RatingTable, grades: np.ndarray, k: int, dispute_spread: int) 
         "flagged": sum(r.flagged for r in table.ratings),
         "flag_only": sum(r.flagged and r.grade is None for r in table.ratings),
         "raters": len(table.raters),
+        "raters_who_rated": len({r.rater for r in table.ratings}),
         "people": len(set(table.person)),
         "gold_items": sum(g is not None for g in table.gold),
         "disputed_items": int((spread >= dispute_spread).sum()),

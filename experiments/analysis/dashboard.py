@@ -20,6 +20,7 @@ from experiments.core.stats.arguments import bootstrap_tails
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.core.conditions import MEMORY, ONE_SHOT, OWNWORDS, RECENCY, WHOLE_RECORD, get_condition
 from experiments.models import AnalysisResult, ModelCall, Prediction, Run, Slot
+from experiments.models.runs import PHASE_ORDER
 from experiments.core.conditions import FINAL
 from experiments.core.criteria import CriteriaError, evaluate_criteria
 
@@ -279,6 +280,9 @@ def _cost(run: Run) -> dict:
     per_phase = list(calls.values("slot__phase").annotate(**aggregates).order_by("slot__phase"))
     for row in per_phase:
         row["phase"] = row.pop("slot__phase")
+    # In pipeline order (memories, generation, decisions, judging), as the run went.
+    per_phase.sort(key=lambda r: (PHASE_ORDER.index(r["phase"]) if r["phase"] in PHASE_ORDER else len(PHASE_ORDER),
+                                  r["phase"]))
     # A shared generation (byte-identical messages) counts for every condition it served.
     per_condition = []
     for condition in run.protocol.conditions:
