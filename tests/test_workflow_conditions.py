@@ -391,3 +391,22 @@ def test_a_run_chooses_tags_once_per_session_and_answers_each_task_from_them(pro
         assert "[WHAT IS KNOWN ABOUT THIS PARTICIPANT]\ncurious, composer, gardener, teacher\n" in p.slot.user
     assert not finals.filter(status="missing", slot__isnull=False).exists()  # never redrawn
     assert Slot.objects.filter(run=run, phase=Phase.DECISIONS).count() == 2
+
+
+def test_the_task_page_shows_the_notes_call_and_names_the_second_calls_to_text_readers_only(project, server, http,
+                                                                                              cast):
+    from django.test import Client
+    cohort = build_cohort(project, sessions=1, targets=1, name="attempts-page")
+    Roles(server, memory=lambda r: "NOTES-SENTINEL on gardening." if _notes_request(r) else "Likes gardening.",
+          answer=lambda r: "Pruned." if _prune_request(r) else "Alpha answer.")
+    run = make_run(project, cohort, conditions=[NOTES_RECORD, PRUNED], generator=openai_model(server))
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
+    task = Prediction.objects.filter(run=run).first().task
+    browser = Client()
+    browser.force_login(cast["analyst"])
+    page = browser.get(f"/p/{project.slug}/runs/{run.pk}/predictions/{task.pk}/").content.decode()
+    assert page.count("notes (the first call; cut at 120 words before the answering call)") == 1  # its column only
+    assert "NOTES-SENTINEL on gardening." in page
+    assert "answer from the notes" in page and "pruned draft" in page
+    browser.force_login(cast["viewer"])
+    assert browser.get(f"/p/{project.slug}/runs/{run.pk}/predictions/{task.pk}/").status_code == 403

@@ -3,15 +3,24 @@ each condition's evidence marked, read in a constant number of queries whatever 
 conditions (predictions with their grades, memories, model calls, turns: one query each)."""
 from __future__ import annotations
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Q, Subquery
 
-from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, SELECTION, get_condition
+from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, NOTES, PRUNE, SELECTION, TAGS, get_condition
 from experiments.core.evidence import TurnText
-from experiments.core.slot_keys import ArchiveKey
+from experiments.core.slot_keys import ArchiveKey, NotesKey, TagsKey
 from experiments.models import Grade, Mem0Extraction, Memory, ModelCall, Prediction, Run, Turn
 from experiments.web.predictions.transcript import mark_evidence, record_sentences
 
 GRADE_FIELDS = ("score", "status", "rationale", "parse_error", "slot_id")
+# The title of a first call that writes no answer, by evidence (MemGPT-style) or workflow.
+FIRST_CALL_TITLES = {
+    MEMGPT_STYLE: "archive queries (the MemGPT-style query call)",
+    NOTES: "notes (the first call; cut at 120 words before the answering call)",
+    TAGS: "tag choice (the session's call, from the cohort's 40 most frequent labels)",
+}
+# The card name of a final answer made by a second call.
+FINAL_NAMES = {FUSION: FUSION, SELECTION: SELECTION, NOTES: "answer from the notes", PRUNE: "pruned draft",
+               TAGS: "answer from the tags"}
 
 
 def _with_grades(run: Run, task) -> list[Prediction]:
@@ -52,6 +61,9 @@ def task_cards(run: Run, task) -> dict:
     by_condition: dict[str, list[Prediction]] = {}
     for p in predictions:
         by_condition.setdefault(p.condition, []).append(p)
+    first_calls = _first_calls(run, task) if any(
+        get_condition(key).evidence == MEMGPT_STYLE or get_condition(key).workflow in FIRST_CALL_TITLES
+        for key in run.protocol.conditions) else []  # no query when no condition has such a call
     columns = []
     for key in run.protocol.conditions:
         condition = get_condition(key)
@@ -62,24 +74,28 @@ def task_cards(run: Run, task) -> dict:
                        and m.words == condition.memory_words), None)
         columns.append({"condition": key, "workflow": condition.workflow, "cards": cards, "memory": memory,
                         "memory_calls": calls.get(memory.slot_id, []) if memory else [],
-                        "archive_calls": _archive_calls(run, task) if condition.evidence == MEMGPT_STYLE else [],
+                        "archive_calls": [c for c in first_calls if [r[0] for r in c.slot.prompt_refs]
+                                          == list(condition.auxiliary_prompts)],
+                        "first_call_title": FIRST_CALL_TITLES.get(
+                            MEMGPT_STYLE if condition.evidence == MEMGPT_STYLE else condition.workflow, ""),
                         "mem0": mem0 if condition.evidence == MEM0 else None,
                         "mem0_calls": calls.get(mem0.slot_id, []) if mem0 and condition.evidence == MEM0 else [],
                         "final_score": _score(final) if final else None})
     return {"columns": columns, "identical": sum(1 for names in same_text.values() if len(names) > 1)}
 
 
-def _archive_calls(run: Run, task) -> list[ModelCall]:
-    """The MemGPT-style archive-query call of the task (App. H): its attempts, with the reply as received."""
-    return list(ModelCall.objects.filter(slot__run=run, slot__key__startswith=ArchiveKey.prefix(task.pk))
-                .select_related("slot").order_by("attempt"))
+def _first_calls(run: Run, task) -> list[ModelCall]:
+    """The task's calls that write no answer, with their replies as received: the MemGPT-style archive
+    queries (App. H), the notes (App. F) and the session's tag choice (App. K); one query."""
+    keys = (Q(slot__key__startswith=ArchiveKey.prefix(task.pk)) | Q(slot__key__startswith=NotesKey.prefix(task.pk))
+            | Q(slot__key__startswith=TagsKey.prefix(task.session_id)))
+    return list(ModelCall.objects.filter(keys, slot__run=run).select_related("slot").order_by("slot_id", "attempt"))
 
 
 def _slot_name(p: Prediction) -> str:
     if p.label != FINAL:
         return p.label
-    workflow = get_condition(p.condition).workflow
-    return workflow if workflow in (FUSION, SELECTION) else "answer"
+    return FINAL_NAMES.get(get_condition(p.condition).workflow, "answer")
 
 
 def _card(p: Prediction, condition, final, calls, judge_slots, same_text) -> dict:
