@@ -28,6 +28,7 @@ CROSS = "experiments.analysis.report_items_cross_run"
 PER_RUN = "experiments.analysis.report_items_per_run"
 SURVEY = "experiments.analysis.report_items_survey"
 CONDITIONS = "experiments.analysis.report_items_conditions"
+WORKFLOWS = "experiments.analysis.report_items_workflows"
 
 DIAGRAM = "a diagram, not data"
 HISTORICAL = ("the paper's numbers are reanalyses of old predictions, which need their memories and predictions "
@@ -111,6 +112,8 @@ CATALOG: tuple[CatalogItem, ...] = (
        caption=False),
     _t("App. F (routing)", "OwnWords's retriever: routing", "App. F", f"{PER_RUN}:appendix_f_routing",
        caption=False),
+    _t("App. F (development attempts)", "Question-specific notes, then an answer; pruning the one-shot draft",
+       "App. F, E.12", f"{WORKFLOWS}:development_attempts", "development-attempts", caption=False),
     _t("Table 16", "Tables 1 and 2, plus the no-budget reference", "App. G",
        f"{CROSS}:table16"),
     _t("Table 17", "Every per-budget contrast of the budget sweep", "App. G.1", f"{CACHED}:table17",
@@ -145,6 +148,9 @@ CATALOG: tuple[CatalogItem, ...] = (
     # ---- beyond the paper ------------------------------------------------------------------------
     _t("Dense vs BM25", "OwnWords with a dense ranker against BM25 (not in the paper)", "beyond the paper",
        f"{CONDITIONS}:dense_vs_bm25", caption=False, in_paper=False),
+    _t("Representations run anew", "App. K's combined profile of imputed scales and tag arm, run anew against the "
+       "memories (not in the paper: its Table 31 reanalyses old outputs)", "beyond the paper",
+       f"{WORKFLOWS}:representations", "representations", caption=False, in_paper=False),
 )
 
 PAPER_TABLES = tuple(f"Table {n}" for n in range(1, 33))
