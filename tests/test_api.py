@@ -219,7 +219,8 @@ def b64(text: bytes) -> str:
     {"limit": "0"}, {"limit": "5001"}, {"limit": "abc"}, {"limit": "1" * 30}, {"limit": "-3"},
 ])
 def test_hostile_cursor_and_limit_values_are_a_400(client, world, params):
-    for path in (f"/projects/alpha/runs/{world['run'].pk}/predictions", f"/projects/alpha/runs/{world['run'].pk}/export"):
+    run = world["run"].pk
+    for path in (f"/projects/alpha/runs/{run}/predictions", f"/projects/alpha/runs/{run}/export"):
         response = api_get(client, path, world["tokens"]["owner"], **params)
         assert response.status_code == 400, (path, params, response.content[:200])
 

@@ -19,7 +19,7 @@ from annotations.jobs import results_enqueue
 from annotations.models import RatingCampaign
 from annotations.pairwise import is_pairwise
 from experiments.access import AGGREGATE_READERS, membership_for
-from experiments.web.api.paging import PageParams, page_schema, queryset_page
+from experiments.web.api.paging import PageParams, page_response, page_schema, queryset_page
 
 router = Router(tags=["rating campaigns"])
 
@@ -43,8 +43,8 @@ class CampaignResultsOut(Schema):
 def campaigns(request, slug: str, page: Query[PageParams]):
     """The project's rating campaigns, by id."""
     membership = membership_for(request, slug, roles=AGGREGATE_READERS)
-    return queryset_page(RatingCampaign.objects.filter(project=membership.project).values(
-        "id", "name", "run_id", "status", "conditions", "created_at"), page)
+    return page_response(queryset_page(RatingCampaign.objects.filter(project=membership.project).values(
+        "id", "name", "run_id", "status", "conditions", "created_at"), page))
 
 
 @router.get("/projects/{slug}/campaigns/{int:campaign_id}/results", response=CampaignResultsOut,

@@ -22,7 +22,7 @@ from experiments.core.conditions import CONDITIONS, FINAL
 from experiments.data.audit_log import Kind, audit_record
 from experiments.execution.kind_table import kind_rules
 from experiments.models import Membership, Prediction, Project, Role, Run
-from experiments.web.api.paging import PageParams, list_page, page_schema, queryset_page
+from experiments.web.api.paging import PageParams, page_response, list_page, page_schema, queryset_page
 
 router = Router(tags=["numbers"])
 
@@ -101,7 +101,7 @@ def projects(request, page: Query[PageParams]):
     roles = readable_memberships(request.user)
     queryset = (Project.objects.filter(memberships__in=roles)
                 .annotate(role=F("memberships__role")).values("id", "slug", "name", "role", "created_at"))
-    return queryset_page(queryset, page)
+    return page_response(queryset_page(queryset, page))
 
 
 @router.get("/projects/{slug}/runs", response=page_schema(RunOut, "RunPage"), url_name="api_runs")
@@ -116,7 +116,7 @@ def runs(request, slug: str, page: Query[PageParams]):
     def row(r):
         boot = r.pop("bootstrap") or {}
         return {**r, "protocol": r.pop("protocol_name"), "seed": boot.get("seed"), "draws": boot.get("draws")}
-    return queryset_page(queryset, page, row)
+    return page_response(queryset_page(queryset, page, row))
 
 
 @router.get("/projects/{slug}/runs/{int:run_id}/conditions", response=page_schema(ConditionOut, "ConditionPage"),
@@ -131,7 +131,7 @@ def conditions(request, slug: str, run_id: int, page: Query[PageParams]):
             "evidence": known.evidence, "workflow": known.workflow, "candidates": known.candidates,
             "memory_kind": known.memory_kind, "memory_words": known.memory_words,
             "with_screener": known.with_screener})})
-    return list_page(rows, page)
+    return page_response(list_page(rows, page))
 
 
 def _interview_run(request, slug, run_id):
@@ -148,7 +148,7 @@ def export(request, slug: str, run_id: int, page: Query[PageParams]):
     membership, run = _interview_run(request, slug, run_id)
     _, rows = scores_package_rows(run)
     audit_record(request, membership.project, Kind.EXPORT, f"run {run.pk}: task-level scores (API)")
-    return list_page([{k: (None if v == "" else v) for k, v in r.items()} for r in rows], page)
+    return page_response(list_page([{k: (None if v == "" else v) for k, v in r.items()} for r in rows], page))
 
 
 @router.get("/projects/{slug}/runs/{int:run_id}/grades", response=page_schema(GradeOut, "GradePage"),
@@ -161,7 +161,7 @@ def grades(request, slug: str, run_id: int, page: Query[PageParams]):
 
     def row(r):
         return {**r, "score": None if r["grade"] is None else r["grade"] / 3}
-    return queryset_page(queryset, page, row)
+    return page_response(queryset_page(queryset, page, row))
 
 
 @router.get("/projects/{slug}/runs/{int:run_id}/contrasts", response=page_schema(dict[str, Any], "ContrastPage"),
@@ -172,4 +172,4 @@ def contrasts(request, slug: str, run_id: int, page: Query[PageParams]):
     result = dashboard_cached(run)
     if result is None:
         raise Http404("The analysis is not computed yet (open the run's dashboard, or wait for the run to finish)")
-    return list_page(result.payload["contrasts"], page)
+    return page_response(list_page(result.payload["contrasts"], page))

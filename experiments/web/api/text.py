@@ -16,7 +16,7 @@ from experiments.access import TEXT_READERS, membership_for, run_for
 from experiments.core.interviews.records import unstorable_text_problem
 from experiments.data.audit_log import Kind, audit_record
 from experiments.models import Prediction, Session, Turn
-from experiments.web.api.paging import PageParams, decode_cursor, page_schema, queryset_page
+from experiments.web.api.paging import PageParams, page_response, decode_cursor, page_schema, queryset_page
 
 router = Router(tags=["text (owners and analysts)"])
 
@@ -57,12 +57,12 @@ def predictions(request, slug: str, run_id: int, page: Query[PageParams]):
     membership, run = run_for(request, slug, run_id, roles=TEXT_READERS)
     after = decode_cursor(page.cursor)
     queryset = Prediction.objects.filter(run=run).values(
-        "id", "task_id", "condition", "label", "status", "text", "chosen_label", "copied_label", "evidence_chars", "budget",
-        grade=F("score"))
+        "id", "task_id", "condition", "label", "status", "text", "chosen_label", "copied_label", "evidence_chars",
+        "budget", grade=F("score"))
     body = queryset_page(queryset, page)
     audit_record(request, membership.project, Kind.TASK,
                  f"task list of run {run.pk}, API page after answer {after} ({len(body['items'])} answers)")
-    return body
+    return page_response(body)
 
 
 @router.get("/projects/{slug}/sessions", response=page_schema(SessionOut, "SessionPage"), url_name="api_sessions")
@@ -71,7 +71,7 @@ def sessions(request, slug: str, page: Query[PageParams]):
     membership = membership_for(request, slug, roles=TEXT_READERS)
     queryset = Session.objects.filter(project=membership.project).values(
         "id", "external_id", "language", study_key=F("study__key"), person_label=F("person__label"))
-    return queryset_page(queryset, page)
+    return page_response(queryset_page(queryset, page))
 
 
 @router.get("/projects/{slug}/sessions/{session_id}/turns", response=page_schema(TurnOut, "TurnPage"),
@@ -86,4 +86,4 @@ def turns(request, slug: str, session_id: str, page: Query[PageParams]):
         raise Http404("No such session")
     body = queryset_page(Turn.objects.filter(session=session).values("id", "index", "speaker", "text"), page)
     audit_record(request, membership.project, Kind.SESSION, f"session {session.external_id}")
-    return body
+    return page_response(body)
