@@ -99,3 +99,11 @@ def test_the_question_column_shows_the_question_not_the_acknowledgement(turn, sh
     from experiments.core.question_text import question_sentences
     assert question_sentences(turn) == shown
     assert len(question_sentences(turn)) <= 140
+
+
+def test_the_project_page_has_no_duplicate_ids_and_run_pages_link_the_run(client, cast, imported):
+    import re
+    client.force_login(cast["owner"])
+    page = client.get(reverse("project_detail", args=[imported.slug])).content.decode()
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert ids and len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})

@@ -95,6 +95,11 @@ FIXED_INPUT_MAX_BYTES = 20 * 1024 * 1024  # a task or exclusion list; far above 
 class TaskListForm(StorableTextMixin, forms.Form):
     """A cohort from a fixed task list (the paper's fixed inputs): CSV session_id,question_turn."""
 
+    def __init__(self, *args, **kwargs):
+        # Its own ids: the project page shows it beside the cohort form, whose `name` is id_name.
+        kwargs.setdefault("auto_id", "id_task_list_%s")
+        super().__init__(*args, **kwargs)
+
     name = forms.CharField(max_length=100, label="Cohort name")
     task_list = forms.FileField(label="Fixed task list", help_text="CSV with the header session_id,question_turn; "
                                 "rows in cohort order; the next turn is the reference answer")
