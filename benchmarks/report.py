@@ -184,6 +184,8 @@ def main():
     for item in report.items:
         states[item["state"]] = states.get(item["state"], 0) + 1
     print(f"build: {build_s:.1f} s (target ≤ 60 s); items: {states}")
+    slowest = sorted(report.items, key=lambda i: -i.get("build_seconds", 0))[:6]
+    print("  slowest items: " + ", ".join(f"{i['id']} {i.get('build_seconds', 0):.1f} s" for i in slowest))
     client = Client()
     client.force_login(user)
     url = reverse("paper_report", args=[project.slug])

@@ -43,13 +43,17 @@ def resolve(path: str | None):
 
 
 def build_item(item: CatalogItem, project, runs) -> dict:
+    started = time.perf_counter()
     try:
         builder = resolve(item.builder)
         built = builder(project, runs) if builder is not None else None
     except Exception as exc:  # noqa: BLE001 - one item's failure is that item's state, logged with its traceback
         logger.exception("paper report of %s: %s failed", project.slug, item.id)
-        return item_json(item, None, error=f"its builder failed ({type(exc).__name__}); see the server log")
-    return item_json(item, built)
+        out = item_json(item, None, error=f"its builder failed ({type(exc).__name__}); see the server log")
+    else:
+        out = item_json(item, built)
+    out["build_seconds"] = round(time.perf_counter() - started, 3)
+    return out
 
 
 def build_report(project) -> tuple[list[dict], str]:
