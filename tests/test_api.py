@@ -18,6 +18,7 @@ from experiments.core.conditions import FINAL
 from experiments.data.api_tokens import token_create, token_revoke, token_sha256
 from experiments.models import ApiToken, AuditEntry, Membership, Prediction, Project, Role, Session, Turn
 from experiments.web.api import auth as api_auth
+from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
 
 REPO = Path(__file__).resolve().parent.parent
 TEXT = "keeps bees"  # in every participant answer of the finished run (tests/annotations_helpers.py)
@@ -314,3 +315,23 @@ def test_the_readme_notebook_snippet_runs_against_a_live_server(live_server, mon
     printed = capsys.readouterr().out
     contrast = dashboard_cached(run).payload["contrasts"][0]
     assert contrast["name"] in printed and f"{contrast['estimate']:+.4f}" in printed
+
+
+
+@pytest.mark.slow
+def test_the_docs_page_draws_under_the_policy_without_a_violation(transactional_db, live_server, browser):  # noqa: F811
+    """Swagger UI from ninja's own static files: it draws the API's title under the site's CSP, no violation."""
+    from tests.test_browser_csp import LISTEN, PASSWORD, login
+    get_user_model().objects.create_user("cspowner", password=PASSWORD)
+    context = browser.new_context()
+    context.add_init_script(LISTEN)
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    login(page, live_server.url, "cspowner")
+    page.goto(live_server.url + "/api/v1/docs")
+    page.locator(".swagger-ui .info .title", has_text="OwnWords Lab API").wait_for()
+    page.locator(".opblock-summary-path", has_text="/projects/{slug}/runs/{run_id}/export").first.wait_for()
+    violations = page.evaluate("window.__csp")
+    context.close()
+    assert violations == [] and errors == []
