@@ -101,9 +101,29 @@ def test_the_question_column_shows_the_question_not_the_acknowledgement(turn, sh
     assert len(question_sentences(turn)) <= 140
 
 
-def test_the_project_page_has_no_duplicate_ids_and_run_pages_link_the_run(client, cast, imported):
+def test_the_project_page_has_no_duplicate_ids(client, cast, imported):
     import re
     client.force_login(cast["owner"])
     page = client.get(reverse("project_detail", args=[imported.slug])).content.decode()
     ids = re.findall(r'\sid="([^"]+)"', page)
     assert ids and len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+
+
+def test_a_survey_project_has_its_own_summary_and_next_steps(client, cast, project):
+    from tests.survey_helpers import SAMPLE
+    call_command("import_survey", str(SAMPLE), "--project", project.slug, "--name", "twin", "--synthetic",
+                 "--workers", "0", stdout=StringIO())
+    client.force_login(cast["owner"])
+    page = client.get(reverse("project_detail", args=[project.slug])).content.decode()
+    assert 'id="survey-summary"' in page and 'id="count-respondents">12<' in page
+    assert "Import interview sessions" not in page and 'id="paper-protocol-form"' not in page
+    assert "Task rule" not in page and 'id="no-sessions"' not in page
+    assert "Define a survey protocol" in page and reverse("protocol_create", args=[project.slug]) in page
+
+
+def test_an_owner_of_a_finished_run_gets_two_links_the_dashboard_and_the_ratings(client, cast, rated_run):
+    client.force_login(cast["owner"])
+    page = client.get(reverse("project_detail", args=[rated_run.protocol.project.slug])).content.decode()
+    line = page.split('id="next-step"', 1)[1].split("</p>", 1)[0]
+    assert reverse("run_dashboard", args=["alpha", rated_run.pk]) in line
+    assert 'id="next-step-also"' in line and reverse("campaign_create", args=["alpha", rated_run.pk]) in line

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from experiments.access import may_spend
-from experiments.models import Membership, Project, Role, Run
+from experiments.models import Membership, Project, Protocol, Role, Run
 
 
 @dataclass(frozen=True)
@@ -18,14 +18,19 @@ class NextStep:
     url_name: str
     args: tuple
     anchor: str = ""
+    also: "NextStep | None" = None  # a second, equally good next step (its own link)
 
 
-def next_step(membership: Membership, *, sessions: int, tasks: int, cohorts: int) -> NextStep | None:
+def next_step(membership: Membership, *, sessions: int, tasks: int, cohorts: int,
+              survey_only: bool = False) -> NextStep | None:
+    """`survey_only`: the project holds survey studies and no interview session (its own steps)."""
     project: Project = membership.project
     slug = project.slug
     role = membership.role
     if role == Role.RATER:
         return NextStep("Rate the items assigned to you", "campaign_list", (slug,))
+    if survey_only:
+        return _survey_step(membership, samples=cohorts)
     if sessions == 0:
         if role == Role.OWNER:
             return NextStep("Import interview sessions (JSONL, Anthropic Interviewer CSV or genagents)",
@@ -41,7 +46,13 @@ def next_step(membership: Membership, *, sessions: int, tasks: int, cohorts: int
     if protocol is None:
         return NextStep("Define a protocol: conditions, models and planned contrasts", "protocol_create", (slug,)) \
             if role in (Role.OWNER, Role.ANALYST) else None
-    run = Run.objects.filter(protocol__project=project).order_by("-created_at", "-pk").first()
+    return _run_step(membership, protocol, Run.objects.filter(protocol__project=project)
+                     .order_by("-created_at", "-pk").first())
+
+
+def _run_step(membership: Membership, protocol, run: Run | None) -> NextStep | None:
+    """Seal, start, follow or read the newest run (interview and survey projects alike)."""
+    slug, role = membership.project.slug, membership.role
     if run is None:
         verb = "Run" if protocol.is_sealed() else "Seal"
         if may_spend(membership, protocol):
@@ -52,7 +63,24 @@ def next_step(membership: Membership, *, sessions: int, tasks: int, cohorts: int
     if run.status != Run.Status.FINISHED:
         return NextStep(f"Follow run {run.pk} of {run.protocol.name} ({run.get_status_display().lower()})",
                         "run_detail", (slug, run.pk))
-    if role == Role.OWNER:
-        return NextStep(f"Read the dashboard of run {run.pk}, or rate it with human raters", "run_dashboard",
-                        (slug, run.pk))
-    return NextStep(f"Read the dashboard of run {run.pk}", "run_dashboard", (slug, run.pk))
+    survey = run.protocol.kind == Protocol.Kind.SURVEY
+    read = NextStep(f"Read the {'survey dashboard' if survey else 'dashboard'} of run {run.pk}",
+                    "survey_dashboard" if survey else "run_dashboard", (slug, run.pk))
+    if role == Role.OWNER and not survey:
+        return NextStep(read.text, read.url_name, read.args,
+                        also=NextStep("rate it with human raters", "campaign_create", (slug, run.pk)))
+    return read
+
+
+def _survey_step(membership: Membership, *, samples: int) -> NextStep | None:
+    project, role = membership.project, membership.role
+    slug = project.slug
+    if samples == 0:  # an import makes the study's samples; none means no study was imported
+        return NextStep("Import a survey (Twin-2K-500 wave_split files)", "survey_import", (slug,)) \
+            if role == Role.OWNER else None
+    protocol = project.protocols.order_by("-created_at", "-pk").first()
+    if protocol is None:
+        return NextStep("Define a survey protocol on a sample: conditions and models", "protocol_create", (slug,)) \
+            if role in (Role.OWNER, Role.ANALYST) else None
+    return _run_step(membership, protocol, Run.objects.filter(protocol__project=project)
+                     .order_by("-created_at", "-pk").first())

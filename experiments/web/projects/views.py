@@ -30,7 +30,7 @@ from experiments.web.projects.forms import (FIXED_INPUT_MAX_BYTES, CohortForm, I
                                             declared_upload_over, upload_too_large_message)
 from experiments.core.interviews.readers import GENAGENTS_FILES, format_from_name, parse_genagents, stream_binary
 from experiments.core.interviews.records import InterviewFileError, Problem, decode_utf8, unstorable_text_problem
-from experiments.models import Cohort, Session, Study, Task, Turn
+from experiments.models import Cohort, Run, Session, Study, SurveyItem, SurveyRespondent, Task, Turn
 from experiments.data.sessions import (
     CohortError, cohort_draw, cohort_tasks, project_task_rule, sessions_import, tasks_derive,
 )
@@ -96,12 +96,30 @@ def project_detail(request, slug):
         # Raters are blinded to conditions and grades, so protocols and runs are not listed for them.
         context["protocols"] = project.protocols.select_related("cohort").prefetch_related("runs")
         context["paper_protocols"] = [(p.key, f"{p.title} ({p.section})") for p in PAPER_PROTOCOLS.values()]
+    # A project of survey studies and no interview: its own summary and steps, no interview forms.
+    survey_only = context["session_count"] == 0 and project.survey_studies.exists()
+    if survey_only:
+        context["survey_summary"] = survey_summary(project)
+        context.pop("paper_protocols", None)
+    context["survey_only"] = survey_only
     step = next_step(membership, sessions=context["session_count"], tasks=context["task_count"],
-                     cohorts=len(context["cohorts"]))
+                     cohorts=len(context["cohorts"]), survey_only=survey_only)
     if step is not None:
         context["next_step"] = step
         context["next_step_url"] = reverse(step.url_name, args=step.args) + step.anchor
+        if step.also is not None:
+            context["next_step_also_url"] = reverse(step.also.url_name, args=step.also.args) + step.also.anchor
     return render(request, "experiments/projects/project_detail.html", context)
+
+
+def survey_summary(project) -> dict:
+    """Counts of a survey project's page: respondents, their target items, samples and runs."""
+    return {
+        "respondents": SurveyRespondent.objects.filter(study__project=project).count(),
+        "items": SurveyItem.objects.filter(respondent__study__project=project).count(),
+        "samples": project.cohorts.count(),
+        "runs": Run.objects.filter(protocol__project=project).count(),
+    }
 
 
 def _count_per_session(queryset):
