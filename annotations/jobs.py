@@ -9,6 +9,7 @@ import django_rq
 import redis
 
 from annotations.campaign_agreement import campaign_results
+from annotations.pairwise import is_pairwise, pairwise_results
 from annotations.models import RatingCampaign
 
 QUEUED_KEY = "ownwords:campaign-results:{queue}:{campaign_id}:{sha}"
@@ -19,7 +20,7 @@ def job_campaign_results(campaign_id: int, queued_key: str = "") -> None:
     try:
         campaign = RatingCampaign.objects.select_related("run__protocol").filter(pk=campaign_id).first()
         if campaign is not None:  # deleted meanwhile: nothing to compute
-            campaign_results(campaign)
+            (pairwise_results if is_pairwise(campaign) else campaign_results)(campaign)
     finally:
         if queued_key:  # a failed job must not block the next try for an hour
             results_queue().connection.delete(queued_key)

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotations import sampling
-from annotations.campaign_agreement import bootstrap_settings
+from annotations.campaign_agreement import INLINE_BUDGET, bootstrap_settings
 from annotations.core.pairwise import PairRating, balanced_sides, outcome, pairwise_payload
 from annotations.models import (
     FIRST_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem,
@@ -215,21 +215,44 @@ def pair_ratings(campaign: RatingCampaign) -> list[PairRating]:
             for number, person, conditions, preference, x_on_a, jx, jy in rows]
 
 
-def pairwise_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
-    """The campaign's numbers (`annotations.core.pairwise.pairwise_payload`), with its pairs'
-    counts of identical and missing answers; stored under the sha256 of the inputs."""
+def results_inputs(campaign: RatingCampaign) -> tuple[dict, str]:
+    """Everything a pairwise campaign's numbers come from, and its sha256 (the cache key)."""
     seed, draws = bootstrap_settings(campaign)
     ratings = pair_ratings(campaign)
     inputs = {"version": PAIRWISE_VERSION, "campaign": campaign.pk, "conditions": list(campaign.conditions),
               "pairs": campaign.pairs, "bootstrap": {"seed": seed, "draws": draws},
               "ratings": [[r.item, r.person, r.x, r.y, r.outcome, r.judge_x, r.judge_y] for r in ratings]}
-    sha = sha256_text(canonical_json(inputs))
+    return {**inputs, "rows": ratings}, sha256_text(canonical_json(inputs))
+
+
+def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
+    seed, draws = inputs["bootstrap"]["seed"], inputs["bootstrap"]["draws"]
+    payload = pairwise_payload(inputs["rows"], inputs["conditions"], seed=seed, draws=draws)
+    payload.update(pairs=inputs["pairs"], inputs_sha256=sha,
+                   computed_at=timezone.now().isoformat(timespec="seconds"))
+    CampaignResult.objects.update_or_create(
+        campaign=campaign, defaults={"inputs_sha256": sha, "payload": payload, "computed_at": timezone.now()})
+    return payload
+
+
+def pairwise_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
+    """The campaign's numbers (`annotations.core.pairwise.pairwise_payload`), with its pairs'
+    counts of identical and missing answers; stored under the sha256 of the inputs."""
+    inputs, sha = results_inputs(campaign)
     if use_cache:
         stored = CampaignResult.objects.filter(campaign=campaign, inputs_sha256=sha).first()
         if stored is not None:
             return stored.payload
-    payload = pairwise_payload(ratings, campaign.conditions, seed=seed, draws=draws)
-    payload.update(pairs=campaign.pairs, inputs_sha256=sha, computed_at=timezone.now().isoformat(timespec="seconds"))
-    CampaignResult.objects.update_or_create(
-        campaign=campaign, defaults={"inputs_sha256": sha, "payload": payload, "computed_at": timezone.now()})
-    return payload
+    return results_store(campaign, inputs, sha)
+
+
+def pairwise_results_for_page(campaign: RatingCampaign, *, enqueue) -> tuple[dict | None, bool]:
+    """(payload, current), as `campaign_agreement.results_for_page`: a large campaign's numbers
+    (draws × ratings above INLINE_BUDGET) go to the `analysis` queue, the last ones shown meanwhile."""
+    inputs, sha = results_inputs(campaign)
+    stored = CampaignResult.objects.filter(campaign=campaign).first()
+    if stored is not None and stored.inputs_sha256 == sha:
+        return stored.payload, True
+    if inputs["bootstrap"]["draws"] * max(len(inputs["rows"]), 1) > INLINE_BUDGET and enqueue(campaign.pk, sha):
+        return (stored.payload if stored is not None and "win_rates" in stored.payload else None), False
+    return results_store(campaign, inputs, sha), True

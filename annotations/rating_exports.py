@@ -21,7 +21,9 @@ from __future__ import annotations
 import json
 
 from annotations.campaign_agreement import rater_labels
+from annotations.core.pairwise import outcome
 from annotations.models import HumanGrade, RatingCampaign, RatingItem
+from annotations.pairwise import is_pairwise
 # One CSV rule for the whole app: defusedcsv's writer plus the OWASP additions.
 from experiments.analysis.exports import cluster_labels, csv_text
 from experiments.models import CohortTask
@@ -30,6 +32,10 @@ HEADER = ["item", "task", "person", "conditions", "judge_score", "rater", "grade
           "seconds", "created_at", "updated_at", "gold_grade", "adjudicated_grade", "showing",
           "guidelines_version"]
 CONDITION_SEPARATOR = "; "
+# A pairwise campaign's rows also say what the rater chose as shown (a, b, tie), which condition was
+# on side A, what the choice means (x: the first condition wins, y: the second, tie) and Y's judge grade;
+# `conditions` is then [X, Y] and `judge_score` X's grade. A grade campaign's export is unchanged.
+PAIRWISE_HEADER = HEADER + ["preference", "x_on_a", "winner", "judge_score_b"]
 
 
 def task_and_person_labels(campaign: RatingCampaign) -> tuple[dict[int, str], dict[int, str]]:
@@ -48,12 +54,13 @@ def export_rows(campaign: RatingCampaign) -> list[dict]:
     items = {
         i["pk"]: i for i in RatingItem.objects.filter(campaign=campaign).values(
             "pk", "number", "task_id", "task__session__person_id", "conditions", "judge_score", "gold_grade",
-            "adjudication__grade")
+            "adjudication__grade", "judge_score_b")
     }
-    rows = []
+    rows, pairwise = [], is_pairwise(campaign)
     for g in (HumanGrade.objects.filter(assignment__campaign=campaign)
               .values("assignment__item_id", "assignment__rater_id", "grade", "flagged", "flag_reason", "note",
-                      "seconds_spent", "created_at", "updated_at", "assignment__showing", "guidelines_version")):
+                      "seconds_spent", "created_at", "updated_at", "assignment__showing", "guidelines_version",
+                      "preference", "assignment__x_on_a")):
         item = items[g["assignment__item_id"]]
         rows.append({
             "item": item["number"],
@@ -74,13 +81,18 @@ def export_rows(campaign: RatingCampaign) -> list[dict]:
             "showing": g["assignment__showing"],
             "guidelines_version": g["guidelines_version"],
         })
+        if pairwise:
+            rows[-1].update(preference=g["preference"], x_on_a=g["assignment__x_on_a"],
+                            winner=outcome(g["preference"], g["assignment__x_on_a"]) if g["preference"] else "",
+                            judge_score_b=item["judge_score_b"])
     rows.sort(key=lambda r: (r["item"], int(r["rater"][1:]), r["showing"]))
     return rows
 
 
 def export_csv(campaign: RatingCampaign) -> str:
-    return csv_text(HEADER, (
-        {**row, "conditions": CONDITION_SEPARATOR.join(row["conditions"]), "flagged": int(row["flagged"])}
+    return csv_text(PAIRWISE_HEADER if is_pairwise(campaign) else HEADER, (
+        {**row, "conditions": CONDITION_SEPARATOR.join(row["conditions"]), "flagged": int(row["flagged"]),
+         **({"x_on_a": int(row["x_on_a"])} if "x_on_a" in row else {})}
         for row in export_rows(campaign)))
 
 

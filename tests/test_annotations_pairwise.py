@@ -300,3 +300,32 @@ def test_owner_creates_a_pairwise_campaign_from_the_form(client, rated_run, cast
     assert made.kind == "pairwise" and [[p["x"], p["y"]] for p in made.pairs] == [CONDITIONS[1:]]
     client.force_login(cast["analyst"])
     assert client.get(url).status_code == 403
+
+
+def test_owner_export_of_a_pairwise_campaign_says_the_side_and_the_winner(client, pairwise, cast):
+    rate_all(pairwise)
+    from annotations.rating_exports import PAIRWISE_HEADER, export_rows
+    rows = export_rows(pairwise)
+    assert len(rows) == HumanGrade.objects.filter(campaign=pairwise).count()
+    for row in rows:
+        assert row["winner"] == outcome(row["preference"], row["x_on_a"]) and row["grade"] is None
+    client.force_login(cast["owner"])
+    csv = client.get(f"/p/{pairwise.project.slug}/ratings/{pairwise.pk}/export.csv").content.decode()
+    assert csv.splitlines()[0] == ",".join(f'"{h}"' for h in PAIRWISE_HEADER)
+    page = client.get(f"/p/{pairwise.project.slug}/ratings/{pairwise.pk}/")
+    assert page.status_code == 200  # the owner's campaign page serves a pairwise campaign too
+
+
+def test_a_large_campaign_is_computed_on_the_queue(pairwise, monkeypatch):
+    from annotations.jobs import job_campaign_results
+    from annotations.pairwise import pairwise_results_for_page
+    user = pairwise.raters.get(user__username="rater-a").user
+    rating_record(campaign=pairwise, user=user, assignment_id=rater_item(pairwise, user)["item"]["assignment"],
+                  grade=None, preference="tie")
+    monkeypatch.setattr("annotations.pairwise.INLINE_BUDGET", 0)
+    queued = []
+    data, current = pairwise_results_for_page(pairwise, enqueue=lambda pk, sha: queued.append(pk) or True)
+    assert (data, current, queued) == (None, False, [pairwise.pk])
+    job_campaign_results(pairwise.pk)  # what the analysis worker runs
+    data, current = pairwise_results_for_page(pairwise, enqueue=lambda pk, sha: pytest.fail("queued again"))
+    assert current and data["ratings"] == 1 and data["win_rates"][0]["tie_votes"] == 1

@@ -12,10 +12,12 @@ rater was shown X on to "x", "y" or "tie"; everything after works on those outco
   whole-person bootstrap (`paired_bootstrap`: run's seed and draws, PCG64, linear percentiles);
   the three use the same seed, so the same resampled people.
 * `bradley_terry`: one scale across conditions, ties counted as half a win for each side (not
-  Davidson's tie parameter), fitted by Hunter's MM iteration to the maximum-likelihood strengths;
+  Davidson's tie parameter), fitted to the maximum-likelihood strengths by Newton steps (Hunter's
+  MM iteration where they fall short);
   reported as log-strengths centred to mean zero. Its interval resamples whole people with the
   same generator and draws as `paired_bootstrap` (one PCG64(seed) stream, blocks of 2,000,
-  linear percentiles) and refits each draw; a draw whose comparisons do not connect every
+  linear percentiles) and refits each draw (Newton steps from the estimate, MM where they fall
+  short); a draw whose comparisons do not connect every
   condition both ways (the likelihood has no maximum) is left out and counted.
 * `judge_order_agreement`: among ratings of pairs the judge graded differently (0–3), the share
   where the person preferred the answer the judge graded higher; human ties count as not
@@ -36,6 +38,8 @@ OUTCOMES = ("x", "y", "tie")
 BT_TOLERANCE = 1e-10
 BT_MAX_ITERATIONS = 10_000
 BLOCK = 2_000
+NEWTON_STEPS = 5
+GRADIENT_TOLERANCE = 1e-9
 
 
 def outcome(preference: str, x_on_a: bool) -> str:
@@ -165,6 +169,36 @@ def _connected(w: np.ndarray) -> np.ndarray:
     return reach.all(axis=(-2, -1))
 
 
+def _gradient(w: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The log-likelihood's gradient and information matrix at `theta`, stacked."""
+    comparisons = w + np.swapaxes(w, -1, -2)
+    p = 1 / (1 + np.exp(theta[..., None, :] - theta[..., :, None]))  # p[i, j]: i beats j
+    gradient = w.sum(-1) - (comparisons * p).sum(-1)
+    v = comparisons * p * (1 - p)
+    information = -v
+    diagonal = np.arange(w.shape[-1])
+    information[..., diagonal, diagonal] = v.sum(-1)
+    return gradient, information
+
+
+def _fit_near(w: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Bootstrap refits: Newton steps from the full data's estimate (a few suffice for a draw near
+    it); any draw whose gradient is not then zero is refitted by `_fit`'s MM iteration."""
+    n = w.shape[-1]
+    theta = np.broadcast_to(start, w.shape[:-1]).copy()
+    for _ in range(NEWTON_STEPS):
+        gradient, information = _gradient(w, theta)
+        step = np.linalg.solve(information + 1.0 / n, gradient[..., None])[..., 0]
+        theta = theta + step
+        theta -= theta.mean(-1, keepdims=True)
+    gradient, _ = _gradient(w, theta)
+    scale = np.maximum(w.sum((-2, -1)), 1.0)
+    bad = ~(np.abs(gradient).max(-1) <= GRADIENT_TOLERANCE * scale) | ~np.isfinite(theta).all(-1)
+    if bad.any():
+        theta[bad] = _fit(w[bad])
+    return theta
+
+
 def _fit(w: np.ndarray) -> np.ndarray:
     """MM fit of stacked win matrices (m, n, n), each connected: centred log-strengths (m, n)."""
     comparisons = w + np.swapaxes(w, -1, -2)
@@ -204,7 +238,7 @@ def bradley_terry(ratings: Sequence[PairRating], conditions: Sequence[str], *, s
     if not _connected(total[None])[0]:
         out["reason"] = "the comparisons do not link every condition both ways: no finite scale"
         return out
-    theta = _fit(total[None])[0]
+    theta = _fit_near(total[None], np.zeros(len(conditions)))[0]
     tails = ((1 - level) / 2, 1 - (1 - level) / 2)
     rng = np.random.Generator(np.random.PCG64(seed))
     n_people, n = len(people), len(conditions)
@@ -218,7 +252,7 @@ def bradley_terry(ratings: Sequence[PairRating], conditions: Sequence[str], *, s
         ok = _connected(w)
         dropped += int((~ok).sum())
         if ok.any():
-            replicates.append(_fit(w[ok]))
+            replicates.append(_fit_near(w[ok], theta))
     out.update(estimable=True, dropped_draws=dropped)
     kept = np.concatenate(replicates) if replicates else np.empty((0, n))
     for j, row in enumerate(out["conditions"]):

@@ -10,7 +10,8 @@ from django.shortcuts import redirect, render
 
 from annotations.campaign_access import campaign_for
 from annotations.core.pairwise import BT_COLUMNS, WIN_RATE_COLUMNS, bt_rows, win_rate_rows
-from annotations.pairwise import PairwiseError, is_pairwise, pairwise_campaign_create, pairwise_results
+from annotations.jobs import results_enqueue
+from annotations.pairwise import PairwiseError, is_pairwise, pairwise_campaign_create, pairwise_results_for_page
 from annotations.web.pairwise.forms import PairwiseForm
 from experiments.access import AGGREGATE_READERS, OWNERS, run_for
 from experiments.analysis.exports import csv_text
@@ -67,10 +68,13 @@ def _pairwise_campaign(request, slug, pk):
 def pairwise_results_page(request, slug, pk):
     """Template annotations/results/pairwise_results.html: win rates, the Bradley–Terry scale, the judge's order."""
     membership, campaign = _pairwise_campaign(request, slug, pk)
-    data = pairwise_results(campaign)
+    data, current = pairwise_results_for_page(campaign, enqueue=results_enqueue)
+    if data is None:
+        return render(request, "annotations/results/campaign_computing.html",
+                      {"membership": membership, "project": membership.project, "campaign": campaign})
     return render(request, "annotations/results/pairwise_results.html", {
         "membership": membership, "project": membership.project, "campaign": campaign, "data": data,
-        "is_owner": membership.role == Role.OWNER, "tables": list(CSV_TABLES),
+        "is_owner": membership.role == Role.OWNER, "tables": list(CSV_TABLES), "current": current,
         "skipped": sum(p["identical"] for p in data["pairs"]),
     })
 
@@ -81,7 +85,10 @@ def pairwise_results_csv(request, slug, pk, table):
     if table not in CSV_TABLES:
         raise Http404("No such table")
     header, rows = CSV_TABLES[table]
-    data = pairwise_results(campaign)
+    data, _ = pairwise_results_for_page(campaign, enqueue=results_enqueue)
+    if data is None:
+        return HttpResponse("The numbers are being computed; try again in a minute.", status=503,
+                            content_type="text/plain")
     audit_record(request, membership.project, Kind.EXPORT, f"campaign {campaign.pk}: pairwise table {table} (CSV)")
     body = csv_text(header, [dict(zip(header, row)) for row in rows(data)])
     response = HttpResponse(body, content_type="text/csv; charset=utf-8")
