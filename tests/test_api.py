@@ -93,6 +93,13 @@ def test_the_projects_list_holds_only_the_users_readable_projects(client, world)
     assert [(p["slug"], p["role"]) for p in owner["items"]] == [("alpha", "owner")]
     outsider = api_get(client, "/projects", world["tokens"]["outsider"]).json()
     assert [p["slug"] for p in outsider["items"]] == ["other"]
+    # a member of two projects: each once, with its own role; a rater role elsewhere adds nothing
+    Membership.objects.create(project=Project.objects.get(slug="alpha"), user=world["users"]["outsider"],
+                              role=Role.VIEWER)
+    third = Project.objects.create(slug="third", name="Third")
+    Membership.objects.create(project=third, user=world["users"]["outsider"], role=Role.RATER)
+    outsider = api_get(client, "/projects", world["tokens"]["outsider"]).json()
+    assert sorted((p["slug"], p["role"]) for p in outsider["items"]) == [("alpha", "viewer"), ("other", "owner")]
 
 
 def test_viewers_never_receive_participant_text(client, world):
@@ -290,6 +297,7 @@ def test_the_token_page_creates_shows_once_and_revokes(client, world):
     assert viewer.post("/account/tokens/", {"name": "x"}).status_code == 403
     assert "Only owners and analysts" in viewer.get("/account/tokens/").content.decode()
     assert Client().get("/account/tokens/").status_code == 302  # login required
+    assert 'href="/account/tokens/"' in client.get("/").content.decode()  # linked from the projects list
 
 
 def readme_snippet() -> str:
