@@ -277,12 +277,17 @@ def test_the_archive_has_png_and_svg_figures_when_a_browser_is_here(report_proje
 def test_the_report_is_rebuilt_by_the_job_after_a_run_finishes(project, monkeypatch):
     with private_rq_queue("test-report") as queue:
         monkeypatch.setattr(paper_report_build, "report_queue", lambda: queue)
+        # No worker serves the queue: a finished run queues nothing (no job left behind for nobody).
+        common_run(project, name="unserved", draws=100)
+        assert queue.count == 0 and not PaperReport.objects.filter(project=project).exists()
+        monkeypatch.setattr(paper_report_build, "queue_has_worker", lambda queue: True)
         run = common_run(project, draws=100)
         assert queue.count == 1 and not PaperReport.objects.filter(project=project).exists()
         SimpleWorker([queue], connection=queue.connection).work(burst=True)
         report = PaperReport.objects.get(project=project)
         assert report.inputs_sha256 == report_inputs_sha256(project)
-        assert items_of(report)["Table 7"]["table"]["inputs"]["runs"] == [run.pk]
+        assert items_of(report)["Table 7"]["table"]["inputs"]["runs"] == [run.pk]  # the latest common run
+        assert [r for r, *_ in items_of(report)["Table 13"]["table"]["rows"]].count(run.pk) == 5  # 4 phases, total
         assert cached_report(project) == (report, False)
 
 

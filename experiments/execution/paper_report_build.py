@@ -81,12 +81,17 @@ def report_queue():
     return django_rq.get_queue(REPORT_QUEUE)
 
 
-def report_enqueue(project, *, needs_worker: bool = False) -> bool:
-    """Queue a rebuild; False when the queue (Redis) does not answer, or, with `needs_worker`, when no
-    worker serves it (nothing was queued: the caller builds it itself)."""
+def queue_has_worker(queue) -> bool:
+    return bool(Worker.count(queue=queue))
+
+
+def report_enqueue(project) -> bool:
+    """Queue a rebuild; False when the queue (Redis) does not answer or no worker serves it: nothing
+    was queued (a job no worker takes would wait there, and one queued by an inline run, e.g. the
+    demo's or a test's, would be built later against whatever database that worker reads)."""
     try:
         queue = report_queue()
-        if needs_worker and not Worker.count(queue=queue):
+        if not queue_has_worker(queue):
             return False
         queue.enqueue(job_paper_report, project.pk, job_timeout=JOB_TIMEOUT_S,
                       job_id=f"paper-report-{project.pk}-{int(time.time() * 1000)}")
@@ -97,5 +102,7 @@ def report_enqueue(project, *, needs_worker: bool = False) -> bool:
 
 
 def report_after_run(run) -> None:
-    """After a run's analysis: its project's report is rebuilt on the queue (a run never waits for it)."""
+    """After a run's analysis: its project's report is rebuilt on the queue (a run never waits for it).
+    With no worker on the queue nothing is queued: the report page says the report is stale, and its
+    Rebuild (or `manage.py paper_report`) builds it."""
     report_enqueue(run.protocol.project)

@@ -72,7 +72,7 @@ def paper_report(request, slug):
 def paper_report_rebuild(request, slug):
     """Queue a rebuild (owners and analysts); without a queue or a worker on it, build it here and say so."""
     membership = membership_for(request, slug, roles=TEXT_READERS)
-    if report_enqueue(membership.project, needs_worker=True):
+    if report_enqueue(membership.project):
         messages.success(request, "The report is being rebuilt on the queue; reload this page in a moment.")
     else:
         refresh_report(membership.project)
