@@ -13,6 +13,7 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotations import sampling
+from annotations.pairwise import is_pairwise
 from annotations.models import (
     FIRST_SHOWING, REPEAT_SHOWING, Assignment, CampaignRater, RatingCampaign, RatingEvent, RatingItem,
 )
@@ -319,6 +320,8 @@ def open_items_deal(*, campaign: RatingCampaign, by=None, path: str = "") -> dic
 def gold_set(*, campaign: RatingCampaign, number: int, grade: int | None) -> RatingItem:
     """Make item `number` a gold item with the owner's `grade` (None: no longer gold)."""
     campaign = _open_campaign(campaign)
+    if is_pairwise(campaign):
+        raise CampaignError("a pairwise campaign has no gold grades: its items are choices between two answers")
     if grade is not None and grade not in (0, 1, 2, 3):
         raise CampaignError("a gold grade is 0, 1, 2 or 3")
     item = RatingItem.objects.filter(campaign=campaign, number=number).first()

@@ -329,3 +329,19 @@ def test_a_large_campaign_is_computed_on_the_queue(pairwise, monkeypatch):
     job_campaign_results(pairwise.pk)  # what the analysis worker runs
     data, current = pairwise_results_for_page(pairwise, enqueue=lambda pk, sha: pytest.fail("queued again"))
     assert current and data["ratings"] == 1 and data["win_rates"][0]["tie_votes"] == 1
+
+
+def test_the_owners_campaign_page_shows_the_pairs_and_no_gold(client, pairwise, cast):
+    from annotations.campaigns import CampaignError, gold_set
+    client.force_login(cast["owner"])
+    page = client.get(f"/p/{pairwise.project.slug}/ratings/{pairwise.pk}/").content.decode()
+    first = pairwise.pairs[0]
+    assert f"{first['identical']} identical texts skipped" in page and 'id="gold-form"' not in page
+    with pytest.raises(CampaignError, match="no gold grades"):
+        gold_set(campaign=pairwise, number=1, grade=2)
+
+
+def test_a_grade_campaigns_page_keeps_gold_and_adjudication(client, campaign, cast):
+    client.force_login(cast["owner"])
+    page = client.get(f"/p/{campaign.project.slug}/ratings/{campaign.pk}/").content.decode()
+    assert 'id="gold-form"' in page and "Adjudication (" in page and 'id="pairwise-pairs"' not in page
