@@ -127,3 +127,21 @@ def test_an_owner_of_a_finished_run_gets_two_links_the_dashboard_and_the_ratings
     line = page.split('id="next-step"', 1)[1].split("</p>", 1)[0]
     assert reverse("run_dashboard", args=["alpha", rated_run.pk]) in line
     assert 'id="next-step-also"' in line and reverse("campaign_create", args=["alpha", rated_run.pk]) in line
+
+
+def test_every_registered_condition_has_a_distinct_short_name():
+    from experiments.core.condition_names import short_name
+    from experiments.core.conditions import CONDITIONS
+    names = {key: short_name(key) for key in CONDITIONS}
+    assert len(set(names.values())) == len(names)
+    assert names["memory(concrete,100w)+selection(3)"] == "memory+selection"
+    assert names["ownwords(B=|memory(concrete,50w)|)"] == "OwnWords at |memory 50w|"
+    assert all(len(n) <= 30 for n in names.values()), {k: n for k, n in names.items() if len(n) > 30}
+
+
+def test_condition_headers_show_the_short_name_with_the_key_in_a_tooltip():
+    from experiments.templatetags.display import condition_header
+    html = condition_header("memory(concrete,100w)+one-shot<script>")
+    assert 'title="memory(concrete,100w)+one-shot&lt;script&gt;"' in html and "<script>" not in html
+    assert condition_header("memory(trait,100w)+fusion(3)") == (
+        '<abbr title="memory(trait,100w)+fusion(3)">trait memory+<wbr>fusion</abbr>')

@@ -2,8 +2,10 @@
 import re
 
 from django import template
-from django.utils.html import escape
+from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
+
+from experiments.core.condition_names import short_name
 
 register = template.Library()
 
@@ -16,3 +18,10 @@ def breakable(value) -> str:
     """The text escaped, with a line-break opportunity (<wbr>) after each ( , + | = /: a narrow
     column header wraps between the parts of a condition key, never inside a word."""
     return mark_safe(_BREAK_AFTER.sub(r"\1<wbr>", str(escape(value))))
+
+
+@register.filter
+def condition_header(key) -> str:
+    """A condition as a column header: its short name, wrapping between parts, the full key in a
+    tooltip (and for screen readers, which read the title of an abbreviation)."""
+    return format_html('<abbr title="{}">{}</abbr>', key, breakable(short_name(str(key))))
