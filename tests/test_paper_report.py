@@ -153,6 +153,23 @@ def test_cells_round_as_the_paper_prints_them():
     assert latex_problems(r"\begin{table}{x\end{table}") and latex_problems(r"\begin{table}\end{tabular}")
 
 
+def test_an_unchanged_journal_keeps_its_audit_rows_and_a_changed_one_is_audited_again(report_project, monkeypatch):
+    from experiments.execution import report_audit
+    from experiments.models import Slot
+    project, run, report = report_project
+    before = items_of(report)
+    assert before["Table 13"]["table"]["notes"][0].startswith(f"run {run.pk}: 0 violations; journal ")
+
+    def no_audit(run):
+        raise AssertionError("the journal was read again")
+    monkeypatch.setattr(report_audit, "audit_run", no_audit)
+    again = items_of(refresh_report(project))
+    for key in ("Table 13", "Table 14"):
+        assert again[key]["state"] == RENDERED and again[key]["table"] == before[key]["table"]
+    Slot.objects.filter(run=run).order_by("pk").first().save()  # a changed journal: audited again
+    assert items_of(refresh_report(project))["Table 13"]["state"] == NOT_HERE  # (here: the refusing audit)
+
+
 # ---- the page and its roles ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("role, status", [("owner", 200), ("analyst", 200), ("viewer", 200), ("rater", 403),

@@ -57,6 +57,7 @@ def build_item(item: CatalogItem, project, runs) -> dict:
 
 
 def build_report(project) -> tuple[list[dict], str]:
+    project.__dict__.pop("report_audit", None)  # what a builder kept on the project is this build's only
     runs = report_runs(project)
     inputs_sha = report_inputs_sha256(project, runs)
     return [build_item(item, project, runs) for item in CATALOG], inputs_sha
