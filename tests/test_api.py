@@ -197,7 +197,11 @@ def test_pages_miss_no_row_and_repeat_none_with_inserts_between_them(client, wor
     assert len(seen) == len(set(seen))
     everything = set(Prediction.objects.filter(run=run).values_list("pk", flat=True))
     assert set(seen) == everything - {added[-1]}  # all but the one added after the last page
-    # the numeric export (a computed list) pages by position
+    # the numeric export (a computed list) pages by position, each page the same rows as the whole list
+    from experiments.analysis.export_pages import scores_package_page
+    whole = scores_package_rows(run)[1]
+    for start, stop in ((0, 1), (0, 2), (1, 5), (2, 9), (7, 8), (len(whole) - 3, len(whole)), (5, len(whole) + 9)):
+        assert scores_package_page(run, start, stop)[1] == whole[start:stop], (start, stop)
     rows, cursor = [], None
     while True:
         body = api_get(client, f"/projects/alpha/runs/{run.pk}/export", token, limit=2,

@@ -2,8 +2,9 @@
 
 Owners, analysts and viewers read them (`access.AGGREGATE_READERS`, as on the pages); raters get
 403 and non-members 404, from the same helpers the pages use. The export sends the rows the run
-page's CSV sends (`exports.scores_package_rows`: the same numbers, blank cells as null) and is
-audited like that download; the contrasts are the dashboard's cached payload, as computed.
+page's CSV sends (`exports.scores_package_rows`: the same numbers, blank cells as null), a page at
+a time (`analysis.export_pages`), and is audited like that download; the contrasts are the
+dashboard's cached payload, as computed.
 """
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from ninja import Query, Router, Schema
 
 from experiments.access import AGGREGATE_READERS, membership_for, run_for
 from experiments.analysis.dashboard import dashboard_cached
-from experiments.analysis.exports import scores_package_rows
+from experiments.analysis.export_pages import scores_package_page, scores_package_size
 from experiments.core.conditions import CONDITIONS, FINAL
 from experiments.data.audit_log import Kind, audit_record
 from experiments.execution.kind_table import kind_rules
 from experiments.models import Membership, Prediction, Project, Role, Run
-from experiments.web.api.paging import PageParams, page_response, list_page, page_schema, queryset_page
+from experiments.web.api.paging import (PageParams, decode_cursor, encode_cursor, list_page, page_response,
+                                        page_schema, queryset_page)
 
 router = Router(tags=["numbers"])
 
@@ -146,9 +148,15 @@ def _interview_run(request, slug, run_id):
 def export(request, slug: str, run_id: int, page: Query[PageParams]):
     """The run's numeric package (the run page's CSV): one row per task and condition, remapped labels, no text."""
     membership, run = _interview_run(request, slug, run_id)
-    _, rows = scores_package_rows(run)
+    after = decode_cursor(page.cursor)
+    total = scores_package_size(run)
+    _, rows = scores_package_page(run, after, min(total, after + page.limit))
     audit_record(request, membership.project, Kind.EXPORT, f"run {run.pk}: task-level scores (API)")
-    return page_response(list_page([{k: (None if v == "" else v) for k, v in r.items()} for r in rows], page))
+    end = after + len(rows)
+    return page_response({
+        "items": [{"row": after + i + 1, **{k: (None if v == "" else v) for k, v in r.items()}}
+                  for i, r in enumerate(rows)],
+        "limit": page.limit, "next_cursor": encode_cursor(end) if end < total else None})
 
 
 @router.get("/projects/{slug}/runs/{int:run_id}/grades", response=page_schema(GradeOut, "GradePage"),
