@@ -287,6 +287,11 @@ def test_results_pages_numbers_for_readers_403_for_raters(client, pairwise, cast
         assert client.get(base + "pairwise/nothing.csv").status_code == 404
     client.force_login(cast["rater"])
     assert client.get(base + "pairwise/").status_code == 403
+    assert client.get(base + "pairwise/wins.csv").status_code == 403
+    client.force_login(cast["outsider"])
+    assert client.get(base + "pairwise/").status_code == 404
+    client.logout()
+    assert "/accounts/login/" in client.get(base + "pairwise/").url
 
 
 def test_owner_creates_a_pairwise_campaign_from_the_form(client, rated_run, cast):
