@@ -145,3 +145,13 @@ def test_condition_headers_show_the_short_name_with_the_key_in_a_tooltip():
     assert 'title="memory(concrete,100w)+one-shot&lt;script&gt;"' in html and "<script>" not in html
     assert condition_header("memory(trait,100w)+fusion(3)") == (
         '<abbr title="memory(trait,100w)+fusion(3)">trait memory+<wbr>fusion</abbr>')
+
+
+def test_the_gold_form_lists_the_items_to_choose_from(client, cast, campaign):
+    client.force_login(cast["owner"])
+    page = client.get(reverse("campaign_detail", args=[campaign.project.slug, campaign.pk])).content.decode()
+    assert 'list="gold-item-choices"' in page
+    options = page.split('<datalist id="gold-item-choices">', 1)[1].split("</datalist>", 1)[0]
+    first = campaign.items.order_by("number").select_related("prediction").first()
+    assert options.count("<option") == campaign.items.count()
+    assert f'<option value="{first.number}">{first.number}: {first.prediction.text[:20]}' in options

@@ -39,7 +39,9 @@ class RaterForm(StorableTextMixin, forms.Form):
 
 
 class GoldForm(StorableTextMixin, forms.Form):
-    number = BoundedIntegerField(min_value=1, max_value=INTEGER_COLUMN_MAX, label="Item number")
+    # The page lists the items to choose from (a datalist of numbers with the answer's start).
+    number = BoundedIntegerField(min_value=1, max_value=INTEGER_COLUMN_MAX, label="Item number",
+                                 widget=forms.NumberInput(attrs={"list": "gold-item-choices"}))
     grade = forms.TypedChoiceField(choices=[("", "not gold")] + [(g, g) for g in range(4)], coerce=int,
                                    empty_value=None, required=False, label="Gold grade")
 

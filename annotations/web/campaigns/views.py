@@ -6,6 +6,7 @@ Every action posts to its own URL, calls one service of `annotations.campaigns` 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
+from django.db.models.functions import Substr
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -20,6 +21,9 @@ from annotations.web.campaigns.forms import AdjudicationForm, CampaignForm, Gold
 from experiments.access import OWNERS, membership_for, run_for
 from experiments.data.audit_log import Kind, audit_record
 from experiments.models import Membership, Role, Run
+
+
+GOLD_CHOICES_SHOWN = 2000
 
 
 @login_required
@@ -91,6 +95,9 @@ def campaign_detail(request, slug, pk):
         "membership": membership, "project": membership.project, "campaign": campaign,
         "progress": campaign_progress(campaign), "addable": addable,
         "items": campaign.items.count(), "gold": campaign.items.filter(gold_grade__isnull=False).order_by("number"),
+        # The gold form's choices: each item's number and the start of its answer (owners read text).
+        "gold_choices": campaign.items.order_by("number").annotate(preview=Substr("prediction__text", 1, 70))
+        .values_list("number", "preview")[:GOLD_CHOICES_SHOWN],
         "disputed": len(disputed_items(campaign)),  # a count: no texts loaded
         "rater_form": RaterForm(), "gold_form": GoldForm(),
     })
