@@ -99,3 +99,23 @@ def test_figures_below_the_window_draw_only_when_scrolled_near_and_keep_their_pl
     page.close()
     threading.Thread(target=connections.close_all).start()
     assert not problems, problems
+
+
+def test_printing_draws_every_figure_without_scrolling(figure_pages, live_server, browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 700})
+    problems = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.goto(live_server.url + "/accounts/login/")
+    page.fill("#id_username", "fiona")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.goto(live_server.url + figure_pages[0])
+    page.locator(".plot").first.locator(".main-svg").first.wait_for(state="attached")
+    plots = page.locator(".plot").count()
+    assert page.locator(".plot").last.get_attribute("data-drawn") is None   # below the window: not yet
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")   # what the browser sends before printing
+    page.wait_for_function(f"document.querySelectorAll('.plot .main-svg').length >= {plots}", timeout=10_000)
+    assert page.locator(".plot[data-drawn=yes]").count() == plots
+    page.close()
+    threading.Thread(target=connections.close_all).start()
+    assert not problems, problems

@@ -188,6 +188,13 @@ def test_a_contrast_s_point_and_threshold_bars_open_the_tasks_where_its_two_cond
     links = dict(zip(estimate["y"], estimate["customdata"]))
     for bar in page.context["thresholds"]["data"]:
         assert dict(zip(bar["x"], bar["customdata"])) == links
+        # printed values: three decimals, an exact zero as "0" (never "0.000")
+        assert all(t == ("0" if y == 0 else f"{y:.3f}") for t, y in zip(bar["text"], bar["y"]))
+    # the contrast table's rows open the same tasks as the figure's points
+    body = page.content.decode()
+    for name, link in links.items():
+        if link:
+            assert f'<a href="{link.replace("&", "&amp;")}" title="the tasks whose two grades differ' in body
     grades = final_grades(finished_run)  # (the explorer's a/b filter itself: tests/test_explorer.py)
     for name, (a, b) in {"OwnWords minus memory": (OWNWORDS, MEMORY), "Whole minus memory": (WHOLE, MEMORY)}.items():
         assert parse_qs(urlsplit(links[name]).query) == {"a": [a], "b": [b], "sort": ["-diff"]}

@@ -34,6 +34,13 @@ def _explorable(explore: str | None, axes: dict) -> str | None:
     return None if any(is_derived(key) for key in axes.values()) else explore
 
 
+def bar_label(value: float | None) -> str:
+    """A bar's printed value: three decimals, "0" for an exact zero, "" when there is none."""
+    if value is None:
+        return ""
+    return "0" if value == 0 else f"{value:.3f}"
+
+
 def contrast_link(explore: str | None, contrast: dict) -> str | None:
     """The explorer on the tasks behind a two-condition contrast: those whose two grades differ,
     largest difference first (a weighted contrast of more conditions has no such list)."""
@@ -127,9 +134,11 @@ def thresholds(contrasts: list[dict], explore: str | None = None) -> dict | None
         return None
     fig = go.Figure()
     for k in range(3):
-        # The value printed on each bar keeps a zero difference visible (a bar of height 0 is not).
-        fig.add_trace(go.Bar(name=f"ΔP(grade ≥ {k + 1})", x=[c["name"] for c in rows],
-                             y=[c["delta_at_least"][k] for c in rows], texttemplate="%{y:.3f}",
+        # The value printed on each bar keeps a zero difference visible (a bar of height 0 is not),
+        # as "0", not a "0.000" that reads like a measured small number.
+        values = [c["delta_at_least"][k] for c in rows]
+        fig.add_trace(go.Bar(name=f"ΔP(grade ≥ {k + 1})", x=[c["name"] for c in rows], y=values,
+                             text=[bar_label(v) for v in values], texttemplate="%{text}",
                              customdata=[contrast_link(explore, c) for c in rows],
                              textposition="outside", cliponaxis=False))
     fig.update_layout(LAYOUT).update_layout(barmode="group", yaxis_title="difference in share of tasks")

@@ -75,6 +75,18 @@
     window.addEventListener("scroll", function () { nearOnLoad.splice(0).forEach(enqueue); }, { passive: true });
   }
 
+  // Printing (or saving as PDF) draws every figure first, at once: a printed dashboard is complete
+  // even where the reader never scrolled. Plotly lays a figure out synchronously in newPlot.
+  window.addEventListener("beforeprint", function () {
+    document.querySelectorAll(".plot").forEach(function (el) {
+      if (el.dataset.drawn === "yes") return;
+      const index = queue.indexOf(el);
+      if (index >= 0) queue.splice(index, 1);
+      el.dataset.drawn = "printing";
+      draw(el).catch(function (error) { console.error(error); });
+    });
+  });
+
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

@@ -40,6 +40,8 @@ def run_dashboard(request, slug, pk):
             means=figures.means(data["means"], explore),
             sweep=figures.sweep(data["sweep"], explore),
             thresholds=figures.thresholds(data["contrasts"], explore),
+            # A contrast's row opens the same tasks as its figure points (name → explorer link).
+            contrast_rows=[(c, figures.contrast_link(explore, c)) for c in data["contrasts"]],
             transitions=[(c["name"], figures.transitions(c, explore)) for c in data["contrasts"]
                          if c.get("transitions")],
             lengths=figures.lengths(data["lengths"], explore),
