@@ -11,7 +11,7 @@ from django.db import connections
 
 from experiments.data.audit_log import Kind
 from experiments.models import AuditEntry, Membership, Project, Role
-from tests.test_browser_accessibility import PASSWORD, violations
+from tests.test_browser_accessibility import AXE, PASSWORD, violations
 from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
 
 pytestmark = pytest.mark.slow
@@ -52,6 +52,49 @@ def test_the_new_pages_pass_axe_and_are_photographed(site, live_server, browser)
             page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
             if width == 1280:
                 found[path] = violations(page)
+        context.close()
+    threading.Thread(target=connections.close_all).start()
+    bad = {page: v for page, v in found.items() if v}
+    assert not bad, json.dumps(bad, indent=1)
+
+
+@pytest.fixture
+def rated_site(transactional_db):
+    from annotations.campaigns import campaign_create
+    from tests.annotations_helpers import add_raters, finished_run
+    project = Project.objects.create(slug="tgt", name="Targets")
+    run = finished_run(project, people=2)
+    owner = get_user_model().objects.create_user("otto", password=PASSWORD)
+    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    add_raters(project, names=["rita", "rolf"])
+    for name in ("rita", "rolf"):
+        get_user_model().objects.filter(username=name).update(password=owner.password)
+    campaign = campaign_create(run=run, name="targets", conditions=list(run.protocol.conditions),
+                               raters=["rita", "rolf"], seed=2)
+    task = run.protocol.cohort.cohort_tasks.order_by("position").first().task_id
+    p = f"/p/{project.slug}"
+    return {"otto": [f"{p}/", f"{p}/runs/{run.pk}/predictions/{task}/"],
+            "rita": [f"{p}/ratings/{campaign.pk}/rate/"]}
+
+
+def test_targets_are_24_px_and_landmarks_unique(rated_site, live_server, browser):
+    # WCAG 2.2's target size (<summary>, text buttons such as Undo) and one name per landmark
+    # (the site's navigation and the task page's own): axe's two rules on the pages that have them.
+    found = {}
+    for username, paths in rated_site.items():
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.goto(live_server.url + "/accounts/login/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        for path in paths:
+            assert page.goto(live_server.url + path).status == 200, path
+            page.wait_for_load_state("networkidle")
+            page.evaluate(AXE)
+            result = page.evaluate(
+                "() => axe.run(document, {runOnly: {type: 'rule', values: ['target-size', 'landmark-unique']}})")
+            found[path] = [{"id": v["id"], "nodes": [n["target"] for n in v["nodes"]][:5]} for v in result["violations"]]
         context.close()
     threading.Thread(target=connections.close_all).start()
     bad = {page: v for page, v in found.items() if v}
