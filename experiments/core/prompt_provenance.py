@@ -22,8 +22,11 @@ NOT_LISTED = "not listed in prompts/README.md: taken to be written here"
 _NAMES = re.compile(r"`([^`]+)`")
 
 
+CELL_SEPARATOR = "|"  # a Markdown table's (no slot key is read here)
+
+
 def _cells(line: str) -> list[str]:
-    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+    return [cell.strip() for cell in line.strip().strip(CELL_SEPARATOR).split(CELL_SEPARATOR)]
 
 
 def prompt_provenance(readme_text: str) -> dict[str, tuple[str, str]]:
