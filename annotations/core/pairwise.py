@@ -231,9 +231,11 @@ def bradley_terry(ratings: Sequence[PairRating], conditions: Sequence[str], *, s
     if len(conditions) < 2 or not ratings:
         out["reason"] = "no comparison yet"
         return out
-    people = sorted({r.person for r in ratings}, key=repr)
+    # People in np.unique order, as `paired_bootstrap` takes them: the same seed draws the same people.
+    people, inverse = np.unique(np.asarray([r.person for r in ratings]), return_inverse=True)
     out["people"] = len(people)
-    per_person = np.stack([win_matrix([r for r in ratings if r.person == p], conditions) for p in people])
+    per_person = np.stack([win_matrix([r for r, k in zip(ratings, inverse) if k == j], conditions)
+                           for j in range(len(people))])
     total = per_person.sum(0)
     if not _connected(total[None])[0]:
         out["reason"] = "the comparisons do not link every condition both ways: no finite scale"
