@@ -80,6 +80,10 @@ def test_survey_run_pages_by_role(client, server, project, cast):
         assert 'id="survey-means"' in page and 'id="human-retest"' in page and 'id="synthetic-label"' in page
         assert "survey:ownwords(B=|memory|) − survey:memory" in page and 'id="survey-criteria"' in page
         assert respondent.persona_text[:40] not in page
+        # the paired-difference chart names conditions as the means chart does, never by raw key
+        forest = client.get(dashboard).context["forest"]
+        labels = {y for trace in forest["data"] for y in trace["y"]}
+        assert labels and not any("survey:" in y for y in labels), labels
         # the interview dashboard's address leads here
         assert client.get(reverse("run_dashboard", args=[project.slug, run.pk])).url == dashboard
         # the run page itself works for a survey run, and leads to the survey's pages

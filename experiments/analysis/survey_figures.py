@@ -26,16 +26,18 @@ def condition_means(means: list[dict]) -> dict | None:
     return figure_json(fig)
 
 
-def contrast_forest(contrasts: list[dict]) -> dict | None:
-    """Paired differences (first minus second) with their 95% whole-person intervals, per metric."""
+def contrast_forest(contrasts: list[dict], labels: dict[str, str] | None = None) -> dict | None:
+    """Paired differences (first minus second) with their 95% whole-person intervals, per metric;
+    conditions named by `labels` (key → the means chart's name), as in the means chart."""
     if not contrasts:
         return None
+    labels = labels or {}
     fig = make_subplots(rows=1, cols=2, subplot_titles=[METRIC_TITLES["accuracy"], METRIC_TITLES["deviation"]],
                         shared_yaxes=True)
     for col, metric in ((1, "accuracy"), (2, "deviation")):
         rows = [c for c in contrasts if c["metric"] == metric]
         fig.add_trace(go.Scatter(
-            x=[c["estimate"] for c in rows], y=[f"{c['first']} − {c['second']}" for c in rows], mode="markers",
+            x=[c["estimate"] for c in rows], y=[f"{labels.get(c['first'], c['first'])} − {labels.get(c['second'], c['second'])}" for c in rows], mode="markers",
             marker=dict(size=9, color="#2f5d9b"), showlegend=False,
             error_x=dict(type="data", symmetric=False, color="#2f5d9b", thickness=2,
                          array=[c["hi"] - c["estimate"] for c in rows],

@@ -205,7 +205,8 @@ def survey_dashboard(request, slug, pk):
     context = {"membership": membership, "project": membership.project, "run": run, "data": data,
                "study": study, "offline": offline_roles(run.protocol)["any"]}
     if data:
-        context.update(means=figures.condition_means(data["means"]), forest=figures.contrast_forest(data["contrasts"]))
+        context.update(means=figures.condition_means(data["means"]), forest=figures.contrast_forest(
+            data["contrasts"], {m["condition"]: m["label"] for m in data["means"]}))
     return render(request, "experiments/surveys/dashboard.html", context)
 
 
