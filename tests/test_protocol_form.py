@@ -5,7 +5,8 @@ from django.db.models import Count
 from django.urls import reverse
 
 from experiments.core import evidence as ev
-from experiments.core.conditions import CONDITIONS, condition_family, conditions_by_family
+from experiments.core.condition_families import condition_family, conditions_by_family
+from experiments.core.conditions import CONDITIONS
 from experiments.core.estimate import CohortShape, estimate_run
 from experiments.data.sessions import cohort_draw, cohort_shape, cohort_tasks
 from experiments.models import Protocol, Slot

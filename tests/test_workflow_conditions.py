@@ -8,8 +8,9 @@ from collections import Counter
 import pytest
 
 from experiments.core.assembly import TaskInput, assemble
+from experiments.core.condition_families import condition_family
 from experiments.core.conditions import (
-    FINAL, NOTES, PRUNE, condition_family, get_condition, prediction_labels,
+    FINAL, NOTES, PRUNE, get_condition, prediction_labels,
 )
 from experiments.core.estimate import CohortShape, estimate_run
 from experiments.core.evidence import TurnText

@@ -10,7 +10,8 @@ import pytest
 from experiments.analysis import report_items_conditions as items
 from experiments.analysis.grades import final_grades
 from experiments.core.assembly import TaskInput, assemble
-from experiments.core.conditions import WRONG_PERSON, condition_family, get_condition
+from experiments.core.condition_families import condition_family
+from experiments.core.conditions import WRONG_PERSON, get_condition
 from experiments.core.evidence import INTERVIEWER, PARTICIPANT, TurnText
 from experiments.core.paper_protocols import PAPER_PROTOCOLS
 from experiments.core.report_table import Missing, ReportTable

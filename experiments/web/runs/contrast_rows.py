@@ -8,7 +8,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from experiments.core.candidates import registry_derived_keys
-from experiments.core.conditions import conditions_by_family
+from experiments.core.condition_families import conditions_by_family
 from experiments.core.contrasts import INTERVAL_ABOVE_ZERO, format_contrast, format_terms, parse_contrast_line
 from experiments.web.text_input import StorableTextMixin
 

@@ -13,7 +13,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from experiments.core.conditions import CONDITIONS, conditions_by_family
+from experiments.core.condition_families import conditions_by_family
+from experiments.core.conditions import CONDITIONS
 from experiments.core.kinds import inferred_kind
 from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.contrasts import contrast_problems
