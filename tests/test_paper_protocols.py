@@ -53,6 +53,8 @@ def expected_calls(template: str, sessions: int, tasks: int) -> dict:
     if template == "representations":  # concrete, trait, profile and labels per session; four one-shot answers
         # per task and a tag choice per session; the answers from tags; five answers judged per task
         return {"memories": 4 * sessions, "generation": 4 * tasks + sessions, "decisions": tasks, "judging": 5 * tasks}
+    if template == "history-benchmark":  # the current dialogue and the question alone: no memory
+        return {"memories": 0, "generation": 2 * tasks, "decisions": 0, "judging": 2 * tasks}
     if template == "factorial":  # the memory and question-free excerpts, each under both headers
         return {"memories": sessions, "generation": 4 * tasks, "decisions": 0, "judging": 4 * tasks}
     if template == "wrong-person":  # own memory, another person's (the same memories), the screener reference

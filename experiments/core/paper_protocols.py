@@ -279,9 +279,27 @@ def _wrong_person() -> PaperProtocol:
     )
 
 
+QUESTION_ALONE = "question-only"
+
+
+def _history_benchmark() -> PaperProtocol:
+    return PaperProtocol(
+        "history-benchmark", "History benchmark: history and screener against the question alone",
+        "§4, Fig. 3a, Table 30 (App. J)",
+        "The available history (the current dialogue) with the screener against the question alone, one call "
+        "each. Run it once per generator configuration on the same cohort with the same judge: the report pairs "
+        "the runs that differ only in the generator (Fig. 3a, Table 30).",
+        (CURRENT_DIALOGUE, QUESTION_ALONE),
+        (_contrast("history − question alone", {CURRENT_DIALOGUE: 1, QUESTION_ALONE: -1}),),
+        {"seed": 20260917, "draws": 10_000},
+        ("The paper's four configurations were minimum-effort generators (App. J); each is one run of this "
+         "protocol with its own generator settings.",),
+    )
+
+
 PAPER_PROTOCOLS: dict[str, PaperProtocol] = {
     p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep(), _factorial(), _dense_vs_bm25(), _wrong_person(),
-                        _development_attempts(), _representations())
+                        _development_attempts(), _representations(), _history_benchmark())
 }
 
 
