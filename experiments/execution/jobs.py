@@ -4,7 +4,9 @@ Queues: `memories`, `generation`, `decisions`, `judging` carry one job per slot 
 phase; `analysis` the statistics; `default` the driver that moves a run from phase to
 phase, and the refills that put a phase's next slots on the queue (`execution.hand_out`: a
 window at a time, refilled when about half is left). Any number of `rqworker` processes on any number of machines may serve them; one
-of them must run with `--with-scheduler` for the driver's delayed looks (`enqueue_in`).
+of them must run with `--with-scheduler` for the driver's delayed looks (`enqueue_in`). A
+`MultiSlotWorker` runs the `analysis` queue's jobs on a lane thread (`workers.LANE_QUEUES`), so a
+long analysis never keeps its main thread from the refills of another run.
 
 The driver runs when a run is enqueued, when a phase's last open slot settles, and on a
 delayed look while a phase has open slots (a worker that died mid-request leaves no word:

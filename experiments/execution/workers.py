@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.exceptions import NoSuchJobError
 from rq.scheduler import RQScheduler
+from rq.timeouts import TimerDeathPenalty, UnixSignalDeathPenalty
 from rq.utils import import_attribute
 from rq.worker import SimpleWorker, Worker
 
@@ -190,6 +191,10 @@ class DatabaseThreads:
 
 
 SLOT_JOB_PREFIX = "ownwords-slot-"
+# A multi-slot worker runs these queues' jobs on a lane thread of its own, not in the main thread
+# that dequeues: a long analysis must not stop the dequeue of other runs' slots and refills.
+LANE_QUEUES = ("analysis",)
+LANE_POLL_S = 2
 
 
 def slot_of_job(job_id: str) -> int | None:
@@ -219,7 +224,19 @@ class MultiSlotWorker(ResilientSimpleWorker):
     its requests over the process's one pooled httpx client. The journal's rules are those of
     any worker: the global in-flight cap is Redis's (the limiter), the circuit and every
     reservation the database's, so threads of one process and processes on many machines are
-    alike to them. Other jobs (the driver, the analysis) run in the main thread, rq's way.
+    alike to them. The driver's jobs (drives, refills, delayed looks) run in the main thread, rq's
+    way; the analysis queue's jobs on a lane thread of their own (`LANE_QUEUES`).
+
+    Why a lane for the analysis, and not the refills: a job in the main thread stops the dequeue
+    itself, so a 60 s analysis of one run left every other run's slot jobs and refills on the
+    queue for 60 s, even with every slot thread free — the phase's queue ran dry because nobody
+    handed out its next window. Moving refills to a thread would not help while the main thread
+    is not dequeuing; moving the analysis off it does, and keeps every job that hands out or
+    settles slots (drive, refill, look) where it was, one at a time, in queue order. The
+    analysis is also the one job whose length grows with the cohort (bootstraps, tables) and does
+    not touch the hand-out. One worker process still serves every queue (`bin/demo`, the
+    README's commands), so no queue is left without a worker. While the lane is busy the worker
+    does not listen on its queues: a second analysis stays on the queue for another worker.
 
     rq's per-job bookkeeping (started registry, result, the job's hash read and deserialised) is
     skipped for slot jobs: the journal is their record, and a slot job lost with its worker is
@@ -240,6 +257,13 @@ class MultiSlotWorker(ResilientSimpleWorker):
         # As many connections as slots: each slot thread runs its own steps (no hand-over to
         # another thread on the path of every request). Fewer: a pool of database threads.
         self.database = DatabaseThreads(db_threads) if db_threads < self.slots else None
+        self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lane")
+        self._lane_busy = threading.Event()
+
+    @property
+    def death_penalty_class(self):
+        # rq's job timeout: SIGALRM, which only the main thread may set; the lane's job a timer.
+        return UnixSignalDeathPenalty if threading.current_thread() is threading.main_thread() else TimerDeathPenalty
 
     def heartbeat(self, timeout=None, pipeline=None):
         # rq beats after every job and every dequeue (three Redis commands each): with a slot
@@ -279,13 +303,18 @@ class MultiSlotWorker(ResilientSimpleWorker):
         """The next job of the worker's queues, in their order (one BLPOP). A slot job, whose id
         says its slot (`jobs.slot_job_id`), is not read from Redis at all: the slot id is all
         it carries. Anything else is fetched and run as rq would."""
-        keys = {queue.key: queue for queue in self._ordered_queues}
+        every = {queue.key: queue for queue in self._ordered_queues}
         while True:
+            # The lane's queues are listened to only while the lane is free (one job at a time).
+            keys = ({key: queue for key, queue in every.items() if queue.name not in LANE_QUEUES}
+                    if self._lane_busy.is_set() else every)
             self.heartbeat()
             if self.should_run_maintenance_tasks:
                 self.run_maintenance_tasks()
             try:
-                popped = self.connection.blpop(list(keys), timeout)
+                # While the lane is busy, come round every few seconds to listen on its queue again.
+                popped = self.connection.blpop(list(keys), min(timeout, LANE_POLL_S) if len(keys) < len(every)
+                                               else timeout)
             except REDIS_DOWN as exc:
                 wait_for_redis(self.connection, what="the dequeue", error=exc)
                 continue
@@ -302,6 +331,15 @@ class MultiSlotWorker(ResilientSimpleWorker):
                 continue
 
     def execute_job(self, job, queue):
+        if not isinstance(job, SlotJob) and queue.name in LANE_QUEUES and job.func_name != SLOT_JOB:
+            self._lane_busy.set()
+            self._free.release()  # the lane takes no slot thread's place
+            try:
+                self._lane.submit(self._run_lane_job, job, queue)
+            except BaseException:
+                self._lane_busy.clear()
+                raise
+            return
         if not isinstance(job, SlotJob) and job.func_name != SLOT_JOB:
             try:
                 return super().execute_job(job, queue)  # here, in the main thread, rq's way
@@ -312,6 +350,16 @@ class MultiSlotWorker(ResilientSimpleWorker):
         except BaseException:
             self._free.release()
             raise
+
+    def _run_lane_job(self, job, queue) -> None:
+        """An analysis job, rq's way (its registries, result, failure record), on the lane thread."""
+        try:
+            ResilientMixin.execute_job(self, job, queue)
+        except Exception:
+            logger.exception("job %s on the lane failed", job.id)
+        finally:
+            connections.close_all()  # the lane thread's connection, opened for this job
+            self._lane_busy.clear()
 
     def _run_slot_job(self, job, queue) -> None:
         forgotten = False
@@ -345,6 +393,7 @@ class MultiSlotWorker(ResilientSimpleWorker):
     def teardown(self):
         # A warm shutdown lets the slots in flight finish and record their outcomes.
         self._slot_threads.shutdown(wait=True)
+        self._lane.shutdown(wait=True)
         if self.database is not None:
             self.database.shutdown()
         super().teardown()
