@@ -47,7 +47,8 @@ def report(what, times, rows, limit, seconds, target):
     print(f"\nJSON API, {what}: {rows:,} rows in {len(times):,} pages of {limit} "
           f"({seconds:.0f} s in all{f'; target ≤ {target} ms a page' if target else ''})")
     print(f"  median {statistics.median(times):.0f} ms, 95th percentile {times[int(0.95 * (len(times) - 1))]:.0f} ms, "
-          f"slowest {times[-1]:.0f} ms, fastest {times[0]:.0f} ms")
+          f"slowest {times[-1]:.0f} ms, fastest {times[0]:.0f} ms"
+          + (f"; {sum(t > target for t in times)} pages over {target} ms" if target else ""))
 
 
 def main():
