@@ -30,10 +30,13 @@ EVIDENCE_CONDITIONS = ["memory(concrete,100w)+raw-header", "question-free(B=|mem
 # App. F's development attempts (E.12): notes then an answer (from the record, or the memory), the pruned draft.
 WORKFLOW_CONDITIONS = ["whole-record+notes(120w)", "memory(concrete,100w)+notes(120w)", "memory(concrete,100w)+pruned",
                        "memory(profile,100w)+one-shot", "tags(6-10,top-40)+one-shot"]  # and App. K's representations
+# beyond the paper: the evidence in other words (core.paraphrase)
+PARAPHRASE_CONDITIONS = ["ownwords(B=|memory|)+paraphrased", "recency(B=|memory|)+paraphrased", "whole-record+paraphrased"]
 
 
 def test_the_registry_has_every_condition_of_the_design_and_the_budget_sweep():
-    assert set(DESIGN_CONDITIONS + SWEEP_CONDITIONS + EVIDENCE_CONDITIONS + WORKFLOW_CONDITIONS) == set(CONDITIONS)
+    assert set(DESIGN_CONDITIONS + SWEEP_CONDITIONS + EVIDENCE_CONDITIONS + WORKFLOW_CONDITIONS
+               + PARAPHRASE_CONDITIONS) == set(CONDITIONS)
 
 
 def test_registry_keys_are_the_specs_keys():

@@ -55,6 +55,9 @@ def expected_calls(template: str, sessions: int, tasks: int) -> dict:
         return {"memories": 4 * sessions, "generation": 4 * tasks + sessions, "decisions": tasks, "judging": 5 * tasks}
     if template == "history-benchmark":  # the current dialogue and the question alone: no memory
         return {"memories": 0, "generation": 2 * tasks, "decisions": 0, "judging": 2 * tasks}
+    if template == "paraphrase-controls":  # the memory, three verbatim conditions and three paraphrase calls;
+        # three answers from the paraphrases; seven answers judged (the paraphrases never)
+        return {"memories": sessions, "generation": 7 * tasks, "decisions": 3 * tasks, "judging": 7 * tasks}
     if template == "factorial":  # the memory and question-free excerpts, each under both headers
         return {"memories": sessions, "generation": 4 * tasks, "decisions": 0, "judging": 4 * tasks}
     if template == "wrong-person":  # own memory, another person's (the same memories), the screener reference

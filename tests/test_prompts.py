@@ -49,6 +49,8 @@ PROMPT_SHA256 = {
     "answer_notes_record_user": "e68aeea325e3438dfe054c33d9e05b8716587f9caeaceac8cccc91528f5ce6bb",
     "answer_notes_memory_user": "442dc23d705369151ed2a8f362464649856bf98e9b01c908f59503344e63f988",
     "prune_system": "0bca5581e7e7707ff5b6f1a61e97d9da1877e8098333e9698750e6d97c52291f",
+    "paraphrase_evidence_user": "d3f9adc1cdde164c90a2cf69750fd252666b922de4aac4d6edb923d8680bf009",
+    "paraphrase_system": "7db76c222e14a83eadc3dfb23892bff82cee05a90e6ea7c1f9b198de3818c593",
     "prune_layout": "cfa48282c340b6c776f2263d6ce89e765248de706239d0031630dfe0291a37f6",
     # App. K representations
     "memory_profile_system": "1d4331a1926b474d99e28ad8edd2b45f2303b9e8e775680bce231cc8e722de2c",
@@ -98,6 +100,8 @@ PROMPT_FIELDS = {
     "answer_notes_memory_user": {"screener", "memory", "notes", "question"},
     "prune_system": set(),
     "prune_layout": {"base", "draft"},
+    "paraphrase_system": set(),
+    "paraphrase_evidence_user": {"evidence", "chars"},
     "memory_profile_system": set(),
     "memory_profile_user": {"record", "words"},
     "memory_labels_system": set(),

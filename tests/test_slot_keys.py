@@ -10,8 +10,8 @@ import pytest
 
 from experiments.core.conditions import CONDITIONS
 from experiments.core.slot_keys import (
-    KEY_KINDS, ArchiveKey, DecisionKey, GenerationKey, JudgeKey, Mem0Key, MemoryKey, NotesKey, SurveyAnswerKey, TagsKey,
-    SurveyMemoryKey, parse_slot_key,
+    KEY_KINDS, ArchiveKey, DecisionKey, GenerationKey, JudgeKey, Mem0Key, MemoryKey, NotesKey, ParaphraseKey,
+    SurveyAnswerKey, TagsKey, SurveyMemoryKey, parse_slot_key,
 )
 from experiments.core.survey.prompt import SURVEY_CONDITIONS
 
@@ -25,6 +25,7 @@ WRITTEN = [
     (GenerationKey(task_id=7, messages_sha=SHA[:32], index=2), f"gen|7|{SHA[:32]}|2"),
     (ArchiveKey(task_id=7, messages_sha=SHA[:32]), f"archive|7|{SHA[:32]}"),
     (NotesKey(task_id=7, messages_sha=SHA[:32]), f"notes|7|{SHA[:32]}"),
+    (ParaphraseKey(task_id=7, messages_sha=SHA[:32]), f"paraphrase|7|{SHA[:32]}"),
     (TagsKey(session_id=12, messages_sha=SHA[:32]), f"tags|12|{SHA[:32]}"),
     (DecisionKey(task_id=7, condition="memory(concrete,100w)+fusion(3)"),
      "decision|7|memory(concrete,100w)+fusion(3)"),

@@ -13,7 +13,7 @@ protocol seals; prompt files are sealed separately by their own hashes (`prompts
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal, Union
 
 from experiments.core.canonical import canonical_json
@@ -41,6 +41,7 @@ SELECTION = "selection"
 NOTES, PRUNE, TAGS, NOTES_WORDS = "notes", "prune", "tags", 120  # App. F / E.12: notes; pruning. App. K: tags
 NOTES_PROMPTS = {WHOLE_RECORD: ("notes_system", "notes_record_user"), MEMORY: ("notes_system", "notes_memory_user")}
 PRUNE_PROMPTS, TAGS_PROMPTS = ("prune_system", "prune_layout"), ("tags_choice_system", "tags_choice_user")
+PARAPHRASE, PARAPHRASE_PROMPTS = "paraphrase", ("paraphrase_system", "paraphrase_evidence_user")  # beyond the paper
 
 CONCRETE = "concrete"
 TRAIT = "trait"
@@ -287,6 +288,14 @@ def _second_call(key: str, evidence: str, workflow: str, memory: tuple, user: st
                      note=note)
 
 
+def paraphrased_condition(verbatim: Condition) -> Condition:
+    """Beyond the paper (its closing call for a controlled paraphrase comparison): the verbatim
+    condition's evidence rewritten by one call to keep its content in other words, within the same
+    character budget (`core.paraphrase`), then answered with the verbatim condition's own prompt."""
+    return replace(verbatim, key=f"{verbatim.key}+paraphrased", workflow=PARAPHRASE, auxiliary_prompts=PARAPHRASE_PROMPTS,
+                   note="the evidence in other words (one call, cut at the budget), then the answer")
+
+
 def _budget_sweep(words: int) -> tuple[Condition, ...]:
     """App. G.1 at one memory length w: the memory, OwnWords and recency at B_w = |m_w|."""
     return (
@@ -329,6 +338,9 @@ def _registry() -> dict[str, Condition]:
         _memory_cell(f"memory(concrete,100w)+wrong-person(seed={WRONG_PERSON_SEED})", WRONG_PERSON, None,
                      "answer_memory_user", "App. K: another cohort member's memory (core.wrong_person)"),
         dense_condition(),
+        *(paraphrased_condition(verbatim) for verbatim in (
+            ownwords_condition(), recency_condition(),
+            _unbudgeted(WHOLE_RECORD, WHOLE_RECORD, "answer_raw_user"))),
         *(condition for words in SWEEP_MEMORY_WORDS if words != DEFAULT_MEMORY_WORDS
           for condition in _budget_sweep(words)),
     ]

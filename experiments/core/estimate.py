@@ -33,8 +33,8 @@ from experiments.core import evidence as ev
 from experiments.core.conditions import (
     CURRENT_DIALOGUE, DECISION_CANDIDATES, DECISION_INSTRUCTIONS, DECISION_LAYOUT, JUDGE_PROMPTS, MEM0,
     MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY, MEMORY_LENGTH, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
-    MEMORY_PROMPTS, NO_EVIDENCE, NOTES, NOTES_PROMPTS, NOTES_WORDS, OWNWORDS, PRUNE, PRUNE_PROMPTS, TAGS, TAGS_PROMPTS,
-    QUESTION_FREE, RECENCY, SELECTION, WHOLE_RECORD, Condition,
+    MEMORY_PROMPTS, NO_EVIDENCE, NOTES, NOTES_PROMPTS, NOTES_WORDS, OWNWORDS, PARAPHRASE, PARAPHRASE_PROMPTS, PRUNE,
+    PRUNE_PROMPTS, TAGS, TAGS_PROMPTS, QUESTION_FREE, RECENCY, SELECTION, WHOLE_RECORD, Condition,
 )
 from experiments.core.prompts import load_prompt
 
@@ -94,7 +94,8 @@ class RunEstimate:
 
 def _base_group(c: Condition) -> tuple:
     """Conditions with the same key here send byte-identical base messages (they differ only in workflow)."""
-    return (c.evidence, c.budget, c.memory_kind, c.memory_words, c.with_screener, c.system_prompt, c.user_prompt)
+    return (c.evidence, c.budget, c.memory_kind, c.memory_words, c.with_screener, c.system_prompt, c.user_prompt,
+            c.workflow == PARAPHRASE)  # a paraphrase condition's base call is its paraphrase call, not the verbatim's
 
 
 def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generator_cap: int, judge_cap: int,
@@ -147,6 +148,8 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
         if c.workflow == NOTES:  # the base call is the notes call: the source and the question
             per_call = (sum(chars(name) for name in NOTES_PROMPTS[c.evidence]) + _evidence_chars(c, shape, record)
                         + shape.question_chars)
+        if c.workflow == PARAPHRASE:  # the base call is the paraphrase call: the verbatim evidence alone
+            per_call = sum(chars(name) for name in PARAPHRASE_PROMPTS) + _evidence_chars(c, shape, record)
         for m in members:
             base_chars[m.key] = per_call
         generation.calls += shape.tasks * candidates
@@ -170,6 +173,12 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
                                                     + shape.question_chars + screener)
             decisions.output_cap_tokens += shape.tasks * generator_cap
             continue  # judged once per task, in place of its (never judged) notes call
+        if c.workflow == PARAPHRASE:  # the verbatim call's messages with the paraphrase (at most as long)
+            decisions.calls += shape.tasks
+            decisions.input_chars += shape.tasks * (chars(c.system_prompt) + chars(c.user_prompt)
+                                                    + _evidence_chars(c, shape, record) + shape.question_chars + screener)
+            decisions.output_cap_tokens += shape.tasks * generator_cap
+            continue  # judged once per task, in place of its (never judged) paraphrase call
         if c.workflow == TAGS:  # the answer from the session's tags (about 10 labels), judged once per task
             decisions.calls += shape.tasks
             decisions.input_chars += shape.tasks * (chars(c.system_prompt) + chars(c.user_prompt) + TAG_VOCABULARY_CHARS / 4

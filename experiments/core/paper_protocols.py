@@ -17,6 +17,8 @@ settings of each, for any cohort. Pure Python, no Django.
 - ``wrong-person``: App. K's control: own versus a wrong person's memory, and the screener-only reference;
 - ``development-attempts``: App. F / E.12: the memory one-shot, notes then an answer (from the record
   or the memory), the pruned one-shot draft and the whole record, descriptive;
+- ``paraphrase-controls``: beyond the paper: OwnWords, recency and the whole record, each verbatim and in other
+  words at the same budget, and the memory (content versus wording);
 - ``representations``: App. K: the combined profile of imputed scales, the tag arm, the concrete and trait
   memories and the screener-only reference.
 
@@ -297,9 +299,35 @@ def _history_benchmark() -> PaperProtocol:
     )
 
 
+RECENCY = "recency(B=|memory|)"
+PARAPHRASED = {OWNWORDS: f"{OWNWORDS}+paraphrased", RECENCY: f"{RECENCY}+paraphrased",
+               WHOLE_RECORD: f"{WHOLE_RECORD}+paraphrased"}
+
+
+def _paraphrase_controls() -> PaperProtocol:
+    return PaperProtocol(
+        "paraphrase-controls", "Content versus wording: the evidence in other words (beyond the paper)",
+        "§9 (the controlled paraphrase comparison it calls for); not in the paper",
+        "OwnWords and recency at B = |memory| and the whole record, each verbatim and rewritten in other words by "
+        "one call within the same character budget (then answered with the same prompt), and the written memory: "
+        "verbatim − paraphrased isolates the wording of the evidence from its content. Descriptive contrasts.",
+        (MEMORY, OWNWORDS, PARAPHRASED[OWNWORDS], RECENCY, PARAPHRASED[RECENCY], WHOLE_RECORD, PARAPHRASED[WHOLE_RECORD]),
+        (_contrast("OwnWords: verbatim − paraphrased", {OWNWORDS: 1, PARAPHRASED[OWNWORDS]: -1}),
+         _contrast("recency: verbatim − paraphrased", {RECENCY: 1, PARAPHRASED[RECENCY]: -1}),
+         _contrast("whole record: verbatim − paraphrased", {WHOLE_RECORD: 1, PARAPHRASED[WHOLE_RECORD]: -1}),
+         _contrast("OwnWords − memory", {OWNWORDS: 1, MEMORY: -1}),
+         _contrast("paraphrased OwnWords − memory", {PARAPHRASED[OWNWORDS]: 1, MEMORY: -1})),
+        {"seed": 20260922, "draws": 100_000},
+        ("Not an experiment of the paper: the seed is the one it uses for the analyses added after the first "
+         "confirmation. A paraphrase over its budget is cut at the budget (at the last whitespace within it); "
+         "the share cut is reported.",),
+    )
+
+
 PAPER_PROTOCOLS: dict[str, PaperProtocol] = {
     p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep(), _factorial(), _dense_vs_bm25(), _wrong_person(),
-                        _development_attempts(), _representations(), _history_benchmark())
+                        _development_attempts(), _representations(), _history_benchmark(),
+                        _paraphrase_controls())
 }
 
 

@@ -64,6 +64,14 @@ class NotesKey(SlotKey):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ParaphraseKey(SlotKey):
+    """The paraphrase call of an evidence-paraphrase condition, shared by identical paraphrase messages of a task."""
+    KIND: ClassVar[str] = "paraphrase"
+    task_id: int
+    messages_sha: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class TagsKey(SlotKey):
     """App. K's tag choice of one session (its tags answer every task of the session)."""
     KIND: ClassVar[str] = "tags"
@@ -106,7 +114,7 @@ class SurveyAnswerKey(SlotKey):
 
 
 KEY_KINDS: dict[str, type[SlotKey]] = {cls.KIND: cls for cls in (
-    MemoryKey, GenerationKey, ArchiveKey, NotesKey, TagsKey, DecisionKey, JudgeKey, Mem0Key, SurveyMemoryKey, SurveyAnswerKey)}
+    MemoryKey, GenerationKey, ArchiveKey, NotesKey, ParaphraseKey, TagsKey, DecisionKey, JudgeKey, Mem0Key, SurveyMemoryKey, SurveyAnswerKey)}
 
 
 def parse_slot_key(text: str) -> SlotKey:

@@ -161,7 +161,7 @@ def plan_generation(run: Run) -> None:
                 key = archive_slot_key(task, assembled)
                 slots.setdefault(key, _new_slot(run, Phase.GENERATION, key, Slot.Role.GENERATOR, assembled, task=task))
                 continue
-            if condition.workflow == workflow_planning.NOTES:  # the notes call; its answer in the decisions phase
+            if condition.workflow in workflow_planning.FIRST_CALL_WORKFLOWS:  # notes or paraphrase; answer: decisions
                 slot = workflow_planning.notes_slot(run, task, condition, inputs[task.pk], memory)
                 slots.setdefault(slot.key, slot)
                 continue

@@ -1,5 +1,6 @@
-"""Planning of the two-call designs — App. F's development attempts (`core.workflows`) and App. K's
-tags (`core.tags`): their first call with the base calls, their second in the decisions phase.
+"""Planning of the two-call designs — App. F's development attempts (`core.workflows`), App. K's
+tags (`core.tags`) and the evidence-paraphrase control (`core.paraphrase`): their first call with
+the base calls, their second in the decisions phase.
 
 - notes, then an answer: the notes call is a generation slot of its own kind (`NotesKey`), shared
   by identical notes messages of a task and never judged; in the decisions phase its reply, capped
@@ -13,6 +14,8 @@ tags (`core.tags`): their first call with the base calls, their second in the de
   (the vocabulary, counted over the run's label memories); in the decisions phase each task's
   answer shows its session's tags as the memory. A choice that did not land, or names too few
   tags of the vocabulary, leaves the answer missing, never redrawn.
+- paraphrase: like the notes, with its own slot kind (`ParaphraseKey`); the reply is cut at the
+  verbatim evidence's budget (`core.paraphrase.fit_to_budget`) before the answering call.
 
 Every call is a slot like the others: reserved, journaled and resumed by the engine.
 """
@@ -20,14 +23,16 @@ from __future__ import annotations
 
 from experiments.core.assembly import assemble
 from experiments.core.canonical import sha256_text
-from experiments.core.conditions import FINAL, LABELS, NOTES, PRUNE, TAGS, get_condition
-from experiments.core.slot_keys import DecisionKey, NotesKey, TagsKey
+from experiments.core.conditions import FINAL, LABELS, NOTES, PARAPHRASE, PRUNE, TAGS, get_condition
+from experiments.core.paraphrase import assemble_paraphrase_answer, assemble_paraphrase_request, fit_to_budget
+from experiments.core.slot_keys import DecisionKey, NotesKey, ParaphraseKey, TagsKey
 from experiments.core.tags import assemble_tags_choice, parse_choice, parse_labels, tags_text, vocabulary
 from experiments.core.workflows import assemble_notes_answer, assemble_notes_request, assemble_prune, cap_notes
 from experiments.models import Memory, ModelCall, Prediction, Run, Slot
 from experiments.models.runs import Phase
 
-DECIDING_WORKFLOWS = (NOTES, PRUNE, TAGS)
+DECIDING_WORKFLOWS = (NOTES, PRUNE, TAGS, PARAPHRASE)
+FIRST_CALL_WORKFLOWS = (NOTES, PARAPHRASE)  # a first call of their own per task (`notes_slot`)
 USABLE_DRAFT = (Prediction.Status.OK, Prediction.Status.EMPTY)
 
 
@@ -43,16 +48,28 @@ def notes_slot_key(task, assembled) -> str:
     return str(NotesKey(task_id=task.pk, messages_sha=sha256_text(assembled.system + "\x00" + assembled.user)[:32]))
 
 
+def paraphrase_slot_key(task, assembled) -> str:
+    return str(ParaphraseKey(task_id=task.pk,
+                             messages_sha=sha256_text(assembled.system + "\x00" + assembled.user)[:32]))
+
+
 def notes_slot(run: Run, task, condition, task_input, memory: str | None) -> Slot:
-    """The generation slot of a notes condition's first call."""
+    """The generation slot of a notes condition's first call, or of a paraphrase condition's
+    (the evidence in other words, `core.paraphrase`)."""
+    if condition.workflow == PARAPHRASE:
+        assembled = assemble_paraphrase_request(condition, task_input, memory=memory)
+        return _slot(run, Phase.GENERATION, paraphrase_slot_key(task, assembled), assembled, task)
     assembled = assemble_notes_request(condition, task_input, memory=memory)
     return _slot(run, Phase.GENERATION, notes_slot_key(task, assembled), assembled, task)
 
 
 def notes_replies(run: Run) -> dict[str, str]:
-    """The text of every notes call that completed: slot key → the reply as received."""
-    return dict(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION,
-                                         slot__key__startswith=NotesKey.prefix(),
+    """The text of every notes or paraphrase call that completed: slot key → the reply as received."""
+    return {**_first_call_replies(run, NotesKey.prefix()), **_first_call_replies(run, ParaphraseKey.prefix())}
+
+
+def _first_call_replies(run: Run, prefix: str) -> dict[str, str]:
+    return dict(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION, slot__key__startswith=prefix,
                                          slot__status=Slot.Status.OK, outcome=ModelCall.Outcome.OK)
                 .values_list("slot__key", "text"))
 
@@ -101,6 +118,13 @@ def decision(run: Run, task, condition, task_input, memory: str | None, *, draft
         if reply is None:
             return None, missing
         assembled = assemble_notes_answer(condition, task_input, notes=cap_notes(reply).text, memory=memory)
+    elif condition.workflow == PARAPHRASE:  # the evidence in other words, cut at its budget (`core.paraphrase`)
+        request = assemble_paraphrase_request(condition, task_input, memory=memory)
+        reply = replies.get(paraphrase_slot_key(task, request))
+        if reply is None:
+            return None, missing
+        assembled = assemble_paraphrase_answer(condition, task_input, memory=memory,
+                                               paraphrase=fit_to_budget(reply, request.budget).text)
     else:
         draft = drafts.get((task.pk, condition.key, "b0"))
         if draft is None or draft.status not in USABLE_DRAFT:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from django.db.models import OuterRef, Q, Subquery
 
-from experiments.core.conditions import FINAL, FUSION, MEM0, MEMGPT_STYLE, NOTES, PRUNE, SELECTION, TAGS, get_condition
+from experiments.core.conditions import (
+    FINAL, FUSION, MEM0, MEMGPT_STYLE, NOTES, PARAPHRASE, PRUNE, SELECTION, TAGS, get_condition,
+)
 from experiments.core.evidence import TurnText
-from experiments.core.slot_keys import ArchiveKey, NotesKey, TagsKey
+from experiments.core.slot_keys import ArchiveKey, NotesKey, ParaphraseKey, TagsKey
 from experiments.models import Grade, Mem0Extraction, Memory, ModelCall, Prediction, Run, Turn
 from experiments.web.predictions.transcript import mark_evidence, record_sentences
 
@@ -17,10 +19,12 @@ FIRST_CALL_TITLES = {
     MEMGPT_STYLE: "archive queries (the MemGPT-style query call)",
     NOTES: "notes (the first call; cut at 120 words before the answering call)",
     TAGS: "tag choice (the session's call, from the cohort's 40 most frequent labels)",
+    PARAPHRASE: ("paraphrase (the first call: the verbatim evidence it was given, in its message, and its rewording; "
+                 "cut at the same character budget before the answering call)"),
 }
 # The card name of a final answer made by a second call.
 FINAL_NAMES = {FUSION: FUSION, SELECTION: SELECTION, NOTES: "answer from the notes", PRUNE: "pruned draft",
-               TAGS: "answer from the tags"}
+               TAGS: "answer from the tags", PARAPHRASE: "answer from the paraphrase"}
 
 
 def _with_grades(run: Run, task) -> list[Prediction]:
@@ -86,9 +90,10 @@ def task_cards(run: Run, task) -> dict:
 
 def _first_calls(run: Run, task) -> list[ModelCall]:
     """The task's calls that write no answer, with their replies as received: the MemGPT-style archive
-    queries (App. H), the notes (App. F) and the session's tag choice (App. K); one query."""
+    queries (App. H), the notes (App. F), the session's tag choice (App. K) and the paraphrases; one query."""
     keys = (Q(slot__key__startswith=ArchiveKey.prefix(task.pk)) | Q(slot__key__startswith=NotesKey.prefix(task.pk))
-            | Q(slot__key__startswith=TagsKey.prefix(task.session_id)))
+            | Q(slot__key__startswith=TagsKey.prefix(task.session_id))
+            | Q(slot__key__startswith=ParaphraseKey.prefix(task.pk)))
     return list(ModelCall.objects.filter(keys, slot__run=run).select_related("slot").order_by("slot_id", "attempt"))
 
 
