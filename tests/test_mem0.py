@@ -6,6 +6,7 @@ OpenAI-compatible server (tests/llm_fake_server.py), over a real socket.
   Mem0's search against the question, fill B greedily;
 - a non-JSON extraction reply leaves no memories without an error from Mem0: counted, and shown on
   the run page;
+- a slow store does not hold the run's lock (its adds and searches run outside it);
 - a store rebuilt from the journal never sends: a request other than the journaled one is refused;
 - without mem0 importable, the condition says why and cannot be chosen (a subprocess whose import
   of mem0 fails).
@@ -133,6 +134,53 @@ def test_a_non_json_extraction_gives_no_memories_and_is_counted_on_the_run_page(
     body = client.get(reverse("run_detail", args=[project.slug, run.pk])).content.decode()
     assert "Mem0 added 2 sessions" in body and "unparseable reply (no memories): 2" in body
     assert "eng-mem0-0" in body and "eng-mem0-1" in body
+
+
+@pytest.mark.slow
+@needs_mem0
+@pytest.mark.django_db(transaction=True)
+def test_a_slow_mem0_store_does_not_hold_the_runs_lock(project, server, http, mem0_dir, monkeypatch):
+    """Mem0's adds and searches run outside the run's lock: while a (slowed) add is in progress,
+    another transaction locks the run's row at once (NOWAIT), and the run ends as it always did."""
+    import threading
+    import time
+
+    from django.db import connections, transaction
+
+    from experiments.memory_systems import mem0_store
+    from experiments.models import Run
+
+    serve_extraction(server, CANNED)
+    locked, original_add = [], mem0_store.Mem0Store.add
+
+    def lock_the_run(run_id):
+        try:
+            with transaction.atomic():
+                Run.objects.select_for_update(nowait=True).get(pk=run_id)
+                locked.append(True)
+        except Exception as error:  # noqa: BLE001 - a lock not granted is the failure recorded here
+            locked.append(error)
+        finally:
+            connections.close_all()
+
+    def slow_add(self, *args, **kwargs):
+        time.sleep(0.5)  # a slow store: the run's row must be free meanwhile
+        other = threading.Thread(target=lock_the_run, args=(run_ids[0],))
+        other.start()
+        other.join(timeout=30)
+        return original_add(self, *args, **kwargs)
+
+    monkeypatch.setattr(mem0_store.Mem0Store, "add", slow_add)
+    cohort = build_cohort(project, sessions=2, targets=1, name="mem0")
+    run = make_run(project, cohort, conditions=[MEM0], generator=openai_model(server, timeout_s=5))
+    run_ids = [run.pk]
+    run = run_inline(run.pk, client=http)
+    assert run.status == run.Status.FINISHED, run.status_reason
+    assert locked == [True, True]  # one add per session, the run's row free during each
+    rows = list(Mem0Extraction.objects.filter(run=run))
+    assert [(row.outcome, row.memories) for row in rows] == [("memories", [OFF_TOPIC, ON_TOPIC])] * 2
+    for prediction in Prediction.objects.filter(run=run, condition=MEM0):
+        assert prediction.status == Prediction.Status.OK and prediction.evidence == "- " + ON_TOPIC
 
 
 @needs_mem0

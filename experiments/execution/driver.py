@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from experiments.analysis.pools import pools_refresh, run_pools
 from experiments.analysis.tables import tables_refresh
+from experiments.data.sessions import cohort_tasks
 from experiments.core.llm.transport import StdlibTransport
 from experiments.core.rankers import RankerError
 from experiments.execution.concurrency import NoLimiter
@@ -30,7 +31,7 @@ from experiments.execution import mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.execution.kind_table import kind_rules
 from experiments.execution.paper_report_build import report_after_run
-from experiments.execution.planning import PLANNERS, plan_judging
+from experiments.execution.planning import PLANNERS, plan_generation, plan_judging, task_inputs
 from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy
 from experiments.execution.sealing import seal_mismatches
 from experiments.models import ModelCall, Run, Slot
@@ -59,7 +60,35 @@ class Step:
     refill_after: int | None = None
 
 
+# How often a drive builds Mem0's store again outside the lock when the journal's extraction
+# answers changed meanwhile (a late receipt); after that it is built under the lock, as before.
+MEM0_OUTSIDE_TRIES = 3
+
+
 def run_drive(run_id: int, *, redispatch_after_s: float | None = None, windowed: bool = False) -> Step:
+    """`_drive`, with Mem0's store (adds and searches: seconds per session) built outside the run's
+    lock: a drive that comes to plan a Mem0 run's base generation without it gives up its
+    transaction (nothing it did is kept), builds it (`mem0_planning.prepare`, reading only the
+    journal) and drives again; the planning under the lock writes it only if the journal's
+    extraction answers are still those it was built from."""
+    prepared = None
+    for tries in range(MEM0_OUTSIDE_TRIES + 1):
+        try:
+            return _drive(run_id, redispatch_after_s=redispatch_after_s, windowed=windowed, mem0=prepared,
+                          mem0_outside=tries < MEM0_OUTSIDE_TRIES)
+        except mem0_planning.OutsideTheLock:
+            prepared = _mem0_prepared(run_id)
+    raise AssertionError("unreachable: the last try builds Mem0's store under the lock")
+
+
+def _mem0_prepared(run_id: int) -> mem0_planning.Prepared:
+    run = Run.objects.select_related("protocol").get(pk=run_id)
+    tasks = cohort_tasks(run.protocol.cohort)
+    return mem0_planning.prepare(run, tasks, task_inputs(tasks))
+
+
+def _drive(run_id: int, *, redispatch_after_s: float | None, windowed: bool,
+           mem0: mem0_planning.Prepared | None, mem0_outside: bool) -> Step:
     """Advance the run as far as it can go without sending anything.
 
     Marks reservations whose lease ran out as unknown, finishes a phase whose slots are
@@ -106,6 +135,8 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None, windowed:
                         # out: a large phase hands out its first part now and the rest is planned
                         # without the run's lock while these are sent (`run_plan_part`).
                         complete = plan_judging(run, first=_first_part(run))
+                    elif run.phase == Phase.GENERATION and rules.planners[run.phase] is plan_generation:
+                        plan_generation(run, mem0=mem0, mem0_outside=mem0_outside)
                     else:
                         rules.planners[run.phase](run)
                 if complete:

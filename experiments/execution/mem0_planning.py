@@ -8,6 +8,8 @@
   run and process, rebuilt each time) adds each session's record with its extraction answered from
   the journal (`mem0_store.JournalReplay`: nothing is sent again), records what the add left
   (`Mem0Extraction`: memories, or why none), and ranks the memories against each task's question.
+  The store's adds and searches run outside the run's lock (`prepare`); only their result is
+  written under it, if the journal's extraction answers are still those it was built from.
 
 A session whose extraction call has no usable answer gets missing Mem0 predictions, as a missing
 memory does; one whose reply Mem0 could not parse gets none of its memories (Mem0 says nothing
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -79,8 +82,31 @@ def _answers(run: Run) -> dict[int, tuple[Slot, str | None]]:
     }
 
 
-def rankings(run: Run, tasks, inputs) -> dict[int, RankedMemories]:
-    """Mem0's ranked memories per task id; a task of a session without a usable extraction has none."""
+class OutsideTheLock(Exception):
+    """Mem0's store is to be built outside the run's lock first (`prepare`), then planning again."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Mem0's memories and rankings of a run, computed outside its lock (`prepare`) from the
+    journal's extraction answers as `answers_state` says they were; written by `rankings` under
+    the lock only if the journal still says the same."""
+
+    run_id: int
+    answers_state: tuple
+    rows: tuple  # unsaved Mem0Extraction rows
+    by_task: dict
+
+
+def _answers_state(answers: dict[int, tuple[Slot, str | None]]) -> tuple:
+    return tuple(sorted((session_id, slot.pk, slot.status, None if text is None else sha256_text(text))
+                        for session_id, (slot, text) in answers.items()))
+
+
+def prepare(run: Run, tasks, inputs) -> Prepared:
+    """Mem0's adds and searches (the slow part: an embedded Qdrant, an embedding per memory and
+    question), reading the journal only: run outside the run's lock, so reservations and
+    answers of the run are never held up by them (`driver.run_drive`)."""
     answers = _answers(run)
     first_task = {}
     for task in tasks:
@@ -103,9 +129,24 @@ def rankings(run: Run, tasks, inputs) -> dict[int, RankedMemories]:
                 ranked = store.rank(str(session_id), inputs[other.pk].question, top_k=len(added.ids))
                 by_task[other.pk] = RankedMemories(tuple(added.memories),
                                                    tuple(position[i] for i in ranked if i in position))
+    return Prepared(run.pk, _answers_state(answers), tuple(rows), by_task)
+
+
+def rankings(run: Run, tasks, inputs, prepared: Prepared | None = None, *, outside: bool = False
+             ) -> dict[int, RankedMemories]:
+    """Mem0's ranked memories per task id; a task of a session without a usable extraction has none.
+    The session's outcomes are written (`Mem0Extraction`).
+
+    `prepared` (computed outside the run's lock) is used when the journal's extraction answers are
+    still those it was computed from; otherwise, with `outside`, nothing is computed here
+    (`OutsideTheLock`: the caller builds it again outside the lock), else here, as before."""
+    if prepared is None or prepared.run_id != run.pk or prepared.answers_state != _answers_state(_answers(run)):
+        if outside:
+            raise OutsideTheLock
+        prepared = prepare(run, tasks, inputs)
     Mem0Extraction.objects.filter(run=run).delete()  # a phase planned again starts from the journal again
-    Mem0Extraction.objects.bulk_create(rows)
-    return by_task
+    Mem0Extraction.objects.bulk_create(list(prepared.rows))
+    return prepared.by_task
 
 
 def extraction_counts(run: Run) -> dict | None:

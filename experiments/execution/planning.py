@@ -129,14 +129,18 @@ def plan_memories(run: Run) -> None:
         insert_slots(slots)
 
 
-def plan_generation(run: Run) -> None:
-    """Base calls of every condition; byte-identical messages within a task share a slot (G.1)."""
+def plan_generation(run: Run, *, mem0: mem0_planning.Prepared | None = None, mem0_outside: bool = False) -> None:
+    """Base calls of every condition; byte-identical messages within a task share a slot (G.1).
+
+    `mem0`: Mem0's memories and rankings built outside the run's lock (`mem0_planning.prepare`);
+    `mem0_outside`: never build them here (`mem0_planning.OutsideTheLock` instead)."""
     tasks = cohort_tasks(run.protocol.cohort)
     inputs = task_inputs(tasks)
     memories = {
         (m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)
     }
-    mem0_ranked = mem0_planning.rankings(run, tasks, inputs) if mem0_planning.uses_mem0(run) else {}
+    mem0_ranked = (mem0_planning.rankings(run, tasks, inputs, mem0, outside=mem0_outside)
+                   if mem0_planning.uses_mem0(run) else {})
     embed = dense_embedder.embed if any(c.evidence == DENSE for c in _conditions(run)) else None
     donors = wrong_person_donors(run, tasks)
     slots: dict[str, Slot] = {}
