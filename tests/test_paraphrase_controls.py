@@ -174,3 +174,30 @@ def test_the_template_runs_end_to_end_on_the_offline_stand_in(project):
     finals = Prediction.objects.filter(run=run, condition__endswith="+paraphrased", label=FINAL)
     assert finals.count() == 12 and all(p.evidence_chars <= p.budget for p in finals)
     assert set(run.analysis["conditions"]) >= set(protocol.conditions)
+
+
+def test_the_report_table_on_a_run_by_hand(project, server, http):
+    from experiments.analysis.report_items_controls import paraphrase_controls
+    from experiments.core.paper_report_catalog import catalog_item
+    from experiments.core.report_table import Missing, ReportTable
+    assert isinstance(paraphrase_controls(project, []), Missing)
+    item = catalog_item("Paraphrase controls")
+    assert not item.in_paper and item.builder.endswith("report_items_controls:paraphrase_controls")
+    cohort = build_cohort(project, sessions=2, targets=2, name="paraphrase-report")
+    long_reply = " ".join(f"word{i}" for i in range(400))
+    # verbatim answers "Alpha" (grade 3), paraphrased ones not (grade 1): verbatim − paraphrased = 2/3 on every task
+    Roles(server, answer=lambda r: long_reply if _paraphrase_request(r) else
+          "Other answer." if "word0 word1" in user_text(r) else "Alpha answer.")
+    run = make_run(project, cohort, conditions=[RECORD_KEY, PARAPHRASED[RECORD_KEY]], generator=openai_model(server),
+                   bootstrap={"seed": 5, "draws": 200})
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    table = paraphrase_controls(project, [run])
+    assert isinstance(table, ReportTable)
+    [row] = table.rows
+    assert row[:3] == ("whole-record: verbatim − paraphrased", RECORD_KEY, PARAPHRASED[RECORD_KEY])
+    assert row[3] == 1.0 and row[4] == pytest.approx(1 / 3)
+    assert row[5] == pytest.approx(2 / 3) and row[6] == pytest.approx(2 / 3) and row[7] == pytest.approx(2 / 3)
+    assert row[8:] == (4, 2)
+    assert any("4 of 4 replies were over their budget and cut" in note for note in table.notes)
+    assert table.inputs.seeds == (5,) and table.inputs.draws == 200

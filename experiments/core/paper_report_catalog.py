@@ -29,6 +29,7 @@ PER_RUN = "experiments.analysis.report_items_per_run"
 SURVEY = "experiments.analysis.report_items_survey"
 CONDITIONS = "experiments.analysis.report_items_conditions"
 WORKFLOWS = "experiments.analysis.report_items_workflows"
+CONTROLS = "experiments.analysis.report_items_controls"
 
 DIAGRAM = "a diagram, not data"
 HISTORICAL = ("the paper's numbers are reanalyses of old predictions, which need their memories and predictions "
@@ -151,6 +152,9 @@ CATALOG: tuple[CatalogItem, ...] = (
     _t("Representations run anew", "App. K's combined profile of imputed scales and tag arm, run anew against the "
        "memories (not in the paper: its Table 31 reanalyses old outputs)", "beyond the paper",
        f"{WORKFLOWS}:representations", "representations", caption=False, in_paper=False),
+    _t("Paraphrase controls", "Content versus wording: the evidence verbatim and in other words at the same budget "
+       "(not in the paper: the controlled paraphrase comparison it calls for)", "beyond the paper",
+       f"{CONTROLS}:paraphrase_controls", "paraphrase-controls", caption=False, in_paper=False),
 )
 
 PAPER_TABLES = tuple(f"Table {n}" for n in range(1, 33))
