@@ -95,5 +95,39 @@ def assemble_paraphrase_answer(condition: Condition | str, task: TaskInput, *, p
     return Assembled(system, user, paraphrase, len(paraphrase), (system_ref, user_ref), budget)
 
 
-__all__ = ["FittedParaphrase", "assemble_paraphrase_answer", "assemble_paraphrase_request", "fit_to_budget",
-           "verbatim_evidence"]
+# --- the answer rewrites: judge invariance and the length control ------------------------------
+
+REWRITE_SYSTEM, ANSWER_PARAPHRASE_USER, LENGTH_REWRITE_USER = (
+    "rewrite_answer_system", "paraphrase_answer_user", "length_rewrite_user")
+
+
+def assemble_answer_paraphrase(question: str, answer: str) -> Assembled:
+    """The judge-invariance call: one graded answer in other words, its content kept (the same judge
+    then grades the paraphrase). Its evidence is the answer."""
+    system, system_ref = render_prompt(REWRITE_SYSTEM)
+    user, user_ref = render_prompt(ANSWER_PARAPHRASE_USER, question=question, answer=answer)
+    return Assembled(system, user, answer, len(answer), (system_ref, user_ref))
+
+
+def assemble_length_rewrite(question: str, answer: str, words: int) -> Assembled:
+    """The length control's call: one answer rewritten to about `words` words. Its evidence is the answer."""
+    if isinstance(words, bool) or not isinstance(words, int) or words < 1:
+        raise ValueError(f"the target length must be a positive number of words, got {words!r}")
+    system, system_ref = render_prompt(REWRITE_SYSTEM)
+    user, user_ref = render_prompt(LENGTH_REWRITE_USER, question=question, answer=answer, words=str(words))
+    return Assembled(system, user, answer, len(answer), (system_ref, user_ref))
+
+
+def length_target(texts) -> int:
+    """The target of a length control set from another condition's answers: the median of their
+    whitespace-separated word counts, rounded half up, at least one word (missing answers left out)."""
+    counts = sorted(len(text.split()) for text in texts if text is not None)
+    if not counts:
+        raise ValueError("no answer to take a median length from")
+    middle = len(counts) // 2
+    median = counts[middle] if len(counts) % 2 else (counts[middle - 1] + counts[middle]) / 2
+    return max(1, int(median + 0.5))
+
+
+__all__ = ["FittedParaphrase", "assemble_answer_paraphrase", "assemble_length_rewrite", "assemble_paraphrase_answer",
+           "assemble_paraphrase_request", "fit_to_budget", "length_target", "verbatim_evidence"]
