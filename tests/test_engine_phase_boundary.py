@@ -33,9 +33,11 @@ def generated(project, server, http, monkeypatch):
     Roles(server, generation=lambda request: f"An answer to {hash(request.body)}.")
     run = make_run(project, build_cohort(project, sessions=4, targets=3, name="boundary"),
                    conditions=[QUESTION_ONLY], generator=openai_model(server), concurrency={"openai": 2})
-    for slot_id in run_drive(run.pk).slot_ids:
-        slot_execute(slot_id, limiter=NoLimiter(), client=http, worker="test", sleep=Sleeps())
-    return run
+    while True:  # generation is planned in parts too: until it is planned and answered
+        for slot_id in run_drive(run.pk).slot_ids:
+            slot_execute(slot_id, limiter=NoLimiter(), client=http, worker="test", sleep=Sleeps())
+        if Run.objects.filter(pk=run.pk, planned_phase=Phase.GENERATION).exists():
+            return run
 
 
 def _answer(http, slot_ids):

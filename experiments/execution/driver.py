@@ -34,7 +34,7 @@ from experiments.execution.paper_report_build import report_after_run
 from experiments.execution.planning import PLANNERS, plan_generation, plan_judging, task_inputs
 from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy
 from experiments.execution.sealing import seal_mismatches
-from experiments.models import ModelCall, Run, Slot
+from experiments.models import CohortTask, ModelCall, Prediction, Run, Slot
 from experiments.models.runs import PHASE_ORDER, Phase
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,9 @@ class Step:
     # Slots of the phase are left to hand out: after this many more of its slot jobs finish, the
     # next are handed out (`jobs.job_refill`). None: nothing left to refill.
     refill_after: int | None = None
+    # A generation phase planned in parts: the cohort position its next part starts at (None: found
+    # from the slots planned, `_generation_planned_upto`).
+    plan_from: int | None = None
 
 
 # How often a drive builds Mem0's store again outside the lock when the journal's extraction
@@ -108,7 +111,7 @@ def _drive(run_id: int, *, redispatch_after_s: float | None, windowed: bool,
         seal_checked = False
         rules = kind_rules(run.protocol)
         while run.may_send():
-            complete = True
+            complete, plan_from = True, None
             slots = Slot.objects.filter(run=run, phase=run.phase)
             if run.phase == Phase.DONE:
                 run.status = Run.Status.FINISHED
@@ -119,7 +122,7 @@ def _drive(run_id: int, *, redispatch_after_s: float | None, windowed: bool,
             if run.phase == Phase.ANALYSIS:
                 return Step(phase=Phase.ANALYSIS, analyze=True)
             if run.planned_phase != run.phase:
-                in_parts = run.phase == Phase.JUDGING and rules.judging_in_parts
+                in_parts = _in_parts(run, rules)
                 if in_parts and slots.filter(status__in=OPEN_STATUSES).exists():
                     # Planned in parts and its first calls under way: the rest is planned without
                     # the run's lock (`run_plan_part`, which checks the seal then), not here, where
@@ -134,7 +137,10 @@ def _drive(run_id: int, *, redispatch_after_s: float | None, windowed: bool,
                         # Every in-flight place is empty until the phase's first calls are handed
                         # out: a large phase hands out its first part now and the rest is planned
                         # without the run's lock while these are sent (`run_plan_part`).
-                        complete = plan_judging(run, first=_first_part(run))
+                        if run.phase == Phase.JUDGING:
+                            complete = plan_judging(run, first=_first_part(run))
+                        else:
+                            complete, plan_from = _plan_generation_part(run, 0, _first_part(run))
                     elif run.phase == Phase.GENERATION and rules.planners[run.phase] is plan_generation:
                         plan_generation(run, mem0=mem0, mem0_outside=mem0_outside)
                     else:
@@ -150,7 +156,8 @@ def _drive(run_id: int, *, redispatch_after_s: float | None, windowed: bool,
                 if cooling_s is not None:
                     recheck_in_s = min(recheck_in_s, cooling_s + 0.1)
                 return Step(slot_ids=tuple(to_send), recheck_in_s=recheck_in_s, phase=run.phase,
-                            plan_rest=not complete, seal_checked=seal_checked, refill_after=refill_after)
+                            plan_rest=not complete, seal_checked=seal_checked, refill_after=refill_after,
+                            plan_from=plan_from)
             if slots_awaiting_decision(run).exists():
                 # Unknown slots (and slots an amendment's allowance left without an answer) are the
                 # owner's decision, never a silent loss: the phase waits for it (App. B.2).
@@ -167,11 +174,64 @@ FIRST_PART_ROUNDS, FIRST_PART_MIN = 1, 64
 
 
 def _first_part(run: Run) -> int:
-    cap = effective_concurrency(run, role_config(run, Slot.Role.JUDGE).provider)
+    role = Slot.Role.JUDGE if run.phase == Phase.JUDGING else Slot.Role.GENERATOR
+    cap = effective_concurrency(run, role_config(run, role).provider)
     return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * cap)
 
 
-def run_plan_part(run_id: int, *, check_seal: bool = True, windowed: bool = False) -> Step:
+# A generation part's tasks at most: a million-slot phase is planned a bounded batch of prompts
+# at a time (each part's slots and predictions are built in memory, then inserted).
+GENERATION_PART_MAX = 5000
+
+
+def _in_parts(run: Run, rules) -> bool:
+    """Judging, and base generation unless Mem0's store (built for the whole cohort) is in it, are
+    planned in parts: the first under the run's lock, the rest without it while the first calls
+    are sent."""
+    if not rules.judging_in_parts:
+        return False
+    return run.phase == Phase.JUDGING or (run.phase == Phase.GENERATION and not mem0_planning.uses_mem0(run))
+
+
+def _cohort_part(run: Run, start: int, size: int) -> list:
+    """The cohort's tasks at positions start.. start + size - 1 of its order (as `cohort_tasks`)."""
+    entries = (CohortTask.objects.filter(cohort_id=run.protocol.cohort_id)
+               .select_related("task__session__person", "task__session__study", "task__question_turn",
+                               "task__answer_turn")
+               .order_by("position")[start:start + size])
+    return [entry.task for entry in entries]
+
+
+def _plan_generation_part(run: Run, start: int, size: int) -> tuple[bool, int]:
+    """Plan base generation for the cohort's next `size` tasks from `start`; (complete, next start)."""
+    tasks = _cohort_part(run, start, size + 1)  # one more: whether any are left
+    part = tasks[:size]
+    if part:
+        plan_generation(run, part=part)
+    return len(tasks) <= size, start + len(part)
+
+
+def _generation_planned_upto(run: Run) -> int:
+    """Where the next generation part starts when no caller says (a look after a planner died):
+    the first cohort position whose task has nothing planned, found by bisection (parts are planned
+    in cohort order, each in one transaction). A task that plans nothing of its own (a session's
+    tag choice planned with an earlier task) may make it start earlier: planning again is harmless."""
+    order = CohortTask.objects.filter(cohort_id=run.protocol.cohort_id).order_by("position")
+    low, high = 0, order.count()
+    while low < high:
+        middle = (low + high) // 2
+        task_id = order.values_list("task_id", flat=True)[middle]
+        planned = (Slot.objects.filter(run=run, phase=Phase.GENERATION, task_id=task_id).exists()
+                   or Prediction.objects.filter(run=run, task_id=task_id).exists())
+        if planned:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def run_plan_part(run_id: int, *, check_seal: bool = True, windowed: bool = False,
+                  start: int | None = None) -> Step:
     """The next part of a judging phase whose first part `run_drive` planned and handed out;
     the phase is marked planned with its last part. Returns the part's slots to hand out.
 
@@ -183,10 +243,22 @@ def run_plan_part(run_id: int, *, check_seal: bool = True, windowed: bool = Fals
     together (its planning, slowed by the calls under way, must end before they do). A part is
     handed out only while the run may send (a reservation checks again anyway)."""
     run = Run.objects.select_related("protocol").get(pk=run_id)
-    if run.phase != Phase.JUDGING or run.planned_phase == run.phase or not kind_rules(run.protocol).judging_in_parts:
+    if run.planned_phase == run.phase or not _in_parts(run, kind_rules(run.protocol)):
         return Step()
     if check_seal and seal_mismatches(run.protocol, code=False):
         return Step()
+    if run.phase == Phase.GENERATION:
+        # A base generation part: as large as all before it together, at most GENERATION_PART_MAX
+        # tasks (`start`: where the last part ended; else found from what is planned).
+        start = _generation_planned_upto(run) if start is None else start
+        complete, plan_from = _plan_generation_part(
+            run, start, min(max(_first_part(run), start), GENERATION_PART_MAX))
+        if complete:
+            Run.objects.filter(pk=run_id, phase=Phase.GENERATION).exclude(planned_phase=Phase.GENERATION).update(
+                planned_phase=Phase.GENERATION)
+        slot_ids, refill_after = hand_out_next(run, windowed=windowed) if run.may_send() else ((), None)
+        return Step(slot_ids=slot_ids, phase=Phase.GENERATION, plan_rest=not complete, refill_after=refill_after,
+                    plan_from=plan_from)
     planned = Slot.objects.filter(run=run, phase=Phase.JUDGING).count()
     complete = plan_judging(run, first=max(_first_part(run), planned))
     if complete:

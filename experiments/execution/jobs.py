@@ -173,7 +173,8 @@ def job_drive(run_id: int) -> None:
     check_seal = not step.seal_checked
     while step.plan_rest:
         # The phase's first calls are on their way: plan the next part and hand it out, until done.
-        step = run_plan_part(run_id, check_seal=check_seal, windowed=True)  # unless run_drive checked it
+        step = run_plan_part(run_id, check_seal=check_seal, windowed=True,  # unless run_drive checked it
+                             start=step.plan_from)
         check_seal = False
         dispatch(run_id, step)
 

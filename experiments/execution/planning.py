@@ -129,20 +129,28 @@ def plan_memories(run: Run) -> None:
         insert_slots(slots)
 
 
-def plan_generation(run: Run, *, mem0: mem0_planning.Prepared | None = None, mem0_outside: bool = False) -> None:
+def plan_generation(run: Run, *, mem0: mem0_planning.Prepared | None = None, mem0_outside: bool = False,
+                    part: list[Task] | None = None) -> None:
     """Base calls of every condition; byte-identical messages within a task share a slot (G.1).
 
     `mem0`: Mem0's memories and rankings built outside the run's lock (`mem0_planning.prepare`);
-    `mem0_outside`: never build them here (`mem0_planning.OutsideTheLock` instead)."""
-    tasks = cohort_tasks(run.protocol.cohort)
+    `mem0_outside`: never build them here (`mem0_planning.OutsideTheLock` instead).
+    `part`: plan only these tasks of the cohort (in cohort order; `driver.run_plan_part`): the
+    same slots, keys and predictions as the whole phase planned at once (a key shared by tasks
+    of two parts, a session's tag choice, is inserted once). Not with Mem0 (its store is built
+    for the whole cohort)."""
+    tasks = cohort_tasks(run.protocol.cohort) if part is None else part
     inputs = task_inputs(tasks)
+    donors = wrong_person_donors(run, tasks if part is None else cohort_tasks(run.protocol.cohort))
+    sessions = {t.session_id for t in tasks}  # a part reads its sessions' memories, and their donors'
+    sessions |= {by_session[s] for by_session in donors.values() for s in sessions if s in by_session}
     memories = {
-        (m.session_id, m.kind, m.words): m.text for m in Memory.objects.filter(run=run)
+        (m.session_id, m.kind, m.words): m.text
+        for m in Memory.objects.filter(run=run, **({} if part is None else {"session_id__in": sessions}))
     }
     mem0_ranked = (mem0_planning.rankings(run, tasks, inputs, mem0, outside=mem0_outside)
                    if mem0_planning.uses_mem0(run) else {})
     embed = dense_embedder.embed if any(c.evidence == DENSE for c in _conditions(run)) else None
-    donors = wrong_person_donors(run, tasks)
     slots: dict[str, Slot] = {}
     predictions = []
     vocabulary = workflow_planning.tag_vocabulary(run) if workflow_planning.uses_tags(run) else []
@@ -186,8 +194,13 @@ def plan_generation(run: Run, *, mem0: mem0_planning.Prepared | None = None, mem
                                budget=assembled.budget)
                 )
     with transaction.atomic():
+        if part is not None:
+            _share_the_run(run)  # planned without the run's lock: as a judging part
         insert_slots(list(slots.values()))
-        by_key = dict(Slot.objects.filter(run=run, phase=Phase.GENERATION).values_list("key", "pk"))
+        planned = Slot.objects.filter(run=run, phase=Phase.GENERATION)
+        if part is not None:
+            planned = planned.filter(key__in=list(slots))  # this part's, not the phase's
+        by_key = dict(planned.values_list("key", "pk"))
         for prediction in predictions:
             if prediction.slot is not None:
                 prediction.slot_id = by_key[prediction.slot.key]
