@@ -267,7 +267,12 @@ def api_routes() -> set[str]:
 
 def test_the_openapi_schema_lists_every_endpoint_and_the_docs_use_no_other_host(client, world):
     assert client.get("/api/v1/openapi.json").status_code == 302  # signed-in users only, like every page
-    client.force_login(world["users"]["viewer"])
+    # only the roles that may hold a token read the schema: it names judges and grades, never for raters
+    for who in ("rater", "viewer"):
+        client.force_login(world["users"][who])
+        assert client.get("/api/v1/openapi.json").status_code == 403, who
+        assert client.get("/api/v1/docs").status_code == 403, who
+    client.force_login(world["users"]["analyst"])
     schema = client.get("/api/v1/openapi.json").json()
     served = {re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", "/" + r) for r in api_routes()} - {
         "/api/v1/openapi.json", "/api/v1/docs", "/api/v1/"}  # the last: ninja's root, a 404
@@ -334,7 +339,9 @@ def test_the_readme_notebook_snippet_runs_against_a_live_server(live_server, mon
 def test_the_docs_page_draws_under_the_policy_without_a_violation(transactional_db, live_server, browser):  # noqa: F811
     """Swagger UI from ninja's own static files: it draws the API's title under the site's CSP, no violation."""
     from tests.test_browser_csp import LISTEN, PASSWORD, login
-    get_user_model().objects.create_user("cspowner", password=PASSWORD)
+    owner = get_user_model().objects.create_user("cspowner", password=PASSWORD)
+    Membership.objects.create(project=Project.objects.create(slug="csp-api", name="CSP"), user=owner,
+                              role=Role.OWNER)  # the schema is for the roles that may hold a token
     context = browser.new_context()
     context.add_init_script(LISTEN)
     page = context.new_page()
