@@ -5,9 +5,17 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from experiments.analysis.grades import grade_matrix
+from experiments.core.condition_families import condition_family
+from experiments.core.conditions import ANSWER_PARAPHRASE, FINAL, LENGTH, get_condition, prediction_labels
+from experiments.core.estimate import CohortShape, estimate_run
 from experiments.core.paraphrase import assemble_answer_paraphrase, assemble_length_rewrite, length_target
 from experiments.core.stats.agreement_stats import agreement_bootstrap
 from experiments.core.stats.invariance import judge_invariance
+from experiments.execution.driver import run_inline
+from experiments.models import Prediction, Run, Slot
+from experiments.models.runs import Phase
+from tests.engine_helpers import Roles, Sleeps, build_cohort, make_run, openai_model, user_text
 
 SYSTEM = "You rewrite a simulated research-interview reply as instructed. Output only the rewritten reply."
 QUESTION, ANSWER = "How do you use AI when composing?", "I use it {sometimes} for sketches."
@@ -79,3 +87,56 @@ def test_an_invariant_judge_changes_nothing_and_random_cases_match_sklearn():
         result = judge_invariance(a, b, rng.integers(0, 10, 40), draws=200, seed=2)
         assert result.kappa.estimate == pytest.approx(cohen_kappa_score(a, b, weights="quadratic", labels=[0, 1, 2, 3]))
         assert result.changed.estimate == pytest.approx(float(np.mean(a != b)))
+
+
+# --- the rewrite conditions through the engine ---------------------------------------------------
+
+RECORD = "whole-record"
+REWORDED, SHORTENED = f"{RECORD}+answer-paraphrased", f"{RECORD}+length(60w)"
+
+
+def test_the_rewrite_conditions_share_their_base_call_and_add_one_call_and_one_grade():
+    for key, workflow in ((REWORDED, ANSWER_PARAPHRASE), (SHORTENED, LENGTH)):
+        condition = get_condition(key)
+        assert condition.workflow == workflow and prediction_labels(condition) == ["b0"]
+        assert condition_family(condition) == "controls"
+        assert condition.user_prompt == get_condition(RECORD).user_prompt
+    assert get_condition("memory(concrete,100w)+one-shot+answer-paraphrased").memory_words == 100
+    shape = CohortShape(sessions=2, tasks=6, record_chars=2000, question_chars=50, reference_chars=200)
+    calls = lambda keys: {p.phase: p.calls for p in estimate_run(  # noqa: E731
+        map(get_condition, keys), shape, generator_cap=100, judge_cap=100).phases}
+    assert calls([RECORD, REWORDED, SHORTENED]) == {"memories": 0, "generation": 6, "decisions": 12, "judging": 18}
+
+
+def _rewrite(request) -> str | None:
+    text = user_text(request)
+    if "Rewrite the reply in other words" in text:
+        return "Reworded answer."
+    if "Rewrite the reply to about 60 words" in text:
+        return "Alpha " + " ".join(["word"] * 59)
+    return None
+
+
+def test_a_run_grades_the_base_answer_and_its_rewrites(project, server, http):
+    cohort = build_cohort(project, sessions=2, targets=2, name="rewrites")
+    Roles(server, answer=lambda r: _rewrite(r) or "Alpha answer.")
+    run = make_run(project, cohort, conditions=[RECORD, REWORDED, SHORTENED], generator=openai_model(server))
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    slots, tasks = Slot.objects.filter(run=run), 4
+    assert slots.filter(phase=Phase.GENERATION).count() == tasks  # one base call per task, shared by all three
+    assert slots.filter(phase=Phase.DECISIONS).count() == 2 * tasks
+    for p in Prediction.objects.filter(run=run, condition__in=[REWORDED, SHORTENED], label="b0"):
+        assert p.slot == Prediction.objects.get(run=run, task=p.task, condition=RECORD).slot
+    reworded = Prediction.objects.filter(run=run, condition=REWORDED, label=FINAL)
+    assert {p.text for p in reworded} == {"Reworded answer."} and reworded.count() == tasks
+    for p in reworded:
+        assert "[REPLY]\nAlpha answer.\n\n[TASK]\nRewrite the reply in other words" in p.slot.user
+        assert p.evidence == "Alpha answer."
+    shortened = Prediction.objects.filter(run=run, condition=SHORTENED, label=FINAL)
+    assert {len(p.text.split()) for p in shortened} == {60}
+    # the stand-in judge: "Alpha" 3, anything else 1 — the paraphrase changed every grade
+    matrix = grade_matrix(run, (RECORD, REWORDED, SHORTENED))
+    assert matrix.grades.shape[1] == tasks
+    assert list(matrix.grades[0]) == [3] * tasks and list(matrix.grades[1]) == [1] * tasks
+    assert list(matrix.grades[2]) == [3] * tasks

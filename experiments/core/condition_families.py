@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from experiments.core.conditions import (
     CONDITIONS, CURRENT_DIALOGUE, DEFAULT_MEMORY_WORDS, DENSE, MEMORY, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
-    MEMORY_UNDER_RAW_HEADER, NO_EVIDENCE, NOTES, OWNWORDS, PARAPHRASE, PRUNE, QUESTION_FREE, QUESTION_FREE_UNDER_MEMORY_HEADER,
+    MEMORY_UNDER_RAW_HEADER, NO_EVIDENCE, NOTES, OWNWORDS, PARAPHRASE, PRUNE, REWRITE_PROMPTS, QUESTION_FREE, QUESTION_FREE_UNDER_MEMORY_HEADER,
     RECENCY, TAGS, WHOLE_RECORD, WRONG_PERSON, Condition,
 )
 
@@ -19,7 +19,8 @@ FAMILIES = (
      "the other's header, one call at the same per-task character budget"),
     ("development", "Added model stages (App. F; App. K's tags)", "notes; a pruned draft; tags from the cohort's labels"),
     ("controls", "Wording controls (beyond the paper)", "the excerpts or the record rewritten in other words at the "
-     "same character budget, then answered with the verbatim condition's prompt"),
+     "same character budget, then answered with the verbatim condition's prompt; an answer rewritten in other words "
+     "or to a fixed length, then graded"),
     ("baselines", "No personal evidence", "the screener and the question, or the question alone"),
     ("sweep", "Budget sweep at other memory lengths (App. G.1)", "memory, OwnWords and recency at B = |memory| "
      "for memories of 50, 200 and 400 words"),
@@ -31,7 +32,7 @@ def condition_family(condition: Condition) -> str:
     """The FAMILIES key a condition is listed under."""
     if not condition.runnable:
         return "systems"
-    if condition.workflow == PARAPHRASE:
+    if condition.workflow == PARAPHRASE or condition.workflow in REWRITE_PROMPTS:
         return "controls"
     if condition.workflow in (NOTES, PRUNE, TAGS):
         return "development"

@@ -42,6 +42,10 @@ NOTES, PRUNE, TAGS, NOTES_WORDS = "notes", "prune", "tags", 120  # App. F / E.12
 NOTES_PROMPTS = {WHOLE_RECORD: ("notes_system", "notes_record_user"), MEMORY: ("notes_system", "notes_memory_user")}
 PRUNE_PROMPTS, TAGS_PROMPTS = ("prune_system", "prune_layout"), ("tags_choice_system", "tags_choice_user")
 PARAPHRASE, PARAPHRASE_PROMPTS = "paraphrase", ("paraphrase_system", "paraphrase_evidence_user")  # beyond the paper
+# Beyond the paper: an answer rewritten after it is drafted — in other words (judge invariance), or to LENGTH_WORDS.
+ANSWER_PARAPHRASE, LENGTH, LENGTH_WORDS = "answer-paraphrase", "length", 60
+REWRITE_PROMPTS = {ANSWER_PARAPHRASE: ("rewrite_answer_system", "paraphrase_answer_user"),
+                   LENGTH: ("rewrite_answer_system", "length_rewrite_user")}
 
 CONCRETE = "concrete"
 TRAIT = "trait"
@@ -296,6 +300,15 @@ def paraphrased_condition(verbatim: Condition) -> Condition:
                    note="the evidence in other words (one call, cut at the budget), then the answer")
 
 
+def rewritten_condition(base: Condition, workflow: str) -> Condition:
+    """Beyond the paper: the base condition's one-shot answer as its draft b0 (the same call), then one call
+    rewrites it — in other words, content kept (the same judge grades both: judge invariance), or to about
+    LENGTH_WORDS words (the contrast at equal length); the rewrite is the final answer (`core.paraphrase`)."""
+    suffix = "answer-paraphrased" if workflow == ANSWER_PARAPHRASE else f"length({LENGTH_WORDS}w)"
+    return replace(base, key=f"{base.key}+{suffix}", workflow=workflow, auxiliary_prompts=REWRITE_PROMPTS[workflow],
+                   note="the base condition's answer as its draft, then one rewriting call")
+
+
 def _budget_sweep(words: int) -> tuple[Condition, ...]:
     """App. G.1 at one memory length w: the memory, OwnWords and recency at B_w = |m_w|."""
     return (
@@ -341,6 +354,8 @@ def _registry() -> dict[str, Condition]:
         *(paraphrased_condition(verbatim) for verbatim in (
             ownwords_condition(), recency_condition(),
             _unbudgeted(WHOLE_RECORD, WHOLE_RECORD, "answer_raw_user"))),
+        *(rewritten_condition(base, workflow) for workflow in REWRITE_PROMPTS for base in (
+            memory_condition(), ownwords_condition(), _unbudgeted(WHOLE_RECORD, WHOLE_RECORD, "answer_raw_user"))),
         *(condition for words in SWEEP_MEMORY_WORDS if words != DEFAULT_MEMORY_WORDS
           for condition in _budget_sweep(words)),
     ]
@@ -361,6 +376,6 @@ def get_condition(key: str) -> Condition:
 
 def prediction_labels(condition: Condition) -> list[str]:
     """The labels of the answers a condition produces per task: its final answer, or its pool's candidates."""
-    if condition.workflow == PRUNE:  # its draft; the pruned answer is its final (decisions)
+    if condition.workflow in (PRUNE, *REWRITE_PROMPTS):  # its draft; the edited answer is its final (decisions)
         return ["b0"]
     return [FINAL] if condition.candidates == 1 else [f"b{i}" for i in range(condition.candidates)]

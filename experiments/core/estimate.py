@@ -34,7 +34,7 @@ from experiments.core.conditions import (
     CURRENT_DIALOGUE, DECISION_CANDIDATES, DECISION_INSTRUCTIONS, DECISION_LAYOUT, JUDGE_PROMPTS, MEM0,
     MEMGPT_QUERY_PROMPTS, MEMGPT_STYLE, MEMORY, MEMORY_LENGTH, MEMORY_PLUS_OWNWORDS, MEMORY_PLUS_WHOLE_RECORD,
     MEMORY_PROMPTS, NO_EVIDENCE, NOTES, NOTES_PROMPTS, NOTES_WORDS, OWNWORDS, PARAPHRASE, PARAPHRASE_PROMPTS, PRUNE,
-    PRUNE_PROMPTS, TAGS, TAGS_PROMPTS, QUESTION_FREE, RECENCY, SELECTION, WHOLE_RECORD, Condition,
+    PRUNE_PROMPTS, REWRITE_PROMPTS, TAGS, TAGS_PROMPTS, QUESTION_FREE, RECENCY, SELECTION, WHOLE_RECORD, Condition,
 )
 from experiments.core.prompts import load_prompt
 
@@ -183,6 +183,13 @@ def estimate_run(conditions: Iterable[Condition], shape: CohortShape, *, generat
             decisions.calls += shape.tasks
             decisions.input_chars += shape.tasks * (chars(c.system_prompt) + chars(c.user_prompt) + TAG_VOCABULARY_CHARS / 4
                                                     + shape.question_chars + screener)
+            decisions.output_cap_tokens += shape.tasks * generator_cap
+            judged_per_task += 1
+            continue
+        if c.workflow in REWRITE_PROMPTS:  # the question, the base answer (its draft) and the rewriting task
+            decisions.calls += shape.tasks
+            decisions.input_chars += shape.tasks * (sum(chars(name) for name in REWRITE_PROMPTS[c.workflow])
+                                                    + shape.question_chars + answer)
             decisions.output_cap_tokens += shape.tasks * generator_cap
             judged_per_task += 1
             continue

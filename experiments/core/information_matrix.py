@@ -55,7 +55,9 @@ EVIDENCE_SEES: dict[str, dict] = {
 
 # The workflows whose answering call sees earlier model output of the same task.
 WORKFLOW_OUTPUT = {registry.FUSION: "{n} candidate answers", registry.SELECTION: "{n} candidate answers",
-                   "notes": "its question-specific notes", "prune": "its own one-shot draft"}
+                   "notes": "its question-specific notes", "prune": "its own one-shot draft",
+                   "paraphrase": "its evidence rewritten in other words (instead of the verbatim text)",
+                   "answer-paraphrase": "its own one-shot draft", "length": "its own one-shot draft"}
 DECISION_WORKFLOWS = (registry.FUSION, registry.SELECTION)
 
 

@@ -14,6 +14,8 @@ the base calls, their second in the decisions phase.
   (the vocabulary, counted over the run's label memories); in the decisions phase each task's
   answer shows its session's tags as the memory. A choice that did not land, or names too few
   tags of the vocabulary, leaves the answer missing, never redrawn.
+- answer rewrites (beyond the paper): as the pruning, the base condition's answer is the draft ``b0``
+  (one shared call); one call rewrites it in other words or to a fixed length, the rewrite is graded.
 - paraphrase: like the notes, with its own slot kind (`ParaphraseKey`); the reply is cut at the
   verbatim evidence's budget (`core.paraphrase.fit_to_budget`) before the answering call.
 
@@ -23,15 +25,20 @@ from __future__ import annotations
 
 from experiments.core.assembly import assemble
 from experiments.core.canonical import sha256_text
-from experiments.core.conditions import FINAL, LABELS, NOTES, PARAPHRASE, PRUNE, TAGS, get_condition
-from experiments.core.paraphrase import assemble_paraphrase_answer, assemble_paraphrase_request, fit_to_budget
+from experiments.core.conditions import (
+    ANSWER_PARAPHRASE, FINAL, LABELS, LENGTH, LENGTH_WORDS, NOTES, PARAPHRASE, PRUNE, TAGS, get_condition,
+)
+from experiments.core.paraphrase import (
+    assemble_answer_paraphrase, assemble_length_rewrite, assemble_paraphrase_answer, assemble_paraphrase_request,
+    fit_to_budget,
+)
 from experiments.core.slot_keys import DecisionKey, NotesKey, ParaphraseKey, TagsKey
 from experiments.core.tags import assemble_tags_choice, parse_choice, parse_labels, tags_text, vocabulary
 from experiments.core.workflows import assemble_notes_answer, assemble_notes_request, assemble_prune, cap_notes
 from experiments.models import Memory, ModelCall, Prediction, Run, Slot
 from experiments.models.runs import Phase
 
-DECIDING_WORKFLOWS = (NOTES, PRUNE, TAGS, PARAPHRASE)
+DECIDING_WORKFLOWS = (NOTES, PRUNE, TAGS, PARAPHRASE, ANSWER_PARAPHRASE, LENGTH)
 FIRST_CALL_WORKFLOWS = (NOTES, PARAPHRASE)  # a first call of their own per task (`notes_slot`)
 USABLE_DRAFT = (Prediction.Status.OK, Prediction.Status.EMPTY)
 
@@ -129,7 +136,12 @@ def decision(run: Run, task, condition, task_input, memory: str | None, *, draft
         draft = drafts.get((task.pk, condition.key, "b0"))
         if draft is None or draft.status not in USABLE_DRAFT:
             return None, missing
-        assembled = assemble_prune(condition, task_input, memory=memory, draft=draft.text or "")
+        if condition.workflow == ANSWER_PARAPHRASE:  # the draft in other words: the same judge grades both
+            assembled = assemble_answer_paraphrase(task_input.question, draft.text or "")
+        elif condition.workflow == LENGTH:  # the draft at about LENGTH_WORDS words
+            assembled = assemble_length_rewrite(task_input.question, draft.text or "", LENGTH_WORDS)
+        else:
+            assembled = assemble_prune(condition, task_input, memory=memory, draft=draft.text or "")
     slot = _slot(run, Phase.DECISIONS, str(DecisionKey(task_id=task.pk, condition=condition.key)), assembled, task)
     return slot, Prediction(run=run, task=task, condition=condition.key, label=FINAL, slot=slot,
                             evidence=assembled.evidence, evidence_chars=assembled.evidence_chars,

@@ -6,7 +6,8 @@ from __future__ import annotations
 from django.db.models import OuterRef, Q, Subquery
 
 from experiments.core.conditions import (
-    FINAL, FUSION, MEM0, MEMGPT_STYLE, NOTES, PARAPHRASE, PRUNE, SELECTION, TAGS, get_condition,
+    ANSWER_PARAPHRASE, FINAL, FUSION, LENGTH, LENGTH_WORDS, MEM0, MEMGPT_STYLE, NOTES, PARAPHRASE, PRUNE, SELECTION,
+    TAGS, get_condition,
 )
 from experiments.core.evidence import TurnText
 from experiments.core.slot_keys import ArchiveKey, NotesKey, ParaphraseKey, TagsKey
@@ -24,7 +25,8 @@ FIRST_CALL_TITLES = {
 }
 # The card name of a final answer made by a second call.
 FINAL_NAMES = {FUSION: FUSION, SELECTION: SELECTION, NOTES: "answer from the notes", PRUNE: "pruned draft",
-               TAGS: "answer from the tags", PARAPHRASE: "answer from the paraphrase"}
+               TAGS: "answer from the tags", PARAPHRASE: "answer from the paraphrase",
+               ANSWER_PARAPHRASE: "the draft in other words", LENGTH: f"the draft at about {LENGTH_WORDS} words"}
 
 
 def _with_grades(run: Run, task) -> list[Prediction]:
