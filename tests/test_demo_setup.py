@@ -60,20 +60,44 @@ def test_demo_ratings_adds_raters_and_a_campaign_over_the_finished_demo_run(db):
     assert set(logins) == {"demo-rater-1", "demo-rater-2"}
     user = authenticate(username="demo-rater-1", password=logins["demo-rater-1"])
     campaign = RatingCampaign.objects.get(name="demo-ratings")
-    assert campaign.items.count() == 60 and campaign.assignments.count() == 120
+    # 60 items, 2 raters each, and 10 % hidden repeats: 6 more showings per rater's 60 items
+    from annotations.models import REPEAT_SHOWING
+    assert campaign.items.count() == 60 and campaign.repeat_percent == 10
+    assert campaign.assignments.count() == 2 * (60 + 6)
+    assert campaign.assignments.filter(showing=REPEAT_SHOWING).count() == 2 * 6
     assert rater_item(campaign, user)["item"] is not None   # the raters still have items to rate
     # generated demo ratings, through the rating service, labelled as such: results show numbers
     from annotations.campaign_agreement import campaign_results
-    from annotations.management.commands.demo_ratings import DEMO_RATING_NOTE
+    from annotations.management.commands.demo_ratings import DEMO_PREFERENCE_NOTE, DEMO_RATING_NOTE
     from annotations.models import HumanGrade
     grades = HumanGrade.objects.filter(campaign=campaign)
-    assert grades.count() == 2 * 48 and set(grades.values_list("note", flat=True)) == {DEMO_RATING_NOTE}
-    assert "96 demo ratings generated" in out.getvalue()
+    # each rater rates int(0.8 × 66) = 52 showings of their queue, in queue order
+    assert grades.count() == 2 * 52 and set(grades.values_list("note", flat=True)) == {DEMO_RATING_NOTE}
+    assert set(grades.values_list("guidelines_version", flat=True)) == {1}  # the published demo guidelines
+    repeats_rated = grades.filter(assignment__showing=REPEAT_SHOWING).count()
+    firsts_rated = grades.count() - repeats_rated
+    assert "104 demo ratings generated" in out.getvalue() and "10% hidden repeats (12 repeat showings)" in out.getvalue()
     results = campaign_results(campaign)
-    assert results["between"]["pairs"]["n_pairs"] > 0 and results["vs_judge"]["pooled"]["n_pairs"] == 96
+    assert results["between"]["pairs"]["n_pairs"] > 0 and results["vs_judge"]["pooled"]["n_pairs"] == firsts_rated
     assert 0 < results["between"]["pairs"]["exact"]["estimate"] < 1    # demo raters differ sometimes
+    # the retest row: repeats rated at both showings (a repeat comes after its first showing)
+    assert 0 < repeats_rated and results["retest"]["pairs"]["n_pairs"] == repeats_rated
+    assert results["retest"]["pairs"]["exact"]["estimate"] is not None
+    # the pairwise demo campaign: generated preferences, labelled, win rates and Bradley–Terry with numbers
+    from annotations.pairwise import pairwise_results
+    pairwise = RatingCampaign.objects.get(name="demo-pairwise")
+    assert pairwise.kind == "pairwise" and pairwise.items.count() == 40 and pairwise.assignments.count() == 80
+    prefs = HumanGrade.objects.filter(campaign=pairwise)
+    assert prefs.count() == 2 * 32 and set(prefs.values_list("note", flat=True)) == {DEMO_PREFERENCE_NOTE}
+    assert set(prefs.values_list("preference", flat=True)) <= {"a", "b", "tie"}
+    assert "64 demo preferences generated" in out.getvalue()
+    numbers = pairwise_results(pairwise)
+    assert numbers["ratings"] == 64 and sum(r["ratings"] for r in numbers["win_rates"]) == 64
+    assert all(r["x_wins"]["estimate"] is not None for r in numbers["win_rates"])
+    bt = numbers["bradley_terry"]
+    assert bt["estimable"] and all(c["theta"] is not None and c["lo"] is not None for c in bt["conditions"])
     call_command("demo_ratings", stdout=StringIO())  # again: new passwords, no second campaign
-    assert RatingCampaign.objects.count() == 1 and HumanGrade.objects.count() == 96
+    assert RatingCampaign.objects.count() == 2 and HumanGrade.objects.count() == 104 + 64
 
 
 def test_the_demos_memberships_are_in_the_audit_log(db):
