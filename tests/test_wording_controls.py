@@ -140,3 +140,76 @@ def test_a_run_grades_the_base_answer_and_its_rewrites(project, server, http):
     assert matrix.grades.shape[1] == tasks
     assert list(matrix.grades[0]) == [3] * tasks and list(matrix.grades[1]) == [1] * tasks
     assert list(matrix.grades[2]) == [3] * tasks
+
+
+MEMORY_ONE_SHOT = "memory(concrete,100w)+one-shot"
+
+
+def _rewrite_by_session(request) -> str | None:
+    text = user_text(request)
+    if "Rewrite the reply in other words" in text:  # session 0's paraphrases keep the grade, session 1's lose it
+        return "Alpha again." if "part 0 of that" in text else "Reworded answer."
+    return _rewrite(request)
+
+
+def test_the_invariance_and_equal_length_tables_on_a_run_by_hand(project, server, http):
+    from experiments.analysis.per_run_tables import feeds, per_run_payload
+    from experiments.analysis.report_items_controls import (
+        contrasts_under_rewrite, judge_invariance_report, judge_invariance_table, length_control_report,
+    )
+    from experiments.core.report_table import Missing, ReportTable
+    assert isinstance(judge_invariance_report(project, []), Missing)
+    cohort = build_cohort(project, sessions=2, targets=2, name="invariance")
+    Roles(server, answer=lambda r: _rewrite_by_session(r) or "Alpha answer.")
+    keys = [MEMORY_ONE_SHOT, RECORD]
+    conditions = keys + [f"{k}+answer-paraphrased" for k in keys] + [f"{k}+length(60w)" for k in keys]
+    contrast = {"name": "record − memory", "terms": {RECORD: 1, MEMORY_ONE_SHOT: -1}, "family": False,
+                "criterion": None}
+    run = make_run(project, cohort, conditions=conditions, generator=openai_model(server), contrasts=[contrast],
+                   bootstrap={"seed": 11, "draws": 300})
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    table = judge_invariance_table(run)
+    assert isinstance(table, ReportTable) and [row[0] for row in table.rows] == keys
+    original, paraphrased = [3, 3, 3, 3], [3, 3, 1, 1]  # by session: 0, 0, 1, 1
+    expected = judge_invariance(original, paraphrased, [0, 0, 1, 1], draws=300, seed=11)
+    for row in table.rows:
+        assert row[1:3] == (4, 2)
+        assert row[3] == pytest.approx(0.5) and (row[6], row[7]) == (0.0, 0.5)
+        assert (row[4], row[5]) == (pytest.approx(expected.changed.lo), pytest.approx(expected.changed.hi))
+        assert row[8] == pytest.approx(cohen_kappa_score(original, paraphrased, weights="quadratic",
+                                                         labels=[0, 1, 2, 3]))
+    under = contrasts_under_rewrite(run, ANSWER_PARAPHRASE)
+    assert [row[:2] for row in under.rows] == [("record − memory", "as answered"),
+                                               ("record − memory", "paraphrase grades")]
+    assert [row[2] for row in under.rows] == [0.0, 0.0] and [row[5:7] for row in under.rows] == [(4, 2), (4, 2)]
+    length = length_control_report(project, [run])
+    assert [row[1] for row in length.rows] == ["as answered", "at 60 words"]
+    assert length.rows[1][7] == "60 / 60" and length.rows[0][7] == "2 / 2"
+    assert feeds(run) == ["judge_invariance", "contrasts_under_paraphrase", "length_control"]
+    payload = per_run_payload(run)
+    assert set(payload) == set(feeds(run)) and not any("missing" in item for item in payload.values())
+
+
+def test_the_answer_controls_template_runs_end_to_end_on_the_offline_stand_in(project):
+    from experiments.analysis.report_items_controls import judge_invariance_table
+    from experiments.core.report_table import ReportTable
+    from experiments.execution.control import run_start
+    from experiments.execution.protocol_templates import protocol_estimate, protocol_from_template
+    from experiments.execution.sealing import protocol_seal
+    from experiments.models import ModelCall
+    cohort = build_cohort(project, sessions=2, targets=2, name="answer-controls")
+    protocol, instantiated = protocol_from_template(template="answer-controls", cohort=cohort)
+    assert len(protocol.conditions) == 9 and not instantiated.unavailable
+    estimate = {p.phase: p.calls for p in protocol_estimate(protocol).phases}
+    assert estimate == {"memories": 2, "generation": 12, "decisions": 24, "judging": 36}
+    run = Run.objects.create(protocol=protocol_seal(protocol=protocol, user=None))
+    run_start(run=run)
+    run = run_inline(run.pk)
+    assert run.status == Run.Status.FINISHED, run.status_reason
+    for phase in ("memories", "decisions"):
+        assert ModelCall.objects.filter(slot__run=run, slot__phase=phase).count() == estimate[phase], phase
+    assert ModelCall.objects.filter(slot__run=run, slot__phase="generation").count() <= 12
+    table = judge_invariance_table(run)
+    assert isinstance(table, ReportTable) and len(table.rows) == 3 and all(row[1] == 4 for row in table.rows)
+    assert any("offline stand-in" in note for note in table.notes)  # labelled, never a model result

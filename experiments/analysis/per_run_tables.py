@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from experiments.analysis import report_items_controls as controls
 from experiments.analysis.grades import grade_matrix
 from experiments.analysis.pools import USABLE, run_pools
 from experiments.analysis.sampled_agreement import sampled_agreement
 from experiments.core.candidates import CANDIDATE_LABELS
-from experiments.core.conditions import FINAL, FUSION, SELECTION
+from experiments.core.conditions import ANSWER_PARAPHRASE, FINAL, FUSION, LENGTH, SELECTION
 from experiments.core.pickers import SIMILARITIES
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
 from experiments.core.stats.memory_gap import class_threshold_table, length_gap_table
@@ -295,7 +296,10 @@ def agreement_table(run: Run, n: int = DEFAULT_SAMPLE_SIZE, sample_seed: int = D
 PER_RUN_KEY = "per_run_items"   # the robustness tables' payload key that keeps these items
 AGREEMENT_ITEM = "appendix_i6_sampled_agreement"
 COMPUTED = {"table26": gap_table, "table27": class_table, "appendix_f_centrality": centrality_table,
-            "appendix_f_routing": routing_table, AGREEMENT_ITEM: agreement_table}
+            "appendix_f_routing": routing_table, AGREEMENT_ITEM: agreement_table,
+            "judge_invariance": controls.judge_invariance_table,
+            "contrasts_under_paraphrase": lambda run: controls.contrasts_under_rewrite(run, ANSWER_PARAPHRASE),
+            "length_control": lambda run: controls.contrasts_under_rewrite(run, LENGTH)}
 
 
 def feeds(run: Run) -> list[str]:
@@ -308,6 +312,10 @@ def feeds(run: Run) -> list[str]:
         names += ["table26", "table27"]
     if run_pools(run):
         names += ["appendix_f_centrality", "appendix_f_routing"]
+    if controls.rewritten_pairs(run, ANSWER_PARAPHRASE):  # the wording controls (beyond the paper)
+        names += ["judge_invariance", "contrasts_under_paraphrase"]
+    if controls.rewritten_pairs(run, LENGTH):
+        names.append("length_control")
     return names
 
 

@@ -1,7 +1,10 @@
 """The paper report's items on the wording controls (beyond the paper; its closing paragraph asks for "a
 controlled paraphrase comparison" to tell preserved content from wording): the evidence-paraphrase
 control — OwnWords, recency and the whole record, each verbatim and in other words at the same
-character budget (`core.paraphrase`).
+character budget (`core.paraphrase`); judge invariance — each answer and its paraphrase graded by the
+same judge (`<base>+answer-paraphrased`); and the length control — each answer rewritten to a fixed
+number of words, the planned contrasts at equal length (`<base>+length(60w)`). The last two are also
+per-run items of the run's tables page (`per_run_tables`).
 
 A builder takes the project and its sealed, finished runs and returns a `ReportTable`, or `Missing`
 naming the ready-made protocol (`core.paper_protocols`) that would produce it. It reads one run (the
@@ -16,14 +19,15 @@ import re
 import numpy as np
 
 from experiments.analysis.grades import grade_matrix
-from experiments.core.conditions import CONDITIONS, PARAPHRASE
+from experiments.core.conditions import ANSWER_PARAPHRASE, CONDITIONS, FINAL, LENGTH, LENGTH_WORDS, PARAPHRASE
 from experiments.core.paper_protocols import MEMORY, OWNWORDS, PARAPHRASED
 from experiments.core.paraphrase import fit_to_budget
 from experiments.core.prompt_provenance import written_here
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
 from experiments.core.slot_keys import ParaphraseKey
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, MAX_GRADE, paired_bootstrap, paired_matrix
-from experiments.models import ModelCall
+from experiments.core.stats.invariance import judge_invariance
+from experiments.models import ModelCall, Prediction
 
 TEMPLATE = "paraphrase-controls"
 OFFLINE_NOTE = ("Run {runs} used the offline stand-in as generator or judge: these numbers test the pipeline, "
@@ -105,3 +109,132 @@ def paraphrase_controls(project, runs) -> ReportTable | Missing:
     return ReportTable(COLUMNS, tuple(rows), inputs,
                        digits={"mean": 4, "comparator mean": 4, "difference": 4, "95% low": 4, "95% high": 4},
                        signed=frozenset({"difference", "95% low", "95% high"}), notes=tuple(notes))
+
+
+# --- judge invariance and the length control: per run ----------------------------------------------
+
+REWRITE_SUFFIX = {ANSWER_PARAPHRASE: "+answer-paraphrased", LENGTH: f"+length({LENGTH_WORDS}w)"}
+INVARIANCE_COLUMNS = ("condition", "answers", "people", "grades changed", "95% low", "95% high", "graded higher",
+                      "graded lower", "quadratic κ", "κ 95% low", "κ 95% high")
+CONTRAST_COLUMNS = ("contrast", "grades", "difference", "95% low", "95% high", "tasks", "people", "median words")
+
+
+def rewritten_pairs(run, workflow: str) -> list[tuple[str, str]]:
+    """(base, rewritten) condition keys of the run, for one rewrite workflow, in protocol order."""
+    present = set(run.protocol.conditions)
+    return [(key[:-len(REWRITE_SUFFIX[workflow])], key) for key in run.protocol.conditions
+            if key in CONDITIONS and CONDITIONS[key].workflow == workflow
+            and key[:-len(REWRITE_SUFFIX[workflow])] in present]
+
+
+def _run_inputs(run) -> tuple[int, int, ReportInputs]:
+    bootstrap = run.protocol.bootstrap or {}
+    seed, draws = int(bootstrap.get("seed", DEFAULT_SEED)), int(bootstrap.get("draws", DEFAULT_DRAWS))
+    inputs = ReportInputs(runs=(run.pk,), cohorts=(run.protocol.cohort_id,), seeds=(seed,), draws=draws,
+                          offline_runs=(run.pk,) if _is_offline(run) else ())
+    return seed, draws, inputs
+
+
+def _median_words(run, condition: str, task_ids) -> float | None:
+    texts = Prediction.objects.filter(run=run, condition=condition, label=FINAL, task_id__in=list(task_ids),
+                                      text__isnull=False).values_list("text", flat=True)
+    counts = [len(text.split()) for text in texts]
+    return float(np.median(counts)) if counts else None
+
+
+def _contrast_rows(run, workflow: str, seed: int, draws: int) -> list[tuple]:
+    """Each planned contrast whose conditions all have a rewritten version: as graded, then rewritten."""
+    mapped = dict(rewritten_pairs(run, workflow))
+    rows = []
+    for contrast in run.protocol.contrasts or []:
+        terms = contrast["terms"]
+        if not terms or not set(terms) <= set(mapped):
+            continue
+        for version, keys in (("as answered", tuple(terms)), (_version_name(workflow), tuple(mapped[k] for k in terms))):
+            matrix = grade_matrix(run, keys)
+            pair = paired_matrix(matrix.grades, matrix.task_ids, person=matrix.person)
+            if pair.n_tasks == 0:
+                rows.append((contrast["name"], version, None, None, None, 0, 0, ""))
+                continue
+            result = paired_bootstrap(pair.person, pair.diff([terms[k] for k in terms]), seed=seed, draws=draws)
+            words = " / ".join(f"{w:g}" if (w := _median_words(run, key, pair.keys)) is not None else "–"
+                               for key in keys)
+            rows.append((contrast["name"], version, result.estimate, result.lo, result.hi, result.n_tasks,
+                         result.n_people, words))
+    return rows
+
+
+def _version_name(workflow: str) -> str:
+    return "paraphrase grades" if workflow == ANSWER_PARAPHRASE else f"at {LENGTH_WORDS} words"
+
+
+def judge_invariance_table(run) -> ReportTable | Missing:
+    """Each answer and its paraphrase (content kept) graded by the same judge: the share of grades that
+    change, up and down, and quadratic κ, with whole-person intervals, per base condition."""
+    pairs = rewritten_pairs(run, ANSWER_PARAPHRASE)
+    if not pairs:
+        return Missing("the run has no answer-paraphrased condition with its base condition", TEMPLATE)
+    seed, draws, inputs = _run_inputs(run)
+    rows = []
+    for base, paraphrased in pairs:
+        matrix = grade_matrix(run, (base, paraphrased))
+        pair = paired_matrix(matrix.grades, matrix.task_ids, person=matrix.person)
+        if pair.n_tasks == 0:
+            rows.append((base, 0, 0, *([None] * 8)))
+            continue
+        result = judge_invariance(pair.grades[0].astype(int), pair.grades[1].astype(int), pair.person,
+                                  draws=draws, seed=seed)
+        rows.append((base, result.n_pairs, result.n_people, result.changed.estimate, result.changed.lo,
+                     result.changed.hi, result.up, result.down, result.kappa.estimate, result.kappa.lo,
+                     result.kappa.hi))
+    notes = [f"Run {run.pk}: each answer (the base condition's final) and the same answer rewritten in other words "
+             "with its content kept, graded by the same judge in the same run; one pair per task graded under both.",
+             f"95% whole-person intervals: {draws:,} PCG64 draws, seed {seed}, linear percentiles. A judge that reads "
+             "content only changes no grade (share 0, κ 1)."]
+    if _is_offline(run):
+        notes.append(OFFLINE_NOTE.format(runs=run.pk))
+    return ReportTable(INVARIANCE_COLUMNS, tuple(rows), inputs,
+                       digits={name: 3 for name in INVARIANCE_COLUMNS[3:]}, notes=tuple(notes))
+
+
+def contrasts_under_rewrite(run, workflow: str) -> ReportTable | Missing:
+    """Every planned contrast whose conditions all have a rewritten version, graded as answered and as
+    rewritten (the paraphrase grades; or at equal length), with whole-person intervals."""
+    seed, draws, inputs = _run_inputs(run)
+    rows = _contrast_rows(run, workflow, seed, draws)
+    if not rows:
+        return Missing(f"no planned contrast of the run has every condition with its {REWRITE_SUFFIX[workflow]} "
+                       "version", TEMPLATE)
+    rewrite = ("in other words (content kept), graded by the same judge" if workflow == ANSWER_PARAPHRASE
+               else f"rewritten to about {LENGTH_WORDS} words")
+    notes = [f"Run {run.pk}: each planned contrast on the tasks graded under all its conditions, first as the "
+             f"conditions answered, then with each answer {rewrite}. Median words: each condition's final answers "
+             "on those tasks, in the contrast's order.",
+             f"95% whole-person bootstrap intervals: {draws:,} PCG64 draws, seed {seed}, linear percentiles."]
+    if workflow == LENGTH:
+        notes.append("Beside it: the regression of the per-task difference on the log answer-length gap, in the "
+                     "robustness table of this run's tables page.")
+    if _is_offline(run):
+        notes.append(OFFLINE_NOTE.format(runs=run.pk))
+    return ReportTable(CONTRAST_COLUMNS, tuple(rows), inputs,
+                       digits={"difference": 4, "95% low": 4, "95% high": 4},
+                       signed=frozenset({"difference", "95% low", "95% high"}), notes=tuple(notes))
+
+
+def _latest_with(runs, workflow: str):
+    having = [run for run in runs if rewritten_pairs(run, workflow)]
+    return max(having, key=lambda run: run.pk) if having else None
+
+
+def judge_invariance_report(project, runs) -> ReportTable | Missing:
+    """The paper report's judge-invariance table: the latest run with an answer-paraphrased condition."""
+    run = _latest_with(runs, ANSWER_PARAPHRASE)
+    return judge_invariance_table(run) if run else Missing(
+        "no sealed, finished run has an answer-paraphrased condition with its base condition", TEMPLATE)
+
+
+def length_control_report(project, runs) -> ReportTable | Missing:
+    """The paper report's length control: the planned contrasts as answered and at equal length."""
+    run = _latest_with(runs, LENGTH)
+    return contrasts_under_rewrite(run, LENGTH) if run else Missing(
+        f"no sealed, finished run has a length({LENGTH_WORDS}w) condition with its base condition", TEMPLATE)

@@ -116,6 +116,11 @@ PAGE_TITLES = {
     "appendix_f_centrality": ("App. F", "A candidate's centrality in its pool against its grade"),
     "appendix_f_routing": ("App. F", "Routing by pool agreement, copy status or length ratio"),
     AGREEMENT_ITEM: ("App. I.6", "The two judges' agreement on a seeded, stratified sample of answers"),
+    "judge_invariance": ("Wording control", "Judge invariance: each answer and its paraphrase graded by the same "
+                         "judge (beyond the paper)"),
+    "contrasts_under_paraphrase": ("Wording control", "The planned contrasts under the paraphrase grades "
+                                   "(beyond the paper)"),
+    "length_control": ("Length control", "The planned contrasts at equal length (beyond the paper)"),
 }
 
 

@@ -19,6 +19,8 @@ settings of each, for any cohort. Pure Python, no Django.
   or the memory), the pruned one-shot draft and the whole record, descriptive;
 - ``paraphrase-controls``: beyond the paper: OwnWords, recency and the whole record, each verbatim and in other
   words at the same budget, and the memory (content versus wording);
+- ``answer-controls``: beyond the paper: the memory, OwnWords and the whole record, each answer also in other words
+  (judge invariance) and at 60 words (the contrasts at equal length);
 - ``representations``: App. K: the combined profile of imputed scales, the tag arm, the concrete and trait
   memories and the screener-only reference.
 
@@ -324,10 +326,32 @@ def _paraphrase_controls() -> PaperProtocol:
     )
 
 
+REWRITE_BASES = (MEMORY, OWNWORDS, WHOLE_RECORD)
+
+
+def _answer_controls() -> PaperProtocol:
+    return PaperProtocol(
+        "answer-controls", "Judge invariance and equal length: each answer in other words and at 60 words "
+        "(beyond the paper)", "§9 (content versus wording or brevity); not in the paper",
+        "The memory one-shot, OwnWords at B = |memory| and the whole record; each answer rewritten once in other "
+        "words with its content kept and once to about 60 words, every rewrite graded by the same judge: the share "
+        "of grades a paraphrase changes, κ between the gradings, and each contrast under the paraphrase grades and "
+        "at equal length. Descriptive contrasts.",
+        (*REWRITE_BASES, *(f"{key}+answer-paraphrased" for key in REWRITE_BASES),
+         *(f"{key}+length(60w)" for key in REWRITE_BASES)),
+        (_contrast("OwnWords − memory", {OWNWORDS: 1, MEMORY: -1}),
+         _contrast("whole record − memory", {WHOLE_RECORD: 1, MEMORY: -1}),
+         _contrast("OwnWords − whole record", {OWNWORDS: 1, WHOLE_RECORD: -1})),
+        {"seed": 20260922, "draws": 100_000},
+        ("Not an experiment of the paper: the seed is the one it uses for the analyses added after the first "
+         "confirmation. Each rewrite's draft is its base condition's own answer (one shared call and grade).",),
+    )
+
+
 PAPER_PROTOCOLS: dict[str, PaperProtocol] = {
     p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep(), _factorial(), _dense_vs_bm25(), _wrong_person(),
                         _development_attempts(), _representations(), _history_benchmark(),
-                        _paraphrase_controls())
+                        _paraphrase_controls(), _answer_controls())
 }
 
 

@@ -155,6 +155,11 @@ CATALOG: tuple[CatalogItem, ...] = (
     _t("Paraphrase controls", "Content versus wording: the evidence verbatim and in other words at the same budget "
        "(not in the paper: the controlled paraphrase comparison it calls for)", "beyond the paper",
        f"{CONTROLS}:paraphrase_controls", "paraphrase-controls", caption=False, in_paper=False),
+    _t("Judge invariance", "Each answer and its paraphrase graded by the same judge: grades changed and κ "
+       "(not in the paper)", "beyond the paper", f"{CONTROLS}:judge_invariance_report", "answer-controls",
+       caption=False, in_paper=False),
+    _t("Length control", "The planned contrasts as answered and at equal length (not in the paper)",
+       "beyond the paper", f"{CONTROLS}:length_control_report", "answer-controls", caption=False, in_paper=False),
 )
 
 PAPER_TABLES = tuple(f"Table {n}" for n in range(1, 33))
