@@ -257,8 +257,10 @@ def open_items_deal(*, campaign: RatingCampaign, by=None, path: str = "") -> dic
 
     A share is the open items over all active raters. Only first showings nobody has seen yet move,
     from the most loaded rater's end of queue, never to a rater who held that item before and never
-    when its rater has a hidden repeat of it; the rows moved stay, marked reassigned. Returns how
-    many items each new rater got; recorded in the audit log.
+    when its rater has a hidden repeat of it; the rows moved stay, marked reassigned. A new rater
+    gets the campaign's share of hidden repeats of their dealt items, as the first raters did
+    (`sampling.with_repeats`, their own stream: the campaign's seed and their user id). Returns how
+    many items each new rater got (first showings); recorded in the audit log.
     """
     campaign = _open_campaign(campaign)
     active = list(CampaignRater.objects.filter(campaign=campaign, active=True).select_related("user")
@@ -289,7 +291,7 @@ def open_items_deal(*, campaign: RatingCampaign, by=None, path: str = "") -> dic
         position = (Assignment.objects.filter(campaign=campaign, rater_id=rater.user_id)
                     .aggregate(last=Max("position"))["last"])
         position = -1 if position is None else position
-        got = 0
+        got, queue = 0, []
         while got < share:
             giver = next((g for g in sorted(stacks, key=lambda g: (-loads[g], g))
                           if any(a.item_id not in held for a in stacks[g])), None)
@@ -299,11 +301,13 @@ def open_items_deal(*, campaign: RatingCampaign, by=None, path: str = "") -> dic
             stacks[giver].remove(row)
             loads[giver] -= 1
             held.add(row.item_id)
-            position += 1
             got += 1
             moved.append(row)
-            new_rows.append(Assignment(campaign=campaign, item_id=row.item_id, rater_id=rater.user_id,
-                                       position=position))
+            queue.append(row.item_id)
+        for item_id, repeat in sampling.with_repeats(queue, campaign.repeat_percent, [campaign.seed, rater.user_id]):
+            position += 1
+            new_rows.append(Assignment(campaign=campaign, item_id=item_id, rater_id=rater.user_id, position=position,
+                                       showing=REPEAT_SHOWING if repeat else FIRST_SHOWING))
         dealt[rater.user.get_username()] = got
     now = timezone.now()
     Assignment.objects.filter(pk__in=[a.pk for a in moved]).update(status=Assignment.Status.REASSIGNED)

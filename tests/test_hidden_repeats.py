@@ -194,3 +194,28 @@ def test_a_repeat_share_outside_0_to_50_is_refused_and_stores_nothing(rated_run,
     with pytest.raises(CampaignError, match="between 0 and 50 percent"):
         campaign_create(run=rated_run, name="x", conditions=CONDITIONS, raters=RATERS[:2], repeat_percent=60)
     assert not Assignment.objects.exists()
+
+
+def test_a_rater_who_joins_later_gets_the_campaigns_share_of_repeats_of_the_items_dealt_to_them(repeated):
+    from annotations.campaigns import open_items_deal, rater_add
+    newcomer = rater_user(repeated, RATERS[0]).__class__.objects.get(username=RATERS[2])
+    rater_add(campaign=repeated, username=newcomer.username)
+    dealt = open_items_deal(campaign=repeated)[newcomer.username]
+    rows = list(Assignment.objects.filter(campaign=repeated, rater=newcomer).order_by("position")
+                .values_list("item_id", "showing", "position"))
+    firsts = [item for item, showing, _ in rows if showing == FIRST_SHOWING]
+    repeats = [item for item, showing, _ in rows if showing == REPEAT_SHOWING]
+    assert len(firsts) == dealt > 3 and len(set(firsts)) == dealt
+    # 30 % of what was dealt, each shown later and never adjacent, positions one run 0..n-1
+    assert len(repeats) == round(dealt * 30 / 100) > 0 and set(repeats) <= set(firsts)
+    order = [item for item, _, _ in rows]
+    for item in repeats:
+        assert order.index(item) + 2 <= len(order) - 1 - order[::-1].index(item)
+    assert [p for _, _, p in rows] == list(range(len(rows)))
+    # the rater rates both showings of a repeat: the retest counts the pair
+    item = repeats[0]
+    for showing, grade in ((FIRST_SHOWING, 2), (REPEAT_SHOWING, 3)):
+        a = Assignment.objects.get(campaign=repeated, rater=newcomer, item_id=item, showing=showing)
+        rating_record(campaign=repeated, user=newcomer, assignment_id=a.pk, grade=grade)
+    retest = campaign_results(repeated, use_cache=False)["retest"]["pairs"]
+    assert retest["n_pairs"] == 1
