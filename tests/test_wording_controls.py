@@ -213,3 +213,22 @@ def test_the_answer_controls_template_runs_end_to_end_on_the_offline_stand_in(pr
     table = judge_invariance_table(run)
     assert isinstance(table, ReportTable) and len(table.rows) == 3 and all(row[1] == 4 for row in table.rows)
     assert any("offline stand-in" in note for note in table.notes)  # labelled, never a model result
+
+
+def test_a_regrade_of_the_rewrites_shows_the_invariance_under_its_judge(project, server, http):
+    from experiments.analysis.per_run_tables import AGREEMENT_ITEM, feeds
+    from experiments.analysis.report_items_controls import judge_invariance_table
+    from experiments.execution import control
+    cohort = build_cohort(project, sessions=2, targets=2, name="invariance-regrade")
+    Roles(server, answer=lambda r: _rewrite_by_session(r) or "Alpha answer.")
+    source = make_run(project, cohort, conditions=[RECORD, REWORDED], generator=openai_model(server),
+                      bootstrap={"seed": 11, "draws": 300})
+    source = run_inline(source.pk, client=http, sleep=Sleeps())
+    protocol = control.regrade_create(source=source, user=None)  # the same judge again: re-grade only
+    regrade = Run.objects.create(protocol=protocol)
+    control.run_start(run=regrade)
+    regrade = run_inline(regrade.pk, client=http, sleep=Sleeps())
+    assert regrade.status == Run.Status.FINISHED, regrade.status_reason
+    assert not Slot.objects.filter(run=regrade).exclude(phase=Phase.JUDGING).exists()  # nothing generated
+    assert feeds(regrade) == [AGREEMENT_ITEM, "judge_invariance", "contrasts_under_paraphrase"]
+    assert judge_invariance_table(regrade).rows == judge_invariance_table(source).rows  # a deterministic judge

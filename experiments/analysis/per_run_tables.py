@@ -304,15 +304,21 @@ COMPUTED = {"table26": gap_table, "table27": class_table, "appendix_f_centrality
 
 def feeds(run: Run) -> list[str]:
     """The per-run items this run can feed: Tables 26 and 27 need both one-shot memories, App. F a pool,
-    App. I.6 a re-grade (its default sample)."""
-    if run.protocol.regrade_of_id is not None:
-        return [AGREEMENT_ITEM]
+    App. I.6 a re-grade (its default sample); the wording controls answer rewrites (a re-grade's too)."""
+    if run.protocol.regrade_of_id is not None:  # its judge on the source's answers and rewrites
+        return [AGREEMENT_ITEM, *_control_items(run)]
     names = []
     if {CONCRETE_ONE_SHOT, TRAIT_ONE_SHOT} <= set(run.protocol.conditions):
         names += ["table26", "table27"]
     if run_pools(run):
         names += ["appendix_f_centrality", "appendix_f_routing"]
-    if controls.rewritten_pairs(run, ANSWER_PARAPHRASE):  # the wording controls (beyond the paper)
+    return names + _control_items(run)
+
+
+def _control_items(run: Run) -> list[str]:
+    """The wording controls (beyond the paper) where the run has answer rewrites (`report_items_controls`)."""
+    names = []
+    if controls.rewritten_pairs(run, ANSWER_PARAPHRASE):
         names += ["judge_invariance", "contrasts_under_paraphrase"]
     if controls.rewritten_pairs(run, LENGTH):
         names.append("length_control")
