@@ -13,7 +13,7 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotations import sampling
-from annotations.pairwise import is_pairwise
+from annotations.pairwise import is_pairwise, sampling_sides
 from annotations.models import (
     FIRST_SHOWING, REPEAT_SHOWING, Assignment, CampaignRater, RatingCampaign, RatingEvent, RatingItem,
 )
@@ -259,7 +259,8 @@ def open_items_deal(*, campaign: RatingCampaign, by=None, path: str = "") -> dic
     from the most loaded rater's end of queue, never to a rater who held that item before and never
     when its rater has a hidden repeat of it; the rows moved stay, marked reassigned. A new rater
     gets the campaign's share of hidden repeats of their dealt items, as the first raters did
-    (`sampling.with_repeats`, their own stream: the campaign's seed and their user id). Returns how
+    (`sampling.with_repeats`, their own stream: the campaign's seed and their user id), and in a
+    pairwise campaign sides drawn for their queue (`pairwise.sampling_sides`, balanced). Returns how
     many items each new rater got (first showings); recorded in the audit log.
     """
     campaign = _open_campaign(campaign)
@@ -304,10 +305,17 @@ def open_items_deal(*, campaign: RatingCampaign, by=None, path: str = "") -> dic
             got += 1
             moved.append(row)
             queue.append(row.item_id)
-        for item_id, repeat in sampling.with_repeats(queue, campaign.repeat_percent, [campaign.seed, rater.user_id]):
+        shown = sampling.with_repeats(queue, campaign.repeat_percent, [campaign.seed, rater.user_id])
+        # A pair item's sides: drawn for the dealt queue as for the first raters' (balanced, seeded).
+        sides = [None] * len(shown)
+        if is_pairwise(campaign):
+            conditions = dict(RatingItem.objects.filter(pk__in=queue).values_list("pk", "conditions"))
+            sides = sampling_sides([{"x": conditions[i][0], "y": conditions[i][1]} for i, _ in shown],
+                                   campaign.seed + rater.user_id)
+        for (item_id, repeat), x_on_a in zip(shown, sides):
             position += 1
             new_rows.append(Assignment(campaign=campaign, item_id=item_id, rater_id=rater.user_id, position=position,
-                                       showing=REPEAT_SHOWING if repeat else FIRST_SHOWING))
+                                       showing=REPEAT_SHOWING if repeat else FIRST_SHOWING, x_on_a=x_on_a))
         dealt[rater.user.get_username()] = got
     now = timezone.now()
     Assignment.objects.filter(pk__in=[a.pk for a in moved]).update(status=Assignment.Status.REASSIGNED)

@@ -170,6 +170,20 @@ def test_each_raters_sides_are_balanced_per_condition(pairwise):
         assert all(a.x_on_a is not None for a in rows)
 
 
+
+def test_a_rater_dealt_pairs_later_gets_balanced_sides_too(rated_run, cast):
+    from django.contrib.auth import get_user_model
+    from annotations.campaigns import open_items_deal, rater_add
+    campaign = pairwise_campaign_create(run=rated_run, name="pairs later", conditions=CONDITIONS, raters=RATERS[:2],
+                                        user=cast["owner"], seed=11)
+    rater_add(campaign=campaign, username=RATERS[2])
+    dealt = open_items_deal(campaign=campaign)[RATERS[2]]
+    newcomer = get_user_model().objects.get(username=RATERS[2])
+    rows = list(Assignment.objects.filter(campaign=campaign, rater=newcomer).select_related("item"))
+    assert len(rows) == dealt > 3 and all(a.x_on_a is not None for a in rows)
+    on_a, shown = side_counts([tuple(a.item.conditions) for a in rows], [a.x_on_a for a in rows])
+    assert all(abs(2 * on_a[c] - shown[c]) <= 1 for c in shown)
+
 def test_a_grade_campaign_stays_a_grade_campaign(campaign):
     assert campaign.kind == "grade" and campaign.pairs == []
     assert not RatingItem.objects.filter(campaign=campaign, prediction_b__isnull=False).exists()
