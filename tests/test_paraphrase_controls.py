@@ -201,3 +201,23 @@ def test_the_report_table_on_a_run_by_hand(project, server, http):
     assert row[8:] == (4, 2)
     assert any("4 of 4 replies were over their budget and cut" in note for note in table.notes)
     assert table.inputs.seeds == (5,) and table.inputs.draws == 200
+
+
+def test_the_task_page_shows_the_paraphrase_call_with_the_verbatim_evidence(client, project, cast, server, http):
+    import html
+
+    from django.urls import reverse
+    cohort = build_cohort(project, sessions=1, targets=1, name="paraphrase-page")
+    Roles(server, answer=lambda r: "I mostly speak of my garden." if _paraphrase_request(r) else "Alpha answer.")
+    run = make_run(project, cohort, conditions=[RECORD_KEY, PARAPHRASED[RECORD_KEY]], generator=openai_model(server))
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
+    final = Prediction.objects.get(run=run, condition=PARAPHRASED[RECORD_KEY], label=FINAL)
+    request = Slot.objects.get(run=run, key__startswith="paraphrase|")
+    verbatim = request.user.split("verbatim]\n", 1)[1].split("\n\n[TASK]", 1)[0]
+    client.force_login(cast["owner"])
+    response = client.get(reverse("prediction_detail", args=[project.slug, run.pk, final.task_id]))
+    assert response.status_code == 200
+    text = html.unescape(response.content.decode())
+    assert "paraphrase (the first call: the verbatim evidence it was given" in text
+    assert verbatim in text and "I mostly speak of my garden." in text  # the verbatim and its rewording
+    assert "answer from the paraphrase" in text
