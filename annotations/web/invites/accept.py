@@ -28,7 +28,9 @@ MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 def _render(request, context, status=200):
     """Template annotations/invites/accept.html."""
     response = render(request, "annotations/invites/accept.html", context, status=status)
-    response["Referrer-Policy"] = "no-referrer"  # the token is in this page's address
+    # The token is in this page's address: no other site is told it. Not "no-referrer": then the
+    # browser sends the form with "Origin: null", which Django's CSRF check refuses (403).
+    response["Referrer-Policy"] = "same-origin"
     return response
 
 
