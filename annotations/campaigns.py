@@ -232,8 +232,10 @@ def _reassign_open(campaign: RatingCampaign, from_user_id: int, *, by=None) -> i
     for row in open_rows:
         rater_id = moved[row.item_id]
         ends[rater_id] += 1
+        # A pair keeps the sides it was shown with (None for a grade item): the departing queue's
+        # balance moves with it, and no moved pair defaults to one side.
         new_rows.append(Assignment(campaign=campaign, item_id=row.item_id, rater_id=rater_id,
-                                   position=ends[rater_id]))
+                                   position=ends[rater_id], x_on_a=row.x_on_a))
     Assignment.objects.filter(pk__in=[a.pk for a in open_rows]).update(status=Assignment.Status.REASSIGNED)
     RatingEvent.objects.bulk_create([RatingEvent(assignment=a, kind=RatingEvent.Kind.REASSIGN, at=now, by=by)
                                      for a in open_rows])

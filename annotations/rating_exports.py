@@ -92,7 +92,7 @@ def export_rows(campaign: RatingCampaign) -> list[dict]:
 def export_csv(campaign: RatingCampaign) -> str:
     return csv_text(PAIRWISE_HEADER if is_pairwise(campaign) else HEADER, (
         {**row, "conditions": CONDITION_SEPARATOR.join(row["conditions"]), "flagged": int(row["flagged"]),
-         **({"x_on_a": int(row["x_on_a"])} if "x_on_a" in row else {})}
+         **({"x_on_a": "" if row["x_on_a"] is None else int(row["x_on_a"])} if "x_on_a" in row else {})}
         for row in export_rows(campaign)))
 
 

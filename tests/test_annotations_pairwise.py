@@ -364,3 +364,23 @@ def test_a_grade_campaigns_page_keeps_gold_and_adjudication(client, campaign, ca
     client.force_login(cast["owner"])
     page = client.get(f"/p/{campaign.project.slug}/ratings/{campaign.pk}/").content.decode()
     assert 'id="gold-form"' in page and "Adjudication (" in page and 'id="pairwise-pairs"' not in page
+
+
+def test_pairs_moved_from_a_departing_rater_keep_their_sides_and_export(client, pairwise, cast):
+    from annotations.campaigns import rater_remove
+    leaving = pairwise.raters.get(user__username="rater-c").user
+    sides = dict(Assignment.objects.filter(campaign=pairwise, rater=leaving, status=Assignment.Status.OPEN)
+                 .values_list("item_id", "x_on_a"))
+    assert sides and None not in sides.values()
+    last = Assignment.objects.order_by("-pk").values_list("pk", flat=True).first()
+    moved = rater_remove(campaign=pairwise, username="rater-c")
+    assert moved == len(sides)
+    taken = Assignment.objects.filter(campaign=pairwise, pk__gt=last)   # the rows the move made
+    assert {a.item_id: a.x_on_a for a in taken} == sides          # no moved pair lost its side
+    for cr in pairwise.raters.filter(active=True).select_related("user"):
+        while (item := rater_item(pairwise, cr.user)["item"]) is not None:
+            rating_record(campaign=pairwise, user=cr.user, assignment_id=item["assignment"], grade=None,
+                          preference="a")
+    client.force_login(cast["owner"])
+    response = client.get(f"/p/{pairwise.project.slug}/ratings/{pairwise.pk}/export.csv")
+    assert response.status_code == 200 and response.content.decode().count("\r\n") > len(sides)
