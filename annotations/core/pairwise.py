@@ -40,6 +40,7 @@ BT_MAX_ITERATIONS = 10_000
 BLOCK = 2_000
 NEWTON_STEPS = 5
 GRADIENT_TOLERANCE = 1e-9
+NEWTON_DONE = 1e-12  # a Newton step below this (every draw): the fit has converged
 
 
 def outcome(preference: str, x_on_a: bool) -> str:
@@ -160,6 +161,26 @@ def win_matrix(ratings: Sequence[PairRating], conditions: Sequence[str]) -> np.n
     return w
 
 
+def person_win_matrices(ratings: Sequence[PairRating], person_index, n_people: int,
+                        conditions: Sequence[str]) -> np.ndarray:
+    """`win_matrix` of each person's ratings at once, stacked (n_people, n, n): rating r counts for
+    person ``person_index[r]``. Every cell is a sum of ones and halves, so exactly the matrices
+    `win_matrix` gives person by person, in one pass over the ratings."""
+    index = {c: i for i, c in enumerate(conditions)}
+    k = np.asarray(person_index, dtype=np.int64)
+    i = np.fromiter((index[r.x] for r in ratings), dtype=np.int64, count=len(ratings))
+    j = np.fromiter((index[r.y] for r in ratings), dtype=np.int64, count=len(ratings))
+    kind = np.fromiter((0 if r.outcome == "x" else 1 if r.outcome == "y" else 2 for r in ratings),
+                       dtype=np.int8, count=len(ratings))
+    w = np.zeros((n_people, len(conditions), len(conditions)))
+    x, y, tie = kind == 0, kind == 1, kind == 2
+    np.add.at(w, (k[x], i[x], j[x]), 1.0)
+    np.add.at(w, (k[y], j[y], i[y]), 1.0)
+    np.add.at(w, (k[tie], i[tie], j[tie]), 0.5)
+    np.add.at(w, (k[tie], j[tie], i[tie]), 0.5)
+    return w
+
+
 def _connected(w: np.ndarray) -> np.ndarray:
     """Per stacked matrix: does every condition reach every other along wins (i beat j: i → j)?"""
     n = w.shape[-1]
@@ -191,6 +212,10 @@ def _fit_near(w: np.ndarray, start: np.ndarray) -> np.ndarray:
         step = np.linalg.solve(information + 1.0 / n, gradient[..., None])[..., 0]
         theta = theta + step
         theta -= theta.mean(-1, keepdims=True)
+        # Converged: Newton's steps shrink quadratically, so one this small leaves any later one
+        # far below a rounding error (the steps not taken would not change theta).
+        if step.size and np.abs(step).max() < NEWTON_DONE:
+            break
     gradient, _ = _gradient(w, theta)
     scale = np.maximum(w.sum((-2, -1)), 1.0)
     bad = ~(np.abs(gradient).max(-1) <= GRADIENT_TOLERANCE * scale) | ~np.isfinite(theta).all(-1)
@@ -234,8 +259,7 @@ def bradley_terry(ratings: Sequence[PairRating], conditions: Sequence[str], *, s
     # People in np.unique order, as `paired_bootstrap` takes them: the same seed draws the same people.
     people, inverse = np.unique(np.asarray([r.person for r in ratings]), return_inverse=True)
     out["people"] = len(people)
-    per_person = np.stack([win_matrix([r for r, k in zip(ratings, inverse) if k == j], conditions)
-                           for j in range(len(people))])
+    per_person = person_win_matrices(ratings, inverse, len(people), conditions)
     total = per_person.sum(0)
     if not _connected(total[None])[0]:
         out["reason"] = "the comparisons do not link every condition both ways: no finite scale"
@@ -249,7 +273,8 @@ def bradley_terry(ratings: Sequence[PairRating], conditions: Sequence[str], *, s
     for start in range(0, draws, BLOCK):
         m = min(BLOCK, draws - start)
         idx = rng.integers(0, n_people, size=(m, n_people))
-        counts = np.bincount((np.arange(m)[:, None] * n_people + idx).ravel(), minlength=m * n_people)
+        idx += np.arange(0, m * n_people, n_people)[:, None]  # draw d's people in bins d·n_people + …
+        counts = np.bincount(idx.ravel(), minlength=m * n_people)
         w = (counts.reshape(m, n_people) @ flat).reshape(m, n, n)
         ok = _connected(w)
         dropped += int((~ok).sum())
