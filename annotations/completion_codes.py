@@ -1,21 +1,30 @@
 """Completion codes: what a rater of a crowd platform pastes back there once their queue is done.
 
-The code of (campaign, rater) is derived, never stored: HMAC-SHA256 of SECRET_KEY over the two ids,
-cut to 10 characters (`annotations.core.invite_codes.completion_code`). A rater sees theirs only
+The code of (campaign, rater) is derived, never stored: HMAC-SHA256 over the two ids with a key of its
+own (derived from SECRET_KEY for this one purpose by `salted_hmac`, never the raw secret), cut to 10
+characters (`annotations.core.invite_codes.completion_code`). A rater sees theirs only
 when their queue is done (nothing open, at least one rating) and they are still an active rater;
 owners download every rater's code to check against the platform's list.
 """
 from __future__ import annotations
 
-from django.conf import settings
 from django.db.models import Count, Q
+from django.utils.crypto import salted_hmac
 
 from annotations.core.invite_codes import completion_code
 from annotations.models import Assignment, CampaignRater, RatingCampaign
 
 
+CODE_KEY_SALT = "ownwords.annotations.completion-code"
+
+
+def code_key() -> bytes:
+    """The completion codes' key: SECRET_KEY's HMAC under a salt of this purpose alone."""
+    return salted_hmac(CODE_KEY_SALT, "completion codes", algorithm="sha256").digest()
+
+
 def _code(campaign_id: int, rater_id: int) -> str:
-    return completion_code(settings.SECRET_KEY.encode(), campaign_id, rater_id)
+    return completion_code(code_key(), campaign_id, rater_id)
 
 
 def _counts(campaign: RatingCampaign, user_ids=None) -> dict[int, dict]:

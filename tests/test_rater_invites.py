@@ -244,8 +244,12 @@ def test_the_completion_code_shows_when_the_queue_is_done_and_matches_the_owners
     rater = User.objects.get(username="rater-a")
     client.force_login(rater)
     url = reverse("rate_completion_code", args=[campaign.project.slug, campaign.pk])
-    expected = hmac.new(settings.SECRET_KEY.encode(), f"{campaign.pk}:{rater.pk}".encode(),
-                        hashlib.sha256).hexdigest()[:10].upper()
+    from annotations.completion_codes import code_key
+    # a key of its own, derived from SECRET_KEY for this purpose: never the raw secret
+    assert code_key() != settings.SECRET_KEY.encode() and len(code_key()) == 32
+    expected = hmac.new(code_key(), f"{campaign.pk}:{rater.pk}".encode(), hashlib.sha256).hexdigest()[:10].upper()
+    assert expected != hmac.new(settings.SECRET_KEY.encode(), f"{campaign.pk}:{rater.pk}".encode(),
+                                hashlib.sha256).hexdigest()[:10].upper()
     first = rater_item(campaign, rater)["item"]
     rating_record(campaign=campaign, user=rater, assignment_id=first["assignment"], grade=1)
     pending = client.get(url).content.decode()
@@ -419,3 +423,15 @@ def test_dealing_moves_only_unseen_first_showings_and_keeps_each_repeat_with_its
     for item in c.items.all():
         holders = list(current.filter(item=item).values_list("rater_id", flat=True))
         assert len(holders) == 2 and len(set(holders)) == 2
+
+
+def test_the_owners_csvs_neutralise_formulas_in_addresses_and_usernames(client, cast, campaign):
+    client.force_login(cast["owner"])
+    base = f"/p/{campaign.project.slug}/ratings/{campaign.pk}/invites/"
+    upload = SimpleUploadedFile("emails.csv", b"email\n=cmd|'/Ccalc'!A0@x.com\n")
+    response = client.post(base + "bulk/", {"addresses": upload, "days": "7"})
+    text = response.content.decode()
+    assert response.status_code == 200 and "'=cmd" in text and '"=cmd' not in text
+    User.objects.filter(username="rater-a").update(username="+1+1")
+    codes = client.get(f"/p/{campaign.project.slug}/ratings/{campaign.pk}/completion-codes.csv").content.decode()
+    assert "'+1+1" in codes and '"+1+1' not in codes

@@ -4,8 +4,6 @@ out, revoke, deal open items to new raters, and the completion codes; and the ra
 Every view starts with `campaign_for(..., roles=OWNERS)` (or the rater's lookup). A link exists
 only in the answer to the request that made it: the database keeps the token's sha256.
 """
-import csv
-import io
 import smtplib
 
 from django.contrib import messages
@@ -25,6 +23,7 @@ from annotations.invites import (
     InviteError, invite_create, invite_links_mail, invite_revoke, invite_rows, invites_create_bulk, mail_configured,
 )
 from experiments.access import OWNERS
+from experiments.analysis.exports import csv_text
 from experiments.core.interviews.records import unstorable_text_problem
 from experiments.data.audit_log import Kind, audit_record
 from experiments.web.form_errors import errors_text
@@ -104,11 +103,10 @@ def invite_bulk_view(request, slug, pk):
         except (OSError, smtplib.SMTPException) as e:  # the invites stand: this file is the only copy of the links
             messages.error(request, f"The links could not be sent by e-mail ({e}); send them from the file "
                                     f"invites-campaign-{campaign.pk}.csv you downloaded.")
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["email", "link", "expires_at"])
-    writer.writerows(rows)
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    # The app's one CSV rule: an address such as =cmd|…@x.org is never a formula in a spreadsheet.
+    text = csv_text(["email", "link", "expires_at"],
+                    ({"email": e, "link": link, "expires_at": at} for e, link, at in rows))
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="invites-campaign-{campaign.pk}.csv"'
     return response
 
@@ -145,12 +143,11 @@ def completion_codes_csv(request, slug, pk):
     _, campaign = campaign_for(request, slug, pk, roles=OWNERS)
     rows = completion_code_rows(campaign)
     audit_record(request, campaign.project, Kind.EXPORT, f"completion codes of campaign {campaign.pk} ({len(rows)} raters)")
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["rater", "completion_code", "queue_done", "rated", "open", "active"])
-    writer.writerows([r["rater"], r["code"], "yes" if r["queue_done"] else "no", r["rated"], r["open"],
-                      "yes" if r["active"] else "no"] for r in rows)
-    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    # Through the app's one CSV rule: usernames are chosen by invitees ("+1+1", "-2+3").
+    text = csv_text(["rater", "completion_code", "queue_done", "rated", "open", "active"],
+                    ({"rater": r["rater"], "completion_code": r["code"], "queue_done": "yes" if r["queue_done"] else "no",
+                      "rated": r["rated"], "open": r["open"], "active": "yes" if r["active"] else "no"} for r in rows))
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="completion-codes-campaign-{campaign.pk}.csv"'
     return response
 
