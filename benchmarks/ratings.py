@@ -10,8 +10,13 @@ grades written directly, since what is measured is the campaign, not the run), t
 - the server time of the rater's next item through the JSON view (median, p95, max over
   200 items rated in between) and its number of queries, which must not grow;          target ≤ 50 ms
 - agreement with 100,000-draw whole-person intervals over 5,000 doubly rated items.    target ≤ 3 s
+- a pairwise campaign of 10,000 pairs (4 conditions, every pair of them, over the same 1,000
+  people; a seeded stratified sample of the 30,000 candidates, k = 2, 5 raters);        target ≤ 5 s
+- its results (win rates, Bradley–Terry, the judge's order) with 100,000-draw intervals over
+  20,000 preferences (written directly), each part timed.                               target ≤ 3 s
 
     .venv/bin/python benchmarks/ratings.py --concurrent 20  # 20 raters of one campaign rating at once
+    .venv/bin/python benchmarks/ratings.py --pairwise       # only the pairwise campaign and its results
 
 builds a smaller run (200 sessions: 2,000 items, k = 2) and a campaign of that many raters, then
 each rater, a thread with its own connection, stores --per-rater ratings as fast as it can
@@ -63,12 +68,15 @@ from experiments.core.canonical import sha256_text  # noqa: E402
 from experiments.models import Grade, Membership, Prediction, Project, Protocol, Role, Run, Task  # noqa: E402
 
 SESSIONS, TARGETS, CONDITIONS = 1_000, 5, ["question-only", "whole-record"]
+# Two more conditions for the pairwise campaign: 6 pairs × 5,000 tasks = 30,000 candidate pairs.
+PAIR_CONDITIONS = CONDITIONS + ["memory(concrete,100w)+one-shot", "ownwords(B=|memory|)"]
+PAIRS = 10_000
 RATERS = [f"bench-rater-{i}" for i in range(5)]
 NEXT_ITEMS = 200
 CONCURRENT_SESSIONS = 200
 
 
-def build_run(sessions: int = SESSIONS, raters=RATERS) -> Run:
+def build_run(sessions: int = SESSIONS, raters=RATERS, conditions=CONDITIONS) -> Run:
     turns = []
     for i in range(12):
         turns += [ParsedTurn("interviewer", f"What about part {i} of your work?"),
@@ -79,13 +87,13 @@ def build_run(sessions: int = SESSIONS, raters=RATERS) -> Run:
     sessions_import(project=project, parsed=parsed, source_format="jsonl", source_file="bench.jsonl",
                     task_rule=TaskRule(min_pairs=12, min_targets=TARGETS, max_targets=TARGETS))
     cohort = cohort_draw(project=project, name="all", size=sessions, seed=1)
-    protocol = Protocol.objects.create(project=project, name="bench", cohort=cohort, conditions=CONDITIONS,
+    protocol = Protocol.objects.create(project=project, name="bench", cohort=cohort, conditions=list(conditions),
                                        generator={"provider": "offline"}, judge={"provider": "offline"})
     run = Run.objects.create(protocol=protocol, status=Run.Status.FINISHED)
     rng = np.random.default_rng(1)
     predictions, grades = [], []
     for task_id in Task.objects.filter(task_set__project=project).values_list("pk", flat=True):
-        for condition in CONDITIONS:
+        for condition in conditions:
             text = f"{condition} says task {task_id} is about afternoons"
             sha = sha256_text(text)
             predictions.append(Prediction(run=run, task_id=task_id, condition=condition, label=FINAL,
@@ -104,6 +112,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--concurrent", type=int, metavar="RATERS", help="only: RATERS raters rating at once")
     parser.add_argument("--per-rater", type=int, default=50, help="ratings each concurrent rater stores")
+    parser.add_argument("--pairwise", action="store_true", help="only: the pairwise campaign and its results")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     call_command("flush", interactive=False, verbosity=0)
@@ -112,8 +121,11 @@ def main() -> None:
         concurrent(args.concurrent, args.per_rater)
         return
     t0 = time.perf_counter()
-    run = build_run()
+    run = build_run(conditions=PAIR_CONDITIONS)
     print(f"set-up: {Prediction.objects.count():,} predictions in {time.perf_counter() - t0:.1f} s")
+    if args.pairwise:
+        pairwise(run)
+        return
 
     t0 = time.perf_counter()
     campaign = campaign_create(run=run, name="bench", conditions=CONDITIONS, raters=RATERS, seed=3)
@@ -143,6 +155,7 @@ def main() -> None:
     print(f"rater_item alone: {len(ctx)} queries")
 
     agreement()
+    pairwise(run)
 
 
 def concurrent(raters: int, per_rater: int) -> None:
@@ -200,6 +213,50 @@ def agreement() -> None:
     print(f"agreement of 2 raters, {items:,} items, {people} people, {DEFAULT_DRAWS:,} draws: {took:.2f} s "
           f"(target ≤ 3 s); κ {result.kappa.estimate:.3f} [{result.kappa.lo:.3f}, {result.kappa.hi:.3f}], "
           f"α {result.alpha.estimate:.3f} [{result.alpha.lo:.3f}, {result.alpha.hi:.3f}]")
+
+
+def pairwise(run: Run) -> None:
+    """A 10,000-pair campaign over the run, 20,000 preferences written directly, its results."""
+    from django.utils import timezone
+
+    from annotations.core.pairwise import bradley_terry, judge_order_agreement, win_rates
+    from annotations.pairwise import pairwise_campaign_create, pairwise_results, results_inputs
+
+    t0 = time.perf_counter()
+    campaign = pairwise_campaign_create(run=run, name="bench pairs", conditions=PAIR_CONDITIONS, raters=RATERS,
+                                        sample="stratified", sample_size=PAIRS, seed=3)
+    created = time.perf_counter() - t0
+    print(f"pairwise campaign of {campaign.items.count():,} pairs ({len(PAIR_CONDITIONS)} conditions, "
+          f"{sum(p['items'] for p in campaign.pairs):,} candidates), {campaign.assignments.count():,} "
+          f"assignments: {created:.2f} s (target ≤ 5 s)")
+    rng = np.random.default_rng(7)
+    now = timezone.now()
+    rows = list(Assignment.objects.filter(campaign=campaign).values_list("pk", "rater_id"))
+    picks = rng.choice(["a", "b", "tie"], size=len(rows), p=[0.45, 0.4, 0.15])
+    HumanGrade.objects.bulk_create([
+        HumanGrade(assignment_id=pk, campaign=campaign, rater_id=rater_id, preference=str(pick), created_at=now,
+                   updated_at=now) for (pk, rater_id), pick in zip(rows, picks)], batch_size=5000)
+    t0 = time.perf_counter()
+    payload = pairwise_results(campaign, use_cache=False)
+    took = time.perf_counter() - t0
+    seed, draws = payload["seed"], payload["draws"]
+    print(f"pairwise results, {payload['ratings']:,} preferences, {payload['bradley_terry']['people']:,} people, "
+          f"{draws:,} draws: {took:.2f} s (target ≤ 3 s)")
+    inputs, _ = results_inputs(campaign)
+    ratings = inputs["rows"]
+    for name, part in (("win rates", lambda: win_rates(ratings, seed=seed, draws=draws)),
+                       ("Bradley–Terry", lambda: bradley_terry(ratings, inputs["conditions"], seed=seed,
+                                                                draws=draws)),
+                       ("judge's order", lambda: judge_order_agreement(ratings, seed=seed, draws=draws))):
+        t0 = time.perf_counter()
+        part()
+        print(f"  of which {name}: {time.perf_counter() - t0:.2f} s")
+    t0 = time.perf_counter()
+    results_inputs(campaign)
+    print(f"  reading the preferences (and the cache key): {time.perf_counter() - t0:.2f} s")
+    bt = payload["bradley_terry"]
+    print("  Bradley–Terry: " + ", ".join(f"{c['condition']} {c['theta']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]"
+                                          for c in bt["conditions"]) + f"; dropped draws {bt['dropped_draws']}")
 
 
 if __name__ == "__main__":
