@@ -136,7 +136,7 @@ def test_every_registered_condition_has_a_distinct_short_name():
     assert len(set(names.values())) == len(names)
     assert names["memory(concrete,100w)+selection(3)"] == "memory+selection"
     assert names["ownwords(B=|memory(concrete,50w)|)"] == "OwnWords at |memory 50w|"
-    assert all(len(n) <= 30 for n in names.values()), {k: n for k, n in names.items() if len(n) > 30}
+    assert all(len(n) <= 32 for n in names.values()), {k: n for k, n in names.items() if len(n) > 32}
 
 
 def test_condition_headers_show_the_short_name_with_the_key_in_a_tooltip():
@@ -155,3 +155,6 @@ def test_the_gold_form_lists_the_items_to_choose_from(client, cast, campaign):
     first = campaign.items.order_by("number").select_related("prediction").first()
     assert options.count("<option") == campaign.items.count()
     assert f'<option value="{first.number}">{first.number}: {first.prediction.text[:20]}' in options
+    from experiments.models import AuditEntry
+    assert AuditEntry.objects.filter(kind=Kind.TASK, target=f"answer previews of campaign {campaign.pk} (gold choices)",
+                                     username=cast["owner"].username).count() == 1

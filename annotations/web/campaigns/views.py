@@ -16,6 +16,7 @@ from annotations.campaigns import (
     CampaignError, assignments_reassign, campaign_close, campaign_create, campaign_progress, gold_set, rater_add,
     rater_remove,
 )
+from annotations.pairwise import is_pairwise
 from annotations.models import Assignment, CampaignRater, RatingCampaign
 from annotations.web.campaigns.forms import AdjudicationForm, CampaignForm, GoldForm, RaterForm
 from experiments.access import OWNERS, membership_for, run_for
@@ -91,13 +92,18 @@ def campaign_detail(request, slug, pk):
     active = set(CampaignRater.objects.filter(campaign=campaign, active=True).values_list("user__username", flat=True))
     addable = (Membership.objects.filter(project=campaign.project, role=Role.RATER)
                .exclude(user__username__in=active).select_related("user").order_by("user__username"))
+    gold_choices = []
+    if not is_pairwise(campaign):  # (a pairwise campaign has no gold items)
+        # The gold form's choices: each item's number and the start of its answer, participant-derived
+        # text an owner reads, so audited.
+        gold_choices = list(campaign.items.order_by("number").annotate(preview=Substr("prediction__text", 1, 70))
+                            .values_list("number", "preview")[:GOLD_CHOICES_SHOWN])
+        audit_record(request, campaign.project, Kind.TASK, f"answer previews of campaign {campaign.pk} (gold choices)")
     return render(request, "annotations/campaigns/campaign_detail.html", {
         "membership": membership, "project": membership.project, "campaign": campaign,
         "progress": campaign_progress(campaign), "addable": addable,
         "items": campaign.items.count(), "gold": campaign.items.filter(gold_grade__isnull=False).order_by("number"),
-        # The gold form's choices: each item's number and the start of its answer (owners read text).
-        "gold_choices": campaign.items.order_by("number").annotate(preview=Substr("prediction__text", 1, 70))
-        .values_list("number", "preview")[:GOLD_CHOICES_SHOWN],
+        "gold_choices": gold_choices,
         "disputed": len(disputed_items(campaign)),  # a count: no texts loaded
         "rater_form": RaterForm(), "gold_form": GoldForm(),
     })
