@@ -1,7 +1,9 @@
-"""The Bradley–Terry bootstrap made faster (per-person win matrices in one pass, Newton stopped once
-converged, the draw's bins offset in place) gives the numbers it gave before: the implementation as
-it stood is kept below, verbatim but for its helpers' names, as the reference, and both are run on
-fixed inputs (with ties, an unlinked draw, few and many people)."""
+"""Faster pairwise results, the same numbers. Win rates draw their people once for the three
+shares: bit for bit the numbers of one bootstrap per share. The Bradley–Terry bootstrap
+(per-person win matrices in one pass, Newton stopped once converged, the draws' bins offset in
+place) gives the numbers it gave before: the implementation as it stood is kept below, verbatim
+but for its helpers' names, as the reference, and both are run on fixed inputs (with ties,
+unlinked draws, few and many people), equal to 1e-9."""
 from itertools import combinations
 from typing import Sequence
 
@@ -146,3 +148,24 @@ def test_the_newton_refit_stops_only_once_converged():
     rng = np.random.default_rng(1)
     w = total[None] * rng.uniform(0.8, 1.2, size=(50, 4, 4))
     assert np.abs(pairwise._fit_near(w, start) - reference_fit_near(w, start)).max() <= 1e-12
+
+
+@pytest.mark.parametrize("people, per, draws, seed", [(7, 3, 2_500, 1), (120, 5, 4_001, 2), (40, 25, 2_000, 3)])
+def test_win_rates_draw_people_once_with_exactly_the_numbers_of_one_bootstrap_per_share(people, per, draws, seed):
+    from experiments.core.stats.paired import paired_bootstrap
+    rows = ratings(people, per, 3, seed, tie_share=0.25)
+    got = pairwise.win_rates(rows, seed=20260918 + seed, draws=draws)
+    assert len(got) == 3
+    for row in got:
+        items = {}
+        for r in rows:
+            if (r.x, r.y) == (row["x"], row["y"]):
+                items.setdefault(r.item, []).append(r)
+        person = [v[0].person for v in items.values()]
+        for name, o in (("x_wins", "x"), ("y_wins", "y"), ("ties", "tie")):
+            share = [sum(r.outcome == o for r in v) / len(v) for v in items.values()]
+            one = paired_bootstrap(person, np.asarray(share), seed=20260918 + seed, draws=draws)
+            # bit for bit: the same stream, sums and percentiles as one bootstrap per share
+            assert row[name] == {"estimate": one.estimate, "lo": one.lo, "hi": one.hi}, (name, row[name], one)
+        assert 0 <= row["x_wins"]["lo"] <= row["x_wins"]["estimate"] <= row["x_wins"]["hi"] <= 1
+        assert row["x_wins"]["lo"] < row["x_wins"]["hi"]
