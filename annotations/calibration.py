@@ -131,7 +131,19 @@ def calibration_item_set(*, campaign: RatingCampaign, number: int, on: bool, not
         raise CalibrationError(f"item {number} has calibration answers; it stays a calibration item")
     item.calibration, item.gold_note = on, note
     item.save(update_fields=["calibration", "gold_note"])
+    if on:
+        qualify_raters_already_rating(campaign)
     return item
+
+
+def qualify_raters_already_rating(campaign: RatingCampaign) -> int:
+    """When the round is switched on mid-campaign, the raters who have rated already keep their
+    queue (their ratings were made before any qualification was asked); returns how many."""
+    if not calibration_required(campaign):
+        return 0
+    rated = HumanGrade.objects.filter(campaign=campaign).values("rater_id")
+    return CampaignRater.objects.filter(campaign=campaign, qualified_at__isnull=True, user_id__in=rated).update(
+        qualified_at=timezone.now())
 
 
 @transaction.atomic

@@ -145,3 +145,17 @@ def test_the_owner_page_sets_items_and_lets_raters_in(calibrated, cast, client):
     assert rater_item(calibrated, user)["item"] is not None
     response = client.post(url, {"action": "calibration", "number": "99999", "on": "on"})
     assert response.status_code == 302
+
+
+def test_switching_calibration_on_mid_campaign_keeps_raters_who_rated_in_their_queue(campaign):
+    a, b = rater(campaign, RATERS[0]), rater(campaign, RATERS[1])
+    item = rater_item(campaign, a)["item"]
+    rating_record(campaign=campaign, user=a, assignment_id=item["assignment"], grade=2)   # a has rated, b not
+    campaign.qualification_percent = 80
+    campaign.save()
+    number = campaign.items.exclude(assignments__rating__isnull=False).order_by("number").first().number
+    gold_set(campaign=campaign, number=number, grade=1)
+    calibration_item_set(campaign=campaign, number=number, on=True)
+    assert rater_item(campaign, a)["item"] is not None          # a keeps rating
+    with pytest.raises(RatingError, match="calibration round"):
+        rater_item(campaign, b)                                  # b calibrates first

@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 
 from annotations.calibration import (
     MAX_GOLD_NOTE_CHARS, CalibrationError, calibration_item_set, calibration_let_in, calibration_required,
-    rater_quality,
+    qualify_raters_already_rating, rater_quality,
 )
 from annotations.campaign_access import campaign_for
 from annotations.models import CampaignRater, RatingCampaign
@@ -43,7 +43,9 @@ def _act(campaign, action, data, user) -> str:
             locked = RatingCampaign.objects.select_for_update().get(pk=campaign.pk)
             locked.qualification_percent = form.cleaned_data["qualification_percent"]
             locked.save(update_fields=["qualification_percent"])
-        return f"Pass mark set to {locked.qualification_percent}%."
+            kept = qualify_raters_already_rating(locked)
+        return f"Pass mark set to {locked.qualification_percent}%." + (
+            f" {kept} rater(s) who had rated already keep their queue." if kept else "")
     if action == "calibration":
         form = CalibrationItemForm(data)
         if not form.is_valid():
