@@ -23,6 +23,7 @@ background processes, and Redis. Redis is a private `redis-server` the script st
 other user's traffic is counted); `--shared-redis` uses REDIS_URL instead.
 
     .venv/bin/python benchmarks/engine.py --levels 8:0.2 32:0.2 128:1 --processes 4
+    .venv/bin/python benchmarks/engine.py --slots 1000000 --first-request [--whole]  # first request of a large phase
 
 Phases are sized by `--phase-seconds` (default 20 s at the ideal rate: 800 calls per phase at
 K=8, 3,200 at K=32, 2,560 at K=128): each phase's last round leaves every place idle for about
@@ -393,6 +394,106 @@ def levels_main(args):
               f"median {statistics.median(cpus):.1f}")
 
 
+def big_cohort(project, tasks: int, base_sessions: int = 200):
+    """A cohort of `tasks` tasks in a few seconds: a small cohort imported as usual, its tasks copied
+    into task sets of their own (same sessions and turns, so the same prompts, each copy its own
+    task and so its own slot) by two INSERT … SELECT statements, and its task list hashed as a
+    seal hashes it."""
+    from experiments.execution.kind_table import cohort_task_list_sha256
+    from experiments.models import Cohort, Task, TaskSet
+
+    base = build_cohort(project, sessions=base_sessions, targets=5, name="bench-first-base")
+    base_set = base.task_set or Task.objects.filter(cohort_entries__cohort=base).first().task_set
+    per_copy = base.cohort_tasks.count()
+    copies = math.ceil(tasks / per_copy)
+    sets = TaskSet.objects.bulk_create([
+        TaskSet(project=project, min_pairs=base_set.min_pairs, min_targets=base_set.min_targets,
+                max_targets=base_set.max_targets, derived_at=base_set.derived_at, fixed_list_sha256=f"bench-copy-{i}")
+        for i in range(copies)])
+    columns = [f.column for f in Task._meta.concrete_fields if f.column not in ("id", "task_set_id")]
+    cohort = Cohort.objects.create(project=project, task_set=base_set, name=f"bench-first-{tasks}", seed=0,
+                                   requested_size=tasks,
+                                   rule={"benchmark": "copies of a small cohort"}, task_list_sha256="")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Task._meta.db_table} (task_set_id, {', '.join(columns)}) "
+            f"SELECT s.id, {', '.join('t.' + c for c in columns)} FROM {Task._meta.db_table} t "
+            f"JOIN {base.cohort_tasks.model._meta.db_table} ct ON ct.task_id = t.id AND ct.cohort_id = %s "
+            f"CROSS JOIN unnest(%s::bigint[]) AS s(id)", [base.pk, [ts.pk for ts in sets]])
+        cursor.execute(
+            f"INSERT INTO {base.cohort_tasks.model._meta.db_table} (cohort_id, task_id, position) "
+            f"SELECT %s, id, row_number() OVER (ORDER BY id) - 1 FROM {Task._meta.db_table} "
+            f"WHERE task_set_id = ANY(%s::bigint[]) ORDER BY id LIMIT %s",
+            [cohort.pk, [ts.pk for ts in sets], tasks])
+        cursor.execute("ANALYZE")
+    Cohort.objects.filter(pk=cohort.pk).update(task_list_sha256=cohort_task_list_sha256(cohort))  # (save refuses)
+    return Cohort.objects.get(pk=cohort.pk)
+
+
+def first_request_main(args):
+    """`--slots N --first-request`: the time from a run's start to its first request, for a base
+    generation phase of N slots (question-only: one slot per task), through one multi-slot worker;
+    and, for comparison, the time the whole phase takes to plan at once (what the drive did under
+    the run's lock before generation was planned in parts)."""
+    from experiments.execution import driver, generation_parts
+    from experiments.execution.planning import plan_generation
+
+    redis = django_rq.get_connection("default")
+    redis.flushdb()
+    call_command("migrate", verbosity=0)
+    call_command("flush", interactive=False, verbosity=0)
+    project = Project.objects.create(slug="bench-engine", name="Engine benchmark")
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    load = os.getloadavg()
+    started = time.monotonic()
+    cohort = big_cohort(project, args.slots)
+    print(f"cohort of {cohort.cohort_tasks.count()} tasks built in {time.monotonic() - started:.1f} s "
+          f"(load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})", flush=True)
+    with running_fake_llm() as server:
+        server.default_delay_s = DELAY_S
+        Roles(server)
+        processes = start_workers(1, "multi", log_dir, slots=8)
+        try:
+            started = time.monotonic()
+            run = make_run(project, cohort, conditions=[QUESTION_ONLY], generator=openai_model(server),
+                           concurrency={"openai": 8})
+            sealed_s = time.monotonic() - started
+            load = os.getloadavg()
+            enqueued = time.time()
+            run_enqueue(run.pk)
+            deadline = time.monotonic() + 600
+            first = None
+            while first is None and time.monotonic() < deadline:
+                first = ModelCall.objects.filter(slot__run=run).order_by("reserved_at").values_list(
+                    "reserved_at", flat=True).first()
+                time.sleep(0.05)
+            if first is None:
+                raise SystemExit("no request within 600 s; see " + str(log_dir))
+            to_first = first.timestamp() - enqueued
+            print(f"slots {args.slots}: first request {to_first:.2f} s after the run was enqueued "
+                  f"(seal and start before it: {sealed_s:.1f} s; load average {load[0]:.2f} {load[1]:.2f} "
+                  f"{load[2]:.2f}); first part {driver._first_part(run)} tasks, parts up to "
+                  f"{generation_parts.PART_MAX}", flush=True)
+            time.sleep(args.watch)
+            planned = Slot.objects.filter(run=run, phase="generation").count()
+            print(f"after {args.watch:.0f} s more: {planned} slots planned, "
+                  f"{ModelCall.objects.filter(slot__run=run).count()} requests", flush=True)
+        finally:
+            stop_workers(processes)
+    if args.whole:
+        whole = make_run(project, cohort, name="bench-whole", conditions=[QUESTION_ONLY], generator=openai_model(server),
+                         concurrency={"openai": 8})
+        whole.phase = "generation"
+        whole.save(update_fields=["phase"])
+        load = os.getloadavg()
+        started = time.monotonic()
+        plan_generation(whole)
+        print(f"the whole phase planned at once (before: under the run's lock, before any request): "
+              f"{time.monotonic() - started:.1f} s (load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f})",
+              flush=True)
+    redis.flushdb()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[12, 16])
@@ -410,7 +511,14 @@ def main():
     parser.add_argument("--rounds", type=int, default=0,
                         help="calls per phase = rounds × K instead of --phase-seconds (with --levels)")
     parser.add_argument("--shared-redis", action="store_true", help="use REDIS_URL, not a private redis-server")
+    parser.add_argument("--slots", type=int, default=0, help="with --first-request: slots of the generation phase")
+    parser.add_argument("--first-request", action="store_true",
+                        help="time from a run's start to the first request of a --slots generation phase")
+    parser.add_argument("--whole", action="store_true", help="with --first-request: also time planning it at once")
+    parser.add_argument("--watch", type=float, default=10.0, help="with --first-request: seconds to watch after")
     args = parser.parse_args()
+    if args.first_request:
+        return first_request_main(args)
     if args.levels:
         return levels_main(args)
 

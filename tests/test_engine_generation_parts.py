@@ -10,7 +10,7 @@ first request does not wait for the whole phase to be planned.
 """
 import pytest
 
-from experiments.execution import driver
+from experiments.execution import driver, generation_parts
 from experiments.execution.driver import run_drive, run_inline, run_plan_part
 from experiments.models import ModelCall, Prediction, Run, Slot
 from experiments.models.runs import Phase
@@ -78,10 +78,10 @@ def test_a_part_without_a_start_finds_where_the_planned_tasks_end(project, serve
     run, _ = _run(project, server, "bisect")
     first = run_drive(run.pk)
     assert len(first.slot_ids) == FIRST
-    assert driver._generation_planned_upto(run) == FIRST
+    assert generation_parts.planned_upto(run) == FIRST
     rest = run_plan_part(run.pk)  # no start: bisection
     assert (rest.plan_from, len(rest.slot_ids)) == (2 * FIRST, FIRST)
-    assert driver._generation_planned_upto(run) == 2 * FIRST
+    assert generation_parts.planned_upto(run) == 2 * FIRST
     last = run_plan_part(run.pk)
     assert not last.plan_rest and last.plan_from == TASKS
     keys = list(Slot.objects.filter(run=run, phase=Phase.GENERATION).values_list("key", flat=True))

@@ -27,14 +27,14 @@ from experiments.core.rankers import RankerError
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
 from experiments.execution.hand_out import hand_out_next
-from experiments.execution import mem0_planning
+from experiments.execution import generation_parts, mem0_planning
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.execution.kind_table import kind_rules
 from experiments.execution.paper_report_build import report_after_run
 from experiments.execution.planning import PLANNERS, plan_generation, plan_judging, task_inputs
 from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy
 from experiments.execution.sealing import seal_mismatches
-from experiments.models import CohortTask, ModelCall, Prediction, Run, Slot
+from experiments.models import ModelCall, Run, Slot
 from experiments.models.runs import PHASE_ORDER, Phase
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class Step:
     # next are handed out (`jobs.job_refill`). None: nothing left to refill.
     refill_after: int | None = None
     # A generation phase planned in parts: the cohort position its next part starts at (None: found
-    # from the slots planned, `_generation_planned_upto`).
+    # from the slots planned, `generation_parts.planned_upto`).
     plan_from: int | None = None
 
 
@@ -140,7 +140,13 @@ def _drive(run_id: int, *, redispatch_after_s: float | None, windowed: bool,
                         if run.phase == Phase.JUDGING:
                             complete = plan_judging(run, first=_first_part(run))
                         else:
-                            complete, plan_from = _plan_generation_part(run, 0, _first_part(run))
+                            complete, plan_from = generation_parts.plan_part(run, 0, _first_part(run))
+                    elif in_parts and run.phase == Phase.GENERATION:
+                        # Its parts fell behind its calls (or their planner died): one more part
+                        # here, never the whole rest under the lock; the rest again in parts.
+                        start = generation_parts.planned_upto(run)
+                        complete, plan_from = generation_parts.plan_part(
+                            run, start, min(max(_first_part(run), start), generation_parts.PART_MAX))
                     elif run.phase == Phase.GENERATION and rules.planners[run.phase] is plan_generation:
                         plan_generation(run, mem0=mem0, mem0_outside=mem0_outside)
                     else:
@@ -179,11 +185,6 @@ def _first_part(run: Run) -> int:
     return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * cap)
 
 
-# A generation part's tasks at most: a million-slot phase is planned a bounded batch of prompts
-# at a time (each part's slots and predictions are built in memory, then inserted).
-GENERATION_PART_MAX = 5000
-
-
 def _in_parts(run: Run, rules) -> bool:
     """Judging, and base generation unless Mem0's store (built for the whole cohort) is in it, are
     planned in parts: the first under the run's lock, the rest without it while the first calls
@@ -191,43 +192,6 @@ def _in_parts(run: Run, rules) -> bool:
     if not rules.judging_in_parts:
         return False
     return run.phase == Phase.JUDGING or (run.phase == Phase.GENERATION and not mem0_planning.uses_mem0(run))
-
-
-def _cohort_part(run: Run, start: int, size: int) -> list:
-    """The cohort's tasks at positions start.. start + size - 1 of its order (as `cohort_tasks`)."""
-    entries = (CohortTask.objects.filter(cohort_id=run.protocol.cohort_id)
-               .select_related("task__session__person", "task__session__study", "task__question_turn",
-                               "task__answer_turn")
-               .order_by("position")[start:start + size])
-    return [entry.task for entry in entries]
-
-
-def _plan_generation_part(run: Run, start: int, size: int) -> tuple[bool, int]:
-    """Plan base generation for the cohort's next `size` tasks from `start`; (complete, next start)."""
-    tasks = _cohort_part(run, start, size + 1)  # one more: whether any are left
-    part = tasks[:size]
-    if part:
-        plan_generation(run, part=part)
-    return len(tasks) <= size, start + len(part)
-
-
-def _generation_planned_upto(run: Run) -> int:
-    """Where the next generation part starts when no caller says (a look after a planner died):
-    the first cohort position whose task has nothing planned, found by bisection (parts are planned
-    in cohort order, each in one transaction). A task that plans nothing of its own (a session's
-    tag choice planned with an earlier task) may make it start earlier: planning again is harmless."""
-    order = CohortTask.objects.filter(cohort_id=run.protocol.cohort_id).order_by("position")
-    low, high = 0, order.count()
-    while low < high:
-        middle = (low + high) // 2
-        task_id = order.values_list("task_id", flat=True)[middle]
-        planned = (Slot.objects.filter(run=run, phase=Phase.GENERATION, task_id=task_id).exists()
-                   or Prediction.objects.filter(run=run, task_id=task_id).exists())
-        if planned:
-            low = middle + 1
-        else:
-            high = middle
-    return low
 
 
 def run_plan_part(run_id: int, *, check_seal: bool = True, windowed: bool = False,
@@ -248,11 +212,11 @@ def run_plan_part(run_id: int, *, check_seal: bool = True, windowed: bool = Fals
     if check_seal and seal_mismatches(run.protocol, code=False):
         return Step()
     if run.phase == Phase.GENERATION:
-        # A base generation part: as large as all before it together, at most GENERATION_PART_MAX
+        # A base generation part: as large as all before it together, at most PART_MAX
         # tasks (`start`: where the last part ended; else found from what is planned).
-        start = _generation_planned_upto(run) if start is None else start
-        complete, plan_from = _plan_generation_part(
-            run, start, min(max(_first_part(run), start), GENERATION_PART_MAX))
+        start = generation_parts.planned_upto(run) if start is None else start
+        complete, plan_from = generation_parts.plan_part(
+            run, start, min(max(_first_part(run), start), generation_parts.PART_MAX))
         if complete:
             Run.objects.filter(pk=run_id, phase=Phase.GENERATION).exclude(planned_phase=Phase.GENERATION).update(
                 planned_phase=Phase.GENERATION)

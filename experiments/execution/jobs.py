@@ -46,6 +46,9 @@ QUEUED_KEY = "ownwords:queued:{run_id}:{phase}"  # slot jobs of the run and phas
 # set by a hand-out that left slots to hand out (`Step.refill_after`), gone after one that did not.
 REFILL_KEY = "ownwords:refill:{run_id}:{phase}"
 DISPATCH_CHUNK = 64
+# The rest of a phase planned in parts: off a multi-slot worker's main thread (see `job_drive`).
+PLAN_REST_QUEUE = "analysis"
+PLAN_REST_TIMEOUT_S = 6 * 3600  # a million-slot phase plans in minutes; rq's default is 180 s
 KEY_TTL_S = 7 * 24 * 3600
 
 _http_client: httpx.Client | None = None
@@ -170,11 +173,21 @@ def job_drive(run_id: int) -> None:
     redispatch = REDISPATCH_AFTER_S if _slot_queues_idle() else None
     step = run_drive(run_id, redispatch_after_s=redispatch, windowed=True)
     dispatch(run_id, step)
-    check_seal = not step.seal_checked
+    if step.plan_rest:
+        # The phase's first calls are on their way; the rest is planned by a job of its own on the
+        # `analysis` queue, which a multi-slot worker runs on its lane thread (`workers.LANE_QUEUES`):
+        # planned here, in the main thread, it kept that worker from dequeuing the very calls it
+        # had just handed out (a million-slot phase: minutes before the first request).
+        _queue(PLAN_REST_QUEUE).enqueue(job_plan_rest, run_id, not step.seal_checked, step.plan_from,
+                                        job_timeout=PLAN_REST_TIMEOUT_S)
+
+
+def job_plan_rest(run_id: int, check_seal: bool, start: int | None = None) -> None:
+    """Plan the rest of a phase planned in parts, a part at a time, each handed out as soon as it
+    is planned (`driver.run_plan_part`; the seal checked before the first unless the drive did)."""
+    step = Step(plan_rest=True, plan_from=start)
     while step.plan_rest:
-        # The phase's first calls are on their way: plan the next part and hand it out, until done.
-        step = run_plan_part(run_id, check_seal=check_seal, windowed=True,  # unless run_drive checked it
-                             start=step.plan_from)
+        step = run_plan_part(run_id, check_seal=check_seal, windowed=True, start=step.plan_from)
         check_seal = False
         dispatch(run_id, step)
 

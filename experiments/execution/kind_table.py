@@ -23,6 +23,7 @@ from experiments.data.sessions import canonical_task_lines
 from experiments.execution.planning import PLANNERS
 from experiments.execution.regrade import plan_regrade
 from experiments.execution.survey_planning import SURVEY_PLANNERS, survey_list_sha256, survey_prompt_names
+from experiments.execution.task_list_sql import task_list_epoch, task_list_store
 from experiments.models import CohortTask, Protocol, Run, Slot
 from experiments.models.runs import Phase
 
@@ -87,6 +88,19 @@ def cohort_task_list_sha256(cohort) -> str:
     return sha256_text(canonical_task_lines(lines))
 
 
+def cohort_task_list_sha256_checked(cohort) -> str:
+    """`cohort_task_list_sha256`, read as last computed while nothing it reads has changed since
+    (`task_list_sql`: an epoch every change of a cohort entry, task, session, person, study or turn
+    moves on): a seal check at a phase boundary costs one row, whatever the cohort's size. The hash
+    itself is the same one (computed again whenever the epoch moved)."""
+    epoch, checked_at, sha256 = task_list_epoch(cohort.pk)
+    if checked_at == epoch:
+        return sha256
+    sha256 = cohort_task_list_sha256(cohort)
+    task_list_store(cohort.pk, epoch, sha256)
+    return sha256
+
+
 # --- analysis -----------------------------------------------------------------------------------
 
 def interview_summary(run: Run) -> dict:
@@ -106,7 +120,7 @@ KINDS: dict[str, KindRules] = {
     Protocol.Kind.INTERVIEW: KindRules(
         planners=PLANNERS, judging_in_parts=True, first_phase=Phase.MEMORIES, sending_roles=BOTH_ROLES,
         summary=interview_summary, robustness_tables=True, prompt_names=interview_prompt_names,
-        task_list_sha256=cohort_task_list_sha256, seals_source=False, dashboard="run_dashboard", respondents=None,
+        task_list_sha256=cohort_task_list_sha256_checked, seals_source=False, dashboard="run_dashboard", respondents=None,
     ),
     # scored against the recorded options (`analysis.survey_results`): no decisions, no judge, no tables
     Protocol.Kind.SURVEY: KindRules(
@@ -119,7 +133,7 @@ KINDS: dict[str, KindRules] = {
     Protocol.Kind.REGRADE: KindRules(
         planners=dict.fromkeys(PLANNERS, plan_regrade), judging_in_parts=False, first_phase=Phase.JUDGING,
         sending_roles=(Slot.Role.JUDGE,), summary=regrade_summary, robustness_tables=True,
-        prompt_names=regrade_prompt_names, task_list_sha256=cohort_task_list_sha256, seals_source=True,
+        prompt_names=regrade_prompt_names, task_list_sha256=cohort_task_list_sha256_checked, seals_source=True,
         dashboard="run_dashboard", respondents=None,
     ),
 }

@@ -106,6 +106,8 @@ def _conditions(run: Run):
 
 def plan_memories(run: Run) -> None:
     specs = sorted({(c.memory_kind, c.memory_words) for c in _conditions(run) if c.needs_memory})
+    if not specs and not mem0_planning.uses_mem0(run) and not (run.protocol.seal or {}).get("memory_imports"):
+        return  # nothing to plan or import: the cohort is not read (a large one would take seconds)
     tasks = cohort_tasks(run.protocol.cohort)
     first_task_of_session = {}
     for task in tasks:
@@ -141,7 +143,9 @@ def plan_generation(run: Run, *, mem0: mem0_planning.Prepared | None = None, mem
     for the whole cohort)."""
     tasks = cohort_tasks(run.protocol.cohort) if part is None else part
     inputs = task_inputs(tasks)
-    donors = wrong_person_donors(run, tasks if part is None else cohort_tasks(run.protocol.cohort))
+    wrong_person = any(c.evidence == WRONG_PERSON for c in _conditions(run))
+    donors = wrong_person_donors(run, tasks if part is None or not wrong_person
+                                 else cohort_tasks(run.protocol.cohort))  # a part's donors: anywhere
     sessions = {t.session_id for t in tasks}  # a part reads its sessions' memories, and their donors'
     sessions |= {by_session[s] for by_session in donors.values() for s in sessions if s in by_session}
     memories = {

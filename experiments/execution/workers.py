@@ -192,7 +192,8 @@ class DatabaseThreads:
 
 SLOT_JOB_PREFIX = "ownwords-slot-"
 # A multi-slot worker runs these queues' jobs on a lane thread of its own, not in the main thread
-# that dequeues: a long analysis must not stop the dequeue of other runs' slots and refills.
+# that dequeues: a long analysis, or the planning of a large phase's rest (`jobs.job_plan_rest`),
+# must not stop the dequeue of slots and refills.
 LANE_QUEUES = ("analysis",)
 LANE_POLL_S = 2
 
