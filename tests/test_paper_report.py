@@ -329,3 +329,36 @@ def test_hostile_names_are_escaped_on_the_page_and_in_latex(client, project, cas
     assert texts and all(latex_problems(archive.read(name).decode()) == [] for name in texts)
     assert json.loads(archive.read("report.json"))["items"][0]["id"] == "Figure 1"
     assert list(csv.reader(io.StringIO(archive.read("figures/figure-5.csv").decode())))[1][0].startswith("<script>")
+
+
+def test_one_waiting_rebuild_per_project_however_many_runs_finish(project, monkeypatch):
+    with private_rq_queue("test-report-dedupe") as queue:
+        monkeypatch.setattr(paper_report_build, "report_queue", lambda: queue)
+        monkeypatch.setattr(paper_report_build, "queue_has_worker", lambda queue: True)
+        for _ in range(3):
+            assert paper_report_build.report_enqueue(project)
+        assert queue.count == 1                         # the waiting rebuild covers every finished run
+        SimpleWorker([queue], connection=queue.connection).work(burst=True)
+        assert paper_report_build.report_enqueue(project) and queue.count == 1   # done: a new one may wait
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rebuild_while_another_builds_waits_for_nothing_and_builds_nothing(project):
+    import threading
+    from django.db import connections
+    from experiments.execution.report_lock_sql import report_build_lock
+    held, release = threading.Event(), threading.Event()
+
+    def other_build():
+        with report_build_lock(project.pk, wait=True):
+            held.set()
+            release.wait(10)
+        connections.close_all()
+    thread = threading.Thread(target=other_build)
+    thread.start()
+    assert held.wait(10)
+    assert paper_report_build.refresh_report(project, wait=False) is None      # busy: nothing built here
+    assert not PaperReport.objects.filter(project=project).exists()
+    release.set()
+    thread.join(10)
+    assert paper_report_build.refresh_report(project, wait=False) is not None  # free again: built

@@ -21,6 +21,7 @@ from django.utils import timezone
 from experiments.analysis.paper_report_state import REPORT_VERSION, report_inputs_sha256, report_runs
 from experiments.core.paper_report_catalog import CATALOG, CatalogItem
 from experiments.core.report_format import item_json
+from experiments.execution.report_lock_sql import report_build_lock
 from experiments.models import PaperReport, Project
 
 logger = logging.getLogger(__name__)
@@ -63,19 +64,24 @@ def build_report(project) -> tuple[list[dict], str]:
     return [build_item(item, project, runs) for item in CATALOG], inputs_sha
 
 
-def refresh_report(project) -> PaperReport:
-    started = time.perf_counter()
-    items, inputs_sha = build_report(project)
-    report, _ = PaperReport.objects.update_or_create(project=project, defaults={
-        "version": REPORT_VERSION, "built_at": timezone.now(), "inputs_sha256": inputs_sha, "items": items,
-        "build_seconds": time.perf_counter() - started})
+def refresh_report(project, *, wait: bool = True) -> PaperReport | None:
+    """Build and store the project's report under its build lock; None when `wait` is False and
+    another build holds the lock (that build stores the report)."""
+    with report_build_lock(project.pk, wait=wait) as held:
+        if not held:
+            return None
+        started = time.perf_counter()
+        items, inputs_sha = build_report(project)
+        report, _ = PaperReport.objects.update_or_create(project=project, defaults={
+            "version": REPORT_VERSION, "built_at": timezone.now(), "inputs_sha256": inputs_sha, "items": items,
+            "build_seconds": time.perf_counter() - started})
     return report
 
 
 def job_paper_report(project_id: int) -> None:
     project = Project.objects.filter(pk=project_id).first()
     if project is not None:
-        refresh_report(project)
+        refresh_report(project)  # waits for a build in progress: this one sees the newer runs
 
 
 def report_queue():
@@ -86,6 +92,9 @@ def queue_has_worker(queue) -> bool:
     return bool(Worker.count(queue=queue))
 
 
+PENDING = ("queued", "deferred", "scheduled")
+
+
 def report_enqueue(project) -> bool:
     """Queue a rebuild; False when the queue (Redis) does not answer or no worker serves it: nothing
     was queued (a job no worker takes would wait there, and one queued by an inline run, e.g. the
@@ -94,8 +103,17 @@ def report_enqueue(project) -> bool:
         queue = report_queue()
         if not queue_has_worker(queue):
             return False
-        queue.enqueue(job_paper_report, project.pk, job_timeout=JOB_TIMEOUT_S,
-                      job_id=f"paper-report-{project.pk}-{int(time.time() * 1000)}")
+        # One waiting rebuild per project: a run finishing while one waits is covered by it (it
+        # reads every finished run when it starts). A rebuild already started gets one successor.
+        for job_id in (f"paper-report-{project.pk}", f"paper-report-{project.pk}-next"):
+            job = queue.fetch_job(job_id)
+            status = job.get_status(refresh=True) if job is not None else None
+            if status in PENDING:
+                return True
+            if status != "started":
+                queue.enqueue(job_paper_report, project.pk, job_timeout=JOB_TIMEOUT_S, job_id=job_id)
+                return True
+        return True  # a rebuild started and its successor too: the successor will read this run
     except (redis.RedisError, OSError) as exc:
         logger.warning("paper report of %s not queued: %s", project.slug, exc)
         return False

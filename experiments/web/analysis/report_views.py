@@ -74,8 +74,9 @@ def paper_report_rebuild(request, slug):
     membership = membership_for(request, slug, roles=TEXT_READERS)
     if report_enqueue(membership.project):
         messages.success(request, "The report is being rebuilt on the queue; reload this page in a moment.")
+    elif refresh_report(membership.project, wait=False) is None:
+        messages.warning(request, "A rebuild is already in progress; reload this page in a minute.")
     else:
-        refresh_report(membership.project)
         messages.warning(request, "No queue worker answers: the report was rebuilt in this request.")
     return redirect("paper_report", slug=slug)
 
