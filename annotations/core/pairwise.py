@@ -128,35 +128,52 @@ def _interval(person, values, *, seed: int, draws: int) -> dict:
 
 
 def shared_intervals(person, columns: dict[str, Sequence[float]], *, seed: int, draws: int) -> dict[str, dict]:
-    """`_interval` of each column (same people, same seed), the people drawn once for them all.
+    """`_interval` of each column (same people, same seed), the people drawn once for them all."""
+    return shared_intervals_many([(person, columns)], seed=seed, draws=draws)[0]
+
+
+def shared_intervals_many(groups: Sequence[tuple], *, seed: int, draws: int) -> list[dict[str, dict]]:
+    """For each (person, {name: values}) group, `_interval` of each column, with the draws shared.
 
     Exactly `paired_bootstrap`'s numbers (task weighting, blocks of BLOCK, central 95 %, linear
-    percentiles), column by column: the same generator stream, the same per-person sums and the
-    same sums over each draw; only the draws and the per-draw task counts are shared."""
-    person = np.asarray(person)
-    values = {name: np.asarray(v, dtype=float) for name, v in columns.items()}
-    for v in values.values():
-        if v.ndim != 1 or v.shape != person.shape or v.size == 0 or not np.isfinite(v).all():
-            raise ValueError("one finite value per task of `person`, at least one task")
+    percentiles), column by column: each call of it starts PCG64(seed) afresh and draws indices
+    into its np.unique people, so groups with as many people draw the same indices. Here they are
+    drawn once per block for every group of that size, and each column's per-person sums and
+    per-draw sums are those `paired_bootstrap` forms: only the drawing is shared."""
     if draws < 1:
         raise ValueError("draws and block must be positive")
     tails = bootstrap_tails(0.95, None)
-    _, inverse = np.unique(person, return_inverse=True)
-    n_people = int(inverse.max()) + 1
-    sums = {name: np.bincount(inverse, weights=v, minlength=n_people) for name, v in values.items()}
-    tasks = np.bincount(inverse, minlength=n_people).astype(float)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    replicates = {name: np.empty(draws) for name in values}
-    for start in range(0, draws, BLOCK):
-        m = min(BLOCK, draws - start)
-        idx = rng.integers(0, n_people, size=(m, n_people))
-        drawn_tasks = tasks[idx].sum(1)
-        for name, s in sums.items():
-            replicates[name][start:start + m] = s[idx].sum(1) / drawn_tasks
-    out = {}
-    for name, v in values.items():
-        lo, hi = np.percentile(replicates[name], [100 * tails[0], 100 * tails[1]], method="linear")
-        out[name] = {"estimate": float(v.mean()), "lo": float(lo), "hi": float(hi)}
+    prepared = []
+    for person, columns in groups:
+        person = np.asarray(person)
+        values = {name: np.asarray(v, dtype=float) for name, v in columns.items()}
+        for v in values.values():
+            if v.ndim != 1 or v.shape != person.shape or v.size == 0 or not np.isfinite(v).all():
+                raise ValueError("one finite value per task of `person`, at least one task")
+        _, inverse = np.unique(person, return_inverse=True)
+        n_people = int(inverse.max()) + 1
+        prepared.append({
+            "n": n_people, "values": values,
+            "sums": {name: np.bincount(inverse, weights=v, minlength=n_people) for name, v in values.items()},
+            "tasks": np.bincount(inverse, minlength=n_people).astype(float),
+            "replicates": {name: np.empty(draws) for name in values}})
+    for n_people in sorted({g["n"] for g in prepared}):
+        same = [g for g in prepared if g["n"] == n_people]
+        rng = np.random.Generator(np.random.PCG64(seed))
+        for start in range(0, draws, BLOCK):
+            m = min(BLOCK, draws - start)
+            idx = rng.integers(0, n_people, size=(m, n_people))
+            for g in same:
+                drawn_tasks = np.take(g["tasks"], idx).sum(1)
+                for name, s in g["sums"].items():
+                    g["replicates"][name][start:start + m] = np.take(s, idx).sum(1) / drawn_tasks
+    out = []
+    for g in prepared:
+        row = {}
+        for name, v in g["values"].items():
+            lo, hi = np.percentile(g["replicates"][name], [100 * tails[0], 100 * tails[1]], method="linear")
+            row[name] = {"estimate": float(v.mean()), "lo": float(lo), "hi": float(hi)}
+        out.append(row)
     return out
 
 
@@ -166,17 +183,18 @@ def win_rates(ratings: Sequence[PairRating], *, seed: int, draws: int) -> list[d
     by_pair: dict[tuple[str, str], dict[int, list[PairRating]]] = defaultdict(dict)
     for item, rows in _items(ratings).items():
         by_pair[(rows[0].x, rows[0].y)][item] = rows
-    out = []
+    out, groups = [], []
     for (x, y), items in by_pair.items():
         person = [rows[0].person for rows in items.values()]
         shares = {o: [sum(r.outcome == o for r in rows) / len(rows) for rows in items.values()] for o in OUTCOMES}
         counts = Counter(r.outcome for rows in items.values() for r in rows)
-        row = {"x": x, "y": y, "items": len(items), "ratings": sum(counts.values()),
-               "people": len(set(person)), "x_votes": counts["x"], "y_votes": counts["y"], "tie_votes": counts["tie"]}
-        # The three share the seed, hence the people drawn: drawn once (as three `_interval` calls).
-        row.update(shared_intervals(person, {"x_wins": shares["x"], "y_wins": shares["y"], "ties": shares["tie"]},
-                                    seed=seed, draws=draws))
-        out.append(row)
+        out.append({"x": x, "y": y, "items": len(items), "ratings": sum(counts.values()),
+                    "people": len(set(person)), "x_votes": counts["x"], "y_votes": counts["y"],
+                    "tie_votes": counts["tie"]})
+        groups.append((person, {"x_wins": shares["x"], "y_wins": shares["y"], "ties": shares["tie"]}))
+    # One `_interval` per share and pair, with the people drawn once for every pair of as many people.
+    for row, intervals in zip(out, shared_intervals_many(groups, seed=seed, draws=draws)):
+        row.update(intervals)
     return out
 
 
