@@ -24,6 +24,7 @@ other user's traffic is counted); `--shared-redis` uses REDIS_URL instead.
 
     .venv/bin/python benchmarks/engine.py --levels 8:0.2 32:0.2 128:1 --processes 4
     .venv/bin/python benchmarks/engine.py --slots 1000000 --first-request [--whole]  # first request of a large phase
+    .venv/bin/python benchmarks/engine.py --slots 100000 --seal-check    # a phase boundary's seal check
 
 Phases are sized by `--phase-seconds` (default 20 s at the ideal rate: 800 calls per phase at
 K=8, 3,200 at K=32, 2,560 at K=128): each phase's last round leaves every place idle for about
@@ -494,6 +495,37 @@ def first_request_main(args):
     redis.flushdb()
 
 
+def seal_check_main(args):
+    """`--slots N --seal-check`: a phase boundary's seal check of a cohort of N tasks, with the task
+    list's stored hash (nothing it reads changed since: one row) and after the epoch moved (a turn
+    written again unchanged: the whole list hashed again, as every check did before)."""
+    from django.db.models import F
+
+    from experiments.execution.sealing import seal_mismatches
+    from experiments.models import Task, Turn
+
+    call_command("migrate", verbosity=0)
+    call_command("flush", interactive=False, verbosity=0)
+    project = Project.objects.create(slug="bench-engine", name="Engine benchmark")
+    cohort = big_cohort(project, args.slots)
+    offline = {"provider": "offline", "base_url": "", "model": "stand-in"}
+    run = make_run(project, cohort, conditions=[QUESTION_ONLY], generator=offline)
+    turn = Task.objects.filter(cohort_entries__cohort=cohort).values_list("question_turn_id", flat=True).first()
+    stored, moved = [], []
+    for _ in range(args.repeat_checks):
+        Turn.objects.filter(pk=turn).update(text=F("text"))  # the epoch moves; the hash does not
+        started = time.perf_counter()
+        assert seal_mismatches(run.protocol, code=False) == []
+        moved.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        assert seal_mismatches(run.protocol, code=False) == []
+        stored.append(time.perf_counter() - started)
+    load = os.getloadavg()
+    print(f"seal check at a phase boundary, {cohort.cohort_tasks.count()} tasks (median of {args.repeat_checks}; load "
+          f"average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}): stored hash {statistics.median(stored) * 1000:.1f} ms, "
+          f"hashed again (the epoch moved; every check before) {statistics.median(moved) * 1000:.1f} ms", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[12, 16])
@@ -516,7 +548,12 @@ def main():
                         help="time from a run's start to the first request of a --slots generation phase")
     parser.add_argument("--whole", action="store_true", help="with --first-request: also time planning it at once")
     parser.add_argument("--watch", type=float, default=10.0, help="with --first-request: seconds to watch after")
+    parser.add_argument("--seal-check", action="store_true",
+                        help="time a phase boundary's seal check of a --slots task cohort, stored and hashed again")
+    parser.add_argument("--repeat-checks", type=int, default=5, help="with --seal-check")
     args = parser.parse_args()
+    if args.seal_check:
+        return seal_check_main(args)
     if args.first_request:
         return first_request_main(args)
     if args.levels:
