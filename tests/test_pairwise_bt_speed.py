@@ -169,3 +169,21 @@ def test_win_rates_draw_people_once_with_exactly_the_numbers_of_one_bootstrap_pe
             assert row[name] == {"estimate": one.estimate, "lo": one.lo, "hi": one.hi}, (name, row[name], one)
         assert 0 <= row["x_wins"]["lo"] <= row["x_wins"]["estimate"] <= row["x_wins"]["hi"] <= 1
         assert row["x_wins"]["lo"] < row["x_wins"]["hi"]
+
+
+def test_shared_draws_give_each_columns_own_bootstrap_bit_for_bit():
+    from annotations.core.shared_draws import shared_intervals_many
+    from experiments.core.stats.paired import paired_bootstrap
+    rng = np.random.default_rng(4)
+    groups = []
+    for people, tasks in ((30, 90), (30, 45), (17, 40)):   # two groups of 30 people share their draws
+        person = [f"p{k}" for k in rng.integers(0, people, tasks)]
+        person[:people] = [f"p{k}" for k in range(people)]
+        groups.append((person, {"a": rng.random(tasks), "b": rng.integers(0, 2, tasks).astype(float)}))
+    got = shared_intervals_many(groups, seed=11, draws=4_321)
+    for (person, columns), intervals in zip(groups, got):
+        for name, values in columns.items():
+            one = paired_bootstrap(person, values, seed=11, draws=4_321)
+            assert intervals[name] == {"estimate": one.estimate, "lo": one.lo, "hi": one.hi}
+    with pytest.raises(ValueError):
+        shared_intervals_many([(["p"], {"a": [float("nan")]})], seed=1, draws=10)
