@@ -1,4 +1,4 @@
-"""Lighthouse performance score of the main pages, on the demo data, logged in (target: >= 90).
+"""Lighthouse performance and accessibility scores of the main pages, on the demo data, logged in.
 
     npm install --prefix /tmp/lh lighthouse        # once, outside the repository
     .venv/bin/python benchmarks/lighthouse.py              # production mode: DEBUG off, collectstatic, whitenoise
@@ -85,16 +85,20 @@ from annotations.rating import rating_record  # noqa: E402
 from experiments.models import Prediction, Run  # noqa: E402
 
 
-def demo_pages() -> tuple[dict[str, str], str]:
-    """The demo's pages by name, and a session cookie of its owner."""
+def demo_pages() -> tuple[dict[str, str], dict[str, str]]:
+    """The demo's pages by name, and the session cookie each is opened with (its owner's; a demo
+    rater's for the rating page)."""
     quiet = open(os.devnull, "w")
     call_command("migrate", verbosity=0)
     call_command("demo_setup", stdout=quiet)
     call_command("demo_ratings", stdout=quiet)
-    campaign = RatingCampaign.objects.get(project__slug="demo")
-    # Two raters who mostly agree, so every agreement figure has something to draw.
-    for a in (Assignment.objects.filter(campaign=campaign, status=Assignment.Status.OPEN)
-              .select_related("item").order_by("rater_id", "position")):
+    campaign = RatingCampaign.objects.get(project__slug="demo", name="demo-ratings")
+    # Two raters who mostly agree, so every agreement figure has something to draw; the last open item
+    # of each rater is left for the rating page.
+    open_items = list(Assignment.objects.filter(campaign=campaign, status=Assignment.Status.OPEN)
+                      .select_related("item").order_by("rater_id", "position"))
+    last = {a.rater_id: a.pk for a in open_items}
+    for a in (a for a in open_items if a.pk != last[a.rater_id]):
         grade = (a.item.number * 5 + (a.rater_id % 2) * (a.item.number % 3 == 0)) % 4
         rating_record(campaign=campaign, user=a.rater, assignment_id=a.pk, grade=grade, flagged=False,
                       flag_reason="", note="", seconds=12.0)
@@ -112,10 +116,14 @@ def demo_pages() -> tuple[dict[str, str], str]:
         "explorer": reverse("run_explorer", args=[slug, run.pk]),
         "task": reverse("prediction_detail", args=[slug, run.pk, task_pk]),
         "campaign results": reverse("campaign_results", args=[slug, campaign.pk]),
+        "rating": reverse("rate_page", args=[slug, campaign.pk]),
     }
-    client = Client()
-    client.force_login(get_user_model().objects.get(username="demo"))
-    return pages, client.cookies["sessionid"].value
+    cookies = {}
+    for name in pages:
+        client = Client()
+        client.force_login(get_user_model().objects.get(username="demo-rater-1" if name == "rating" else "demo"))
+        cookies[name] = client.cookies["sessionid"].value
+    return pages, cookies
 
 
 def free_port() -> int:
@@ -140,7 +148,7 @@ def serve(port: int) -> subprocess.Popen:
 
 def lighthouse(url: str, cookie: str, name: str) -> dict:
     out = Path(REPORTS or scratch) / f"{name.replace(' ', '-')}-{time.time_ns()}.json"
-    command = [LIGHTHOUSE, url, "--quiet", "--only-categories=performance", "--output=json",
+    command = [LIGHTHOUSE, url, "--quiet", "--only-categories=performance,accessibility", "--output=json",
                f"--output-path={out}", "--chrome-flags=--headless --no-sandbox --disable-gpu",
                "--extra-headers", json.dumps({"Cookie": f"sessionid={cookie}"})]
     if PRESET:
@@ -155,6 +163,7 @@ def lighthouse(url: str, cookie: str, name: str) -> dict:
     audits = report["audits"]
     return {
         "score": round(100 * report["categories"]["performance"]["score"]),
+        "a11y": round(100 * report["categories"]["accessibility"]["score"]),
         "fcp": audits["first-contentful-paint"]["numericValue"],
         "lcp": audits["largest-contentful-paint"]["numericValue"],
         "tbt": audits["total-blocking-time"]["numericValue"],
@@ -164,22 +173,23 @@ def lighthouse(url: str, cookie: str, name: str) -> dict:
 
 
 def main() -> None:
-    pages, cookie = demo_pages()
+    pages, cookies = demo_pages()
     port = free_port()
     server = serve(port)
     mode = "DEBUG on (files from the finders)" if DEBUG else "DEBUG off (collectstatic, whitenoise)"
     print(f"Lighthouse performance, {PRESET or 'mobile'} preset, {mode}, {RUNS} runs per page")
-    print(f"{'page':<18} {'best':>4} {'median':>6} {'FCP ms':>7} {'LCP ms':>7} {'TBT ms':>7} {'kB sent':>8}")
+    print(f"{'page':<18} {'best':>4} {'median':>6} {'a11y':>5} {'FCP ms':>7} {'LCP ms':>7} {'TBT ms':>7} {'kB sent':>8}")
     try:
         for name, path in pages.items():
             if ONLY and name not in ONLY:
                 continue
             url = f"http://127.0.0.1:{port}{path}"
-            results = [lighthouse(url, cookie, name) for _ in range(RUNS)]
+            results = [lighthouse(url, cookies[name], name) for _ in range(RUNS)]
             if name != "login" and "/accounts/login/" in results[0]["final_url"]:
                 sys.exit(f"{name}: redirected to the login page; the session cookie was not accepted")
-            median = {k: statistics.median(r[k] for r in results) for k in ("score", "fcp", "lcp", "tbt", "bytes")}
-            print(f"{name:<18} {max(r['score'] for r in results):>4} {median['score']:>6.0f} {median['fcp']:>7.0f} "
+            median = {k: statistics.median(r[k] for r in results) for k in ("score", "a11y", "fcp", "lcp", "tbt", "bytes")}
+            print(f"{name:<18} {max(r['score'] for r in results):>4} {median['score']:>6.0f} {median['a11y']:>5.0f} "
+                  f"{median['fcp']:>7.0f} "
                   f"{median['lcp']:>7.0f} {median['tbt']:>7.0f} {median['bytes'] / 1024:>8.0f}", flush=True)
     finally:
         server.terminate()

@@ -27,7 +27,9 @@ from experiments.data.survey_import_jobs import survey_import_progress as survey
 from experiments.execution.policy import offline_roles
 from experiments.models import SurveyAnswer, SurveyItem, SurveyStudy
 from experiments.data.surveys import draw_further_sample, sample_respondents, sample_study, study_samples, survey_import
+from experiments.web.bounded_input import BoundedIntegerField
 from experiments.web.projects.forms import MultipleFileField, declared_upload_over
+from experiments.web.text_input import StorableTextMixin
 from experiments.analysis import survey_figures as figures
 
 
@@ -138,11 +140,11 @@ def survey_import_progress(request, slug, job_id):
                   {"membership": membership, "project": membership.project, "progress": progress})
 
 
-class FurtherSampleForm(forms.Form):
+class FurtherSampleForm(StorableTextMixin, forms.Form):
     """A sample of new respondents (App. H, Table 23): the next of the study's seeded order outside
     the chosen earlier samples."""
     name = forms.CharField(max_length=100, help_text="the new sample's name in this project")
-    size = forms.IntegerField(min_value=1, max_value=100_000, help_text="respondents in the new sample")
+    size = BoundedIntegerField(min_value=1, max_value=100_000, help_text="respondents in the new sample")
     exclude = forms.ModelMultipleChoiceField(queryset=None, required=False, widget=forms.CheckboxSelectMultiple,
                                              help_text="earlier samples whose respondents it leaves out")
 
