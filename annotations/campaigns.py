@@ -13,15 +13,15 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotations import sampling
+from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters, rater_users
 from annotations.pairwise import is_pairwise, sampling_sides
 from annotations.models import (
     FIRST_SHOWING, REPEAT_SHOWING, Assignment, CampaignRater, RatingCampaign, RatingEvent, RatingItem,
 )
 from experiments.core.conditions import FINAL
 from experiments.data.audit_log import Kind, audit_write
-from experiments.models import Grade, Membership, Prediction, Role, Run
+from experiments.models import Grade, Prediction, Run
 
-MAX_RATINGS_PER_ITEM = 5
 MAX_REPEAT_PERCENT = 50
 
 
@@ -63,19 +63,6 @@ def _stratum(item: dict) -> str:
     return f"{item['conditions'][0]} | judge {grade}"
 
 
-def _rater_memberships(project, usernames):
-    found = {
-        m.user.username: m
-        for m in Membership.objects.select_related("user").filter(project=project, user__username__in=usernames)
-    }
-    for name in usernames:
-        if name not in found:
-            raise CampaignError(f"{name} is not a member of this project")
-        if found[name].role != Role.RATER:
-            raise CampaignError(f"{name} is {found[name].get_role_display().lower()}, not a rater, in this project")
-    return [found[name].user for name in usernames]
-
-
 @transaction.atomic
 def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[str], user=None,
                     sample: str = RatingCampaign.Sample.ALL, sample_size: int | None = None,
@@ -84,31 +71,19 @@ def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[
     """A campaign over a finished run, its items and every rater's queue (with `repeat_percent`
     of each rater's items shown to them again later: hidden repeats, `sampling.with_repeats`)."""
     project = run.protocol.project
-    name = (name or "").strip()
-    if not name:
-        raise CampaignError("a campaign needs a name")
-    if RatingCampaign.objects.filter(project=project, name=name).exists():
-        raise CampaignError(f"a campaign called {name!r} already exists in this project")
-    if run.status != Run.Status.FINISHED:
-        raise CampaignError(f"run {run.pk} is {run.get_status_display().lower()}; rate a finished run")
+    name = checked_name(run, name, error=CampaignError)
     if not conditions:
         raise CampaignError("choose at least one condition to rate")
     unknown = [c for c in conditions if c not in run.protocol.conditions]
     if unknown:
         raise CampaignError(f"not a condition of this run: {', '.join(unknown)}")
     conditions = [c for c in run.protocol.conditions if c in set(conditions)]
-    if not 1 <= ratings_per_item <= MAX_RATINGS_PER_ITEM:
-        raise CampaignError(f"ratings per item must be between 1 and {MAX_RATINGS_PER_ITEM}")
+    check_ratings_per_item(ratings_per_item, error=CampaignError)
     if not 0 <= repeat_percent <= MAX_REPEAT_PERCENT:
         raise CampaignError(f"hidden repeats are between 0 and {MAX_REPEAT_PERCENT} percent of a rater's items")
     if not 0 <= qualification_percent <= 100:
         raise CampaignError("the pass mark is a percentage, 0 to 100")
-    if len(set(raters)) != len(raters):
-        raise CampaignError("a rater is listed twice")
-    users = _rater_memberships(project, raters)
-    if len(users) < ratings_per_item:
-        raise CampaignError(f"{ratings_per_item} ratings per item need at least {ratings_per_item} raters; "
-                            f"{len(users)} chosen")
+    users = checked_raters(project, raters, ratings_per_item, error=CampaignError)
     items = rateable_items(run, conditions)
     if not items:
         raise CampaignError("these conditions produced no answer to rate")
@@ -162,7 +137,7 @@ def _open_campaign(campaign: RatingCampaign) -> RatingCampaign:
 def rater_add(*, campaign: RatingCampaign, username: str) -> CampaignRater:
     """Add (or re-activate) a rater; they get items when an owner reassigns open ones to them."""
     campaign = _open_campaign(campaign)
-    (user,) = _rater_memberships(campaign.project, [username])
+    (user,) = rater_users(campaign.project, [username], error=CampaignError)
     rater, created = CampaignRater.objects.get_or_create(campaign=campaign, user=user)
     if not created:
         if rater.active:

@@ -24,19 +24,17 @@ from django.utils import timezone
 
 from annotations import sampling
 from annotations.campaign_agreement import INLINE_BUDGET, bootstrap_settings
+from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters
 from annotations.core.pairwise import PairRating, balanced_sides, outcome, pairwise_payload
 from annotations.models import (
     FIRST_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem,
 )
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
-from experiments.models import Grade, Membership, Prediction, Role, Run
+from experiments.models import Grade, Prediction, Run
 
 PAIRWISE = "pairwise"
 PAIRWISE_VERSION = 1
-MAX_RATINGS_PER_ITEM = 5
-
-
 class PairwiseError(ValueError):
     """Input an owner can fix; the message says how."""
 
@@ -86,17 +84,6 @@ def pair_candidates(run: Run, pairs: list[list[str]]) -> tuple[list[dict], list[
     return items, counts
 
 
-def _raters(project, usernames: list[str]):
-    found = {m.user.username: m for m in
-             Membership.objects.select_related("user").filter(project=project, user__username__in=usernames)}
-    for name in usernames:
-        if name not in found:
-            raise PairwiseError(f"{name} is not a member of this project")
-        if found[name].role != Role.RATER:
-            raise PairwiseError(f"{name} is {found[name].get_role_display().lower()}, not a rater, in this project")
-    return [found[name].user for name in usernames]
-
-
 def _pairs(run: Run, conditions: list[str], pairs: list[list[str]] | None) -> list[list[str]]:
     order = list(run.protocol.conditions)
     unknown = [c for c in conditions if c not in order]
@@ -127,22 +114,10 @@ def pairwise_campaign_create(*, run: Run, name: str, conditions: list[str], rate
                              ratings_per_item: int = 2) -> RatingCampaign:
     """A pairwise campaign over a finished run: its pair items and every rater's queue with sides."""
     project = run.protocol.project
-    name = (name or "").strip()
-    if not name:
-        raise PairwiseError("a campaign needs a name")
-    if RatingCampaign.objects.filter(project=project, name=name).exists():
-        raise PairwiseError(f"a campaign called {name!r} already exists in this project")
-    if run.status != Run.Status.FINISHED:
-        raise PairwiseError(f"run {run.pk} is {run.get_status_display().lower()}; rate a finished run")
+    name = checked_name(run, name, error=PairwiseError)
     pairs = _pairs(run, conditions if pairs is None else [c for p in pairs for c in p], pairs)
-    if not 1 <= ratings_per_item <= MAX_RATINGS_PER_ITEM:
-        raise PairwiseError(f"ratings per item must be between 1 and {MAX_RATINGS_PER_ITEM}")
-    if len(set(raters)) != len(raters):
-        raise PairwiseError("a rater is listed twice")
-    users = _raters(project, raters)
-    if len(users) < ratings_per_item:
-        raise PairwiseError(f"{ratings_per_item} ratings per item need at least {ratings_per_item} raters; "
-                            f"{len(users)} chosen")
+    check_ratings_per_item(ratings_per_item, error=PairwiseError)
+    users = checked_raters(project, raters, ratings_per_item, error=PairwiseError)
     items, counts = pair_candidates(run, pairs)
     if not items:
         raise PairwiseError("these pairs have no task where both answers differ: nothing to compare")

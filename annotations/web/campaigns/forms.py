@@ -1,7 +1,8 @@
 """The campaign form: a finished run's conditions, the sample, the raters and k."""
 from django import forms
 
-from annotations.campaigns import MAX_RATINGS_PER_ITEM, MAX_REPEAT_PERCENT
+from annotations.campaign_rules import MAX_RATINGS_PER_ITEM
+from annotations.campaigns import MAX_REPEAT_PERCENT
 from annotations.models import RatingCampaign
 from experiments.models import Membership, Role
 from experiments.web.bounded_input import INTEGER_COLUMN_MAX, BoundedIntegerField

@@ -2,7 +2,7 @@
 from django import forms
 
 from annotations.models import RatingCampaign
-from annotations.pairwise import MAX_RATINGS_PER_ITEM
+from annotations.campaign_rules import MAX_RATINGS_PER_ITEM
 from experiments.models import Membership, Role
 from experiments.web.bounded_input import INTEGER_COLUMN_MAX, BoundedIntegerField
 from experiments.web.text_input import StorableTextMixin
