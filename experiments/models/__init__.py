@@ -40,5 +40,5 @@ from experiments.models.survey import (  # noqa: F401,E402
 )
 from experiments.models.task_grades import TaskGrades  # noqa: F401,E402
 from experiments.models.grants import EndpointGrant  # noqa: F401,E402
-from experiments.models.paper_report import PaperReport  # noqa: F401,E402
+from experiments.models.paper_report import PaperReport, PaperReportImages  # noqa: F401,E402
 from experiments.models.api_tokens import ApiToken  # noqa: F401,E402

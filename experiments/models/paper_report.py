@@ -14,3 +14,15 @@ class PaperReport(models.Model):
     inputs_sha256 = models.CharField(max_length=64)
     build_seconds = models.FloatField(default=0.0)
     items = models.JSONField(help_text="every catalog item: id, title, section, state, and its table or figure")
+
+
+class PaperReportImages(models.Model):
+    """The PNG and SVG of a built report's figures, made by the build (kaleido drives a Chromium, seconds a
+    figure), so that downloading the archive never starts a browser. `figures_sha256` names the figures
+    they draw: images of another build's figures are not put in an archive."""
+
+    report = models.OneToOneField(PaperReport, on_delete=models.CASCADE, related_name="figure_images")
+    figures_sha256 = models.CharField(max_length=64, help_text="sha256 of the figures (plotly JSON) drawn")
+    made_at = models.DateTimeField()
+    note = models.TextField(help_text="how the images were made, or why they were not")
+    images = models.BinaryField(help_text="a zip holding <slug>.png and <slug>.svg of each figure")
