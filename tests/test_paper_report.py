@@ -33,7 +33,7 @@ from experiments.execution.driver import run_inline
 from experiments.execution.paper_report_build import refresh_report, resolve
 from experiments.execution.protocol_templates import protocol_from_template
 from experiments.execution.sealing import protocol_seal
-from experiments.models import AuditEntry, PaperReport, Run
+from experiments.models import AuditEntry, PaperReport, PaperReportImages, Run
 from tests.conftest import private_rq_queue
 from tests.engine_helpers import build_cohort
 
@@ -222,9 +222,13 @@ def page_cells(body: str, slug: str) -> list[list[str]]:
     return [[re.sub(r"<.*?>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)] for row in rows]
 
 
+def _no_browser_here(figures):
+    raise AssertionError("a download started a browser")
+
+
 def test_the_archive_csv_latex_and_hashes(client, report_project, cast, monkeypatch):
     project, run, report = report_project
-    monkeypatch.setattr(report_archive, "figure_images", lambda figures: ({}, "not made: test"))
+    monkeypatch.setattr(report_archive, "figure_images", _no_browser_here)
     client.force_login(cast["viewer"])
     body = client.get(reverse("paper_report", args=[project.slug])).content.decode()
     response = client.get(reverse("paper_report_zip", args=[project.slug]))
@@ -233,7 +237,7 @@ def test_the_archive_csv_latex_and_hashes(client, report_project, cast, monkeypa
     archive = zipfile.ZipFile(io.BytesIO(response.content))
     meta = json.loads(archive.read("report.json"))
     assert [i["id"] for i in meta["items"]] == [c.id for c in CATALOG] and meta["stale"] is False
-    assert meta["figure_images"] == "not made: test"
+    assert meta["figure_images"] == report_archive.NOT_MADE_YET  # built without images: said, none drawn
     checked = 0
     for listed in meta["items"]:
         for path, sha in listed["files"].items():
@@ -263,6 +267,37 @@ def test_the_archive_csv_latex_and_hashes(client, report_project, cast, monkeypa
         assert ("offline stand-in" in tex) == bool(item["table"]["inputs"]["offline_runs"])
         checked += 1
     assert checked >= 15
+
+
+def test_the_archive_takes_the_images_its_build_made_and_only_for_its_figures(client, report_project, cast,
+                                                                              monkeypatch):
+    project, run, report = report_project
+    drawn = []
+
+    def fake_images(figures):  # stands in for kaleido: one PNG and SVG a figure, named by its slug
+        drawn.append(sorted(figures))
+        return {slug: {"png": b"png of " + slug.encode(), "svg": b"<svg>" + slug.encode()} for slug in figures}, "made"
+
+    monkeypatch.setattr(paper_report_build, "figure_images", fake_images)
+    kept = paper_report_build.store_images(report)
+    assert drawn == [sorted(report_archive.drawable_figures(report.items))] and "figure-3c" in drawn[0]
+    monkeypatch.setattr(report_archive, "figure_images", _no_browser_here)
+    client.force_login(cast["viewer"])
+    archive = zipfile.ZipFile(io.BytesIO(client.get(reverse("paper_report_zip", args=[project.slug])).content))
+    assert archive.read("figures/figure-3c.png") == b"png of figure-3c"
+    meta = json.loads(archive.read("report.json"))
+    assert meta["figure_images"] == "made"
+    listed = next(i for i in meta["items"] if i["id"] == "Figure 3c")
+    assert listed["files"]["figures/figure-3c.svg"] == hashlib.sha256(b"<svg>figure-3c").hexdigest()
+    # A build whose figures differ (a later run) does not take these images: they draw other numbers.
+    item = next(i for i in report.items if i["slug"] == "figure-3c")
+    item["figure"]["data"][0]["name"] = "changed"
+    report.save()
+    archive = zipfile.ZipFile(io.BytesIO(client.get(reverse("paper_report_zip", args=[project.slug])).content))
+    assert "figures/figure-3c.png" not in archive.namelist()
+    assert json.loads(archive.read("report.json"))["figure_images"] == report_archive.NOT_MADE_YET
+    assert PaperReportImages.objects.get(pk=kept.pk).figures_sha256 != report_archive.figures_sha256(
+        report_archive.drawable_figures(report.items))
 
 
 def _number(raw: str):
@@ -298,6 +333,9 @@ def test_the_report_is_rebuilt_by_the_job_after_a_run_finishes(project, monkeypa
         common_run(project, name="unserved", draws=100)
         assert queue.count == 0 and not PaperReport.objects.filter(project=project).exists()
         monkeypatch.setattr(paper_report_build, "queue_has_worker", lambda queue: True)
+        # The job draws the figures' images (kaleido stood in for: the real one is tested by the command).
+        monkeypatch.setattr(paper_report_build, "figure_images",
+                            lambda figures: ({slug: {"png": b"p"} for slug in figures}, "made by the job"))
         run = common_run(project, draws=100)
         assert queue.count == 1 and not PaperReport.objects.filter(project=project).exists()
         SimpleWorker([queue], connection=queue.connection).work(burst=True)
@@ -306,6 +344,9 @@ def test_the_report_is_rebuilt_by_the_job_after_a_run_finishes(project, monkeypa
         assert items_of(report)["Table 7"]["table"]["inputs"]["runs"] == [run.pk]  # the latest common run
         assert [r for r, *_ in items_of(report)["Table 13"]["table"]["rows"]].count(run.pk) == 5  # 4 phases, total
         assert cached_report(project) == (report, False)
+        images = PaperReportImages.objects.get(report=report)
+        assert images.note == "made by the job"
+        assert images.figures_sha256 == report_archive.figures_sha256(report_archive.drawable_figures(report.items))
 
 
 # ---- hostile names ---------------------------------------------------------------------------------

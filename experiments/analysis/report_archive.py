@@ -2,10 +2,12 @@
 and its CSV (unrounded, through `exports.csv_text`, the app's one CSV rule); per figure its plotly
 JSON, the CSV and LaTeX of the numbers it draws, and a PNG and an SVG when plotly's static export
 (kaleido, which drives an installed Chrome or Chromium: `BROWSER_PATH` or its own lookup; it never
-downloads one) works here; and `report.json`: every item with its state, inputs and the sha256 of
-each of its files, and whether the images could be made.
+downloads one) worked when the report was built; and `report.json`: every item with its state, inputs
+and the sha256 of each of its files, and whether the images could be made.
 
-Built from the cached report (`PaperReport.items`): numbers only, no participant text.
+Built from the cached report (`PaperReport.items`): numbers only, no participant text. The images are
+made by the build (`figure_images`, kept as `PaperReportImages` under the sha256 of the figures they
+draw): a download only reads them, so no request starts a browser.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import zipfile
 
 from experiments.analysis.exports import csv_text
 from experiments.core.report_format import csv_rows, table_latex
+from experiments.models import PaperReportImages
 
 logger = logging.getLogger(__name__)
 IMAGE_FORMATS = ("png", "svg")
@@ -46,6 +49,35 @@ def figure_images(figures: dict[str, dict]) -> tuple[dict[str, dict[str, bytes]]
     return images, f"made with kaleido {getattr(kaleido, '__version__', '')}".strip()
 
 
+def drawable_figures(items: list[dict]) -> dict[str, dict]:
+    """slug → plotly figure of each item whose figure has data, in the report's order."""
+    return {i["slug"]: i["figure"] for i in items if i.get("figure") and i["figure"].get("data")}
+
+
+def figures_sha256(figures: dict[str, dict]) -> str:
+    """What a set of images draws: the sha256 of the figures' JSON, by slug."""
+    return _sha(json.dumps(figures, sort_keys=True).encode())
+
+
+def images_pack(images: dict[str, dict[str, bytes]]) -> bytes:
+    """Images as one stored zip of <slug>.<format> (PNG and SVG are stored, not deflated again)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as pack:
+        for slug, by_format in sorted(images.items()):
+            for fmt, data in sorted(by_format.items()):
+                pack.writestr(f"{slug}.{fmt}", data)
+    return buffer.getvalue()
+
+
+def images_unpack(data: bytes) -> dict[str, dict[str, bytes]]:
+    images: dict[str, dict[str, bytes]] = {}
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as pack:
+        for name in pack.namelist():
+            slug, _, fmt = name.rpartition(".")
+            images.setdefault(slug, {})[fmt] = pack.read(name)
+    return images
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -66,13 +98,23 @@ def item_files(item: dict, images: dict[str, dict[str, bytes]]) -> dict[str, byt
     return files
 
 
+NOT_MADE_YET = ("not made for this build yet: the images are drawn by the report's build on the queue "
+                "(or `manage.py paper_report`); each figure's JSON and CSV are here")
+
+
+def stored_images(report) -> tuple[dict[str, dict[str, bytes]], str]:
+    """The images the build kept for exactly these figures, and how they were made; none otherwise."""
+    kept = PaperReportImages.objects.filter(report=report).first()
+    if kept is None or kept.figures_sha256 != figures_sha256(drawable_figures(report.items)):
+        return {}, NOT_MADE_YET
+    return images_unpack(kept.images), kept.note
+
+
 def archive_bytes(report, *, stale: bool, images: bool = True) -> bytes:
-    """The zip of a cached report (`PaperReport`); `images` False leaves the PNG/SVG out (said so)."""
+    """The zip of a cached report (`PaperReport`) with the images its build made; `images` False
+    leaves the PNG/SVG out (said so)."""
     items = report.items
-    if images:
-        made, how = figure_images({i["slug"]: i.get("figure") for i in items if i.get("figure")})
-    else:
-        made, how = {}, "not made: asked for without images"
+    made, how = stored_images(report) if images else ({}, "not made: asked for without images")
     listing, files = [], {}
     for item in items:
         mine = item_files(item, made)

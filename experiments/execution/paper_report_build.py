@@ -19,10 +19,11 @@ from rq import Worker
 from django.utils import timezone
 
 from experiments.analysis.paper_report_state import REPORT_VERSION, report_inputs_sha256, report_runs
+from experiments.analysis.report_archive import drawable_figures, figure_images, figures_sha256, images_pack
 from experiments.core.paper_report_catalog import CATALOG, CatalogItem
 from experiments.core.report_format import item_json
 from experiments.execution.report_lock_sql import report_build_lock
-from experiments.models import PaperReport, Project
+from experiments.models import PaperReport, PaperReportImages, Project
 
 logger = logging.getLogger(__name__)
 REPORT_QUEUE = "analysis"
@@ -64,9 +65,11 @@ def build_report(project) -> tuple[list[dict], str]:
     return [build_item(item, project, runs) for item in CATALOG], inputs_sha
 
 
-def refresh_report(project, *, wait: bool = True) -> PaperReport | None:
+def refresh_report(project, *, wait: bool = True, images: bool = False) -> PaperReport | None:
     """Build and store the project's report under its build lock; None when `wait` is False and
-    another build holds the lock (that build stores the report)."""
+    another build holds the lock (that build stores the report). With `images`, then draw its
+    figures' PNG and SVG for the archive (`store_images`): the queued job and the command do; a
+    rebuild inside a request does not (it would start a browser there)."""
     with report_build_lock(project.pk, wait=wait) as held:
         if not held:
             return None
@@ -75,13 +78,27 @@ def refresh_report(project, *, wait: bool = True) -> PaperReport | None:
         report, _ = PaperReport.objects.update_or_create(project=project, defaults={
             "version": REPORT_VERSION, "built_at": timezone.now(), "inputs_sha256": inputs_sha, "items": items,
             "build_seconds": time.perf_counter() - started})
+    if images:
+        store_images(report)
     return report
+
+
+def store_images(report: PaperReport) -> PaperReportImages:
+    """Draw the report's figures (kaleido, outside the build lock: a browser takes seconds a figure)
+    and keep them under the sha256 of the figures drawn. A newer build meanwhile keeps its own: an
+    archive takes images only when that sha256 is its report's."""
+    figures = drawable_figures(report.items)
+    made, note = figure_images(figures)
+    kept, _ = PaperReportImages.objects.update_or_create(report=report, defaults={
+        "figures_sha256": figures_sha256(figures), "made_at": timezone.now(), "note": note,
+        "images": images_pack(made)})
+    return kept
 
 
 def job_paper_report(project_id: int) -> None:
     project = Project.objects.filter(pk=project_id).first()
     if project is not None:
-        refresh_report(project)  # waits for a build in progress: this one sees the newer runs
+        refresh_report(project, images=True)  # waits for a build in progress: this one sees the newer runs
 
 
 def report_queue():

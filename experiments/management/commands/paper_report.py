@@ -16,13 +16,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("project", help="the project's slug")
         parser.add_argument("--out", help="write the archive here (e.g. report.zip)")
-        parser.add_argument("--no-images", action="store_true", help="leave the figures' PNG and SVG out")
+        parser.add_argument("--no-images", action="store_true", help="draw no PNG or SVG of the figures (the archive says so)")
 
     def handle(self, project, out=None, no_images=False, **options):
         found = Project.objects.filter(slug=project).first()
         if found is None:
             raise CommandError(f"no project {project!r}")
-        report = refresh_report(found)
+        report = refresh_report(found, images=not no_images)
         for item in report.items:
             reason = f" — {item['reason']}" if item.get("reason") else ""
             template = f" [{item['template']}]" if item["state"] == "needs run" and item.get("template") else ""
