@@ -223,7 +223,20 @@ def test_the_centrality_slope_by_hand():
     replicates = sxy[idx].sum(1) / sxx[idx].sum(1)
     lo, hi = np.percentile(replicates, [2.5, 97.5], method="linear")
     assert (slope.lo, slope.hi) == (pytest.approx(lo), pytest.approx(hi))
+    assert slope.undefined_draws == 0
     assert centrality_slope([1], [[0.1, 0.2, 0.3]], [[2, 2, 2]], seed=1, draws=10).estimate is None
+
+
+def test_a_draw_without_a_slope_leaves_no_interval_and_is_counted():
+    # Person 2's pool has equal centralities: a draw of person 2 alone has no slope (0/0).
+    person = [1, 2]
+    x = [[0.25, 0.5, 0.75], [0.5, 0.5, 0.5]]
+    g = [[0, 1, 2], [0, 1, 2]]
+    slope = centrality_slope(person, x, g, seed=9, draws=300)
+    idx = np.random.Generator(np.random.PCG64(9)).integers(0, 2, size=(300, 2))
+    alone = int((idx == 1).all(axis=1).sum())
+    assert alone > 0 and slope.undefined_draws == alone
+    assert slope.estimate is not None and (slope.lo, slope.hi) == (None, None)
 
 
 def test_routing_rows_split_the_difference_by_group():

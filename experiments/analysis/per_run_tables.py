@@ -206,7 +206,7 @@ def pool_tasks(run: Run) -> dict[str, PoolTasks]:
 def centrality_table(run: Run):
     """App. F: a candidate's centrality in its pool against its grade, per SD, pools with unequal grades."""
     seed, draws = run_settings(run)
-    rows = []
+    rows, undefined = [], []
     for name, data in pool_tasks(run).items():
         complete = [t for t, texts in enumerate(data.texts) if texts is not None]
         for similarity in SIMILARITIES:
@@ -215,6 +215,8 @@ def centrality_table(run: Run):
             slope = centrality_slope(data.person[complete], central, grades, seed=seed, draws=draws)
             rows.append((name, similarity, slope.pools, slope.candidates, slope.people, slope.estimate, slope.lo,
                          slope.hi, slope.sd))
+            if slope.undefined_draws:
+                undefined.append(f"{name} ({similarity}): {slope.undefined_draws:,} of {draws:,} draws")
     return ReportTable(
         columns=CENTRALITY_COLUMNS, rows=tuple(rows), inputs=report_inputs(run),
         digits={"Slope per SD (grade points)": 3, "95% lo": 3, "95% hi": 3, "SD of centrality": 3},
@@ -224,7 +226,10 @@ def centrality_table(run: Run):
                         "its pool (the consensus pickers' score); the slope is the within-pool least-squares slope of "
                         "the raw grade (0–3) on centrality in standard deviations, over the complete pools whose "
                         "three grades are not all equal. 95% whole-person bootstrap intervals (a person's pools "
-                        f"travel together), seed {seed}, {draws:,} draws."))
+                        f"travel together), seed {seed}, {draws:,} draws."
+                        + ("" if not undefined else " No interval where some draws drew only people whose "
+                           "centralities do not vary within their pools (no slope in such a draw): "
+                           + "; ".join(undefined) + ".")))
 
 
 def routing_table(run: Run):

@@ -57,6 +57,7 @@ class Slope:
     candidates: int
     people: int
     sd: float | None
+    undefined_draws: int = 0  # draws whose drawn pools' centralities do not vary: no slope, so no interval
 
 
 def centrality_slope(person, centrality, grades, *, seed: int, draws: int,
@@ -96,10 +97,14 @@ def centrality_slope(person, centrality, grades, *, seed: int, draws: int,
         for start, counts in robustness.person_draw_counts(labels.size, seed=seed, draws=draws):
             replicates[start:start + counts.shape[0]] = (counts @ sxy) / (counts @ sxx)
     lo = hi = None
-    if np.isfinite(replicates).all():
+    # A draw of only people whose centralities do not vary within their pools has no slope (0/0).
+    # Percentiles without those draws would describe another resampling, so there is no interval,
+    # and the count says why.
+    undefined = int((~np.isfinite(replicates)).sum())
+    if not undefined:
         lo, hi = (float(v) for v in np.percentile(
             replicates, [100 * t for t in bootstrap_tails(0.95, tails)], method="linear"))
-    return Slope(estimate, lo, hi, n_pools, int(x.size), labels.size, sd)
+    return Slope(estimate, lo, hi, n_pools, int(x.size), labels.size, sd, undefined)
 
 
 def routing_rows(pool: str, workflow: str, signal: str, labels, order: Sequence[str], person, diff, *,
