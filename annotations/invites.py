@@ -136,11 +136,8 @@ def invite_accept(*, token: str, user=None, new_username: str = "", new_password
 
     The password of a new account must have passed Django's validators (the page checks them).
     """
-    try:
-        with transaction.atomic():
-            return _accept(token, user, new_username, new_password, path)
-    except IntegrityError:  # the name was taken between the page's check and the insert
-        raise InviteError(f"the username {new_username!r} is taken; choose another") from None
+    with transaction.atomic():
+        return _accept(token, user, new_username, new_password, path)
 
 
 def _accept(token, user, new_username, new_password, path):
@@ -153,8 +150,12 @@ def _accept(token, user, new_username, new_password, path):
         raise InviteError(STATE_MESSAGES[state])
     campaign, project = found.campaign, found.campaign.project
     if user is None:
-        user = get_user_model().objects.create_user(username=new_username, password=new_password,
-                                                    email=invite.email)
+        try:
+            with transaction.atomic():  # a savepoint: only this insert's failure means the name was taken
+                user = get_user_model().objects.create_user(username=new_username, password=new_password,
+                                                            email=invite.email)
+        except IntegrityError:  # taken between the page's check and this insert
+            raise InviteError(f"the username {new_username!r} is taken; choose another") from None
     membership = Membership.objects.select_for_update().filter(project=project, user=user).first()
     if membership is not None and membership.role != Role.RATER:
         raise InviteError(f"{user.get_username()} is {membership.get_role_display().lower()} in {project.name}; an "

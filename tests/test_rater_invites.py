@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import mail
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
@@ -285,6 +285,33 @@ def test_repeated_bad_passwords_on_the_accept_form_lock_it_like_the_login(client
     assert client.post(reverse("login"), {"username": "outsider", "password": "pw-for-tests-only"}).status_code == 429
     # another address is not locked
     assert sign_in(Client(), made.token, "outsider", "pw-for-tests-only", REMOTE_ADDR="10.9.8.7").status_code == 302
+
+
+def test_asking_which_usernames_are_taken_is_throttled_per_link(client, cast, campaign):
+    made = invite_create(campaign=campaign, by=cast["owner"])
+    # each "taken" answer counts: the link holder cannot list the accounts of the server
+    names = list(User.objects.order_by("pk").values_list("username", flat=True)[:settings.AXES_FAILURE_LIMIT])
+    assert len(names) == settings.AXES_FAILURE_LIMIT
+    taken = [new_account(client, made.token, name) for name in names]
+    assert [r.status_code for r in taken[:-1]] == [400] * (settings.AXES_FAILURE_LIMIT - 1)
+    assert "taken" in taken[0].content.decode() and taken[-1].status_code == 429
+    # locked now, even for a free name; nothing was made and the link is still open
+    assert new_account(client, made.token, "free-name").status_code == 429
+    assert not User.objects.filter(username="free-name").exists() and RaterInvite.objects.get().used_at is None
+    # a free name from another address still joins
+    assert new_account(Client(), made.token, "free-name", REMOTE_ADDR="10.9.8.6").status_code == 302
+
+
+def test_an_integrity_error_other_than_the_name_is_not_reported_as_a_taken_name(cast, campaign, monkeypatch):
+    made = invite_create(campaign=campaign, by=cast["owner"])
+
+    def clash(**kwargs):
+        raise IntegrityError("another constraint")
+
+    monkeypatch.setattr("annotations.invites.rater_add", clash)
+    with pytest.raises(IntegrityError):
+        invite_accept(token=made.token, new_username="clash-user", new_password=STRONG)
+    assert not User.objects.filter(username="clash-user").exists() and RaterInvite.objects.get().used_at is None
 
 
 def test_forms_need_the_csrf_token(cast, campaign):

@@ -5,13 +5,16 @@ Two forms: a new account (username, password twice, Django's password validators
 one (username and password). Both are throttled like the login page, by django-axes with the same
 counters and limits: the existing-account form signs in through `authenticate`, whose failures
 axes counts; a (username, address) pair axes has locked out is refused on either form (HTTP 429)
-before anything is checked. A used, expired, revoked or unknown link answers with what happened
-and changes nothing.
+before anything is checked. "This username is taken" tells whether an account exists, so each such
+answer counts as a failed attempt of the invite itself (axes' counters under the name "invite N"):
+a link holder can ask AXES_FAILURE_LIMIT times from one address, then waits out the same cool-off.
+A used, expired, revoked or unknown link answers with what happened and changes nothing.
 """
 from axes.handlers.proxy import AxesProxyHandler
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import authenticate, login
+from django.contrib.auth.signals import user_login_failed
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
@@ -19,7 +22,7 @@ from django.views.decorators.http import require_http_methods
 from annotations.invites import (
     STATE_MESSAGES, UNKNOWN_MESSAGE, InviteError, OPEN, invite_accept, invite_by_token, invite_state,
 )
-from annotations.web.invites.forms import AcceptLoginForm, AcceptNewForm
+from annotations.web.invites.forms import USERNAME_TAKEN, AcceptLoginForm, AcceptNewForm
 
 NEW, EXISTING = "new", "login"
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -58,9 +61,15 @@ def invite_accept_view(request, token):
     form = (AcceptNewForm if mode == NEW else AcceptLoginForm)(request.POST, prefix=NEW if mode == NEW else EXISTING)
     context["new_form" if mode == NEW else "login_form"] = form
     username = request.POST.get(f"{NEW if mode == NEW else EXISTING}-username", "")
-    if not AxesProxyHandler.is_allowed(request, {"username": username}):
+    probes = {"username": f"invite {invite.pk}"}  # the counter of "taken" answers on this link
+    if not AxesProxyHandler.is_allowed(request, {"username": username}) or (
+            mode == NEW and not AxesProxyHandler.is_allowed(request, probes)):
         return _locked_out(request, context)
     if not form.is_valid():
+        if mode == NEW and form.has_error("username", code=USERNAME_TAKEN):
+            user_login_failed.send(sender=AcceptNewForm, credentials=probes, request=request)
+            if getattr(request, "axes_locked_out", False):
+                return _locked_out(request, context)
         return _render(request, context, status=400)
     data = form.cleaned_data
     if mode == NEW:

@@ -8,6 +8,7 @@ from experiments.web.bounded_input import INTEGER_COLUMN_MAX, BoundedIntegerFiel
 from experiments.web.text_input import StorableTextMixin
 
 MAX_CSV_BYTES = 256 * 1024
+USERNAME_TAKEN = "taken"
 MAX_PASSWORD_CHARS = 512  # a password longer than this is a paste gone wrong, not a password
 
 
@@ -49,7 +50,8 @@ class AcceptNewForm(StorableTextMixin, forms.Form):
     def clean_username(self):
         name = self.cleaned_data["username"]
         if get_user_model().objects.filter(username__iexact=name).exists():
-            raise forms.ValidationError("this username is taken; choose another, or sign in below if it is yours")
+            raise forms.ValidationError("this username is taken; choose another, or sign in below if it is yours",
+                                        code=USERNAME_TAKEN)
         return name
 
     def clean(self):
