@@ -311,6 +311,8 @@ def gold_set(*, campaign: RatingCampaign, number: int, grade: int | None) -> Rat
     campaign = _open_campaign(campaign)
     if is_pairwise(campaign):
         raise CampaignError("a pairwise campaign has no gold grades: its items are choices between two answers")
+    if campaign.kind != "grade":
+        raise CampaignError("a content-check campaign has no gold grades: its items are yes / partly / no answers")
     if grade is not None and grade not in (0, 1, 2, 3):
         raise CampaignError("a gold grade is 0, 1, 2 or 3")
     item = RatingItem.objects.filter(campaign=campaign, number=number).first()

@@ -9,6 +9,7 @@ import django_rq
 import redis
 
 from annotations.campaign_agreement import campaign_results
+from annotations.content_check import content_check_results, is_content_check
 from annotations.pairwise import is_pairwise, pairwise_results
 from annotations.models import RatingCampaign
 
@@ -20,7 +21,9 @@ def job_campaign_results(campaign_id: int, queued_key: str = "") -> None:
     try:
         campaign = RatingCampaign.objects.select_related("run__protocol").filter(pk=campaign_id).first()
         if campaign is not None:  # deleted meanwhile: nothing to compute
-            (pairwise_results if is_pairwise(campaign) else campaign_results)(campaign)
+            compute = (pairwise_results if is_pairwise(campaign)
+                       else content_check_results if is_content_check(campaign) else campaign_results)
+            compute(campaign)
     finally:
         if queued_key:  # a failed job must not block the next try for an hour
             results_queue().connection.delete(queued_key)

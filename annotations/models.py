@@ -46,7 +46,11 @@ class RatingCampaign(models.Model):
     # the rating is the side preferred or a tie (HumanGrade.preference). `pairs` lists the
     # condition pairs [X, Y] compared, each with its items and the tasks skipped because both
     # answers had the same text (a tie by construction) or one was not an answer.
-    kind = models.CharField(max_length=16, choices=[("grade", "Grades 0–3"), ("pairwise", "Pairwise preference")],
+    # Content check (`annotations.content_check`): an item is an original and its paraphrase (an
+    # answer and its rewrite, or verbatim excerpts and their paraphrase; prediction and prediction_b),
+    # rated "same content?" yes / partly / no (HumanGrade.same_content).
+    kind = models.CharField(max_length=16, choices=[("grade", "Grades 0–3"), ("pairwise", "Pairwise preference"),
+                                                    ("content-check", "Same content? (paraphrase check)")],
                             default="grade")
     pairs = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
@@ -176,16 +180,21 @@ class HumanGrade(models.Model):
     # Pairwise items: the side the rater preferred as shown to them (a, b) or tie; the assignment's
     # x_on_a maps it to a condition.
     preference = models.CharField(max_length=3, blank=True, default="")
+    # Content-check items: does the paraphrase keep the original's content? yes, partly or no.
+    same_content = models.CharField(max_length=6, blank=True, default="")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
     class Meta:
         constraints = [
             models.CheckConstraint(condition=Q(grade__isnull=True) | Q(grade__lte=3), name="human_grade_0_3"),
-            models.CheckConstraint(condition=Q(grade__isnull=False) | Q(flagged=True) | ~Q(preference=""),
-                                   name="human_grade_or_flag"),
+            models.CheckConstraint(condition=Q(grade__isnull=False) | Q(flagged=True) | ~Q(preference="")
+                                   | ~Q(same_content=""), name="human_grade_or_flag"),
             models.CheckConstraint(condition=Q(preference__in=["", "a", "b", "tie"])
                                    & (Q(preference="") | Q(grade__isnull=True)), name="human_preference_a_b_tie"),
+            models.CheckConstraint(condition=Q(same_content__in=["", "yes", "partly", "no"])
+                                   & (Q(same_content="") | Q(grade__isnull=True, preference="")),
+                                   name="human_same_content_yes_partly_no"),
         ]
         indexes = [models.Index(fields=["campaign", "rater", "created_at"], name="human_grade_latest")]
 
@@ -206,6 +215,7 @@ class RatingEvent(models.Model):
     at = models.DateTimeField()
     by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     preference = models.CharField(max_length=3, blank=True, default="")  # pairwise items: a, b or tie
+    same_content = models.CharField(max_length=6, blank=True, default="")  # content-check items: yes, partly, no
 
     class Meta:
         ordering = ["at", "pk"]

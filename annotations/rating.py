@@ -6,7 +6,9 @@ judge's grade or rationale, another rater's grade, gold status, or which items s
 text. `rater_item` builds that view from an explicit list of fields; nothing else of the
 item reaches a rater's page or JSON.
 A pair item (a pairwise campaign) shows the two answers as A and B, never which condition,
-grade or side mapping is behind them (`annotations.pairwise.pair_view`).
+grade or side mapping is behind them (`annotations.pairwise.pair_view`). A content-check item
+shows the question, an original and its paraphrase, never the condition or a grade
+(`annotations.content_check.content_view`).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from django.utils import timezone
 from annotations.models import UNDO_WINDOW_S, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingEvent
 from annotations.calibration import rater_qualified
 from annotations.guidelines import GuidelinesError, rating_guidelines_version
+from annotations.content_check import content_view, is_content_check
 from annotations.pairwise import is_pairwise, pair_view
 from annotations.rating_sql import campaign_shared
 from experiments.core.interviews.records import unstorable_text_problem
@@ -28,6 +31,7 @@ MAX_SECONDS_PER_ITEM = 3600
 MAX_NOTE_CHARS = 2000
 GRADES = (0, 1, 2, 3)
 PREFERENCES = ("a", "b", "tie")
+SAME_CONTENT = ("yes", "partly", "no")
 CALIBRATION_FIRST = "this campaign starts with a calibration round; pass it to open your queue"
 
 
@@ -66,7 +70,9 @@ def _within_window(created_at) -> bool:
     return timezone.now() - created_at <= timedelta(seconds=UNDO_WINDOW_S)
 
 
-def _item_view(assignment: Assignment) -> dict:
+def _item_view(campaign: RatingCampaign, assignment: Assignment) -> dict:
+    if is_content_check(campaign):  # an original and its paraphrase
+        return content_view(assignment)
     if assignment.item.prediction_b_id is not None:  # a pair item: two answers as A and B
         return pair_view(assignment)
     task = assignment.item.task
@@ -89,7 +95,8 @@ def rater_item(campaign: RatingCampaign, user) -> dict:
         Assignment.objects.filter(campaign=campaign, rater=user, status=Assignment.Status.OPEN)
         .select_related("item__task__question_turn", "item__task__answer_turn", "item__prediction",
                         "item__prediction_b")
-        .only("pk", "served_at", "x_on_a", "item__prediction__text", "item__prediction_b__text",
+        .only("pk", "served_at", "x_on_a", "item__conditions", "item__prediction__text", "item__prediction_b__text",
+              "item__prediction__evidence", "item__prediction_b__evidence",
               "item__task__question_turn__text", "item__task__answer_turn__text")
         .order_by("position")
         .first()
@@ -100,7 +107,7 @@ def rater_item(campaign: RatingCampaign, user) -> dict:
             # First showing starts the clock the server keeps beside the browser's.
             assignment.served_at = timezone.now()
             Assignment.objects.filter(pk=assignment.pk, served_at__isnull=True).update(served_at=assignment.served_at)
-        view["item"] = _item_view(assignment)
+        view["item"] = _item_view(campaign, assignment)
     return view
 
 
@@ -114,7 +121,7 @@ def note_problem(value: str, *, what: str = "note") -> str | None:
 
 
 def rating_problem(*, grade: int | None, flagged: bool, flag_reason: str, note: str = "", preference: str = "",
-                   pairwise: bool = False) -> str | None:
+                   pairwise: bool = False, same_content: str = "", content_check: bool = False) -> str | None:
     """Why a rating with these values cannot be stored (the message for the rater), or None.
 
     The one statement of the rule, used by the rating form and by `rating_record` (which a
@@ -124,6 +131,15 @@ def rating_problem(*, grade: int | None, flagged: bool, flag_reason: str, note: 
         return problem
     if flagged and not flag_reason:
         return "say why you flag this item"
+    if content_check:  # an original and its paraphrase: yes, partly or no, never a grade or a side
+        if grade is not None or preference:
+            return "this item asks whether two texts say the same: choose Y (yes), P (partly) or N (no)"
+        if not same_content:
+            return None if flagged else "choose Y (yes), P (partly) or N (no), or flag the item with a reason"
+        return None if same_content in SAME_CONTENT else (
+            f"{same_content!r} is not a choice; choose Y (yes), P (partly) or N (no)")
+    if same_content:
+        return "this item takes a grade or a side, not a same-content answer"
     if pairwise:  # a pair item: a side or a tie, never a grade
         if grade is not None:
             return "this item compares two answers: choose A, B or a tie, not a grade"
@@ -150,7 +166,7 @@ def _seconds(reported: float | None, served_at, now) -> float | None:
 @transaction.atomic
 def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: int | None, note: str = "",
                   flagged: bool = False, flag_reason: str = "", seconds: float | None = None,
-                  guidelines_version: int | None = None, preference: str = "") -> HumanGrade:
+                  guidelines_version: int | None = None, preference: str = "", same_content: str = "") -> HumanGrade:
     """Store (or, within the undo window, change) the rater's rating of one assignment.
 
     Typed values, as `annotations.web.rating.forms.RatingForm` reads them from a request. The
@@ -164,7 +180,8 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: 
         raise RatingError("this campaign is closed; ratings are no longer taken")
     _active_rater(campaign, user)
     if problem := rating_problem(grade=grade, flagged=flagged, flag_reason=flag_reason, note=note,
-                                 preference=preference, pairwise=is_pairwise(campaign)):
+                                 preference=preference, pairwise=is_pairwise(campaign), same_content=same_content,
+                                 content_check=is_content_check(campaign)):
         raise RatingError(problem)
     try:
         guidelines_version = rating_guidelines_version(campaign, guidelines_version)
@@ -176,7 +193,7 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: 
         raise RatingError("this item is not in your queue")
     now = timezone.now()
     fields = {"grade": grade, "note": note, "flagged": flagged, "flag_reason": flag_reason if flagged else "",
-              "guidelines_version": guidelines_version, "preference": preference}
+              "guidelines_version": guidelines_version, "preference": preference, "same_content": same_content}
     existing = HumanGrade.objects.filter(assignment=assignment).first()
     if existing is not None:
         if not _within_window(existing.created_at):
@@ -194,7 +211,7 @@ def rating_record(*, campaign: RatingCampaign, user, assignment_id: int, grade: 
         Assignment.objects.filter(pk=assignment.pk).update(status=Assignment.Status.DONE)
         kind = RatingEvent.Kind.RATE
     RatingEvent.objects.create(assignment=assignment, kind=kind, grade=grade, flagged=flagged, at=now, by=user,
-                               preference=preference)
+                               preference=preference, same_content=same_content)
     return stored
 
 
@@ -224,7 +241,8 @@ def rating_undo(*, campaign: RatingCampaign, user) -> int:
     assignment = Assignment.objects.select_for_update().get(pk=latest.assignment_id)
     latest.refresh_from_db()  # as a re-submission of this item, serialised by that lock, left it
     RatingEvent.objects.create(assignment=assignment, kind=RatingEvent.Kind.UNDO, grade=latest.grade,
-                               flagged=latest.flagged, at=timezone.now(), by=user, preference=latest.preference)
+                               flagged=latest.flagged, at=timezone.now(), by=user, preference=latest.preference,
+                               same_content=latest.same_content)
     latest.delete()
     assignment.status = Assignment.Status.OPEN
     assignment.save(update_fields=["status"])

@@ -36,6 +36,9 @@ CONDITION_SEPARATOR = "; "
 # on side A, what the choice means (x: the first condition wins, y: the second, tie) and Y's judge grade;
 # `conditions` is then [X, Y] and `judge_score` X's grade. A grade campaign's export is unchanged.
 PAIRWISE_HEADER = HEADER + ["preference", "x_on_a", "winner", "judge_score_b"]
+# A content-check campaign's rows also give the answer "same content?" (yes, partly, no); `conditions`
+# is then [the control condition] and `judge_score` the original answer's grade (none for evidence).
+CONTENT_CHECK_HEADER = HEADER + ["same_content"]
 
 
 def task_and_person_labels(campaign: RatingCampaign) -> tuple[dict[int, str], dict[int, str]]:
@@ -60,7 +63,7 @@ def export_rows(campaign: RatingCampaign) -> list[dict]:
     for g in (HumanGrade.objects.filter(assignment__campaign=campaign)
               .values("assignment__item_id", "assignment__rater_id", "grade", "flagged", "flag_reason", "note",
                       "seconds_spent", "created_at", "updated_at", "assignment__showing", "guidelines_version",
-                      "preference", "assignment__x_on_a")):
+                      "preference", "assignment__x_on_a", "same_content")):
         item = items[g["assignment__item_id"]]
         rows.append({
             "item": item["number"],
@@ -81,6 +84,8 @@ def export_rows(campaign: RatingCampaign) -> list[dict]:
             "showing": g["assignment__showing"],
             "guidelines_version": g["guidelines_version"],
         })
+        if campaign.kind == "content-check":
+            rows[-1]["same_content"] = g["same_content"]
         if pairwise:
             rows[-1].update(preference=g["preference"], x_on_a=g["assignment__x_on_a"],
                             winner=outcome(g["preference"], g["assignment__x_on_a"]) if g["preference"] else "",
@@ -90,7 +95,8 @@ def export_rows(campaign: RatingCampaign) -> list[dict]:
 
 
 def export_csv(campaign: RatingCampaign) -> str:
-    return csv_text(PAIRWISE_HEADER if is_pairwise(campaign) else HEADER, (
+    header = {"pairwise": PAIRWISE_HEADER, "content-check": CONTENT_CHECK_HEADER}.get(campaign.kind, HEADER)
+    return csv_text(header, (
         {**row, "conditions": CONDITION_SEPARATOR.join(row["conditions"]), "flagged": int(row["flagged"]),
          **({"x_on_a": "" if row["x_on_a"] is None else int(row["x_on_a"])} if "x_on_a" in row else {})}
         for row in export_rows(campaign)))

@@ -6,5 +6,6 @@ urlpatterns = [
     path("", include("annotations.web.rating.urls")),
     path("", include("annotations.web.results.urls")),
     path("", include("annotations.web.pairwise.urls")),
+    path("", include("annotations.web.content_check.urls")),
     path("", include("annotations.web.invites.urls")),
 ]

@@ -156,6 +156,7 @@ ROOMS = {
     "experiments.admin": "site",
     "experiments.apps": "site",
     "annotations.pairwise": "annotations.services",
+    "annotations.content_check": "annotations.services",
     "annotations.core": "annotations.core",
     "annotations.models": "annotations.models",
     "annotations.web": "annotations.web",

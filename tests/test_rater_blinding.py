@@ -72,3 +72,26 @@ def test_no_rater_page_of_a_pairwise_campaign_names_a_condition_or_a_side(client
                           | {m.group(0) for m in NAMING.finditer(visible_text(body))})
              for path, body in pages.items()}
     assert {path: words for path, words in found.items() if words} == {}
+
+
+def test_no_rater_page_of_a_content_check_names_a_condition_or_a_grade(client, cast, project):
+    """A content check's rater sees the question, an original and its paraphrase: never the judge, a
+    model, a condition name, which control the pair comes from, or the judge's grades."""
+    from annotations.content_check import content_check_campaign_create
+    from tests.annotations_helpers import MEMORY, OWNWORDS, RATERS, add_raters, finished_run
+    controls = [f"{MEMORY}+answer-paraphrased", f"{OWNWORDS}+paraphrased"]
+    run = finished_run(project, people=2, conditions=[MEMORY, OWNWORDS, *controls])
+    add_raters(project)
+    campaign = content_check_campaign_create(run=run, name="check", raters=RATERS[:2], user=cast["owner"], seed=5)
+    client.force_login(get_user_model().objects.get(username="rater-a"))
+    pages = rater_pages(client, campaign)
+    rate_url = f"/p/{campaign.project.slug}/ratings/{campaign.pk}/rate/"
+    item = client.get(rate_url + "item.json").json()["item"]
+    assert set(item) == {"assignment", "question", "original", "rewritten", "what"}
+    assert 'id="rate-rewritten"' in pages[rate_url] and 'id="content-choice"' in pages[rate_url]
+    secrets = [MEMORY, OWNWORDS, "paraphrased", "answer-paraphrase", "judge_score", "stratum", "prediction_b",
+               "+paraphrase"]
+    found = {path: sorted({w for w in secrets if w.lower() in visible_text(body).lower()}
+                          | {m.group(0) for m in NAMING.finditer(visible_text(body))})
+             for path, body in pages.items()}
+    assert {path: words for path, words in found.items() if words} == {}

@@ -17,6 +17,7 @@ from annotations import campaign_agreement
 from annotations.campaign_access import campaign_for
 from annotations.jobs import results_enqueue
 from annotations.models import RatingCampaign
+from annotations.content_check import is_content_check
 from annotations.pairwise import is_pairwise
 from experiments.access import AGGREGATE_READERS, membership_for
 from experiments.web.api.paging import PageParams, page_response, page_schema, queryset_page
@@ -54,5 +55,7 @@ def campaign_results(request, slug: str, campaign_id: int):
     _, campaign = campaign_for(request, slug, campaign_id, roles=AGGREGATE_READERS)
     if is_pairwise(campaign):
         raise Http404("A pairwise campaign has preferences, not grades: see its pairwise results page")
+    if is_content_check(campaign):
+        raise Http404("A content-check campaign has same-content answers, not grades: see its results page")
     data, current = campaign_agreement.results_for_page(campaign, enqueue=results_enqueue)
     return {"campaign": campaign.pk, "current": current, "results": data}

@@ -1,6 +1,7 @@
 // The rater's page without reloads: keys 0-3 pick a grade (on a page comparing two answers,
-// A, B or T pick a side or a tie), Enter saves and shows the next item, U undoes, F flags, N
-// goes to the note. The server stores each rating before it
+// A, B or T pick a side or a tie; on a page asking whether two texts say the same, Y, P or N
+// answer yes, partly or no, and E goes to the note), Enter saves and shows the next item, U
+// undoes, F flags, N goes to the note. The server stores each rating before it
 // answers with the next item, so closing the tab loses nothing; the form also works
 // without this script (it posts and the server redirects back).
 (function () {
@@ -11,6 +12,7 @@
   const $ = (id) => document.getElementById(id);
   const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   const pairwise = Boolean(document.getElementById("pair-choice"));
+  const contentCheck = Boolean(document.getElementById("content-choice"));
   let shownAt = performance.now();
   let busy = false;
 
@@ -35,14 +37,18 @@
     $("rate-assignment").value = item.assignment;
     // textContent, never innerHTML: the texts are interview words and predicted answers, not markup.
     $("rate-question").textContent = item.question;
-    $("rate-reference").textContent = item.reference;
-    if (pairwise) {
+    if (!contentCheck) $("rate-reference").textContent = item.reference;  // a content check shows none
+    if (contentCheck) {
+      $("rate-what").textContent = item.what;
+      $("rate-original").textContent = item.original;
+      $("rate-rewritten").textContent = item.rewritten;
+    } else if (pairwise) {
       $("rate-answer-a").textContent = item.answer_a;
       $("rate-answer-b").textContent = item.answer_b;
     } else {
       $("rate-answer").textContent = item.answer;
     }
-    form.querySelectorAll("input[name=grade], input[name=preference]").forEach((r) => { r.checked = false; });
+    form.querySelectorAll("input[name=grade], input[name=preference], input[name=same_content]").forEach((r) => { r.checked = false; });
     $("rate-note").value = "";
     $("rate-flag").checked = false;
     $("rate-flag-reason").value = "";
@@ -93,10 +99,15 @@
     if (event.key === "Escape" && typing) { event.target.blur(); return; }
     if (typing) return;
     const side = { a: "pref-a", b: "pref-b", t: "pref-tie" }[event.key.toLowerCase()];
-    if (pairwise && side && !form.hidden) {
+    const same = { y: "same-yes", p: "same-partly", n: "same-no" }[event.key.toLowerCase()];
+    const noteKey = contentCheck ? "e" : "n";  // N answers "no" on a content check
+    if (contentCheck && same && !form.hidden) {
+      $(same).checked = true;
+      event.preventDefault();
+    } else if (pairwise && side && !form.hidden) {
       $(side).checked = true;
       event.preventDefault();
-    } else if (!pairwise && /^[0-3]$/.test(event.key) && !form.hidden) {
+    } else if (!pairwise && !contentCheck && /^[0-3]$/.test(event.key) && !form.hidden) {
       $("grade-" + event.key).checked = true;
       event.preventDefault();
     } else if (event.key === "u" || event.key === "U") {
@@ -104,7 +115,7 @@
     } else if (event.key === "f" || event.key === "F") {
       $("rate-flag").checked = !$("rate-flag").checked;
       if ($("rate-flag").checked) { $("rate-flag-reason").focus(); event.preventDefault(); }
-    } else if (event.key === "n" || event.key === "N") {
+    } else if (event.key.toLowerCase() === noteKey) {
       $("rate-note").focus();
       event.preventDefault();
     }

@@ -16,7 +16,6 @@ from annotations.campaigns import (
     CampaignError, assignments_reassign, campaign_close, campaign_create, campaign_progress, gold_set, rater_add,
     rater_remove,
 )
-from annotations.pairwise import is_pairwise
 from annotations.models import Assignment, CampaignRater, RatingCampaign
 from annotations.web.campaigns.forms import AdjudicationForm, CampaignForm, GoldForm, RaterForm
 from experiments.access import OWNERS, membership_for, run_for
@@ -93,7 +92,7 @@ def campaign_detail(request, slug, pk):
     addable = (Membership.objects.filter(project=campaign.project, role=Role.RATER)
                .exclude(user__username__in=active).select_related("user").order_by("user__username"))
     gold_choices = []
-    if not is_pairwise(campaign):  # (a pairwise campaign has no gold items)
+    if campaign.kind == "grade":  # (a pairwise or content-check campaign has no gold items)
         # The gold form's choices: each item's number and the start of its answer, participant-derived
         # text an owner reads, so audited.
         gold_choices = list(campaign.items.order_by("number").annotate(preview=Substr("prediction__text", 1, 70))

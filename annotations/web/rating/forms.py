@@ -3,7 +3,7 @@ the typed values `annotations.rating.rating_record` takes. Each refusal is one m
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
-from annotations.rating import GRADES, PREFERENCES, note_problem, rating_problem
+from annotations.rating import GRADES, PREFERENCES, SAME_CONTENT, note_problem, rating_problem
 from experiments.web.bounded_input import BIG_INTEGER_COLUMN_MAX, INTEGER_COLUMN_MAX, BoundedIntegerField
 
 NOT_IN_QUEUE = "no such item in your queue"
@@ -28,6 +28,8 @@ class RatingForm(forms.Form):
     grade = forms.Field(required=False)
     # A pair item's choice as shown: a, b or tie (the keys A, B, T).
     preference = forms.Field(required=False)
+    # A content-check item's answer: yes, partly or no (the keys Y, P, N).
+    same_content = forms.Field(required=False)
     note = NoteField()
     flagged = forms.BooleanField(required=False)
     flag_reason = NoteField()
@@ -36,9 +38,16 @@ class RatingForm(forms.Form):
     # The browser's clock; anything unreadable is no error: the server's clock stands in.
     seconds = forms.Field(required=False)
 
-    def __init__(self, *args, pairwise: bool = False, **kwargs):
+    def __init__(self, *args, pairwise: bool = False, content_check: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
         self.pairwise = pairwise
+        self.content_check = content_check
+
+    def clean_same_content(self) -> str:
+        text = (self.cleaned_data["same_content"] or "").strip().lower()
+        if text and text not in SAME_CONTENT:
+            raise ValidationError(f"{text!r} is not a choice; choose Y (yes), P (partly) or N (no)", code="invalid")
+        return text
 
     def clean_preference(self) -> str:
         text = (self.cleaned_data["preference"] or "").strip().lower()
@@ -62,9 +71,11 @@ class RatingForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if "grade" in data and "flag_reason" in data and "preference" in data and (problem := rating_problem(
-                grade=data["grade"], flagged=data["flagged"], flag_reason=data["flag_reason"],
-                preference=data["preference"], pairwise=self.pairwise)):
+        if ("grade" in data and "flag_reason" in data and "preference" in data and "same_content" in data
+                and (problem := rating_problem(
+                    grade=data["grade"], flagged=data["flagged"], flag_reason=data["flag_reason"],
+                    preference=data["preference"], pairwise=self.pairwise, same_content=data["same_content"],
+                    content_check=self.content_check))):
             raise ValidationError(problem)
         return data
 
@@ -76,7 +87,7 @@ class RatingForm(forms.Form):
 
     def problem(self) -> str:
         """The one message a refused submission answers with: the texts, the rule, the grade, the item."""
-        for name in ("note", "flag_reason", NON_FIELD_ERRORS, "grade", "preference"):
+        for name in ("note", "flag_reason", NON_FIELD_ERRORS, "grade", "preference", "same_content"):
             if name in self.errors:
                 return self.errors[name][0]
         return NOT_IN_QUEUE

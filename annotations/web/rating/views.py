@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 from annotations import rubric
 from annotations.campaign_access import rater_campaign_for
 from annotations.guidelines import guidelines_view
+from annotations.content_check import is_content_check
 from annotations.pairwise import is_pairwise
 from annotations.rating import CALIBRATION_FIRST, RatingError, rater_item, rating_record, rating_undo
 from annotations.web.rating.forms import RatingForm
@@ -74,7 +75,7 @@ def _answer(request, campaign, slug, pk, *, error: str | None = None, done: str 
 def rate_submit(request, slug, pk):
     """Store a rating, then answer with the next item (JSON) or redirect (plain form)."""
     _, campaign = rater_campaign_for(request, slug, pk)
-    form = RatingForm(request.POST, pairwise=is_pairwise(campaign))
+    form = RatingForm(request.POST, pairwise=is_pairwise(campaign), content_check=is_content_check(campaign))
     try:
         if not form.is_valid():
             raise RatingError(form.problem())

@@ -18,6 +18,7 @@ from annotations.core.result_tables import CSV_TABLES, comparisons, table_rows
 from annotations.rating_exports import export_csv, export_jsonl
 from annotations.jobs import results_enqueue
 from annotations.campaign_access import campaign_for
+from annotations.content_check import is_content_check
 from annotations.pairwise import is_pairwise
 from experiments.access import AGGREGATE_READERS, OWNERS
 from experiments.analysis.exports import csv_text
@@ -36,6 +37,8 @@ def campaign_results(request, slug, pk):
     membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
     if is_pairwise(campaign):  # preferences, not grades: their own page
         return redirect("pairwise_results", slug, pk)
+    if is_content_check(campaign):  # same-content answers: their own page
+        return redirect("content_check_results", slug, pk)
     data, current = campaign_agreement.results_for_page(campaign, enqueue=results_enqueue)
     if data is None:
         return render(request, "annotations/results/campaign_computing.html",
@@ -77,7 +80,7 @@ def _download(text, filename, content_type):
 def campaign_results_csv(request, slug, pk, table):
     """The numbers of one results table as CSV (the raters table has usernames for owners only)."""
     membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
-    if table not in CSV_TABLES or is_pairwise(campaign):
+    if table not in CSV_TABLES or is_pairwise(campaign) or is_content_check(campaign):
         raise Http404("No such table")
     names = _names(membership, campaign)
     header = [h for h in CSV_TABLES[table] if h != "username" or names]

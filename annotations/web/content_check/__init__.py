@@ -1,0 +1,1 @@
+"""Pages of content-check campaigns ("same content?" for paraphrases): create, results."""
