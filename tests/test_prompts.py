@@ -62,6 +62,9 @@ PROMPT_SHA256 = {
     "memory_labels_user": "5637fc05a70c17c0965bcacaf18de8e312d9aead18f44781543421d121f4100d",
     "tags_choice_system": "580196f4e9349328c63ba899ced8e0a8ef24745ffcf9e4a51b2f5649e51eb443",
     "tags_choice_user": "40d210b9c800c5d0af24a5617f7146367c372c4201785fb25e65d115b705c074",
+    # the LLM pairwise judge (beyond the paper)
+    "pairwise_judge_system": "12cebb5760ea85a118c5e5a47779146bd7e6e4b8c090f4c5b8402dd4190337ce",
+    "pairwise_judge_user": "e4e710b479e6aa70b2c1c8bc19f12ff49fab83d3b45b6d5c3d31464be4c15453",
 }
 
 PROMPT_FIELDS = {
@@ -105,6 +108,8 @@ PROMPT_FIELDS = {
     "prune_layout": {"base", "draft"},
     "paraphrase_system": set(),
     "paraphrase_evidence_user": {"evidence", "chars"},
+    "pairwise_judge_system": set(),
+    "pairwise_judge_user": {"question", "reference", "answer_a", "answer_b"},
     "rewrite_answer_system": set(),
     "paraphrase_answer_user": {"question", "answer"},
     "length_rewrite_user": {"question", "answer", "words"},

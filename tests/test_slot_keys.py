@@ -10,7 +10,8 @@ import pytest
 
 from experiments.core.conditions import CONDITIONS
 from experiments.core.slot_keys import (
-    KEY_KINDS, ArchiveKey, DecisionKey, GenerationKey, JudgeKey, Mem0Key, MemoryKey, NotesKey, ParaphraseKey,
+    KEY_KINDS, ArchiveKey, DecisionKey, GenerationKey, JudgeKey, Mem0Key, MemoryKey, NotesKey, PairwiseJudgeKey,
+    ParaphraseKey,
     SurveyAnswerKey, TagsKey, SurveyMemoryKey, parse_slot_key,
 )
 from experiments.core.survey.prompt import SURVEY_CONDITIONS
@@ -31,6 +32,7 @@ WRITTEN = [
      "decision|7|memory(concrete,100w)+fusion(3)"),
     (DecisionKey(task_id=7, condition="memgpt-style(B=|memory|)"), "decision|7|memgpt-style(B=|memory|)"),
     (JudgeKey(task_id=7, answer_sha=SHA), f"judge|7|{SHA}"),
+    (PairwiseJudgeKey(task_id=7, sha_a=SHA, sha_b=SHA[::-1]), f"pairjudge|7|{SHA}|{SHA[::-1]}"),
     (Mem0Key(session_id=12), "mem0|12"),
     (SurveyMemoryKey(respondent_id=3), "survey-memory|3"),
     (SurveyAnswerKey(respondent_id=3, condition="survey:ownwords(B=|memory|)"), "survey|3|survey:ownwords(B=|memory|)"),

@@ -240,5 +240,24 @@ def judge_assembler():
     return assemble_one
 
 
+# The LLM pairwise judge's prompts: question, actual answer, answers A and B.
+PAIRWISE_JUDGE_PROMPTS = ("pairwise_judge_system", "pairwise_judge_user")
+
+
+def pairwise_judge_assembler():
+    """As `judge_assembler`, for the pairwise judge: each call shows two answers as A and B."""
+    system_name, user_name = PAIRWISE_JUDGE_PROMPTS
+    system, system_ref = render_prompt(system_name)
+    user_template, user_ref = loaded_prompt(user_name)
+    refs = (system_ref, user_ref)
+
+    def assemble_one(question: str, reference: str, answer_a: str, answer_b: str) -> Assembled:
+        user = fill_prompt(user_template, question=question, reference=reference, answer_a=answer_a,
+                           answer_b=answer_b)
+        return Assembled(system, user, "", 0, refs)
+    return assemble_one
+
+
 __all__ = ["Assembled", "TaskInput", "TurnText", "assemble", "assemble_archive_queries", "assemble_memory_request",
-           "assemble_judge", "judge_assembler"]
+           "assemble_judge", "judge_assembler",
+           "PAIRWISE_JUDGE_PROMPTS", "pairwise_judge_assembler"]

@@ -154,6 +154,40 @@ def parse_judge(text: str) -> JudgeResult:
     return JudgeResult(score, rationale)
 
 
+# --- Pairwise judge -------------------------------------------------------------------
+
+# What the pairwise judge may prefer: answer A, answer B, or neither (prompts/pairwise_judge_user.txt).
+PAIRWISE_VERDICTS = ("a", "b", "tie")
+
+
+@dataclass(frozen=True)
+class PairwiseVerdict:
+    """A parsed pairwise-judge response: `preferred` "a", "b" or "tie", or None with the `error`."""
+
+    preferred: str | None
+    rationale: str | None = None
+    error: str | None = None
+
+
+def parse_pairwise(text: str) -> PairwiseVerdict:
+    """The pairwise judge's verdict: `preferred` must be the string "A", "B" or "tie" (in any
+    case, no other text); anything else is a missing verdict with its reason, never guessed."""
+    try:
+        value = _strict_json_object(text)
+    except _Rejected as rejected:
+        return PairwiseVerdict(None, None, rejected.reason)
+    rationale = value.get("rationale")
+    rationale = rationale if isinstance(rationale, str) else None
+    if "preferred" not in value:
+        return PairwiseVerdict(None, rationale, "missing-field")
+    preferred = value["preferred"]
+    if not isinstance(preferred, str):
+        return PairwiseVerdict(None, rationale, "wrong-type")
+    if preferred.lower() not in PAIRWISE_VERDICTS:
+        return PairwiseVerdict(None, rationale, "unknown-verdict")
+    return PairwiseVerdict(preferred.lower(), rationale)
+
+
 # --- MemGPT-style archive queries ----------------------------------------------------
 
 MAX_ARCHIVE_QUERIES = 3  # App. H: "up to three archive queries"

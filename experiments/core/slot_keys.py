@@ -94,6 +94,16 @@ class JudgeKey(SlotKey):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PairwiseJudgeKey(SlotKey):
+    """One pairwise-judge call: a task's two distinct answers, `sha_a`'s text shown as A. The
+    other order of the same pair is the key with the two swapped, a slot of its own."""
+    KIND: ClassVar[str] = "pairjudge"
+    task_id: int
+    sha_a: str
+    sha_b: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Mem0Key(SlotKey):
     """A session's Mem0 extraction call."""
     KIND: ClassVar[str] = "mem0"
@@ -114,7 +124,7 @@ class SurveyAnswerKey(SlotKey):
 
 
 KEY_KINDS: dict[str, type[SlotKey]] = {cls.KIND: cls for cls in (
-    MemoryKey, GenerationKey, ArchiveKey, NotesKey, ParaphraseKey, TagsKey, DecisionKey, JudgeKey, Mem0Key, SurveyMemoryKey, SurveyAnswerKey)}
+    MemoryKey, GenerationKey, ArchiveKey, NotesKey, ParaphraseKey, TagsKey, DecisionKey, JudgeKey, PairwiseJudgeKey, Mem0Key, SurveyMemoryKey, SurveyAnswerKey)}
 
 
 def parse_slot_key(text: str) -> SlotKey:

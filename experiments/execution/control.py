@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from experiments.execution.endpoints import require_allowed_endpoint
 from experiments.execution.kind_table import kind_rules
+from experiments.execution.pairwise_judge import checked_pairs
 from experiments.execution.policy import RunError, effective_http_ceilings, model_config, run_retry_policy
 from experiments.execution.reservation import ceiling_reached
 from experiments.execution.sealing import protocol_seal, seal_mismatches
@@ -288,11 +289,12 @@ def run_set_concurrency(*, run: Run, user, provider: str, cap: int, reason: str)
 
 
 def regrade_create(*, source: Run, user, judge: dict | None = None, cap: int | None = None,
-                   name: str | None = None) -> Protocol:
+                   name: str | None = None, pairs: list[list[str]] | None = None) -> Protocol:
     """A sealed re-grade-only protocol of the finished run `source` (App. H): the same cohort,
     conditions, contrasts and bootstrap, its answers judged by `judge` (None: the source's own
-    judge, a retest), `cap` requests in flight to the judge's provider. RunError, and nothing
-    created, when it cannot be sealed."""
+    judge, a retest), `cap` requests in flight to the judge's provider. With `pairs` ([X, Y] of
+    its conditions) a pairwise judge instead (`execution.pairwise_judge`): the two answers of each
+    pair compared, in both orders. RunError, and nothing created, when it cannot be sealed."""
     with transaction.atomic():
         source = Run.objects.select_for_update(of=("self",)).select_related("protocol__project").get(pk=source.pk)
         if source.status != Run.Status.FINISHED:
@@ -303,7 +305,10 @@ def regrade_create(*, source: Run, user, judge: dict | None = None, cap: int | N
             raise RunError(f"run {source.pk} is a survey run: its answers are scored against the recorded "
                            "options, not graded by a judge, so there is nothing to re-grade")
         judge = dict(base.judge) if judge is None else judge
-        name = (name or "").strip() or _regrade_name(source, retest=judge == base.judge)
+        if pairs is not None:
+            pairs = checked_pairs(source, pairs, judge)
+        kind = "pairwise judge" if pairs else "retest" if judge == base.judge else "re-grade"
+        name = (name or "").strip() or _regrade_name(source, kind=kind)
         if len(name) > Protocol._meta.get_field("name").max_length:
             raise RunError("the name is longer than 100 characters")
         if Protocol.objects.filter(project=base.project, name=name).exists():
@@ -315,15 +320,14 @@ def regrade_create(*, source: Run, user, judge: dict | None = None, cap: int | N
             project=base.project, name=name, cohort=base.cohort, conditions=list(base.conditions),
             generator=base.generator, judge=judge, concurrency=concurrency, retry_policy=base.retry_policy,
             contrasts=base.contrasts, bootstrap=base.bootstrap, regrade_of=source, created_by=user,
-            kind=Protocol.Kind.REGRADE,
+            kind=Protocol.Kind.PAIRWISE if pairs else Protocol.Kind.REGRADE, pairwise_pairs=pairs or [],
         )
         # A refused seal raises inside this transaction: the protocol is not kept.
         return protocol_seal(protocol=protocol, user=user)
 
 
-def _regrade_name(source: Run, *, retest: bool) -> str:
-    """A free default name, e.g. "pilot · re-grade 2 of run 17"."""
-    kind = "retest" if retest else "re-grade"
+def _regrade_name(source: Run, *, kind: str) -> str:
+    """A free default name, e.g. "pilot · re-grade 2 of run 17" (kind: retest, re-grade, pairwise judge)."""
     taken = set(Protocol.objects.filter(project=source.protocol.project).values_list("name", flat=True))
     for number in range(1, len(taken) + 2):
         suffix = f" · {kind}{'' if number == 1 else f' {number}'} of run {source.pk}"

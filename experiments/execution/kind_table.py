@@ -16,11 +16,14 @@ from django.db.models import CharField, Func
 
 from experiments.analysis.dashboard import dashboard_refresh, run_summary
 from experiments.analysis.judges import judge_comparison
+from experiments.analysis.pairwise_verdicts import pairwise_summary
 from experiments.analysis.survey_results import survey_summary
+from experiments.core.assembly import PAIRWISE_JUDGE_PROMPTS
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
 from experiments.data.sessions import canonical_task_lines
 from experiments.execution.planning import PLANNERS
+from experiments.execution.pairwise_judge import plan_pairwise_judging
 from experiments.execution.regrade import plan_regrade
 from experiments.execution.survey_planning import SURVEY_PLANNERS, survey_list_sha256, survey_prompt_names
 from experiments.execution.task_list_sql import task_list_epoch, task_list_store
@@ -59,6 +62,10 @@ def interview_prompt_names(protocol: Protocol) -> list[str]:
 
 def regrade_prompt_names(protocol: Protocol) -> list[str]:
     return sorted(JUDGE_PROMPTS)  # nothing is generated: a changed answer prompt does not concern it
+
+
+def pairwise_prompt_names(protocol: Protocol) -> list[str]:
+    return sorted(PAIRWISE_JUDGE_PROMPTS)  # its judge's only: nothing is generated, nothing graded 0-3
 
 
 _TASK_FIELDS = ("task__session__external_id", "task__session__person__label", "task__session__study__key",
@@ -135,6 +142,13 @@ KINDS: dict[str, KindRules] = {
         sending_roles=(Slot.Role.JUDGE,), summary=regrade_summary, robustness_tables=True,
         prompt_names=regrade_prompt_names, task_list_sha256=cohort_task_list_sha256_checked, seals_source=True,
         dashboard="run_dashboard", respondents=None,
+    ),
+    # compares a finished run's answers two by two, both orders (`execution.pairwise_judge`)
+    Protocol.Kind.PAIRWISE: KindRules(
+        planners=dict.fromkeys(PLANNERS, plan_pairwise_judging), judging_in_parts=False, first_phase=Phase.JUDGING,
+        sending_roles=(Slot.Role.JUDGE,), summary=pairwise_summary, robustness_tables=False,
+        prompt_names=pairwise_prompt_names, task_list_sha256=cohort_task_list_sha256_checked, seals_source=True,
+        dashboard="pairwise_judge_dashboard", respondents=None,
     ),
 }
 

@@ -13,7 +13,7 @@ from experiments.analysis.task_grade_store import lock_task_rows, task_grades_st
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import FINAL, SELECTION, get_condition, prediction_labels
 from experiments.core.parsers import candidate_display_order, parse_judge, parse_selection
-from experiments.core.slot_keys import parse_slot_key
+from experiments.core.slot_keys import PairwiseJudgeKey, parse_slot_key
 from experiments.execution import mem0_planning
 from experiments.execution.outcomes_sql import set_slot_answer
 from experiments.execution.survey_planning import apply_survey_result, is_survey_slot
@@ -54,6 +54,8 @@ def apply_result(slot: Slot, outcome_text: str | None, usable: bool) -> None:
         store_scores(slot.run_id, task_id=prediction.task_id, locked=True)
     elif slot.phase == Phase.JUDGING:
         key = parse_slot_key(slot.key)
+        if isinstance(key, PairwiseJudgeKey):
+            return  # a pairwise verdict stays in the journal, where its analysis reads it (`analysis.pairwise_verdicts`)
         task_id, answer_sha = key.task_id, key.answer_sha
         _lock_task(slot, task_id)
         grade = {**_grade_values(text), "slot_id": slot.pk}
@@ -119,6 +121,8 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
         return [grades, answer]
     if slot.phase == Phase.JUDGING:
         key = parse_slot_key(slot.key)
+        if isinstance(key, PairwiseJudgeKey):
+            return []  # nothing but the receipt: the verdict is the journal's answer
         task_id, answer_sha = key.task_id, key.answer_sha
         grade = {**_grade_values(outcome_text), "slot_id": slot.pk}
         columns = ["run_id", "task_id", "answer_sha256", *grade]

@@ -79,6 +79,8 @@ def protocol_settings(protocol: Protocol) -> dict:
     }
     if kind_rules(protocol).seals_source:
         settings["regrade_of"] = protocol.regrade_of_id
+    if protocol.pairwise_pairs:  # only a pairwise judge's, so every other seal is computed as before
+        settings["pairwise_pairs"] = protocol.pairwise_pairs
     if protocol.memory_import_runs:  # only then, so seals made before imports existed keep their hash
         settings["memory_import_runs"] = protocol.memory_import_runs
     if protocol.criteria:

@@ -32,6 +32,7 @@ class Protocol(models.Model):
         INTERVIEW = kinds.INTERVIEW, "Interview"
         SURVEY = kinds.SURVEY, "Survey"
         REGRADE = kinds.REGRADE, "Re-grade"
+        PAIRWISE = kinds.PAIRWISE, "Pairwise judge"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="protocols")
     name = models.CharField(max_length=100)
@@ -66,6 +67,11 @@ class Protocol(models.Model):
     # Memories built once, reused (paper App. G: "imports the previously constructed profiles"):
     # runs whose sealed memories this protocol takes instead of writing them again, where the
     # writing request and the generator are the same (`execution.memory_imports`).
+    # A pairwise-judge protocol: its runs ask the judge which of two conditions' answers
+    # of `regrade_of` is better, each pair [X, Y] in both orders (`execution.pairwise_judge`).
+    pairwise_pairs = models.JSONField(
+        default=list, blank=True, help_text="pairwise judge only: the condition pairs [X, Y] it compares",
+    )
     memory_import_runs = models.JSONField(
         default=list, blank=True, help_text="ids of earlier runs whose identical memories are imported, not rebuilt",
     )
@@ -77,10 +83,10 @@ class Protocol(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="protocol_name_unique_in_project"),
-            # a re-grade names the run it re-grades, and only a re-grade does
+            # a re-grade (or a pairwise judge) names the run it judges again, and only they do
             models.CheckConstraint(
-                condition=models.Q(kind="regrade", regrade_of__isnull=False)
-                | (~models.Q(kind="regrade") & models.Q(regrade_of__isnull=True)),
+                condition=models.Q(kind__in=("regrade", "pairwise"), regrade_of__isnull=False)
+                | (~models.Q(kind__in=("regrade", "pairwise")) & models.Q(regrade_of__isnull=True)),
                 name="protocol_regrade_kind"),
         ]
 
@@ -92,7 +98,8 @@ class Protocol(models.Model):
 
     def kind_problem(self) -> str | None:
         """Why the stored kind disagrees with the conditions and `regrade_of`, or None."""
-        expected = kinds.inferred_kind(self.conditions, regrade=self.regrade_of_id is not None)
+        expected = kinds.inferred_kind(self.conditions, regrade=self.regrade_of_id is not None,
+                                       pairwise=bool(self.pairwise_pairs))
         if self.kind == expected:
             return None
         return f"its conditions make it a {expected} protocol, but its kind says {self.kind or 'nothing'}"

@@ -14,6 +14,8 @@ whole. What it does, by the request it recognises:
 - judge (a PREDICTED heading): Dice overlap of the content words of prediction and reference on
   fixed thresholds gives a 0-3 score; ``{"score": n, "rationale": "offline stand-in: shared
   words: ..."}`` names the shared words;
+- pairwise judge (ANSWER A and ANSWER B headings): the answer whose content words overlap the
+  reference's more (Dice), a tie when equal, ``{"preferred": "A", "rationale": "offline stand-in: ..."}``;
 - selection (a decision asking for ``candidate_id``): the candidate sharing the most content
   words with question and evidence, ``{"candidate_id": "c2"}``; ties go to the first displayed;
 - archive queries (a task asking for ``"queries"``): the question's content words as one query;
@@ -84,6 +86,8 @@ def offline_reply(system: str, user: str) -> str:
     sections = split_sections(user)
     headings = [heading for heading, _ in sections]
     has_headings = any(headings)
+    if _find(headings, "ANSWER A") is not None and _find(headings, "ANSWER B") is not None:
+        return offline_pairwise(sections)
     if _find(headings, "PREDICT") is not None or (
         not has_headings and _GRADING_SYSTEM.search(system)
     ):
@@ -230,6 +234,26 @@ def offline_grade(sections: Sections) -> str:
         f"{OFFLINE_LABEL}: shared words: {', '.join(shared) or 'none'} (overlap {dice:.2f})"
     )
     return json.dumps({"score": score, "rationale": rationale})
+
+
+def _dice(answer: str, reference: str) -> float:
+    """Dice overlap of the content words of an answer and the reference (0 when either has none)."""
+    answer_words, reference_words = content_words(answer), content_words(reference)
+    shared = set(reference_words).intersection(answer_words)
+    return 2 * len(shared) / (len(answer_words) + len(reference_words)) if answer_words and reference_words else 0.0
+
+
+def offline_pairwise(sections: Sections) -> str:
+    """``{"preferred": "A"|"B"|"tie", "rationale": "offline stand-in: ..."}``: the answer whose
+    content words overlap the reference's more (Dice), a tie when equal. It never looks at the side,
+    so the stand-in has no position bias by construction."""
+    headings = [heading for heading, _ in sections]
+    reference_at = _find(headings, "ACTUAL", "REFERENCE")
+    reference = sections[reference_at][1] if reference_at is not None else ""
+    a = _dice(sections[_find(headings, "ANSWER A")][1], reference)
+    b = _dice(sections[_find(headings, "ANSWER B")][1], reference)
+    preferred = "A" if a > b else "B" if b > a else "tie"
+    return json.dumps({"preferred": preferred, "rationale": f"{OFFLINE_LABEL}: overlap A {a:.2f}, B {b:.2f}"})
 
 
 def _find(headings: list[str], *needles: str) -> int | None:

@@ -4,6 +4,7 @@ from django.db import transaction
 from experiments.access import OWNERS, config_grant_refusal, member_with_role
 from experiments.core.llm.wire import api_key_env_problem
 from experiments.execution import control, driver, jobs, policy
+from experiments.execution.pairwise_judge import all_pairs
 from experiments.management.owner_action import inline_ending, require_queue
 from experiments.models import Run
 
@@ -22,7 +23,9 @@ class Command(BaseCommand):
         "Re-grade a finished run (paper App. H): seal a re-grade-only protocol whose run judges every distinct "
         "answer of the run again, with another judge or, with --same-judge, the same one (a retest); nothing is "
         "generated. Only an owner of the project may. With --inline the run is driven here; with --start it "
-        "starts through the queue; otherwise start it later with run_start."
+        "starts through the queue; otherwise start it later with run_start. With --pair (or --pairwise-conditions) "
+        "a pairwise judge instead: the pairwise prompt asks which of two conditions' answers is better, each pair "
+        "in both orders."
     )
 
     def add_arguments(self, parser):
@@ -44,12 +47,18 @@ class Command(BaseCommand):
         judge.add_argument("--structured-output", action="store_true",
                            help="ask the service for the JSON object {score, rationale} (openai, gemini)")
         judge.add_argument("--cap", type=int, help="in-flight cap for the judge's provider")
+        pairwise = parser.add_mutually_exclusive_group()
+        pairwise.add_argument("--pair", nargs=2, action="append", metavar=("X", "Y"),
+                              help="a pairwise judge of conditions X and Y (repeat for more pairs)")
+        pairwise.add_argument("--pairwise-conditions", nargs="+", metavar="CONDITION",
+                              help="a pairwise judge of every pair of these conditions")
         parser.add_argument("--name", help="the new protocol's name (default: named after the run)")
         start = parser.add_mutually_exclusive_group()
         start.add_argument("--inline", action="store_true", help="drive the re-grade here, without the queue")
         start.add_argument("--start", action="store_true", help="start the re-grade through the queue")
 
-    def handle(self, run_id, user, same_judge, name, inline, start, cap, structured_output, **options):
+    def handle(self, run_id, user, same_judge, name, inline, start, cap, structured_output, pair,
+               pairwise_conditions, **options):
         source = Run.objects.select_related("protocol__project").filter(pk=run_id).first()
         if source is None:
             raise CommandError(f"no run with id {run_id}")
@@ -64,7 +73,10 @@ class Command(BaseCommand):
             require_queue("was created")
         try:
             with transaction.atomic():
-                protocol = control.regrade_create(source=source, user=owner, judge=judge, cap=cap, name=name)
+                pairs = pair or (all_pairs(source.protocol.conditions, pairwise_conditions)
+                                 if pairwise_conditions else None)
+                protocol = control.regrade_create(source=source, user=owner, judge=judge, cap=cap, name=name,
+                                                  pairs=pairs)
                 run = None
                 if inline or start:
                     run = Run.objects.create(protocol=protocol, created_by=owner, inline=inline)
@@ -74,7 +86,10 @@ class Command(BaseCommand):
         except policy.RunError as exc:
             raise CommandError(f"run {run_id} not re-graded, nothing was created: {exc}") from None
         regrade = protocol.seal["regrade"]
-        head = (f"protocol {protocol.name!r} (id {protocol.pk}) sealed: re-grades {regrade['answers']} answers of run "
+        head = (f"protocol {protocol.name!r} (id {protocol.pk}) sealed: a pairwise judge of run {run_id}, "
+                f"{len(protocol.pairwise_pairs)} pairs of conditions, each task's two answers in both orders"
+                if protocol.pairwise_pairs else
+                f"protocol {protocol.name!r} (id {protocol.pk}) sealed: re-grades {regrade['answers']} answers of run "
                 f"{run_id} ({regrade['operational_zeros']} empty: operational zeros, no call); answer list "
                 f"{regrade['answers_sha256']}")
         if run is None:

@@ -1,0 +1,177 @@
+"""The LLM pairwise judge's numbers: win rates, position bias, consistency, agreement with people. Pure, NumPy.
+
+A judged pair is one task's answers of two conditions X and Y, asked in both orders: X shown as A
+(`x_as_a`, the verdict "a", "b" or "tie", None when the call gave no usable verdict) and Y shown as
+A (`y_as_a`). Mapped to the answers, a verdict favours X, Y or neither (`order_outcomes`).
+
+Rules (stated on every page that shows them):
+
+* **Win rates**: the two orders are two verdicts. Per task the shares of its usable verdicts that
+  favour X, Y or neither, then the task-weighted mean with the whole-person bootstrap
+  (`paired_bootstrap`: the run's seed and draws) — the rule of the people's win rates
+  (`annotations.core.pairwise.win_rates`, a task's ratings averaged first), so the two compare.
+* **Combined verdict** of a task (what agreement with people compares): X's verdicts minus Y's;
+  positive X, negative Y, zero a tie. So two orders that disagree (X then Y) are a tie, and a tie
+  beside X is X; a task with one usable verdict has that one.
+* **Position bias**, over tasks with both verdicts usable: the share whose verdict follows the side
+  (A in both orders, or B in both), and apart the share of A in both; **first position wins**: per
+  task the share of its usable verdicts that pick A, task-weighted with its interval (0.5 with no
+  bias and no ties). **Consistency**: the share of both-order tasks whose two verdicts favour the
+  same answer (or are both ties); the rest has one tie beside a preference.
+* **Agreement with people**: each person's rating (X, Y or tie) beside the judge's combined verdict
+  of the same task and pair: the share agreeing (a task's ratings averaged first, whole-person
+  interval), and Cohen's κ (unweighted, pooled over ratings) on x/y/tie where chance agreement is
+  below 1.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Hashable, Sequence
+
+import numpy as np
+
+from experiments.core.parsers import PAIRWISE_VERDICTS
+from experiments.core.stats.paired import paired_bootstrap
+
+OUTCOMES = ("x", "y", "tie")
+# A verdict given with X shown as A, and with Y shown as A, as the answer it favours.
+_X_AS_A = {"a": "x", "b": "y", "tie": "tie"}
+_Y_AS_A = {"a": "y", "b": "x", "tie": "tie"}
+
+
+@dataclass(frozen=True)
+class JudgedPair:
+    """One task's pair X, Y with the judge's verdict in each order (None: no usable verdict)."""
+
+    task: Hashable
+    person: Hashable
+    x: str
+    y: str
+    x_as_a: str | None
+    y_as_a: str | None
+
+    def __post_init__(self):
+        for verdict in (self.x_as_a, self.y_as_a):
+            if verdict is not None and verdict not in PAIRWISE_VERDICTS:
+                raise ValueError(f"{verdict!r} is not a verdict; verdicts are a, b or tie")
+
+
+def order_outcomes(pair: JudgedPair) -> tuple[str | None, str | None]:
+    """(X-as-A verdict, Y-as-A verdict) as the answer each favours: x, y, tie or None."""
+    return (_X_AS_A[pair.x_as_a] if pair.x_as_a is not None else None,
+            _Y_AS_A[pair.y_as_a] if pair.y_as_a is not None else None)
+
+
+def combined(pair: JudgedPair) -> str | None:
+    """The task's one verdict: X's verdicts minus Y's (module docstring); None with none usable."""
+    outcomes = [o for o in order_outcomes(pair) if o is not None]
+    if not outcomes:
+        return None
+    net = outcomes.count("x") - outcomes.count("y")
+    return "x" if net > 0 else "y" if net < 0 else "tie"
+
+
+def _interval(person: list, values: list[float], *, seed: int, draws: int) -> dict | None:
+    if not values:
+        return None
+    result = paired_bootstrap(np.asarray(person), np.asarray(values, dtype=float), seed=seed, draws=draws)
+    return {"estimate": result.estimate, "lo": result.lo, "hi": result.hi}
+
+
+def _by_pair(pairs: Sequence[JudgedPair]) -> dict[tuple[str, str], list[JudgedPair]]:
+    grouped: dict[tuple[str, str], list[JudgedPair]] = defaultdict(list)
+    for pair in pairs:
+        grouped[(pair.x, pair.y)].append(pair)
+    return dict(grouped)
+
+
+def judge_rows(pairs: Sequence[JudgedPair], *, seed: int, draws: int) -> list[dict]:
+    """One row per condition pair (first-seen order): counts, win rates, position bias and
+    consistency, each share with its whole-person interval (None where no task counts)."""
+    rows = []
+    for (x, y), judged in _by_pair(pairs).items():
+        usable = [(p, [o for o in order_outcomes(p) if o is not None]) for p in judged]
+        usable = [(p, outcomes) for p, outcomes in usable if outcomes]
+        person = [p.person for p, _ in usable]
+        both = [p for p in judged if p.x_as_a is not None and p.y_as_a is not None]
+        both_person = [p.person for p in both]
+        sides = [[v for v in (p.x_as_a, p.y_as_a) if v is not None] for p, _ in usable]
+        votes = [o for _, outcomes in usable for o in outcomes]
+        row = {
+            "x": x, "y": y, "tasks": len(judged), "judged_tasks": len(usable), "both_orders": len(both),
+            "verdicts": len(votes), "missing_verdicts": 2 * len(judged) - len(votes),
+            "x_votes": votes.count("x"), "y_votes": votes.count("y"), "tie_votes": votes.count("tie"),
+            "combined": {o: sum(combined(p) == o for p, _ in usable) for o in OUTCOMES},
+            "a_both": sum(p.x_as_a == p.y_as_a == "a" for p in both),
+            "b_both": sum(p.x_as_a == p.y_as_a == "b" for p in both),
+        }
+        for name, outcome in (("x_wins", "x"), ("y_wins", "y"), ("ties", "tie")):
+            row[name] = _interval(person, [o.count(outcome) / len(o) for _, o in usable], seed=seed, draws=draws)
+        row["first_position_wins"] = _interval(person, [s.count("a") / len(s) for s in sides], seed=seed, draws=draws)
+        row["follows_side"] = _interval(both_person, [float(p.x_as_a == p.y_as_a != "tie") for p in both],
+                                        seed=seed, draws=draws)
+        row["consistent"] = _interval(both_person, [float(len(set(order_outcomes(p))) == 1) for p in both],
+                                      seed=seed, draws=draws)
+        rows.append(row)
+    return rows
+
+
+def cohen_kappa(a: Sequence[str], b: Sequence[str], categories: Sequence[str] = OUTCOMES) -> float | None:
+    """Unweighted Cohen's κ of two equally long label lists; None when chance agreement is 1
+    (both give one and the same label throughout) or there is nothing to compare."""
+    if len(a) != len(b):
+        raise ValueError("two equally long lists of labels")
+    if not a:
+        return None
+    index = {c: i for i, c in enumerate(categories)}
+    table = np.zeros((len(categories), len(categories)))
+    for u, v in zip(a, b):
+        table[index[u], index[v]] += 1
+    n = table.sum()
+    observed = np.trace(table) / n
+    chance = float((table.sum(1) * table.sum(0)).sum() / n ** 2)
+    if chance == 1:
+        return None
+    return float((observed - chance) / (1 - chance))
+
+
+@dataclass(frozen=True)
+class HumanPreference:
+    """One person's rating of a pair item: its task, the interviewee (the bootstrap's cluster),
+    the conditions X and Y, and the outcome x, y or tie."""
+
+    task: Hashable
+    person: Hashable
+    x: str
+    y: str
+    outcome: str
+
+
+def human_agreement(ratings: Sequence[HumanPreference], judged: Sequence[JudgedPair], *,
+                    seed: int, draws: int) -> list[dict]:
+    """Per condition pair of the ratings (first-seen order): how many ratings have a combined
+    judge verdict to compare with, the share agreeing (a task's ratings averaged first, with its
+    whole-person interval), Cohen's κ on x/y/tie, and the 3×3 table (rows: people, columns: judge)."""
+    verdict = {(p.task, p.x, p.y): combined(p) for p in judged}
+    grouped: dict[tuple[str, str], dict[Hashable, list]] = defaultdict(lambda: defaultdict(list))
+    for rating in ratings:
+        if rating.outcome not in OUTCOMES:
+            raise ValueError(f"{rating.outcome!r} is not an outcome")
+        grouped[(rating.x, rating.y)][rating.task].append(rating)
+    rows = []
+    for (x, y), tasks in grouped.items():
+        people, agree, human, judge = [], [], [], []
+        for task, task_ratings in tasks.items():
+            judge_says = verdict.get((task, x, y))
+            if judge_says is None:
+                continue
+            people.append(task_ratings[0].person)
+            agree.append(sum(r.outcome == judge_says for r in task_ratings) / len(task_ratings))
+            human += [r.outcome for r in task_ratings]
+            judge += [judge_says] * len(task_ratings)
+        table = [[sum(h == a and j == b for h, j in zip(human, judge)) for b in OUTCOMES] for a in OUTCOMES]
+        rows.append({"x": x, "y": y, "ratings": sum(len(r) for r in tasks.values()), "compared": len(human),
+                     "tasks": len(agree), "agreement": _interval(people, agree, seed=seed, draws=draws),
+                     "kappa": cohen_kappa(human, judge), "table": table})
+    return rows
