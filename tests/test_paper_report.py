@@ -22,6 +22,7 @@ from rq import SimpleWorker
 from experiments.analysis import report_archive
 from experiments.analysis.exports import csv_text
 from experiments.analysis.grades import final_grades
+from experiments.analysis.per_run_tables import POST_HOC
 from experiments.analysis.paper_report_state import cached_report, report_inputs_sha256
 from experiments.core.paper_report_catalog import (
     CATALOG, NEEDS_RUN, NOT_HERE, PAPER_FIGURES, PAPER_TABLES, RENDERED, STATES, number_of,
@@ -33,7 +34,8 @@ from experiments.execution.driver import run_inline
 from experiments.execution.paper_report_build import refresh_report, resolve
 from experiments.execution.protocol_templates import protocol_from_template
 from experiments.execution.sealing import protocol_seal
-from experiments.models import AuditEntry, PaperReport, PaperReportImages, Run
+from experiments.core.stats.paired import paired_bootstrap
+from experiments.models import AuditEntry, PaperReport, PaperReportImages, Run, Task
 from tests.conftest import private_rq_queue
 from tests.engine_helpers import build_cohort
 
@@ -108,18 +110,39 @@ def test_the_common_run_renders_what_it_feeds_and_names_the_template_of_the_rest
     items = items_of(report)
     assert [i["id"] for i in report.items] == [c.id for c in CATALOG]
     assert all(i["state"] in STATES for i in report.items)
-    for key in ("Table 5", "Table 6", "Table 7", "Table 9", "Table 10", "Table 11", "Table 12", "Table 13",
+    for key in ("Table 5", "Table 6", "Table 7", "Table 8", "Table 9", "Table 10", "Table 11", "Table 12", "Table 13",
                 "Table 14", "Table 24", "Table 25", "Table 28", "Table 29", "Figure 3b", "Figure 3c", "Figure 5",
                 "Figure 6", "Figure 7"):
         assert items[key]["state"] == RENDERED, (key, items[key]["reason"])
         assert items[key]["table"]["inputs"]["offline_runs"] == [run.pk]  # labelled the stand-in
     for key, template in (("Table 2", "memory-systems"), ("Table 17", "budget-sweep"), ("Table 18", "budget-sweep"),
                           ("Figure 4", "budget-sweep"), ("Figure 11", "budget-sweep"), ("Table 19", "confirmation"),
-                          ("Table 20", "memory-systems"), ("Table 8", "common-post-hoc")):
+                          ("Table 20", "memory-systems")):
         assert items[key]["state"] == NEEDS_RUN and items[key]["template"] == template, key
     for key in ("Figure 1", "Figure 2", "Figure 8", "Table 3"):
         assert items[key]["state"] == NOT_HERE and items[key]["reason"], key
     assert "diagram" in items["Figure 1"]["reason"] and items["Figure 1"]["table"]["rows"]  # its parameters
+
+
+def test_table_8_the_post_hoc_contrasts_by_hand(report_project):
+    project, run, report = report_project
+    table = items_of(report)["Table 8"]["table"]
+    rows = {r[0]: r for r in table["rows"]}
+    grades = final_grades(run)
+    person_of = dict(Task.objects.filter(pk__in=grades["whole-record"]).values_list("pk", "session__person_id"))
+    assert list(rows) == [name for name, _ in POST_HOC]
+    for name, key in POST_HOC:
+        a, b = grades[key], grades["whole-record"]
+        tasks = [t for t in sorted(b) if a.get(t) is not None and b[t] is not None]  # jointly graded
+        diff = np.array([(a[t] - b[t]) / 3 for t in tasks])
+        by_hand = paired_bootstrap([person_of[t] for t in tasks], diff, seed=20260918, draws=200)
+        row = dict(zip(table["columns"], rows[name]))
+        assert row["Tasks"] == len(tasks) and row["People"] == by_hand.n_people
+        assert row["Estimate"] == pytest.approx(by_hand.estimate, abs=1e-12)
+        assert (row["95% lo"], row["95% hi"]) == (pytest.approx(by_hand.lo, abs=1e-12),
+                                                  pytest.approx(by_hand.hi, abs=1e-12))
+        assert (row["Wins"], row["Ties"], row["Losses"]) == ((diff > 0).sum(), (diff == 0).sum(), (diff < 0).sum())
+    assert any("not part of the prespecified family" in n for n in table["notes"])
 
 
 def test_table_25_and_table_5_by_hand(report_project):

@@ -416,7 +416,7 @@ def test_the_items_are_kept_with_the_run_tables_and_read_from_there(common_run):
 
     run = common_run
     payload = tables_cached(run).payload           # the analysis phase computed them with the tables
-    assert set(payload[PER_RUN_KEY]) == {"table26", "table27", "appendix_f_centrality", "appendix_f_routing"}
+    assert set(payload[PER_RUN_KEY]) == {"table8", "table26", "table27", "appendix_f_centrality", "appendix_f_routing"}
     for name, builder in (("table26", items.table26), ("table27", items.table27),
                           ("appendix_f_centrality", items.appendix_f_centrality),
                           ("appendix_f_routing", items.appendix_f_routing)):

@@ -138,6 +138,15 @@ def dashboard_compute(run: Run, matrix: GradeMatrix) -> dict:
     }
 
 
+def descriptive_contrasts(contrasts, matrix: GradeMatrix, *, seed: int, draws: int) -> list[dict]:
+    """Contrasts made after the fact (paper Table 8): the dashboard's contrast rows on ``matrix``
+    with the run's seed and draws, none of them in a family (pointwise intervals, unadjusted)."""
+    shared = _SharedDraws(seed, draws)
+    rows = _contrasts([{**c, "family": False, "criterion": None} for c in contrasts], matrix, shared, seed, draws)
+    shared.compute()
+    return rows
+
+
 def _means(conditions, matrix: GradeMatrix, shared: _SharedDraws) -> list[dict]:
     rows = []
     for key in conditions:

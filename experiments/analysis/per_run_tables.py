@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from experiments.analysis import report_items_controls as controls
+from experiments.analysis.dashboard import descriptive_contrasts
 from experiments.analysis.grades import grade_matrix
 from experiments.analysis.pools import USABLE, run_pools
 from experiments.analysis.sampled_agreement import sampled_agreement
 from experiments.core.candidates import CANDIDATE_LABELS
-from experiments.core.conditions import ANSWER_PARAPHRASE, FINAL, FUSION, LENGTH, SELECTION
+from experiments.core.conditions import (
+    ANSWER_PARAPHRASE, CURRENT_DIALOGUE, FINAL, FUSION, LENGTH, SELECTION, WHOLE_RECORD,
+)
 from experiments.core.pickers import SIMILARITIES
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
 from experiments.core.stats.memory_gap import class_threshold_table, length_gap_table
@@ -298,21 +301,51 @@ def agreement_table(run: Run, n: int = DEFAULT_SAMPLE_SIZE, sample_seed: int = D
                         "judge_sample RUN --n N --seed S.", extra_runs=(source,)))
 
 
+# Table 8: the contrasts the paper computed after seeing the results (§7, App. B.3), on the common run.
+POST_HOC = (("concrete one-shot − whole record", CONCRETE_ONE_SHOT),
+            ("trait one-shot − whole record", TRAIT_ONE_SHOT),
+            ("current dialogue − whole record", CURRENT_DIALOGUE))
+POST_HOC_COLUMNS = ("Contrast", "Estimate", "95% lo", "95% hi", "Person-weighted", "Wins", "Ties", "Losses", "Tasks",
+                    "People")
+
+
+def post_hoc_table(run: Run):
+    """Table 8: the post hoc contrasts, each minus the whole record, with the planned contrasts' estimator
+    and the run's whole-person draws; descriptive (pointwise 95 %, not in the family)."""
+    seed, draws = run_settings(run)
+    contrasts = [{"name": name, "terms": {key: 1, WHOLE_RECORD: -1}} for name, key in POST_HOC]
+    matrix = grade_matrix(run, [*(key for _, key in POST_HOC), WHOLE_RECORD])
+    rows = [(c["name"], c.get("estimate"), c.get("lo"), c.get("hi"), c.get("person_weighted"), c.get("wins"),
+             c.get("ties"), c.get("losses"), c["n_tasks"], c.get("people"))
+            for c in descriptive_contrasts(contrasts, matrix, seed=seed, draws=draws)]
+    return ReportTable(
+        columns=POST_HOC_COLUMNS, rows=tuple(rows), inputs=report_inputs(run),
+        digits={c: 4 for c in ("Estimate", "95% lo", "95% hi", "Person-weighted")},
+        signed=frozenset({"Estimate", "95% lo", "95% hi", "Person-weighted"}),
+        notes=notes_for(run, "Post hoc descriptive contrasts (not part of the prespecified family): the planned "
+                             "contrasts' task-weighted estimator on jointly graded tasks, whole-person bootstrap "
+                             f"(seed {seed}, {draws:,} draws), pointwise 95% intervals, unadjusted. Grades "
+                             "normalised to 0–1 as on the dashboard."))
+
+
 PER_RUN_KEY = "per_run_items"   # the robustness tables' payload key that keeps these items
 AGREEMENT_ITEM = "appendix_i6_sampled_agreement"
-COMPUTED = {"table26": gap_table, "table27": class_table, "appendix_f_centrality": centrality_table,
-            "appendix_f_routing": routing_table, AGREEMENT_ITEM: agreement_table,
+COMPUTED = {"table8": post_hoc_table, "table26": gap_table, "table27": class_table,
+            "appendix_f_centrality": centrality_table, "appendix_f_routing": routing_table, AGREEMENT_ITEM: agreement_table,
             "judge_invariance": controls.judge_invariance_table,
             "contrasts_under_paraphrase": lambda run: controls.contrasts_under_rewrite(run, ANSWER_PARAPHRASE),
             "length_control": lambda run: controls.contrasts_under_rewrite(run, LENGTH)}
 
 
 def feeds(run: Run) -> list[str]:
-    """The per-run items this run can feed: Tables 26 and 27 need both one-shot memories, App. F a pool,
+    """The per-run items this run can feed: Table 8 the one-shot memories, the current dialogue and the whole
+    record; Tables 26 and 27 need both one-shot memories, App. F a pool,
     App. I.6 a re-grade (its default sample); the wording controls answer rewrites (a re-grade's too)."""
     if run.protocol.regrade_of_id is not None:  # its judge on the source's answers and rewrites
         return [AGREEMENT_ITEM, *_control_items(run)]
     names = []
+    if {*(key for _, key in POST_HOC), WHOLE_RECORD} <= set(run.protocol.conditions):
+        names.append("table8")
     if {CONCRETE_ONE_SHOT, TRAIT_ONE_SHOT} <= set(run.protocol.conditions):
         names += ["table26", "table27"]
     if run_pools(run):

@@ -121,17 +121,6 @@ def table7(project, runs):
                   notes=("pointwise 95% and Bonferroni family intervals from the same whole-person draws",))
 
 
-def table8(project, runs):
-    """Post hoc descriptive contrasts: a common run's contrasts outside its family."""
-    for run in reversed(template_runs(runs, "common")):
-        payload = cached(run, "dashboard")
-        extra = [c for c in (payload or {}).get("contrasts", []) if not c.get("family")]
-        if extra:
-            return _table(CONTRAST_COLUMNS, _contrast_rows(extra), [run], signed=CONTRAST_SIGNED,
-                          counts=CONTRAST_COUNTS, notes=("descriptive: pointwise 95%, unadjusted",))
-    return needs("common-post-hoc", "a common experiment with the post hoc contrasts added as descriptive ones")
-
-
 def _pools(runs):
     run, payload = _common(runs, "pools")
     if run is None:

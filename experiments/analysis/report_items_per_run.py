@@ -5,6 +5,8 @@ project's sealed, finished runs in pk order; each picks the newest run that can 
 returns a `ReportTable` naming that run, its cohort, seed and draws, or `Missing` with the
 ready-made template (`core.paper_protocols`) that would produce the input:
 
+- ``table8``: the post hoc contrasts (one-shot memories and the current dialogue, each minus the whole
+  record) with the planned contrasts' estimator;
 - ``table26``: concrete minus trait memory (one-shot) by tertile of the session length gap Δn;
 - ``table27``: its threshold decomposition on "specific" and other reference answers;
 - ``appendix_f_centrality`` and ``appendix_f_routing``: candidates' centrality in their pool
@@ -31,6 +33,8 @@ from experiments.core.stats.judge_sample import DEFAULT_SAMPLE_SEED, DEFAULT_SAM
 from experiments.models import Run
 
 MISSING = {
+    "table8": "Table 8 needs a finished run with both one-shot memories, the current dialogue and the whole record: "
+              "the common experiment (its post hoc contrasts are computed on it, no run of their own).",
     "table26": "Table 26 needs a finished run with the concrete and the trait memory, one-shot "
                f"({CONCRETE_ONE_SHOT}, {TRAIT_ONE_SHOT}): the common experiment.",
     "table27": "Table 27 needs a finished run with the concrete and the trait memory, one-shot "
@@ -63,6 +67,11 @@ def _per_run_item(runs, name: str):
         return Missing(MISSING[name], COMMON)
     item = kept_item(run, name)
     return item if item is not None else COMPUTED[name](run)
+
+
+def table8(project, runs):
+    """Table 8: post hoc descriptive contrasts on the common run (App. B.3)."""
+    return _per_run_item(runs, "table8")
 
 
 def table26(project, runs):

@@ -99,7 +99,7 @@ CATALOG: tuple[CatalogItem, ...] = (
     _t("Table 7", "The eight-contrast planned family", "App. B.3", f"{CACHED}:table7", "common",
        caption=False),
     _t("Table 8", "Post hoc descriptive contrasts (not part of the prespecified family)", "App. B.3",
-       f"{CACHED}:table8", "common-post-hoc"),
+       f"{PER_RUN}:table8", "common"),
     _t("Table 9", "Prespecified descriptive comparisons and person-weighted point sensitivity", "App. B.3",
        f"{CACHED}:table9", "common"),
     _t("Table 10", "Candidate-pool coverage and selection", "App. B.3", f"{CACHED}:table10", "common"),
