@@ -135,3 +135,17 @@ def test_table21_lists_every_run_without_the_screener_hand_checked(samples):
     assert table.signed == frozenset(items.NUMBER_COLUMNS) and table.digits["Deviation 95% hi"] == 4
     # Table 22 leaves the runs without the screener out
     assert items.table22(project, [first, with_screener, later]).inputs.runs == (with_screener.pk,)
+
+
+@pytest.mark.django_db
+def test_a_survey_runs_new_analysis_makes_the_report_stale(samples):
+    from django.utils import timezone
+
+    from experiments.analysis.paper_report_state import report_inputs_sha256
+    project, development, reported, second = samples
+    run = finished_run(project, reported, "reported", sealed_at=timezone.now())
+    before = report_inputs_sha256(project)
+    assert report_inputs_sha256(project) == before
+    run.analysis = {**ANALYSIS, "means": ANALYSIS["means"][:2]}  # re-analysed: other numbers
+    run.save(update_fields=["analysis"])
+    assert report_inputs_sha256(project) != before

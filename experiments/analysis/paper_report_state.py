@@ -3,12 +3,15 @@ copy (`PaperReport`) with whether that copy is still current — a few small que
 
 The report reads the project's sealed, finished runs in pk order; its inputs are those runs (and
 their protocols' seals), the cached numbers of each (dashboard, robustness tables, pools: their
-inputs' sha256 and when they were computed), the project's cohorts, and the report's version.
+inputs' sha256 and when they were computed; a survey run's analysis kept on the run), the project's
+cohorts, and the report's version.
 """
 from __future__ import annotations
 
 from experiments.core.canonical import canonical_json, sha256_text
-from experiments.models import AnalysisResult, Cohort, PaperReport, PoolAnalysisResult, Run, TablesResult
+from experiments.models import (
+    AnalysisResult, Cohort, PaperReport, PoolAnalysisResult, Protocol, Run, TablesResult,
+)
 
 REPORT_VERSION = "1"
 
@@ -34,6 +37,9 @@ def report_inputs_sha256(project, runs: list[Run] | None = None) -> str:
         "caches": caches,
         "cohorts": [list(row) for row in Cohort.objects.filter(project=project).order_by("pk")
                     .values_list("pk", "task_list_sha256")],
+        # A survey run keeps its analysis on the run itself (`survey_results`), not in a cache table.
+        "survey_analyses": [[r.pk, sha256_text(canonical_json(r.analysis))] for r in runs
+                            if r.protocol.kind == Protocol.Kind.SURVEY],
     }
     return sha256_text(canonical_json(inputs))
 
