@@ -13,6 +13,7 @@ from annotations.core.pairwise import BT_COLUMNS, WIN_RATE_COLUMNS, bt_rows, win
 from annotations.jobs import results_enqueue
 from annotations.pairwise import PairwiseError, is_pairwise, pairwise_campaign_create, pairwise_results_for_page
 from annotations.web.pairwise.forms import PairwiseForm
+from annotations.web.pairwise.llm_judge import llm_judge_beside_people
 from experiments.access import AGGREGATE_READERS, OWNERS, run_for
 from experiments.analysis.exports import csv_text
 from experiments.data.audit_log import Kind, audit_record
@@ -76,6 +77,7 @@ def pairwise_results_page(request, slug, pk):
         "membership": membership, "project": membership.project, "campaign": campaign, "data": data,
         "is_owner": membership.role == Role.OWNER, "tables": list(CSV_TABLES), "current": current,
         "skipped": sum(p["identical"] for p in data["pairs"]),
+        "llm_judge": llm_judge_beside_people(campaign, data["win_rates"]),
     })
 
 

@@ -109,8 +109,8 @@ def protocol_detail(request, slug, pk):
         "can_spend": may_spend(membership, protocol),
         "spend_refusal": _spend_refusal(membership, protocol),
         "offline": policy.offline_roles(protocol),
-        # A re-grade sends only judge calls, one per distinct answer of its source: not this estimate.
-        "estimate": None if protocol.kind == protocol.Kind.REGRADE else (
+        # A re-grade (or a pairwise judge) sends only judge calls over its source's answers: not this estimate.
+        "estimate": None if protocol.kind in (protocol.Kind.REGRADE, protocol.Kind.PAIRWISE) else (
             survey_estimate(protocol, protocol.generator.get("max_output_tokens") or DEFAULT_OUTPUT_CAP)
             if protocol.kind == protocol.Kind.SURVEY else
             _estimate(protocol.cohort, protocol.conditions, protocol.generator, protocol.judge)),
@@ -247,6 +247,7 @@ def run_detail(request, slug, pk):
         "analysis": run.analysis if run.status == Run.Status.FINISHED else None,
         "mem0": mem0_planning.extraction_counts(run),
         "survey": protocol.kind == protocol.Kind.SURVEY,
+        "pairwise": protocol.kind == protocol.Kind.PAIRWISE,
         **_protocol_facts(protocol),
         **regrade_context(membership, run),
         "memory_facts": memory_facts(run),
