@@ -1,23 +1,38 @@
-"""The seal check at a phase boundary is constant in the cohort's size: the cohort's task list
-hash is read as last computed while nothing it reads has changed (an epoch that every statement
-changing a cohort entry, task, session, person, study or turn moves on, migration 0029).
+"""The seal check at a phase boundary is constant in the cohort's size: the cohort's task list hash,
+a survey sample's respondent list hash and the imported memories' hash are read as last computed
+while nothing they read has changed (epochs per project that the statements changing it move on,
+migration 0032).
 
-- the hash read is the hash computed, and read again it costs one query (no hashing of the list);
-- a change of a turn's text, a person's label, a task's cut or a cohort entry moves the epoch: the
-  next check computes the hash again and the seal check says the task list changed;
-- a change elsewhere (a run's slots, a project) does not.
+- a hash read is the hash computed, and read again it costs one query (no hashing of the list);
+- a change of a turn's text, a person's label, a task's cut, a cohort entry, a respondent or a
+  sample member moves the project's epoch: the next check computes the hash again and the seal
+  check says the task list changed; a change of a source memory says the imported memories changed;
+- a change elsewhere (a project's name, another project's turns) does not;
+- two projects' imports in two concurrent transactions do not wait on each other (real PostgreSQL,
+  two connections, a lock timeout); two writers of one project do, and both changes are seen.
 """
+import threading
+
+import psycopg
 import pytest
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
-from experiments.execution.kind_table import cohort_task_list_sha256, cohort_task_list_sha256_checked
-from experiments.execution.sealing import seal_mismatches
+from experiments.core.tasks import TaskRule
+from experiments.data.sessions import sessions_import
+from experiments.execution.kind_table import (cohort_task_list_sha256, cohort_task_list_sha256_checked,
+                                              survey_list_sha256_checked)
+from experiments.execution.sealing import protocol_seal, seal_mismatches
+from experiments.execution.survey_planning import survey_list_sha256
 from experiments.execution.task_list_sql import task_list_epoch
-from experiments.models import CohortTask, Person, Project, Task, Turn
-from tests.engine_helpers import QUESTION_ONLY, build_cohort, make_run
+from experiments.models import CohortTask, Memory, Person, Project, Slot, SurveyRespondent, Task, Turn
+from tests.conftest import parsed_session, qa_turns
+from tests.engine_helpers import ONE_SHOT, QUESTION_ONLY, build_cohort, make_protocol, make_run, openai_model
+from tests.test_memory_imports import first_run  # noqa: F401  (a fixture: a finished run that wrote memories)
+from tests.test_survey_run import survey_sample  # noqa: F401  (a fixture: an imported survey sample)
 
 OFFLINE = {"provider": "offline", "base_url": "", "model": "stand-in"}
+LOCK_TIMEOUT = "3s"
 
 
 @pytest.fixture
@@ -32,13 +47,13 @@ def test_the_hash_read_is_the_hash_computed_and_read_again_costs_one_query(cohor
     assert cohort_task_list_sha256_checked(cohort) == full
     with CaptureQueriesContext(connection) as queries:
         assert cohort_task_list_sha256_checked(cohort) == full
-    assert len(queries) == 1 and "experiments_task_list_epoch" in queries[0]["sql"]
+    assert len(queries) == 1 and "experiments_project_epoch" in queries[0]["sql"]
 
 
 @pytest.mark.parametrize("change", ["turn text", "person label", "task cut", "cohort entry"])
 def test_a_change_of_what_the_hash_reads_moves_the_epoch_and_is_seen(cohort, change):
     before = cohort_task_list_sha256_checked(cohort)
-    epoch = task_list_epoch(cohort.pk)[0]
+    epoch = task_list_epoch(cohort.project_id)
     task = Task.objects.filter(cohort_entries__cohort=cohort).order_by("pk").first()
     if change == "turn text":
         Turn.objects.filter(pk=task.question_turn_id).update(text="A question nobody asked")
@@ -48,16 +63,21 @@ def test_a_change_of_what_the_hash_reads_moves_the_epoch_and_is_seen(cohort, cha
         Task.objects.filter(pk=task.pk).update(cut=task.cut - 1)
     else:
         CohortTask.objects.filter(cohort=cohort, task=task).delete()
-    assert task_list_epoch(cohort.pk)[0] > epoch
+    assert task_list_epoch(cohort.project_id) > epoch
     after = cohort_task_list_sha256_checked(cohort)
     assert after != before and after == cohort_task_list_sha256(cohort)
 
 
 def test_a_change_elsewhere_leaves_the_epoch(cohort):
     cohort_task_list_sha256_checked(cohort)
-    epoch = task_list_epoch(cohort.pk)[0]
+    epoch = task_list_epoch(cohort.project_id)
     Project.objects.filter(pk=cohort.project_id).update(name="Epoch, renamed")
-    assert task_list_epoch(cohort.pk)[0] == epoch
+    other = build_cohort(Project.objects.create(slug="other", name="Other"), sessions=1, name="other")
+    Turn.objects.filter(session__project=other.project).update(text="Another project's turn")
+    assert task_list_epoch(cohort.project_id) == epoch
+    with CaptureQueriesContext(connection) as queries:
+        cohort_task_list_sha256_checked(cohort)
+    assert len(queries) == 1
 
 
 def test_a_changed_turn_after_sealing_fails_the_seal_check(cohort):
@@ -67,3 +87,135 @@ def test_a_changed_turn_after_sealing_fails_the_seal_check(cohort):
     Turn.objects.filter(pk=task.answer_turn_id).update(text="Not what was said")
     problems = seal_mismatches(run.protocol, code=False)
     assert len(problems) == 1 and problems[0].startswith("the task list changed")
+
+
+# --- the survey sample's respondent list ---------------------------------------------------------
+
+@pytest.mark.parametrize("change", ["persona", "wave 4", "member dropped", "members reordered"])
+def test_a_survey_samples_hash_is_read_stored_and_every_change_is_seen(survey_sample, change):  # noqa: F811
+    project, sample = survey_sample
+    full = survey_list_sha256(sample)
+    assert survey_list_sha256_checked(sample) == full
+    with CaptureQueriesContext(connection) as queries:
+        assert survey_list_sha256_checked(sample) == full
+    assert len(queries) == 1
+    members = list(sample.survey_members.order_by("position"))
+    respondent = SurveyRespondent.objects.filter(pk=members[0].respondent_id)
+    if change == "persona":
+        respondent.update(persona_text=respondent.get().persona_text + " ")
+    elif change == "wave 4":
+        respondent.update(wave4_json={"changed": True})
+    elif change == "member dropped":
+        members[-1].delete()
+    else:
+        first, last = members[0], members[-1]
+        sample.survey_members.filter(pk=first.pk).update(position=10**6)
+        sample.survey_members.filter(pk=last.pk).update(position=first.position)
+        sample.survey_members.filter(pk=first.pk).update(position=last.position)
+    after = survey_list_sha256_checked(sample)
+    assert after != full and after == survey_list_sha256(sample)
+
+
+# --- the imported memories -------------------------------------------------------------------------
+
+@pytest.fixture
+def importing(project, server, first_run):  # noqa: F811
+    protocol = make_protocol(project, first_run.protocol.cohort, conditions=[ONE_SHOT],
+                             generator=openai_model(server), name="importing")
+    protocol.memory_import_runs = [first_run.pk]
+    protocol.save()
+    protocol = protocol_seal(protocol=protocol, user=None)
+    assert protocol.seal["memory_imports"]["imported"] == 3
+    assert seal_mismatches(protocol, code=False) == []  # computes and stores the digest's hash
+    return protocol
+
+
+def test_the_imported_memories_hash_read_again_costs_no_hashing(importing, first_run):  # noqa: F811
+    with CaptureQueriesContext(connection) as queries:
+        assert seal_mismatches(importing, code=False) == []
+    # the project's epochs and the stored hashes (task list, memories), the import sources' runs: no memory read
+    assert not any("experiments_memory" in q["sql"] or "experiments_turn" in q["sql"] for q in queries)
+    assert len(queries) <= 4, [q["sql"] for q in queries]
+
+
+@pytest.mark.parametrize("change", ["text", "deleted", "added", "request"])
+def test_every_change_of_an_imported_memory_is_seen(importing, first_run, change):  # noqa: F811
+    memories = Memory.objects.filter(run=first_run).order_by("pk")
+    if change == "text":
+        memories.filter(pk=memories[0].pk).update(text="rewritten afterwards")
+    elif change == "deleted":
+        memories.filter(pk=memories[0].pk).delete()
+    elif change == "added":  # a memory the source run did not have: the same request, another length
+        source = memories[0]
+        Memory.objects.filter(pk=source.pk).update(words=99)
+        Memory.objects.create(run=first_run, session_id=source.session_id, kind=source.kind, words=source.words,
+                              text="written later", slot=source.slot)
+    else:
+        Slot.objects.filter(pk=memories[0].slot_id).update(request_sha256="0" * 64)
+    assert any("imported memories changed" in p for p in seal_mismatches(importing, code=False))
+
+
+# --- two projects' imports, two connections --------------------------------------------------------
+
+def _import(project, name: str):
+    parsed = [parsed_session(f"{name}-{i}", qa_turns(8, answer=f"Answer {i}", question=f"Question {i}?"))
+              for i in range(2)]
+    sessions_import(project=project, parsed=parsed, source_format="jsonl", source_file=f"{name}.jsonl",
+                    task_rule=TaskRule(min_pairs=8, min_targets=1, max_targets=1))
+
+
+def _open_import(project, name: str, started: threading.Event, release: threading.Event, failures: list):
+    """In its own connection: an import into `project`, its transaction held open until `release`."""
+    try:
+        with transaction.atomic():
+            _import(project, name)
+            started.set()
+            assert release.wait(30)
+    except Exception as exc:  # noqa: BLE001  (reported to the test's thread)
+        failures.append(exc)
+        started.set()
+    finally:
+        connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_projects_imports_in_concurrent_transactions_do_not_wait_and_both_are_seen():
+    a, b = (build_cohort(Project.objects.create(slug=s, name=s), sessions=2, name=s) for s in ("pa", "pb"))
+    before = {c.pk: cohort_task_list_sha256_checked(c) for c in (a, b)}
+    started, release, failures = threading.Event(), threading.Event(), []
+    holder = threading.Thread(target=_open_import, args=(a.project, "late-a", started, release, failures))
+    holder.start()
+    try:
+        assert started.wait(30) and not failures
+        # Project b, another connection, while a's import holds its transaction (and a's epoch row) open.
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            _import(b.project, "late-b")
+            Turn.objects.filter(pk=_first_question(b)).update(text="b's question, edited")
+        # One project, a third connection: it waits for a's transaction (the lock timeout ends the wait).
+        settings = connection.settings_dict
+        with psycopg.connect(dbname=settings["NAME"], host=settings["HOST"] or None, port=settings["PORT"] or None,
+                             user=settings["USER"] or None, password=settings["PASSWORD"] or None) as third:
+            third.execute("SET lock_timeout = '300ms'")
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                third.execute("UPDATE experiments_turn SET text = text || '.' WHERE session_id IN "
+                              "(SELECT id FROM experiments_session WHERE project_id = %s)", [a.project_id])
+    finally:
+        release.set()
+        holder.join(30)
+    assert not failures, failures
+    # b's edit is seen; a's import (sessions outside the cohort) moved a's epoch and left its hash
+    assert cohort_task_list_sha256_checked(b) != before[b.pk]
+    assert cohort_task_list_sha256_checked(b) == cohort_task_list_sha256(b)
+    epoch = task_list_epoch(a.project_id)
+    assert cohort_task_list_sha256_checked(a) == before[a.pk] == cohort_task_list_sha256(a)
+    Turn.objects.filter(pk=_first_question(a)).update(text="a's question, edited")
+    assert task_list_epoch(a.project_id) > epoch
+    assert cohort_task_list_sha256_checked(a) != before[a.pk]
+    assert cohort_task_list_sha256_checked(a) == cohort_task_list_sha256(a)
+
+
+def _first_question(cohort) -> int:
+    return Task.objects.filter(cohort_entries__cohort=cohort).order_by("pk").values_list(
+        "question_turn_id", flat=True)[0]

@@ -26,7 +26,7 @@ from experiments.execution.planning import PLANNERS
 from experiments.execution.pairwise_judge import plan_pairwise_judging
 from experiments.execution.regrade import plan_regrade
 from experiments.execution.survey_planning import SURVEY_PLANNERS, survey_list_sha256, survey_prompt_names
-from experiments.execution.task_list_sql import task_list_epoch, task_list_store
+from experiments.execution.task_list_sql import seal_check_read, seal_check_store
 from experiments.models import CohortTask, Protocol, Run, Slot
 from experiments.models.runs import Phase
 
@@ -95,17 +95,30 @@ def cohort_task_list_sha256(cohort) -> str:
     return sha256_text(canonical_task_lines(lines))
 
 
-def cohort_task_list_sha256_checked(cohort) -> str:
-    """`cohort_task_list_sha256`, read as last computed while nothing it reads has changed since
-    (`task_list_sql`: an epoch every change of a cohort entry, task, session, person, study or turn
-    moves on): a seal check at a phase boundary costs one row, whatever the cohort's size. The hash
-    itself is the same one (computed again whenever the epoch moved)."""
-    epoch, checked_at, sha256 = task_list_epoch(cohort.pk)
-    if checked_at == epoch:
-        return sha256
-    sha256 = cohort_task_list_sha256(cohort)
-    task_list_store(cohort.pk, epoch, sha256)
+def checked_sha256(what: str, subject_id: int, project_id: int, compute: Callable[[], str], *,
+                   inputs_sha256: str = "", memories: bool = False) -> str:
+    """`compute()`, read as last computed while nothing it reads has changed since: a seal check at a
+    phase boundary costs one row, whatever the cohort's size (`task_list_sql`). The project's "tasks"
+    epoch covers every cohort entry, task, session, person, study, turn, sample member and respondent
+    of the project; with `memories`, its "memories" epoch too. `inputs_sha256` names what no epoch
+    covers (prompt files, settings, code): a stored hash of other inputs is computed again."""
+    now = seal_check_read(project_id, what, subject_id)
+    epochs = (now.tasks_epoch, now.memories_epoch if memories else 0)
+    if now.stored is not None and now.stored[:3] == (*epochs, inputs_sha256):
+        return now.stored[3]
+    sha256 = compute()
+    seal_check_store(what, subject_id, *epochs, inputs_sha256, sha256)
     return sha256
+
+
+def cohort_task_list_sha256_checked(cohort) -> str:
+    """`cohort_task_list_sha256`, the same hash, computed again only when the project's epoch moved."""
+    return checked_sha256("task list", cohort.pk, cohort.project_id, lambda: cohort_task_list_sha256(cohort))
+
+
+def survey_list_sha256_checked(cohort) -> str:
+    """`survey_list_sha256` (the sample's respondents), computed again only when the project's epoch moved."""
+    return checked_sha256("survey list", cohort.pk, cohort.project_id, lambda: survey_list_sha256(cohort))
 
 
 # --- analysis -----------------------------------------------------------------------------------
@@ -133,7 +146,7 @@ KINDS: dict[str, KindRules] = {
     Protocol.Kind.SURVEY: KindRules(
         planners=SURVEY_PLANNERS, judging_in_parts=False, first_phase=Phase.MEMORIES, sending_roles=BOTH_ROLES,
         summary=survey_summary, robustness_tables=False, prompt_names=survey_prompt_names,
-        task_list_sha256=survey_list_sha256, seals_source=False, dashboard="survey_dashboard",
+        task_list_sha256=survey_list_sha256_checked, seals_source=False, dashboard="survey_dashboard",
         respondents="survey_respondents",
     ),
     # judges a finished run's answers again, generating nothing (`execution.regrade`)
