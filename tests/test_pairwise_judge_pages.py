@@ -80,3 +80,15 @@ def test_the_judge_run_has_its_own_dashboard(client, campaign, cast):
     assert client.get(base + "pairwise-judge/").status_code == 403
     client.force_login(cast["outsider"])
     assert client.get(base + "pairwise-judge/").status_code == 404
+
+
+def test_the_project_pages_take_a_pairwise_judge_run_in_their_stride(client, campaign, cast):
+    run = judge_over(campaign, cast)
+    slug = campaign.project.slug
+    client.force_login(cast["owner"])
+    for url in (f"/p/{slug}/", f"/p/{slug}/tables/", f"/p/{slug}/report/", f"/p/{slug}/runs/{run.pk}/",
+                f"/p/{slug}/runs/{campaign.run_id}/", f"/p/{slug}/protocols/{run.protocol_id}/"):
+        assert client.get(url).status_code == 200, url
+    # App. I.6's second judge is a re-grade's: a pairwise judge grades nothing
+    from experiments.analysis.report_items_per_run import newest_regrade
+    assert newest_regrade([campaign.run, run]) is None

@@ -27,6 +27,7 @@ from experiments.analysis.per_run_tables import (
     item_from_json,
 )
 from experiments.analysis.tables import tables_cached
+from experiments.core.kinds import REGRADE
 from experiments.core.report_format import display_rows
 from experiments.core.report_table import Missing
 from experiments.core.stats.judge_sample import DEFAULT_SAMPLE_SEED, DEFAULT_SAMPLE_SIZE
@@ -99,7 +100,7 @@ def appendix_f_routing(project, runs):
 def newest_regrade(runs) -> Run | None:
     """The newest re-grade run (a second judge over a finished run's answers) among ``runs``."""
     for run in reversed(list(runs)):
-        if run.protocol.regrade_of_id is not None:
+        if run.protocol.kind == REGRADE:  # a pairwise judge names a source too, but grades nothing
             return run
     return None
 
