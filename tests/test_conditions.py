@@ -30,11 +30,15 @@ EVIDENCE_CONDITIONS = ["memory(concrete,100w)+raw-header", "question-free(B=|mem
 # App. F's development attempts (E.12): notes then an answer (from the record, or the memory), the pruned draft.
 WORKFLOW_CONDITIONS = ["whole-record+notes(120w)", "memory(concrete,100w)+notes(120w)", "memory(concrete,100w)+pruned",
                        "memory(profile,100w)+one-shot", "tags(6-10,top-40)+one-shot"]  # and App. K's representations
-# beyond the paper: the evidence in other words; an answer in other words or at 60 words (core.paraphrase)
+# The rewrites' drafts; a length target may be the median of any of them.
+REWRITE_BASES = ("memory(concrete,100w)+one-shot", "ownwords(B=|memory|)", "whole-record")
+# beyond the paper: the evidence in other words; an answer in other words, at 60 words or at another's median
+# (core.paraphrase)
 PARAPHRASE_CONDITIONS = ["ownwords(B=|memory|)+paraphrased", "recency(B=|memory|)+paraphrased",
                          "whole-record+paraphrased",
                          *(f"{base}+{rewrite}" for rewrite in ("answer-paraphrased", "length(60w)")
-                           for base in ("memory(concrete,100w)+one-shot", "ownwords(B=|memory|)", "whole-record"))]
+                           for base in ("memory(concrete,100w)+one-shot", "ownwords(B=|memory|)", "whole-record")),
+                         *(f"{base}+length(median:{other})" for base in REWRITE_BASES for other in REWRITE_BASES)]
 
 
 def test_the_registry_has_every_condition_of_the_design_and_the_budget_sweep():

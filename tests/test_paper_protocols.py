@@ -60,6 +60,8 @@ def expected_calls(template: str, sessions: int, tasks: int) -> dict:
         return {"memories": sessions, "generation": 7 * tasks, "decisions": 3 * tasks, "judging": 7 * tasks}
     if template == "answer-controls":  # three base calls shared by their rewrites; six rewrites; nine answers judged
         return {"memories": sessions, "generation": 3 * tasks, "decisions": 6 * tasks, "judging": 9 * tasks}
+    if template == "length-median-controls":  # three base calls shared by their rewrites; three rewrites; six judged
+        return {"memories": sessions, "generation": 3 * tasks, "decisions": 3 * tasks, "judging": 6 * tasks}
     if template == "factorial":  # the memory and question-free excerpts, each under both headers
         return {"memories": sessions, "generation": 4 * tasks, "decisions": 0, "judging": 4 * tasks}
     if template == "wrong-person":  # own memory, another person's (the same memories), the screener reference

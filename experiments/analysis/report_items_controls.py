@@ -3,7 +3,8 @@ controlled paraphrase comparison" to tell preserved content from wording): the e
 control — OwnWords, recency and the whole record, each verbatim and in other words at the same
 character budget (`core.paraphrase`); judge invariance — each answer and its paraphrase graded by the
 same judge (`<base>+answer-paraphrased`); and the length control — each answer rewritten to a fixed
-number of words, the planned contrasts at equal length (`<base>+length(60w)`). The last two are also
+number of words or to another condition's median length, the planned contrasts at equal length
+(`<base>+length(60w)`, `<base>+length(median:<other>)`). The last two are also
 per-run items of the run's tables page (`per_run_tables`).
 
 A builder takes the project and its sealed, finished runs and returns a `ReportTable`, or `Missing`
@@ -21,7 +22,7 @@ import numpy as np
 from experiments.analysis.grades import grade_matrix
 from experiments.core.conditions import ANSWER_PARAPHRASE, CONDITIONS, FINAL, LENGTH, LENGTH_WORDS, PARAPHRASE
 from experiments.core.paper_protocols import MEMORY, OWNWORDS, PARAPHRASED
-from experiments.core.paraphrase import fit_to_budget
+from experiments.core.paraphrase import fit_to_budget, rewritten_base, stated_length_target
 from experiments.core.prompt_provenance import written_here
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
 from experiments.core.slot_keys import ParaphraseKey
@@ -114,17 +115,41 @@ def paraphrase_controls(project, runs) -> ReportTable | Missing:
 # --- judge invariance and the length control: per run ----------------------------------------------
 
 REWRITE_SUFFIX = {ANSWER_PARAPHRASE: "+answer-paraphrased", LENGTH: f"+length({LENGTH_WORDS}w)"}
+MEDIAN_SUFFIX = "+length(median:…)"
 INVARIANCE_COLUMNS = ("condition", "answers", "people", "grades changed", "95% low", "95% high", "graded higher",
                       "graded lower", "quadratic κ", "κ 95% low", "κ 95% high")
 CONTRAST_COLUMNS = ("contrast", "grades", "difference", "95% low", "95% high", "tasks", "people", "median words")
 
 
 def rewritten_pairs(run, workflow: str) -> list[tuple[str, str]]:
-    """(base, rewritten) condition keys of the run, for one rewrite workflow, in protocol order."""
+    """(base, rewritten) condition keys of the run, for one rewrite workflow, in protocol order (a base may
+    have several length controls: at LENGTH_WORDS and at another condition's median)."""
     present = set(run.protocol.conditions)
-    return [(key[:-len(REWRITE_SUFFIX[workflow])], key) for key in run.protocol.conditions
-            if key in CONDITIONS and CONDITIONS[key].workflow == workflow
-            and key[:-len(REWRITE_SUFFIX[workflow])] in present]
+    return [(base, key) for key in run.protocol.conditions
+            if key in CONDITIONS and CONDITIONS[key].workflow == workflow and (base := rewritten_base(key)) in present]
+
+
+def recorded_length_target(run, condition: str) -> int | None:
+    """A length control's target in words as its planned rewrites state it (their journaled request), or None."""
+    user = (Prediction.objects.filter(run=run, condition=condition, label=FINAL, slot__isnull=False)
+            .order_by("pk").values_list("slot__user", flat=True).first())
+    return stated_length_target(user)
+
+
+def _rewrite_versions(run, workflow: str) -> list[tuple[str, dict[str, str]]]:
+    """(version name, base → rewritten key) per target of the workflow's rewrites: the paraphrase grades;
+    or one per length target — LENGTH_WORDS, and each other condition's median with the words it came to."""
+    by_target: dict[str | None, dict[str, str]] = {}
+    for base, key in rewritten_pairs(run, workflow):
+        by_target.setdefault(CONDITIONS[key].length_from, {})[base] = key
+    versions = []
+    for other, mapped in by_target.items():
+        if other is None:
+            versions.append((_version_name(workflow), mapped))
+            continue
+        words = recorded_length_target(run, next(iter(mapped.values())))
+        versions.append((f"at the median length of {other} ({words if words is not None else '–'} words)", mapped))
+    return versions
 
 
 def _run_inputs(run) -> tuple[int, int, ReportInputs]:
@@ -143,14 +168,17 @@ def _median_words(run, condition: str, task_ids) -> float | None:
 
 
 def _contrast_rows(run, workflow: str, seed: int, draws: int) -> list[tuple]:
-    """Each planned contrast whose conditions all have a rewritten version: as graded, then rewritten."""
-    mapped = dict(rewritten_pairs(run, workflow))
+    """Each planned contrast whose conditions all have a rewritten version: as graded, then rewritten (once
+    per target of the rewrites)."""
+    versions = _rewrite_versions(run, workflow)
     rows = []
     for contrast in run.protocol.contrasts or []:
         terms = contrast["terms"]
-        if not terms or not set(terms) <= set(mapped):
+        rewritten = [(name, tuple(mapped[k] for k in terms)) for name, mapped in versions
+                     if terms and set(terms) <= set(mapped)]
+        if not rewritten:
             continue
-        for version, keys in (("as answered", tuple(terms)), (_version_name(workflow), tuple(mapped[k] for k in terms))):
+        for version, keys in (("as answered", tuple(terms)), *rewritten):
             matrix = grade_matrix(run, keys)
             pair = paired_matrix(matrix.grades, matrix.task_ids, person=matrix.person)
             if pair.n_tasks == 0:
@@ -203,10 +231,11 @@ def contrasts_under_rewrite(run, workflow: str) -> ReportTable | Missing:
     seed, draws, inputs = _run_inputs(run)
     rows = _contrast_rows(run, workflow, seed, draws)
     if not rows:
-        return Missing(f"no planned contrast of the run has every condition with its {REWRITE_SUFFIX[workflow]} "
-                       "version", TEMPLATE)
+        suffix = REWRITE_SUFFIX[workflow] + (f" or {MEDIAN_SUFFIX}" if workflow == LENGTH else "")
+        return Missing(f"no planned contrast of the run has every condition with its {suffix} version", TEMPLATE)
     rewrite = ("in other words (content kept), graded by the same judge" if workflow == ANSWER_PARAPHRASE
-               else f"rewritten to about {LENGTH_WORDS} words")
+               else f"rewritten to about {LENGTH_WORDS} words, or to the median length in words of another "
+                    "condition's answers (computed when the rewrites were planned, as their requests state it)")
     notes = [f"Run {run.pk}: each planned contrast on the tasks graded under all its conditions, first as the "
              f"conditions answered, then with each answer {rewrite}. Median words: each condition's final answers "
              "on those tasks, in the contrast's order.",
@@ -237,4 +266,5 @@ def length_control_report(project, runs) -> ReportTable | Missing:
     """The paper report's length control: the planned contrasts as answered and at equal length."""
     run = _latest_with(runs, LENGTH)
     return contrasts_under_rewrite(run, LENGTH) if run else Missing(
-        f"no sealed, finished run has a length({LENGTH_WORDS}w) condition with its base condition", TEMPLATE)
+        f"no sealed, finished run has a length({LENGTH_WORDS}w) or length(median:…) condition with its base "
+        "condition", TEMPLATE)

@@ -42,7 +42,8 @@ NOTES, PRUNE, TAGS, NOTES_WORDS = "notes", "prune", "tags", 120  # App. F / E.12
 NOTES_PROMPTS = {WHOLE_RECORD: ("notes_system", "notes_record_user"), MEMORY: ("notes_system", "notes_memory_user")}
 PRUNE_PROMPTS, TAGS_PROMPTS = ("prune_system", "prune_layout"), ("tags_choice_system", "tags_choice_user")
 PARAPHRASE, PARAPHRASE_PROMPTS = "paraphrase", ("paraphrase_system", "paraphrase_evidence_user")  # beyond the paper
-# Beyond the paper: an answer rewritten after it is drafted — in other words (judge invariance), or to LENGTH_WORDS.
+# Beyond the paper: an answer rewritten after it is drafted — in other words (judge invariance), or to LENGTH_WORDS,
+# or to the median length of another condition's answers (`<base>+length(median:<other>)`, `length_from`).
 ANSWER_PARAPHRASE, LENGTH, LENGTH_WORDS = "answer-paraphrase", "length", 60
 REWRITE_PROMPTS = {ANSWER_PARAPHRASE: ("rewrite_answer_system", "paraphrase_answer_user"),
                    LENGTH: ("rewrite_answer_system", "length_rewrite_user")}
@@ -94,6 +95,9 @@ class Condition:
     auxiliary_prompts: tuple[str, ...] = ()  # further calls per answer, e.g. archive queries
     runnable: bool = True
     note: str = ""
+    # A length control's target: the median length in words of this condition's final answers in the
+    # run, computed when the rewrites are planned (`core.paraphrase.length_target`); None: LENGTH_WORDS.
+    length_from: str | None = None
 
     @property
     def needs_memory(self) -> bool:
@@ -123,6 +127,8 @@ class Condition:
         and rewording it must not break a seal."""
         spec = asdict(self)
         del spec["note"]
+        if spec["length_from"] is None:  # absent unless set: every other spec keeps its bytes and hash
+            del spec["length_from"]
         return canonical_json(spec)
 
     def spec_sha256(self) -> str:
@@ -300,13 +306,24 @@ def paraphrased_condition(verbatim: Condition) -> Condition:
                    note="the evidence in other words (one call, cut at the budget), then the answer")
 
 
-def rewritten_condition(base: Condition, workflow: str) -> Condition:
+def rewritten_condition(base: Condition, workflow: str, length_from: Condition | None = None) -> Condition:
     """Beyond the paper: the base condition's one-shot answer as its draft b0 (the same call), then one call
     rewrites it — in other words, content kept (the same judge grades both: judge invariance), or to about
-    LENGTH_WORDS words (the contrast at equal length); the rewrite is the final answer (`core.paraphrase`)."""
-    suffix = "answer-paraphrased" if workflow == ANSWER_PARAPHRASE else f"length({LENGTH_WORDS}w)"
+    LENGTH_WORDS words, or to the median length of `length_from`'s answers in the run (the contrast at equal
+    length); the rewrite is the final answer (`core.paraphrase`)."""
+    if workflow == ANSWER_PARAPHRASE:
+        suffix = "answer-paraphrased"
+    else:
+        suffix = f"length(median:{length_from.key})" if length_from is not None else f"length({LENGTH_WORDS}w)"
     return replace(base, key=f"{base.key}+{suffix}", workflow=workflow, auxiliary_prompts=REWRITE_PROMPTS[workflow],
+                   length_from=length_from.key if length_from is not None else None,
                    note="the base condition's answer as its draft, then one rewriting call")
+
+
+def _rewrite_bases() -> tuple[Condition, ...]:
+    """The rewrites' drafts, and the answers whose median a length target may be: base calls (generation
+    phase), so they exist when the rewrites are planned (decisions phase)."""
+    return memory_condition(), ownwords_condition(), _unbudgeted(WHOLE_RECORD, WHOLE_RECORD, "answer_raw_user")
 
 
 def _budget_sweep(words: int) -> tuple[Condition, ...]:
@@ -354,8 +371,8 @@ def _registry() -> dict[str, Condition]:
         *(paraphrased_condition(verbatim) for verbatim in (
             ownwords_condition(), recency_condition(),
             _unbudgeted(WHOLE_RECORD, WHOLE_RECORD, "answer_raw_user"))),
-        *(rewritten_condition(base, workflow) for workflow in REWRITE_PROMPTS for base in (
-            memory_condition(), ownwords_condition(), _unbudgeted(WHOLE_RECORD, WHOLE_RECORD, "answer_raw_user"))),
+        *(rewritten_condition(base, workflow) for workflow in REWRITE_PROMPTS for base in _rewrite_bases()),
+        *(rewritten_condition(base, LENGTH, other) for base in _rewrite_bases() for other in _rewrite_bases()),
         *(condition for words in SWEEP_MEMORY_WORDS if words != DEFAULT_MEMORY_WORDS
           for condition in _budget_sweep(words)),
     ]

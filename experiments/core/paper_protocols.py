@@ -21,6 +21,9 @@ settings of each, for any cohort. Pure Python, no Django.
   words at the same budget, and the memory (content versus wording);
 - ``answer-controls``: beyond the paper: the memory, OwnWords and the whole record, each answer also in other words
   (judge invariance) and at 60 words (the contrasts at equal length);
+- ``length-median-controls``: beyond the paper: the same three, each answer also rewritten to the median length in
+  words of the memory's answers in the run (`<base>+length(median:<memory>)`, the target computed when the
+  rewrites are planned);
 - ``representations``: App. K: the combined profile of imputed scales, the tag arm, the concrete and trait
   memories and the screener-only reference.
 
@@ -327,6 +330,11 @@ def _paraphrase_controls() -> PaperProtocol:
 
 
 REWRITE_BASES = (MEMORY, OWNWORDS, WHOLE_RECORD)
+REWRITE_CONTRASTS = (_contrast("OwnWords − memory", {OWNWORDS: 1, MEMORY: -1}),
+                     _contrast("whole record − memory", {WHOLE_RECORD: 1, MEMORY: -1}),
+                     _contrast("OwnWords − whole record", {OWNWORDS: 1, WHOLE_RECORD: -1}))
+REWRITE_NOTE = ("Not an experiment of the paper: the seed is the one it uses for the analyses added after the first "
+                "confirmation. Each rewrite's draft is its base condition's own answer (one shared call and grade).")
 
 
 def _answer_controls() -> PaperProtocol:
@@ -339,19 +347,28 @@ def _answer_controls() -> PaperProtocol:
         "at equal length. Descriptive contrasts.",
         (*REWRITE_BASES, *(f"{key}+answer-paraphrased" for key in REWRITE_BASES),
          *(f"{key}+length(60w)" for key in REWRITE_BASES)),
-        (_contrast("OwnWords − memory", {OWNWORDS: 1, MEMORY: -1}),
-         _contrast("whole record − memory", {WHOLE_RECORD: 1, MEMORY: -1}),
-         _contrast("OwnWords − whole record", {OWNWORDS: 1, WHOLE_RECORD: -1})),
-        {"seed": 20260922, "draws": 100_000},
-        ("Not an experiment of the paper: the seed is the one it uses for the analyses added after the first "
-         "confirmation. Each rewrite's draft is its base condition's own answer (one shared call and grade).",),
+        REWRITE_CONTRASTS, {"seed": 20260922, "draws": 100_000}, (REWRITE_NOTE,),
+    )
+
+
+def _length_median_controls() -> PaperProtocol:
+    rewritten = {key: f"{key}+length(median:{MEMORY})" for key in REWRITE_BASES}
+    return PaperProtocol(
+        "length-median-controls", "Equal length at the memory's median: each answer rewritten to the median length "
+        "of the memory's answers (beyond the paper)", "§9 (content versus wording or brevity); not in the paper",
+        "The memory one-shot, OwnWords at B = |memory| and the whole record; each answer rewritten once to the median "
+        "length in words of the memory one-shot's answers in this run (computed when the rewrites are planned and "
+        "stated in every rewrite's journaled request), every rewrite graded by the same judge: each contrast as "
+        "answered and at the memory's length. Descriptive contrasts.",
+        (*REWRITE_BASES, *rewritten.values()),
+        REWRITE_CONTRASTS, {"seed": 20260922, "draws": 100_000}, (REWRITE_NOTE,),
     )
 
 
 PAPER_PROTOCOLS: dict[str, PaperProtocol] = {
     p.key: p for p in (_common(), _confirmation(), _memory_systems(), _budget_sweep(), _factorial(), _dense_vs_bm25(), _wrong_person(),
                         _development_attempts(), _representations(), _history_benchmark(),
-                        _paraphrase_controls(), _answer_controls())
+                        _paraphrase_controls(), _answer_controls(), _length_median_controls())
 }
 
 

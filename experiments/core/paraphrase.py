@@ -21,11 +21,14 @@ The paraphrase call runs with the base calls (generation phase), the answer in t
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from experiments.core import evidence as ev
 from experiments.core.assembly import Assembled, TaskInput, assemble
-from experiments.core.conditions import PARAPHRASE, PARAPHRASE_PROMPTS, Condition, get_condition
+from experiments.core.conditions import (
+    CONDITIONS, PARAPHRASE, PARAPHRASE_PROMPTS, REWRITE_PROMPTS, Condition, get_condition,
+)
 from experiments.core.prompts import render_prompt
 
 
@@ -129,5 +132,27 @@ def length_target(texts) -> int:
     return max(1, int(median + 0.5))
 
 
+def rewritten_base(key: str) -> str | None:
+    """The base condition of a rewritten condition's key (`<base>+answer-paraphrased`, `<base>+length(60w)`,
+    `<base>+length(median:<other>)`), or None when the key is no rewrite."""
+    condition = CONDITIONS.get(key)
+    if condition is None or condition.workflow not in REWRITE_PROMPTS:
+        return None
+    if condition.length_from is not None:
+        return key[:-len(f"+length(median:{condition.length_from})")]
+    return key[:key.rindex("+")]
+
+
+# The target as the sealed length-rewrite prompt states it (prompts/length_rewrite_user.txt).
+_STATED_TARGET = re.compile(r"Rewrite the reply to about (\d+) words")
+
+
+def stated_length_target(user: str | None) -> int | None:
+    """The target in words a length rewrite's request states (its journaled user message), or None."""
+    found = _STATED_TARGET.search(user or "")
+    return int(found.group(1)) if found else None
+
+
 __all__ = ["FittedParaphrase", "assemble_answer_paraphrase", "assemble_length_rewrite", "assemble_paraphrase_answer",
-           "assemble_paraphrase_request", "fit_to_budget", "length_target", "verbatim_evidence"]
+           "assemble_paraphrase_request", "fit_to_budget", "length_target", "rewritten_base", "stated_length_target",
+           "verbatim_evidence"]

@@ -240,6 +240,7 @@ def plan_decisions(run: Run) -> None:
     replies = _archive_replies(run)
     notes = {**workflow_planning.notes_replies(run), **workflow_planning.tags_replies(run)}
     vocabulary = workflow_planning.tag_vocabulary(run) if workflow_planning.uses_tags(run) else []
+    targets = workflow_planning.length_targets(run, deciding)  # once per run: every task's rewrite the same
     candidates = {
         (p.task_id, p.condition, p.label): p
         for p in Prediction.objects.filter(run=run, condition__in=[c.key for c in deciding])
@@ -250,7 +251,8 @@ def plan_decisions(run: Run) -> None:
             if condition.workflow in workflow_planning.DECIDING_WORKFLOWS:  # App. F: notes or pruning
                 memory = memories.get((task.session_id, condition.memory_kind, condition.memory_words))
                 slot, prediction = workflow_planning.decision(run, task, condition, inputs[task.pk], memory,
-                                                              drafts=candidates, replies=notes, vocabulary_labels=vocabulary)
+                                                              drafts=candidates, replies=notes, vocabulary_labels=vocabulary,
+                                                              targets=targets)
                 slots += [slot] if slot is not None else []
                 predictions += [prediction] if prediction is not None else []
                 continue

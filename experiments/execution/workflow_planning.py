@@ -15,7 +15,10 @@ the base calls, their second in the decisions phase.
   answer shows its session's tags as the memory. A choice that did not land, or names too few
   tags of the vocabulary, leaves the answer missing, never redrawn.
 - answer rewrites (beyond the paper): as the pruning, the base condition's answer is the draft ``b0``
-  (one shared call); one call rewrites it in other words or to a fixed length, the rewrite is graded.
+  (one shared call); one call rewrites it in other words or to a target length, the rewrite is graded.
+  A target "the median of another condition's answers" (`Condition.length_from`) is computed once, when
+  the decisions phase is planned, from that condition's final answers in the run (`length_targets`); it
+  stands in every rewrite's journaled request, and a re-plan reads it back from there, never anew.
 - paraphrase: like the notes, with its own slot kind (`ParaphraseKey`); the reply is cut at the
   verbatim evidence's budget (`core.paraphrase.fit_to_budget`) before the answering call.
 
@@ -23,6 +26,7 @@ Every call is a slot like the others: reserved, journaled and resumed by the eng
 """
 from __future__ import annotations
 
+from experiments.analysis.report_items_controls import recorded_length_target
 from experiments.core.assembly import assemble
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import (
@@ -30,7 +34,7 @@ from experiments.core.conditions import (
 )
 from experiments.core.paraphrase import (
     assemble_answer_paraphrase, assemble_length_rewrite, assemble_paraphrase_answer, assemble_paraphrase_request,
-    fit_to_budget,
+    fit_to_budget, length_target,
 )
 from experiments.core.slot_keys import DecisionKey, NotesKey, ParaphraseKey, TagsKey
 from experiments.core.tags import assemble_tags_choice, parse_choice, parse_labels, tags_text, vocabulary
@@ -107,8 +111,31 @@ def tags_replies(run: Run) -> dict[str, str]:
                 .values_list("slot__key", "text"))
 
 
+def length_targets(run: Run, conditions) -> dict[str, int]:
+    """condition key → the target in words of each length control of `conditions` that takes another
+    condition's median (`Condition.length_from`): the one recorded in its planned rewrites, else the
+    median word count of that condition's final answers in the run (`core.paraphrase.length_target`:
+    answers that did not land left out; an empty answer counts 0 words). When that condition has no
+    answer at all there is no target: the control's rewrites are recorded missing (`decision`)."""
+    targets = {}
+    for condition in conditions:
+        if condition.workflow != LENGTH or condition.length_from is None:
+            continue
+        recorded = recorded_length_target(run, condition.key)
+        if recorded is not None:
+            targets[condition.key] = recorded
+            continue
+        texts = Prediction.objects.filter(run=run, condition=condition.length_from, label=FINAL,
+                                          status__in=USABLE_DRAFT).values_list("text", flat=True)
+        texts = [text or "" for text in texts]
+        if texts:
+            targets[condition.key] = length_target(texts)
+    return targets
+
+
 def decision(run: Run, task, condition, task_input, memory: str | None, *, drafts: dict,
-             replies: dict[str, str], vocabulary_labels: list[str] | None = None) -> tuple[Slot | None, Prediction | None]:
+             replies: dict[str, str], vocabulary_labels: list[str] | None = None,
+             targets: dict[str, int] | None = None) -> tuple[Slot | None, Prediction | None]:
     """The second call of a notes or pruning condition on one task and its final prediction;
     (None, None) when generation planning recorded the condition missing (no memory)."""
     if condition.needs_memory and memory is None:
@@ -138,8 +165,11 @@ def decision(run: Run, task, condition, task_input, memory: str | None, *, draft
             return None, missing
         if condition.workflow == ANSWER_PARAPHRASE:  # the draft in other words: the same judge grades both
             assembled = assemble_answer_paraphrase(task_input.question, draft.text or "")
-        elif condition.workflow == LENGTH:  # the draft at about LENGTH_WORDS words
-            assembled = assemble_length_rewrite(task_input.question, draft.text or "", LENGTH_WORDS)
+        elif condition.workflow == LENGTH:  # the draft at about LENGTH_WORDS words, or the other condition's median
+            words = (targets or {}).get(condition.key) if condition.length_from is not None else LENGTH_WORDS
+            if words is None:  # the other condition gave no answer: no median to rewrite to
+                return None, missing
+            assembled = assemble_length_rewrite(task_input.question, draft.text or "", words)
         else:
             assembled = assemble_prune(condition, task_input, memory=memory, draft=draft.text or "")
     slot = _slot(run, Phase.DECISIONS, str(DecisionKey(task_id=task.pk, condition=condition.key)), assembled, task)
