@@ -22,7 +22,7 @@ from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.kinds import SURVEY_PREFIX
 from experiments.core.wrong_person import donor_sessions, wrong_person_seed
 from experiments.execution.endpoints import endpoint_problem
-from experiments.execution.kind_table import kind_rules
+from experiments.execution.kind_table import checked_sha256, kind_rules
 from experiments.memory_systems.availability import condition_unavailable
 from experiments.memory_systems.mem0_store import extraction_prompt_ref
 from experiments.memory_systems.dense_embedder import model_ref as dense_model_ref
@@ -100,7 +100,9 @@ def _uses_dense(protocol: Protocol) -> str | None:
     return next((key for key in protocol.conditions if key in CONDITIONS and CONDITIONS[key].evidence == DENSE), None)
 
 
-def protocol_hashes(protocol: Protocol) -> dict:
+def protocol_hashes(protocol: Protocol, *, checking: bool = False) -> dict:
+    """What a seal records. `checking` (a seal check): the imported memories as their hash only, read
+    as last computed while nothing it reads has changed (`_memory_imports_sha256_checked`)."""
     prompts = {}
     for name in prompt_names(protocol):
         try:
@@ -126,8 +128,25 @@ def protocol_hashes(protocol: Protocol) -> dict:
         hashes["regrade"] = {**answers_digest(protocol.regrade_of), "judge": protocol.judge}
     if protocol.memory_import_runs and not rules.seals_source:
         # model instances here (task inputs need them), only for a protocol that imports memories
-        hashes["memory_imports"] = _memory_imports(protocol, cohort_tasks(protocol.cohort))
+        hashes["memory_imports"] = (_memory_imports_sha256_checked(protocol, hashes) if checking
+                                    else _memory_imports(protocol, cohort_tasks(protocol.cohort)))
     return hashes
+
+
+def _memory_imports_sha256_checked(protocol: Protocol, hashes: dict) -> dict | None:
+    """{"sha256": the imported memories' digest hash} as `_memory_imports` computes it (None as it
+    does), recomputed only when the project's "tasks" or "memories" epoch moved (every change of the
+    task inputs, of a memory of a run past its memories phase, of a slot's request or a generator) or
+    what no epoch covers did: the prompt files, the settings (sources, generator, conditions), the code."""
+    if import_run_problems(protocol):  # a source still writing its memories, say: no digest (checked each time)
+        return None
+    inputs = sha256_text(canonical_json({"prompts": hashes["prompts"], "settings": hashes["settings_sha256"],
+                                         "code": code_version()}))
+    sha256 = checked_sha256(
+        "memory imports", protocol.pk, protocol.project_id,
+        lambda: (_memory_imports(protocol, cohort_tasks(protocol.cohort)) or {}).get("sha256", ""),
+        inputs_sha256=inputs, memories=True)
+    return {"sha256": sha256} if sha256 else None
 
 
 def protocol_memory_imports(protocol: Protocol) -> dict | None:
@@ -296,7 +315,7 @@ def seal_mismatches(protocol: Protocol, *, code: bool = True) -> list[str]:
     `code=False` leaves out the code version: the driver checks the rest before planning
     each phase, on whatever machine it runs.
     """
-    now = protocol_hashes(protocol)
+    now = protocol_hashes(protocol, checking=True)
     sealed = protocol.seal
     problems = []
     mem0_key = _uses_mem0(protocol)
