@@ -92,3 +92,28 @@ def test_the_project_pages_take_a_pairwise_judge_run_in_their_stride(client, cam
     # App. I.6's second judge is a re-grade's: a pairwise judge grades nothing
     from experiments.analysis.report_items_per_run import newest_regrade
     assert newest_regrade([campaign.run, run]) is None
+
+
+def test_the_demo_shows_people_beside_the_offline_stand_in_judge(client, db):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from annotations.models import RatingCampaign
+    from experiments.models import Membership, Protocol
+    call_command("demo_setup", stdout=StringIO())
+    call_command("demo_ratings", stdout=StringIO())
+    out = StringIO()
+    call_command("demo_pairwise_judge", stdout=out)
+    run = Run.objects.get(protocol__kind=Protocol.Kind.PAIRWISE)
+    assert run.status == Run.Status.FINISHED and run.analysis["pairwise_judge"]["stand_in"]
+    assert f"run {run.pk}" in out.getvalue() and "offline stand-in" in out.getvalue()
+    campaign = RatingCampaign.objects.get(name="demo-pairwise")
+    assert run.protocol.regrade_of_id == campaign.run_id
+    assert sorted(map(tuple, run.protocol.pairwise_pairs)) == sorted((p["x"], p["y"]) for p in campaign.pairs)
+    client.force_login(Membership.objects.get(project__slug="demo", user__username="demo-viewer").user)
+    page = client.get(f"/p/demo/ratings/{campaign.pk}/pairwise/").content.decode()
+    assert 'id="people-vs-llm-judge"' in page and 'id="llm-judge-offline-label"' in page
+    out = StringIO()
+    call_command("demo_pairwise_judge", stdout=out)  # again: made already, nothing new
+    assert "exists already" in out.getvalue() and Run.objects.filter(protocol__kind=Protocol.Kind.PAIRWISE).count() == 1

@@ -41,8 +41,9 @@ def test_win_rates_position_bias_and_consistency_on_a_hand_case():
     assert row["x_wins"]["estimate"] == pytest.approx(0.5)
     assert row["y_wins"]["estimate"] == pytest.approx(1 / 6)
     assert row["ties"]["estimate"] == pytest.approx(1 / 3)
-    # A picked: 1 of 2 verdicts, 2 of 2, 0 of 1 → (1/2 + 1 + 0) / 3
-    assert row["first_position_wins"]["estimate"] == pytest.approx(0.5)
+    # A picked among decisive verdicts: 1 of 2 (task 1), 2 of 2 (task 2); task 3 has none → (1/2 + 1) / 2,
+    # from one person only
+    assert row["first_position_wins"] == {"estimate": 0.75, "lo": 0.75, "hi": 0.75}
     # both orders on tasks 1 and 2, one person: the side followed on one, consistent on the other
     assert row["follows_side"] == {"estimate": 0.5, "lo": 0.5, "hi": 0.5}
     assert row["consistent"] == {"estimate": 0.5, "lo": 0.5, "hi": 0.5}

@@ -15,8 +15,8 @@ Rules (stated on every page that shows them):
   beside X is X; a task with one usable verdict has that one.
 * **Position bias**, over tasks with both verdicts usable: the share whose verdict follows the side
   (A in both orders, or B in both), and apart the share of A in both; **first position wins**: per
-  task the share of its usable verdicts that pick A, task-weighted with its interval (0.5 with no
-  bias and no ties). **Consistency**: the share of both-order tasks whose two verdicts favour the
+  task the share of its decisive verdicts (A or B, not a tie) that pick A, task-weighted over the
+  tasks with one, with its interval (0.5 for a judge blind to the side). **Consistency**: the share of both-order tasks whose two verdicts favour the
   same answer (or are both ties); the rest has one tie beside a preference.
 * **Agreement with people**: each person's rating (X, Y or tie) beside the judge's combined verdict
   of the same task and pair: the share agreeing (a task's ratings averaged first, whole-person
@@ -96,7 +96,8 @@ def judge_rows(pairs: Sequence[JudgedPair], *, seed: int, draws: int) -> list[di
         person = [p.person for p, _ in usable]
         both = [p for p in judged if p.x_as_a is not None and p.y_as_a is not None]
         both_person = [p.person for p in both]
-        sides = [[v for v in (p.x_as_a, p.y_as_a) if v is not None] for p, _ in usable]
+        decisive = [(p.person, [v for v in (p.x_as_a, p.y_as_a) if v in ("a", "b")]) for p in judged]
+        decisive = [(person, sides) for person, sides in decisive if sides]
         votes = [o for _, outcomes in usable for o in outcomes]
         row = {
             "x": x, "y": y, "tasks": len(judged), "judged_tasks": len(usable), "both_orders": len(both),
@@ -108,7 +109,9 @@ def judge_rows(pairs: Sequence[JudgedPair], *, seed: int, draws: int) -> list[di
         }
         for name, outcome in (("x_wins", "x"), ("y_wins", "y"), ("ties", "tie")):
             row[name] = _interval(person, [o.count(outcome) / len(o) for _, o in usable], seed=seed, draws=draws)
-        row["first_position_wins"] = _interval(person, [s.count("a") / len(s) for s in sides], seed=seed, draws=draws)
+        row["first_position_wins"] = _interval([person for person, _ in decisive],
+                                               [sides.count("a") / len(sides) for _, sides in decisive],
+                                               seed=seed, draws=draws)
         row["follows_side"] = _interval(both_person, [float(p.x_as_a == p.y_as_a != "tie") for p in both],
                                         seed=seed, draws=draws)
         row["consistent"] = _interval(both_person, [float(len(set(order_outcomes(p))) == 1) for p in both],

@@ -42,5 +42,6 @@ def llm_judge_beside_people(campaign: RatingCampaign, win_rates: list[dict]) -> 
     people = {(r["x"], r["y"]): r for r in win_rates}
     pairs = [(p["x"], p["y"]) for p in campaign.pairs]
     rows = [{"x": x, "y": y, "people": people.get((x, y)), "judge": judge.get((x, y)),
-             "agreement": agreement.get((x, y))} for x, y in pairs]
+             "agreement": agreement.get((x, y))} for x, y in pairs
+            if (x, y) in people or (x, y) in judge]  # a pair without items has nothing to show
     return {"run": run, "stand_in": stand_in(run), "rows": rows, "covered": bool(judge)}
