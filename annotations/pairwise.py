@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotations import sampling
@@ -31,6 +31,7 @@ from annotations.models import (
 )
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
+from experiments.data.import_store_sql import insert_rows, reserve_ids
 from experiments.models import Grade, Prediction, Run
 
 PAIRWISE = "pairwise"
@@ -140,22 +141,36 @@ def pairwise_campaign_create(*, run: Run, name: str, conditions: list[str], rate
         sample=sample, sample_size=sample_size, seed=seed, ratings_per_item=ratings_per_item, repeat_percent=0,
         kind=PAIRWISE, pairs=counts, created_by=user)
     CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in users])
-    rows = RatingItem.objects.bulk_create([
-        RatingItem(campaign=campaign, task_id=i["task_id"], answer_sha256=i["answer_sha256"],
-                   prediction_id=i["prediction_id"], prediction_b_id=i["prediction_b_id"], conditions=[i["x"], i["y"]],
-                   stratum=i["stratum"], judge_score=i["judge_score"], judge_score_b=i["judge_score_b"], number=n)
-        for n, i in enumerate(items, start=1)])
-    if not all(r.pk for r in rows):
-        rows = list(campaign.items.order_by("number"))
-    queues = sampling.assign(len(rows), [u.pk for u in users], ratings_per_item, seed)
+    item_ids = reserve_ids(RatingItem, len(items))
+    pair_json = {}  # [X, Y] as the database takes it, once per pair
+    for x, y in {(i["x"], i["y"]) for i in items}:
+        pair_json[(x, y)] = _db_value(RatingItem, "conditions", [x, y])
+    _insert(RatingItem, ("id", "campaign_id", "task_id", "answer_sha256", "prediction_id", "prediction_b_id",
+                         "conditions", "stratum", "judge_score", "judge_score_b", "number"),
+            [(pk, campaign.pk, i["task_id"], i["answer_sha256"], i["prediction_id"], i["prediction_b_id"],
+              pair_json[(i["x"], i["y"])], i["stratum"], i["judge_score"], i["judge_score_b"], n)
+             for n, (pk, i) in enumerate(zip(item_ids, items), start=1)])
+    queues = sampling.assign(len(items), [u.pk for u in users], ratings_per_item, seed)
     assignments = []
     for n, (rater_id, queue) in enumerate(queues.items()):
         sides = sampling_sides([items[i] for i in queue], seed + n + 1)
-        assignments += [Assignment(campaign=campaign, item=rows[i], rater_id=rater_id, position=position,
-                                   x_on_a=x_on_a)
+        assignments += [(campaign.pk, item_ids[i], rater_id, position, x_on_a)
                         for position, (i, x_on_a) in enumerate(zip(queue, sides))]
-    Assignment.objects.bulk_create(assignments, batch_size=5000)
+    _insert(Assignment, ("campaign_id", "item_id", "rater_id", "position", "x_on_a"), assignments)
     return campaign
+
+
+def _db_value(model, name: str, value):
+    field = model._meta.get_field(name)
+    return field.get_db_prep_save(value, connection)
+
+
+def _insert(model, columns: tuple[str, ...], rows: list[tuple]) -> None:
+    """`rows` into `model`'s table by COPY (10,000 pairs and 20,000 assignments in a fraction of
+    bulk_create's time), every other column at its field's default, as a model instance has it."""
+    rest = [f for f in model._meta.concrete_fields if f.attname not in columns and not f.primary_key]
+    defaults = tuple(_db_value(model, f.name, f.get_default()) for f in rest)
+    insert_rows(model, (*columns, *(f.column for f in rest)), [row + defaults for row in rows])
 
 
 def sampling_sides(queue_items: list[dict], seed: int) -> list[bool]:

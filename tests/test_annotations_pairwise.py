@@ -203,6 +203,76 @@ def test_stratified_sample_and_refusals(rated_run, cast):
         pairwise_campaign_create(run=rated_run, name="x", conditions=CONDITIONS, raters=["owner-user", "rater-a"])
 
 
+def reference_campaign_create(*, run, name, conditions, raters, seed, ratings_per_item=2, sample="all",
+                              sample_size=None):
+    """The campaign as `pairwise_campaign_create` wrote it before COPY: model instances through
+    bulk_create (copied as it stood, its checks left out)."""
+    from annotations import sampling
+    from annotations.campaign_rules import checked_raters
+    from annotations.models import CampaignRater
+    from annotations.pairwise import PAIRWISE, _pairs, sampling_sides
+    pairs = _pairs(run, conditions, None)
+    users = checked_raters(run.protocol.project, raters, ratings_per_item, error=PairwiseError)
+    items, counts = pair_candidates(run, pairs)
+    if sample == RatingCampaign.Sample.STRATIFIED and sample_size < len(items):
+        keep = sampling.stratified_sample([i["stratum"] for i in items], [i["task_id"] for i in items],
+                                          sample_size, seed)
+        items = [items[i] for i in keep]
+    for count in counts:
+        count["sampled"] = sum(1 for i in items if (i["x"], i["y"]) == (count["x"], count["y"]))
+    used = {c for pair in pairs for c in pair}
+    campaign = RatingCampaign.objects.create(
+        project=run.protocol.project, run=run, name=name, conditions=[c for c in run.protocol.conditions if c in used],
+        sample=sample, sample_size=sample_size, seed=seed, ratings_per_item=ratings_per_item, repeat_percent=0,
+        kind=PAIRWISE, pairs=counts)
+    CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in users])
+    rows = RatingItem.objects.bulk_create([
+        RatingItem(campaign=campaign, task_id=i["task_id"], answer_sha256=i["answer_sha256"],
+                   prediction_id=i["prediction_id"], prediction_b_id=i["prediction_b_id"], conditions=[i["x"], i["y"]],
+                   stratum=i["stratum"], judge_score=i["judge_score"], judge_score_b=i["judge_score_b"], number=n)
+        for n, i in enumerate(items, start=1)])
+    queues = sampling.assign(len(rows), [u.pk for u in users], ratings_per_item, seed)
+    assignments = []
+    for n, (rater_id, queue) in enumerate(queues.items()):
+        sides = sampling_sides([items[i] for i in queue], seed + n + 1)
+        assignments += [Assignment(campaign=campaign, item=rows[i], rater_id=rater_id, position=position,
+                                   x_on_a=x_on_a)
+                        for position, (i, x_on_a) in enumerate(zip(queue, sides))]
+    Assignment.objects.bulk_create(assignments, batch_size=5000)
+    return campaign
+
+
+def stored_rows(campaign):
+    """Every column of the campaign's items (by number) and assignments (by rater and position),
+    but the ids and the campaign; an assignment names its item by number."""
+    items = {row.pop("number"): row for row in RatingItem.objects.filter(campaign=campaign).values()}
+    numbers = {}
+    for number, row in items.items():
+        numbers[row.pop("id")] = number
+        row.pop("campaign_id")
+    assignments = {}
+    for row in Assignment.objects.filter(campaign=campaign).values():
+        row.pop("id"), row.pop("campaign_id")
+        row["item"] = numbers[row.pop("item_id")]
+        assignments[(row["rater_id"], row["position"])] = row
+    return items, assignments
+
+
+@pytest.mark.parametrize("sample, size, k, seed", [("all", None, 2, 11), ("stratified", 7, 3, 4),
+                                                   ("all", None, 1, 5)])
+def test_copy_writes_the_rows_bulk_create_wrote(rated_run, sample, size, k, seed):
+    new = pairwise_campaign_create(run=rated_run, name="by copy", conditions=CONDITIONS, raters=RATERS, seed=seed,
+                                   sample=sample, sample_size=size, ratings_per_item=k)
+    old = reference_campaign_create(run=rated_run, name="by bulk_create", conditions=CONDITIONS, raters=RATERS,
+                                    seed=seed, sample=sample, sample_size=size, ratings_per_item=k)
+    got, expected = stored_rows(new), stored_rows(old)
+    assert got == expected
+    assert len(got[0]) == new.items.count() > 0 and len(got[1]) == k * len(got[0])
+    assert new.pairs == old.pairs
+    # the items' ids increase with their numbers, as bulk_create's did
+    assert list(new.items.order_by("pk").values_list("number", flat=True)) == sorted(got[0])
+
+
 def test_the_rater_sees_two_answers_and_picks_a_side(pairwise):
     user = pairwise.raters.get(user__username="rater-a").user
     view = rater_item(pairwise, user)

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from annotations.core import pairwise
+from annotations.core.shared_draws import BLOCK
 from annotations.core.pairwise import (
-    BLOCK, GRADIENT_TOLERANCE, NEWTON_STEPS, PairRating, _connected, _fit, _gradient, bradley_terry,
+    GRADIENT_TOLERANCE, NEWTON_STEPS, PairRating, _connected, _fit, _gradient, bradley_terry,
     person_win_matrices, win_matrix,
 )
 
@@ -187,3 +188,156 @@ def test_shared_draws_give_each_columns_own_bootstrap_bit_for_bit():
             assert intervals[name] == {"estimate": one.estimate, "lo": one.lo, "hi": one.hi}
     with pytest.raises(ValueError):
         shared_intervals_many([(["p"], {"a": [float("nan")]})], seed=1, draws=10)
+
+
+# ---------------------------------------------------------------------------------------------
+# One pass over the stream for all three statistics, sums packed as integers: the same numbers
+# ---------------------------------------------------------------------------------------------
+# The reference: the results as computed before one stream served all three statistics (copied
+# from annotations/core/pairwise.py as it stood; its helpers `_connected`, `_fit_near` and
+# `person_win_matrices` are unchanged): Bradley–Terry with its own pass over the stream and the
+# counts' product, each win-rate share and the judge's share by `paired_bootstrap`, the function
+# every interval of the project must equal.
+
+def head_bradley_terry(ratings, conditions, *, seed, draws, level=0.95):
+    conditions = list(conditions)
+    out = {"seed": int(seed), "draws": int(draws), "estimable": False, "reason": "", "dropped_draws": 0,
+           "people": 0, "ties": "half a win each", "conditions": [
+               {"condition": c, "theta": None, "lo": None, "hi": None} for c in conditions]}
+    if len(conditions) < 2 or not ratings:
+        out["reason"] = "no comparison yet"
+        return out
+    people, inverse = np.unique(np.asarray([r.person for r in ratings]), return_inverse=True)
+    out["people"] = len(people)
+    per_person = person_win_matrices(ratings, inverse, len(people), conditions)
+    total = per_person.sum(0)
+    if not _connected(total[None])[0]:
+        out["reason"] = "the comparisons do not link every condition both ways: no finite scale"
+        return out
+    theta = pairwise._fit_near(total[None], np.zeros(len(conditions)))[0]
+    tails = ((1 - level) / 2, 1 - (1 - level) / 2)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    n_people, n = len(people), len(conditions)
+    flat = per_person.reshape(n_people, n * n)
+    replicates, dropped = [], 0
+    for start in range(0, draws, BLOCK):
+        m = min(BLOCK, draws - start)
+        idx = rng.integers(0, n_people, size=(m, n_people))
+        idx += np.arange(0, m * n_people, n_people)[:, None]
+        counts = np.bincount(idx.ravel(), minlength=m * n_people)
+        w = (counts.reshape(m, n_people) @ flat).reshape(m, n, n)
+        ok = _connected(w)
+        dropped += int((~ok).sum())
+        if ok.any():
+            replicates.append(pairwise._fit_near(w[ok], theta))
+    out.update(estimable=True, dropped_draws=dropped)
+    kept = np.concatenate(replicates) if replicates else np.empty((0, n))
+    for j, row in enumerate(out["conditions"]):
+        row["theta"] = float(theta[j])
+        if len(kept):
+            lo, hi = np.percentile(kept[:, j], [100 * tails[0], 100 * tails[1]], method="linear")
+            row.update(lo=float(lo), hi=float(hi))
+    return out
+
+
+def one_bootstrap(person, values, seed, draws):
+    from experiments.core.stats.paired import paired_bootstrap
+    one = paired_bootstrap(person, np.asarray(values, dtype=float), seed=seed, draws=draws)
+    return {"estimate": one.estimate, "lo": one.lo, "hi": one.hi}
+
+
+def head_payload(rows, conditions, *, seed, draws):
+    by_item = {}
+    for r in sorted(rows, key=lambda r: r.item):
+        by_item.setdefault(r.item, []).append(r)
+    by_pair = {}
+    for item, group in by_item.items():
+        by_pair.setdefault((group[0].x, group[0].y), {})[item] = group
+    win = []
+    for (x, y), items in by_pair.items():
+        person = [g[0].person for g in items.values()]
+        votes = {o: sum(r.outcome == o for g in items.values() for r in g) for o in ("x", "y", "tie")}
+        row = {"x": x, "y": y, "items": len(items), "ratings": sum(votes.values()), "people": len(set(person)),
+               "x_votes": votes["x"], "y_votes": votes["y"], "tie_votes": votes["tie"]}
+        for name, o in (("x_wins", "x"), ("y_wins", "y"), ("ties", "tie")):
+            row[name] = one_bootstrap(person, [sum(r.outcome == o for r in g) / len(g) for g in items.values()],
+                                      seed, draws)
+        win.append(row)
+    judge = pairwise.judge_order_agreement(rows, seed=seed, draws=draws)  # its counts; its interval below
+    scored = [g for g in by_item.values() if g[0].judge_x is not None and g[0].judge_y is not None
+              and g[0].judge_x != g[0].judge_y]
+    if scored:
+        higher = ["x" if g[0].judge_x > g[0].judge_y else "y" for g in scored]
+        judge["share"] = one_bootstrap([g[0].person for g in scored],
+                                       [sum(r.outcome == h for r in g) / len(g) for g, h in zip(scored, higher)],
+                                       seed, draws)
+    return {"seed": seed, "draws": draws, "ratings": len(rows), "win_rates": win,
+            "bradley_terry": head_bradley_terry(rows, conditions, seed=seed, draws=draws), "judge_order": judge}
+
+
+def mixed_ratings(people: int, items: int, conditions: int, seed: int, per_item=(2,), tie_share=0.15):
+    """Items of random pairs and people, each rated by a number of raters drawn from `per_item`
+    (1, 2, 4: halves and quarters, summed as integers; 3: thirds, summed as paired_bootstrap does)."""
+    rng = np.random.default_rng(seed)
+    names = [f"c{i}" for i in range(conditions)]
+    pairs = list(combinations(names, 2))
+    out = []
+    for item in range(1, items + 1):
+        x, y = pairs[rng.integers(len(pairs))]
+        person = f"person-{int(rng.integers(people)):04d}"
+        judge = rng.integers(0, 4, size=2)
+        for _ in range(int(rng.choice(per_item))):
+            o = "tie" if rng.random() < tie_share else ("x" if rng.random() < 0.55 else "y")
+            out.append(PairRating(item, person, x, y, o, int(judge[0]), int(judge[1])))
+    return out
+
+
+PAYLOAD_CASES = [  # (people, items, conditions, seed, draws, ratings per item)
+    (60, 400, 4, 1, 4_001, (2,)),          # the benchmark's shape: halves, several numbers of people
+    (60, 400, 4, 2, 2_500, (1, 2, 4)),     # halves and quarters
+    (40, 300, 3, 3, 2_000, (3,)),          # thirds: summed as paired_bootstrap sums them
+    (40, 300, 3, 4, 3_000, (2, 3)),        # halves and thirds in one column
+    (5, 12, 3, 5, 2_100, (2,)),            # few people: draws that do not link every condition
+    (300, 2_000, 5, 6, 1, (2,)),           # one draw
+]
+
+
+@pytest.mark.parametrize("people, items, n, seed, draws, per_item", PAYLOAD_CASES)
+def test_the_payload_is_the_reference_bit_for_bit(people, items, n, seed, draws, per_item):
+    rows = mixed_ratings(people, items, n, seed, per_item)
+    conditions = [f"c{i}" for i in range(n)]
+    got = pairwise.pairwise_payload(rows, conditions, seed=20260918 + seed, draws=draws)
+    assert got == head_payload(rows, conditions, seed=20260918 + seed, draws=draws)
+    # ... and each statistic alone gives what the payload gives
+    assert got["win_rates"] == pairwise.win_rates(rows, seed=20260918 + seed, draws=draws)
+    assert got["bradley_terry"] == bradley_terry(rows, conditions, seed=20260918 + seed, draws=draws)
+    assert got["judge_order"] == pairwise.judge_order_agreement(rows, seed=20260918 + seed, draws=draws)
+    if people == 5:
+        assert got["bradley_terry"]["dropped_draws"] > 0
+    assert len({r["people"] for r in got["win_rates"]}) > 1 or len(got["win_rates"]) == 1
+
+
+def test_drawn_sums_are_paired_bootstraps_sums_whatever_the_column():
+    from annotations.core.shared_draws import DrawnSums, order_free, packed_words
+    rng = np.random.default_rng(12)
+    n = 300
+    columns = np.column_stack([
+        rng.integers(0, 9, n).astype(float),                 # task counts
+        rng.integers(0, 17, n) / 2,                          # halves
+        rng.integers(0, 40, n) / 4,                          # quarters
+        rng.integers(0, 30, n) / 3,                          # thirds: not order-free
+        rng.random(n),                                       # any double: not order-free
+        -rng.integers(0, 5, n) / 2,                          # negative halves: order-free, not packable
+        np.zeros(n),
+        np.full(n, 2.0 ** 40),                               # order-free, a word of its own
+        np.full(n, 2.0 ** 50),                               # not order-free: n × value reaches 2**53
+    ])
+    assert [order_free(c, n) for c in columns.T][:4] == [0, 1, 2, None]
+    assert order_free(np.array([2.0 ** 45]), 2 ** 10) is None   # n × value reaches 2**53
+    assert packed_words(columns[:, 5:6], n) is None
+    idx = rng.integers(0, n, size=(777, n))
+    assert order_free(columns[:, 8], n) is None
+    for chosen in ([0, 1, 2], [0, 1, 2, 3, 4], [0, 5], [6], [0, 7], [1, 8], list(range(9))):
+        got = DrawnSums(columns[:, chosen])(idx)
+        for k, j in enumerate(chosen):
+            assert np.array_equal(got[:, k], columns[:, j][idx].sum(1)), (chosen, j)

@@ -17,11 +17,14 @@ rater was shown X on to "x", "y" or "tie"; everything after works on those outco
   reported as log-strengths centred to mean zero. Its interval resamples whole people with the
   same generator and draws as `paired_bootstrap` (one PCG64(seed) stream, blocks of 2,000,
   linear percentiles) and refits each draw (Newton steps from the estimate, MM where they fall
-  short); a draw whose comparisons do not connect every
-  condition both ways (the likelihood has no maximum) is left out and counted.
+  short); a draw whose comparisons do not connect every condition both ways (the likelihood
+  has no maximum) is left out and counted.
 * `judge_order_agreement`: among ratings of pairs the judge graded differently (0–3), the share
   where the person preferred the answer the judge graded higher; human ties count as not
   agreeing and are reported apart. Pairs the judge tied are counted, not scored.
+
+All three resample with one seed, so `pairwise_payload` serves them from one pass over the
+stream (`shared_draws.resample`: each block drawn once for everything with as many people).
 """
 from __future__ import annotations
 
@@ -31,14 +34,12 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from annotations.core.shared_draws import shared_intervals_many
-from experiments.core.stats.paired import paired_bootstrap
+from annotations.core.shared_draws import Columns, DrawnSums, resample
 
 PREFERENCES = ("a", "b", "tie")
 OUTCOMES = ("x", "y", "tie")
 BT_TOLERANCE = 1e-10
 BT_MAX_ITERATIONS = 10_000
-BLOCK = 2_000
 NEWTON_STEPS = 5
 GRADIENT_TOLERANCE = 1e-9
 NEWTON_DONE = 1e-12  # a Newton step below this (every draw): the fit has converged
@@ -122,14 +123,8 @@ def _items(ratings: Sequence[PairRating]) -> dict[int, list[PairRating]]:
     return dict(sorted(by_item.items()))
 
 
-def _interval(person, values, *, seed: int, draws: int) -> dict:
-    result = paired_bootstrap(person, np.asarray(values, dtype=float), seed=seed, draws=draws)
-    return {"estimate": result.estimate, "lo": result.lo, "hi": result.hi}
-
-
-def win_rates(ratings: Sequence[PairRating], *, seed: int, draws: int) -> list[dict]:
-    """One row per condition pair (in first-seen order): items, ratings, people, and for x_wins,
-    y_wins and ties the task-weighted share with its whole-person interval."""
+def _win_rate_groups(ratings: Sequence[PairRating], draws: int) -> tuple[list[dict], list[Columns]]:
+    """`win_rates`' rows without their intervals, and each row's shares to resample."""
     by_pair: dict[tuple[str, str], dict[int, list[PairRating]]] = defaultdict(dict)
     for item, rows in _items(ratings).items():
         by_pair[(rows[0].x, rows[0].y)][item] = rows
@@ -141,11 +136,24 @@ def win_rates(ratings: Sequence[PairRating], *, seed: int, draws: int) -> list[d
         out.append({"x": x, "y": y, "items": len(items), "ratings": sum(counts.values()),
                     "people": len(set(person)), "x_votes": counts["x"], "y_votes": counts["y"],
                     "tie_votes": counts["tie"]})
-        groups.append((person, {"x_wins": shares["x"], "y_wins": shares["y"], "ties": shares["tie"]}))
-    # One `_interval` per share and pair, with the people drawn once for every pair of as many people.
-    for row, intervals in zip(out, shared_intervals_many(groups, seed=seed, draws=draws)):
-        row.update(intervals)
+        groups.append(Columns(person, {"x_wins": shares["x"], "y_wins": shares["y"], "ties": shares["tie"]},
+                              draws=draws))
+    return out, groups
+
+
+def _win_rates_done(out: list[dict], groups: list[Columns]) -> list[dict]:
+    for row, group in zip(out, groups):
+        row.update(group.intervals())
     return out
+
+
+def win_rates(ratings: Sequence[PairRating], *, seed: int, draws: int) -> list[dict]:
+    """One row per condition pair (in first-seen order): items, ratings, people, and for x_wins,
+    y_wins and ties the task-weighted share with its whole-person interval (exactly
+    `paired_bootstrap`'s, with the people drawn once for every share and pair of as many people)."""
+    out, groups = _win_rate_groups(ratings, draws)
+    resample(groups, seed=seed, draws=draws)
+    return _win_rates_done(out, groups)
 
 
 def win_matrix(ratings: Sequence[PairRating], conditions: Sequence[str]) -> np.ndarray:
@@ -244,6 +252,63 @@ def _fit(w: np.ndarray) -> np.ndarray:
     return theta - theta.mean(-1, keepdims=True)
 
 
+class _Refits:
+    """The Bradley–Terry bootstrap: each block's draws' win matrices (from the resampling counts),
+    those that link every condition refitted from the estimate, the others counted as dropped."""
+
+    def __init__(self, per_person: np.ndarray, theta: np.ndarray):
+        self.n_people, n, _ = per_person.shape
+        # Win counts are halves: each draw's sums are exact (`shared_draws.order_free`).
+        self.drawn = DrawnSums(per_person.reshape(self.n_people, n * n))
+        self.theta = theta
+        self.replicates: list[np.ndarray] = []
+        self.dropped = 0
+
+    def take(self, start: int, idx: np.ndarray) -> None:
+        n = len(self.theta)
+        w = self.drawn(idx).reshape(len(idx), n, n)
+        ok = _connected(w)
+        self.dropped += int((~ok).sum())
+        if ok.any():
+            self.replicates.append(_fit_near(w[ok], self.theta))
+
+
+def _bt_start(ratings: Sequence[PairRating], conditions: Sequence[str], *, seed: int,
+              draws: int) -> tuple[dict, _Refits | None]:
+    """`bradley_terry`'s result before its intervals, and its bootstrap (None: nothing to resample)."""
+    conditions = list(conditions)
+    out = {"seed": int(seed), "draws": int(draws), "estimable": False, "reason": "", "dropped_draws": 0,
+           "people": 0, "ties": "half a win each", "conditions": [
+               {"condition": c, "theta": None, "lo": None, "hi": None} for c in conditions]}
+    if len(conditions) < 2 or not ratings:
+        out["reason"] = "no comparison yet"
+        return out, None
+    # People in np.unique order, as `paired_bootstrap` takes them: the same seed draws the same people.
+    people, inverse = np.unique(np.asarray([r.person for r in ratings]), return_inverse=True)
+    out["people"] = len(people)
+    per_person = person_win_matrices(ratings, inverse, len(people), conditions)
+    total = per_person.sum(0)
+    if not _connected(total[None])[0]:
+        out["reason"] = "the comparisons do not link every condition both ways: no finite scale"
+        return out, None
+    theta = _fit_near(total[None], np.zeros(len(conditions)))[0]
+    for j, row in enumerate(out["conditions"]):
+        row["theta"] = float(theta[j])
+    out["estimable"] = True
+    return out, _Refits(per_person, theta)
+
+
+def _bt_done(out: dict, refits: _Refits | None, level: float = 0.95) -> dict:
+    tails = ((1 - level) / 2, 1 - (1 - level) / 2)
+    out["dropped_draws"] = refits.dropped if refits is not None else 0
+    if refits is not None and refits.replicates:
+        kept = np.concatenate(refits.replicates)
+        for j, row in enumerate(out["conditions"]):
+            lo, hi = np.percentile(kept[:, j], [100 * tails[0], 100 * tails[1]], method="linear")
+            row.update(lo=float(lo), hi=float(hi))
+    return out
+
+
 def bradley_terry(ratings: Sequence[PairRating], conditions: Sequence[str], *, seed: int, draws: int,
                   level: float = 0.95) -> dict:
     """Centred log-strengths per condition with whole-person intervals (see the module docstring).
@@ -252,56 +317,14 @@ def bradley_terry(ratings: Sequence[PairRating], conditions: Sequence[str], *, s
     "dropped_draws", "people"}. Not estimable (theta None) when the observed comparisons do not
     connect every condition both ways.
     """
-    conditions = list(conditions)
-    out = {"seed": int(seed), "draws": int(draws), "estimable": False, "reason": "", "dropped_draws": 0,
-           "people": 0, "ties": "half a win each", "conditions": [
-               {"condition": c, "theta": None, "lo": None, "hi": None} for c in conditions]}
-    if len(conditions) < 2 or not ratings:
-        out["reason"] = "no comparison yet"
-        return out
-    # People in np.unique order, as `paired_bootstrap` takes them: the same seed draws the same people.
-    people, inverse = np.unique(np.asarray([r.person for r in ratings]), return_inverse=True)
-    out["people"] = len(people)
-    per_person = person_win_matrices(ratings, inverse, len(people), conditions)
-    total = per_person.sum(0)
-    if not _connected(total[None])[0]:
-        out["reason"] = "the comparisons do not link every condition both ways: no finite scale"
-        return out
-    theta = _fit_near(total[None], np.zeros(len(conditions)))[0]
-    tails = ((1 - level) / 2, 1 - (1 - level) / 2)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    n_people, n = len(people), len(conditions)
-    flat = per_person.reshape(n_people, n * n)
-    replicates, dropped = [], 0
-    for start in range(0, draws, BLOCK):
-        m = min(BLOCK, draws - start)
-        idx = rng.integers(0, n_people, size=(m, n_people))
-        idx += np.arange(0, m * n_people, n_people)[:, None]  # draw d's people in bins d·n_people + …
-        counts = np.bincount(idx.ravel(), minlength=m * n_people)
-        w = (counts.reshape(m, n_people) @ flat).reshape(m, n, n)
-        ok = _connected(w)
-        dropped += int((~ok).sum())
-        if ok.any():
-            replicates.append(_fit_near(w[ok], theta))
-    out.update(estimable=True, dropped_draws=dropped)
-    kept = np.concatenate(replicates) if replicates else np.empty((0, n))
-    for j, row in enumerate(out["conditions"]):
-        row["theta"] = float(theta[j])
-        if len(kept):
-            lo, hi = np.percentile(kept[:, j], [100 * tails[0], 100 * tails[1]], method="linear")
-            row.update(lo=float(lo), hi=float(hi))
-    return out
+    out, refits = _bt_start(ratings, conditions, seed=seed, draws=draws)
+    if refits is not None:
+        resample([refits], seed=seed, draws=draws)
+    return _bt_done(out, refits, level)
 
 
-def judge_order_agreement(ratings: Sequence[PairRating], *, seed: int, draws: int) -> dict:
-    """How often the person's preference follows the order of the judge's 0–3 grades.
-
-    Counts ratings: ``scored`` (judge grades differ), ``agree`` (the person preferred the higher
-    graded answer), ``human_ties`` (the person saw no difference), ``judge_ties`` (equal grades,
-    not scored), ``missing`` (a grade absent). ``share``: agree / scored, with a whole-person
-    interval over per-task shares (a task's ratings averaged first); ``share_decided``: agree /
-    (scored − human ties).
-    """
+def _judge_start(ratings: Sequence[PairRating], draws: int) -> tuple[dict, Columns | None]:
+    """`judge_order_agreement`'s counts, and its per-task shares to resample (None: none scored)."""
     agree = human_ties = judge_ties = missing = 0
     per_item, person = [], []
     for rows in _items(ratings).values():
@@ -318,24 +341,42 @@ def judge_order_agreement(ratings: Sequence[PairRating], *, seed: int, draws: in
         human_ties += sum(r.outcome == "tie" for r in rows)
         per_item.append(hits / len(rows))
         person.append(first.person)
-    scored = sum(1 for rows in _items(ratings).values() for r in rows
-                 if r.judge_x is not None and r.judge_y is not None and r.judge_x != r.judge_y)
+    scored = sum(1 for r in ratings if r.judge_x is not None and r.judge_y is not None and r.judge_x != r.judge_y)
     out = {"scored": scored, "agree": agree, "human_ties": human_ties, "judge_ties": judge_ties,
            "missing": missing, "items": len(per_item), "people": len(set(person)), "share": None,
            "share_decided": (agree / (scored - human_ties)) if scored > human_ties else None}
-    if per_item:
-        out["share"] = _interval(person, per_item, seed=seed, draws=draws)
+    return out, (Columns(person, {"share": per_item}, draws=draws) if per_item else None)
+
+
+def judge_order_agreement(ratings: Sequence[PairRating], *, seed: int, draws: int) -> dict:
+    """How often the person's preference follows the order of the judge's 0–3 grades.
+
+    Counts ratings: ``scored`` (judge grades differ), ``agree`` (the person preferred the higher
+    graded answer), ``human_ties`` (the person saw no difference), ``judge_ties`` (equal grades,
+    not scored), ``missing`` (a grade absent). ``share``: agree / scored, with a whole-person
+    interval over per-task shares (a task's ratings averaged first; exactly `paired_bootstrap`'s);
+    ``share_decided``: agree / (scored − human ties).
+    """
+    out, shares = _judge_start(ratings, draws)
+    if shares is not None:
+        resample([shares], seed=seed, draws=draws)
+        out["share"] = shares.intervals()["share"]
     return out
 
 
 def pairwise_payload(ratings: Sequence[PairRating], conditions: Sequence[str], *, seed: int, draws: int) -> dict:
-    """Every number of a pairwise campaign's results page (no text)."""
-    return {
-        "seed": int(seed), "draws": int(draws), "ratings": len(ratings),
-        "win_rates": win_rates(ratings, seed=seed, draws=draws),
-        "bradley_terry": bradley_terry(ratings, conditions, seed=seed, draws=draws),
-        "judge_order": judge_order_agreement(ratings, seed=seed, draws=draws),
-    }
+    """Every number of a pairwise campaign's results page (no text): `win_rates`, `bradley_terry`
+    and `judge_order_agreement`, the same numbers, with one pass over the stream of draws for all
+    three (they resample with the same seed, so groups of as many people draw the same people)."""
+    win, win_groups = _win_rate_groups(ratings, draws)
+    bt, refits = _bt_start(ratings, conditions, seed=seed, draws=draws)
+    judge, shares = _judge_start(ratings, draws)
+    resample([*win_groups, *[c for c in (refits, shares) if c is not None]], seed=seed, draws=draws)
+    if shares is not None:
+        judge["share"] = shares.intervals()["share"]
+    return {"seed": int(seed), "draws": int(draws), "ratings": len(ratings),
+            "win_rates": _win_rates_done(win, win_groups), "bradley_terry": _bt_done(bt, refits),
+            "judge_order": judge}
 
 
 WIN_RATE_COLUMNS = ["condition_x", "condition_y", "items", "ratings", "people", "x_votes", "y_votes", "tie_votes",

@@ -4,17 +4,160 @@
 (task weighting, PCG64(seed), blocks of 2,000, central 95 %, linear percentiles) of every column
 of every group, faster: `paired_bootstrap` starts PCG64(seed) afresh on each call and draws
 indices into the call's np.unique people, so every column of every group with as many people
-draws the same indices; here they are drawn once per block for all of them.
+draws the same indices; here they are drawn once per block for all of them (`resample`), and
+anything else resampled with that stream (the Bradley–Terry refits) takes its blocks too.
+
+A draw's sum: `paired_bootstrap` adds the drawn people's float sums in its own order. When a
+column's per-person sums are all multiples of one power of two 2**-e and n_people × their largest
+magnitude stays below 2**(53 - e) (halves, quarters and whole numbers: shares of items rated
+once, twice or four times, task counts, win counts), every partial sum of a draw is a double
+exactly, so no order of adding rounds: the resampling counts' matrix product gives the very same
+double (`order_free`). Any other column (thirds, fifths) is summed as `paired_bootstrap` sums it.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterator, Protocol, Sequence
 
 import numpy as np
 
 from experiments.core.stats.arguments import bootstrap_tails
 
 BLOCK = 2_000  # paired_bootstrap's block: the blocks' sizes fix the stream of indices
+MANTISSA_BITS = 53
+STREAMS_AT_ONCE = 2  # threads drawing streams of different sizes
+
+
+class Resampled(Protocol):
+    """Something bootstrapped on `paired_bootstrap`'s stream of `n_people` people."""
+
+    n_people: int
+
+    def take(self, start: int, idx: np.ndarray) -> None:
+        """Draws start … start + len(idx): idx (draws × n_people) the people drawn."""
+
+
+def order_free(values: np.ndarray, n_people: int) -> int | None:
+    """The e with every value a multiple of 2**-e and n_people × the largest magnitude below
+    2**(53 - e), or None. Then any sum of n_people of `values` (repeats allowed), in any order,
+    is the same double: every partial sum is exactly a double, so no addition rounds."""
+    values = np.asarray(values, dtype=float)
+    if not np.isfinite(values).all():
+        return None
+    for e in range(MANTISSA_BITS):
+        scaled = np.ldexp(values, e)  # exact: a power of two
+        if np.array_equal(scaled, np.trunc(scaled)):
+            return e if int(np.abs(scaled).max(initial=0)) * n_people < 2 ** MANTISSA_BITS else None
+    return None
+
+
+def blocks(n_people: int, *, seed: int, draws: int) -> Iterator[tuple[int, np.ndarray]]:
+    """paired_bootstrap's indices, block by block from a fresh PCG64(seed): (start, idx)."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    for start in range(0, draws, BLOCK):
+        yield start, rng.integers(0, n_people, size=(min(BLOCK, draws - start), n_people))
+
+
+def resample(consumers: Sequence[Resampled], *, seed: int, draws: int) -> None:
+    """One pass over paired_bootstrap's stream per number of people, every block to every consumer
+    with as many people. Streams of different sizes are independent: two run at once (NumPy
+    draws, gathers and sums without holding the interpreter lock)."""
+    if draws < 1:
+        raise ValueError("draws and block must be positive")
+
+    def stream(n_people: int) -> None:
+        same = [c for c in consumers if c.n_people == n_people]
+        for start, idx in blocks(n_people, seed=seed, draws=draws):
+            for c in same:
+                c.take(start, idx)
+
+    with ThreadPoolExecutor(STREAMS_AT_ONCE) as pool:
+        for done in [pool.submit(stream, n) for n in sorted({c.n_people for c in consumers}, reverse=True)]:
+            done.result()
+
+
+def packed_words(columns: np.ndarray, n_people: int) -> tuple[np.ndarray, list] | None:
+    """Non-negative integer columns (people × k) packed side by side into int64 words so that one
+    gather and one integer sum per word give every column's sum over a draw of n_people people:
+    each column gets the bits its largest such sum needs. (words (people × w), [(word, shift,
+    mask)] per column), or None when a column is negative or too wide for a word."""
+    fields, words, used = [], [], 64
+    for column in columns.T:
+        if column.min(initial=0) < 0:
+            return None
+        bits = (int(column.max(initial=0)) * n_people).bit_length() or 1
+        if bits > 62:
+            return None
+        if used + bits > 63:  # a new word; its sums stay below 2**63
+            words.append(np.zeros(len(columns), dtype=np.int64))
+            used = 0
+        words[-1] |= column.astype(np.int64) << used
+        fields.append((len(words) - 1, used, (1 << bits) - 1))
+        used += bits
+    return [np.ascontiguousarray(w) for w in words], fields
+
+
+class DrawnSums:
+    """Per-person sums (people × k) → each draw's sum of every column, the doubles
+    `paired_bootstrap` gets (a gather of the drawn people's sums, a pairwise sum per draw).
+
+    Order-free columns (module docstring) are summed as integers, exactly, several packed in one
+    word: one gather and one integer sum per word; any other column is gathered and summed as
+    paired_bootstrap does it."""
+
+    def __init__(self, sums: np.ndarray):
+        self.sums = np.asarray(sums, dtype=float)
+        n = len(self.sums)
+        exponents = [order_free(column, n) for column in self.sums.T]
+        self.exact = [j for j, e in enumerate(exponents) if e is not None]
+        packed = packed_words(np.column_stack([np.ldexp(self.sums[:, j], exponents[j]) for j in self.exact]), n) \
+            if self.exact else None
+        if packed is None:
+            self.exact, self.words, self.fields = [], [], []
+        else:
+            self.words, self.fields = packed
+        self.scale = [2.0 ** -exponents[j] for j in self.exact]
+        self.alone = [j for j in range(self.sums.shape[1]) if j not in self.exact]
+
+    def __call__(self, idx: np.ndarray) -> np.ndarray:
+        out = np.empty((len(idx), self.sums.shape[1]))
+        # mode="clip": every index is in range, and numpy's bounds check costs more than the gather.
+        totals = [np.take(word, idx, mode="clip").sum(1) for word in self.words]
+        for j, scale, (word, shift, mask) in zip(self.exact, self.scale, self.fields):
+            out[:, j] = ((totals[word] >> shift) & mask) * scale  # the exact sum, a double exactly
+        for j in self.alone:
+            out[:, j] = np.take(self.sums[:, j], idx, mode="clip").sum(1)
+        return out
+
+
+class Columns:
+    """One group's columns (one value per task) for `paired_bootstrap`'s interval of each."""
+
+    def __init__(self, person, columns: dict, *, draws: int):
+        person = np.asarray(person)
+        self.values = {name: np.asarray(v, dtype=float) for name, v in columns.items()}
+        for v in self.values.values():
+            if v.ndim != 1 or v.shape != person.shape or v.size == 0 or not np.isfinite(v).all():
+                raise ValueError("one finite value per task of `person`, at least one task")
+        _, inverse = np.unique(person, return_inverse=True)
+        self.n_people = n = int(inverse.max()) + 1
+        # Per-person sums exactly as paired_bootstrap forms them; the task counts first.
+        sums = [np.bincount(inverse, minlength=n).astype(float)]
+        sums += [np.bincount(inverse, weights=v, minlength=n) for v in self.values.values()]
+        self.drawn = DrawnSums(np.column_stack(sums))
+        self.replicates = np.empty((draws, len(self.values)))
+
+    def take(self, start: int, idx: np.ndarray) -> None:
+        drawn = self.drawn(idx)
+        self.replicates[start:start + len(idx)] = drawn[:, 1:] / drawn[:, :1]
+
+    def intervals(self) -> dict[str, dict]:
+        tails = bootstrap_tails(0.95, None)
+        out = {}
+        for j, (name, v) in enumerate(self.values.items()):
+            lo, hi = np.percentile(self.replicates[:, j], [100 * tails[0], 100 * tails[1]], method="linear")
+            out[name] = {"estimate": float(v.mean()), "lo": float(lo), "hi": float(hi)}
+        return out
 
 
 def shared_intervals_many(groups: Sequence[tuple], *, seed: int, draws: int) -> list[dict[str, dict]]:
@@ -23,40 +166,10 @@ def shared_intervals_many(groups: Sequence[tuple], *, seed: int, draws: int) -> 
     Exactly `paired_bootstrap`'s numbers (task weighting, blocks of BLOCK, central 95 %, linear
     percentiles), column by column: each call of it starts PCG64(seed) afresh and draws indices
     into its np.unique people, so groups with as many people draw the same indices. Here they are
-    drawn once per block for every group of that size, and each column's per-person sums and
-    per-draw sums are those `paired_bootstrap` forms: only the drawing is shared."""
+    drawn once per block for every group of that size, and each column's per-person sums are
+    those `paired_bootstrap` forms, each draw's sum the same double (module docstring)."""
     if draws < 1:
         raise ValueError("draws and block must be positive")
-    tails = bootstrap_tails(0.95, None)
-    prepared = []
-    for person, columns in groups:
-        person = np.asarray(person)
-        values = {name: np.asarray(v, dtype=float) for name, v in columns.items()}
-        for v in values.values():
-            if v.ndim != 1 or v.shape != person.shape or v.size == 0 or not np.isfinite(v).all():
-                raise ValueError("one finite value per task of `person`, at least one task")
-        _, inverse = np.unique(person, return_inverse=True)
-        n_people = int(inverse.max()) + 1
-        prepared.append({
-            "n": n_people, "values": values,
-            "sums": {name: np.bincount(inverse, weights=v, minlength=n_people) for name, v in values.items()},
-            "tasks": np.bincount(inverse, minlength=n_people).astype(float),
-            "replicates": {name: np.empty(draws) for name in values}})
-    for n_people in sorted({g["n"] for g in prepared}):
-        same = [g for g in prepared if g["n"] == n_people]
-        rng = np.random.Generator(np.random.PCG64(seed))
-        for start in range(0, draws, BLOCK):
-            m = min(BLOCK, draws - start)
-            idx = rng.integers(0, n_people, size=(m, n_people))
-            for g in same:
-                drawn_tasks = np.take(g["tasks"], idx).sum(1)
-                for name, s in g["sums"].items():
-                    g["replicates"][name][start:start + m] = np.take(s, idx).sum(1) / drawn_tasks
-    out = []
-    for g in prepared:
-        row = {}
-        for name, v in g["values"].items():
-            lo, hi = np.percentile(g["replicates"][name], [100 * tails[0], 100 * tails[1]], method="linear")
-            row[name] = {"estimate": float(v.mean()), "lo": float(lo), "hi": float(hi)}
-        out.append(row)
-    return out
+    prepared = [Columns(person, columns, draws=draws) for person, columns in groups]
+    resample(prepared, seed=seed, draws=draws)
+    return [g.intervals() for g in prepared]
