@@ -86,7 +86,7 @@ def offline_reply(system: str, user: str) -> str:
     sections = split_sections(user)
     headings = [heading for heading, _ in sections]
     has_headings = any(headings)
-    if _find(headings, "ANSWER A") is not None and _find(headings, "ANSWER B") is not None:
+    if "ANSWER A" in headings and "ANSWER B" in headings:  # whole headings: "ANSWERS BY …" is evidence
         return offline_pairwise(sections)
     if _find(headings, "PREDICT") is not None or (
         not has_headings and _GRADING_SYSTEM.search(system)
@@ -250,8 +250,8 @@ def offline_pairwise(sections: Sections) -> str:
     headings = [heading for heading, _ in sections]
     reference_at = _find(headings, "ACTUAL", "REFERENCE")
     reference = sections[reference_at][1] if reference_at is not None else ""
-    a = _dice(sections[_find(headings, "ANSWER A")][1], reference)
-    b = _dice(sections[_find(headings, "ANSWER B")][1], reference)
+    a = _dice(sections[headings.index("ANSWER A")][1], reference)
+    b = _dice(sections[headings.index("ANSWER B")][1], reference)
     preferred = "A" if a > b else "B" if b > a else "tie"
     return json.dumps({"preferred": preferred, "rationale": f"{OFFLINE_LABEL}: overlap A {a:.2f}, B {b:.2f}"})
 
