@@ -25,7 +25,8 @@ def test_the_key_names_the_base_and_the_condition_whose_median_is_the_target():
     assert '"length_from":"memory(concrete,100w)+one-shot"' in condition.canonical_json()
     # a fixed target's spec has no such field: its bytes (and every sealed hash) are as before
     assert "length_from" not in get_condition(f"{OWNWORDS}+length(60w)").canonical_json()
-    assert get_condition(AT_MEMORY).spec_sha256() != get_condition(f"{OWNWORDS}+length(median:whole-record)").spec_sha256()
+    at_record = get_condition(f"{OWNWORDS}+length(median:whole-record)")
+    assert condition.spec_sha256() != at_record.spec_sha256()  # the target's condition is sealed
     with pytest.raises(KeyError):
         get_condition(f"{OWNWORDS}+length(median:question-only)")  # only a base call's answers set a target
     assert sum(1 for c in CONDITIONS.values() if c.length_from) == 9
@@ -68,6 +69,10 @@ def test_the_target_is_the_memorys_median_set_once_at_planning(project):
     # A re-plan reads the target back from the planned requests, even if the memory's answers changed since.
     Prediction.objects.filter(run=run, condition=MEMORY, label="final").update(text="one two")
     assert length_targets(run, [get_condition(AT_MEMORY)]) == {AT_MEMORY: target}
+    # The task page names the rewrite by its target's condition (its request states the words).
+    from experiments.web.predictions.task_page import _slot_name
+    rewrite = Prediction.objects.filter(run=run, condition=AT_MEMORY, label="final").first()
+    assert _slot_name(rewrite) == f"the draft at the median length of {MEMORY}"
     # The equal-length contrasts name the target.
     table = contrasts_under_rewrite(run, LENGTH)
     assert [row[1] for row in table.rows] == ["as answered", f"at the median length of {MEMORY} ({target} words)"]

@@ -102,7 +102,10 @@ def _first_calls(run: Run, task) -> list[ModelCall]:
 def _slot_name(p: Prediction) -> str:
     if p.label != FINAL:
         return p.label
-    return FINAL_NAMES.get(get_condition(p.condition).workflow, "answer")
+    condition = get_condition(p.condition)
+    if condition.length_from is not None:  # the target is the other condition's median, stated in the request
+        return f"the draft at the median length of {condition.length_from}"
+    return FINAL_NAMES.get(condition.workflow, "answer")
 
 
 def _card(p: Prediction, condition, final, calls, judge_slots, same_text) -> dict:
