@@ -39,12 +39,16 @@ def answer_or_verdict(request):
     if "[ANSWER A]" not in text:
         answer_or_verdict.count += 1
         return ANSWERS[answer_or_verdict.count % len(ANSWERS)]
-    a, b = section(text, "ANSWER A"), section(text, "ANSWER B")
+    return answer_or_verdict.judge(section(text, "ANSWER A"), section(text, "ANSWER B"))
+
+
+def biased_judge(a: str, b: str) -> str:
     preferred = "A" if "Alpha" in a and "Alpha" not in b else "B" if "Alpha" in b and "Alpha" not in a else "A"
     return "```json\n" + json.dumps({"preferred": preferred, "rationale": "test verdict"}) + "\n```"
 
 
 answer_or_verdict.count = -1
+answer_or_verdict.judge = biased_judge
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +59,7 @@ def granted(cast):
 
 @pytest.fixture
 def roles(server):
-    answer_or_verdict.count = -1
+    answer_or_verdict.count, answer_or_verdict.judge = -1, biased_judge
     return Roles(server, answer=answer_or_verdict)
 
 
@@ -191,3 +195,32 @@ def test_the_command_makes_a_pairwise_judge_of_every_pair_of_conditions(project,
     protocol = Protocol.objects.get(kind=Protocol.Kind.PAIRWISE)
     assert protocol.pairwise_pairs == [[QUESTION_ONLY, ONE_SHOT], [QUESTION_ONLY, FUSION], [ONE_SHOT, FUSION]]
     assert "pairwise judge" in out and "both orders" in out
+
+
+def test_an_unusable_reply_is_a_missing_verdict_never_a_guess(project, cast, server, roles, http, source):
+    """Replies over real HTTP that break the format (prose, an unknown verdict) are recorded once and
+    counted as missing verdicts; the judge is not asked again."""
+    answer_or_verdict.judge = lambda a, b: (
+        "I prefer A." if "Gamma" in a else '{"preferred": "C"}' if "Gamma" in b else '{"preferred": "tie"}')
+    run = run_inline(pairwise(source, cast["owner"], server).pk, client=http, sleep=Sleeps())
+    assert run.status == Run.Status.FINISHED
+    got = verdicts(run)
+    slots = list(Slot.objects.filter(run=run))
+    assert set(got) == {s.key for s in slots} and None in got.values() and "tie" in got.values()
+    rows = run.analysis["pairwise_judge"]["rows"]
+    missing = sum(value is None for value in got.values())
+    assert sum(r["missing_verdicts"] for r in rows) >= missing > 0
+    assert ModelCall.objects.filter(slot__run=run).count() == len(slots)  # none asked twice
+
+
+def test_structured_output_for_a_grade_is_refused_for_a_pairwise_judge(project, cast, server, roles, http, source):
+    judge = {**openai_model(server), "structured_output": True}
+    with pytest.raises(RunError, match="A, B or tie"):
+        control.regrade_create(source=source, user=cast["owner"], judge=judge, pairs=PAIRS)
+
+
+def test_judge_sample_refuses_a_pairwise_judge(project, cast, server, roles, http, source):
+    from django.core.management import CommandError
+    run = pairwise(source, cast["owner"], server)
+    with pytest.raises(CommandError, match="not a re-grade"):
+        call_command("judge_sample", str(run.pk))

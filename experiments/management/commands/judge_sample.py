@@ -5,7 +5,7 @@ from experiments.analysis.sampled_agreement import sampled_agreement
 from experiments.core.stats.judge_sample import (
     AGREEMENT_COLUMNS, DEFAULT_SAMPLE_SEED, DEFAULT_SAMPLE_SIZE, MAX_SAMPLE_SIZE,
 )
-from experiments.models import Run
+from experiments.models import Protocol, Run
 
 
 def _cell(value) -> str:
@@ -33,7 +33,7 @@ class Command(BaseCommand):
         run = Run.objects.select_related("protocol").filter(pk=run_id).first()
         if run is None:
             raise CommandError(f"no run with id {run_id}")
-        if run.protocol.regrade_of_id is None:
+        if run.protocol.kind != Protocol.Kind.REGRADE:  # a pairwise judge names a source but grades nothing
             raise CommandError(f"run {run_id} is not a re-grade: re-grade a finished run first (manage.py regrade_run)")
         result = sampled_agreement(run, n=n, sample_seed=seed)
         if not result["rows"]:
