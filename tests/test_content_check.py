@@ -227,3 +227,20 @@ def test_the_results_page_and_its_csv_for_readers_not_raters(controls_run, cast,
     client.force_login(get_user_model().objects.get(username="rater-a"))
     assert client.get(f"/p/{slug}/ratings/{campaign.pk}/content-check/").status_code == 403
     assert CampaignRater.objects.filter(campaign=campaign).count() == 2
+
+
+def test_an_owner_creates_one_through_the_form_and_sees_its_page(controls_run, cast, client):
+    slug = controls_run.protocol.project.slug
+    client.force_login(cast["owner"])
+    url = f"/p/{slug}/runs/{controls_run.pk}/ratings/new-content-check/"
+    form = client.get(url).content.decode()
+    assert REWORDED in form and PARAPHRASED in form and 'id="content-check-form"' in form
+    response = client.post(url, {"name": "by form", "conditions": [PARAPHRASED], "sample": "all", "seed": 3,
+                                 "ratings_per_item": 2, "raters": RATERS[:2]})
+    campaign = RatingCampaign.objects.get(name="by form")
+    assert response.status_code == 302 and campaign.kind == "content-check" and campaign.conditions == [PARAPHRASED]
+    detail = client.get(f"/p/{slug}/ratings/{campaign.pk}/").content.decode()
+    assert 'id="content-check-pairs"' in detail and "Adjudication" not in detail
+    refused = client.post(url, {"name": "by form", "conditions": [PARAPHRASED], "sample": "all", "seed": 3,
+                                "ratings_per_item": 2, "raters": RATERS[:2]})
+    assert refused.status_code == 200 and "already exists" in refused.content.decode()
