@@ -14,6 +14,7 @@ grades written directly, since what is measured is the campaign, not the run), t
   people; a seeded stratified sample of the 30,000 candidates, k = 2, 5 raters);        target ≤ 5 s
 - its results (win rates, Bradley–Terry, the judge's order) with 100,000-draw intervals over
   20,000 preferences (written directly), each part timed.                               target ≤ 3 s
+  Both also print the CPU seconds spent (every thread) and the load average beside the wall time.
 
     .venv/bin/python benchmarks/ratings.py --concurrent 20  # 20 raters of one campaign rating at once
     .venv/bin/python benchmarks/ratings.py --pairwise       # only the pairwise campaign and its results
@@ -215,6 +216,12 @@ def agreement() -> None:
           f"α {result.alpha.estimate:.3f} [{result.alpha.lo:.3f}, {result.alpha.hi:.3f}]")
 
 
+def cpu_and_load(cpu_start: float) -> str:
+    """The process's CPU seconds since `cpu_start` (all its threads) and the load average: on a
+    shared, loaded machine the wall time says as much about the others as about this code."""
+    return f"; CPU {time.process_time() - cpu_start:.2f} s, load average {os.getloadavg()[0]:.1f}"
+
+
 def pairwise(run: Run) -> None:
     """A 10,000-pair campaign over the run, 20,000 preferences written directly, its results."""
     from django.utils import timezone
@@ -222,13 +229,13 @@ def pairwise(run: Run) -> None:
     from annotations.core.pairwise import bradley_terry, judge_order_agreement, win_rates
     from annotations.pairwise import pairwise_campaign_create, pairwise_results, results_inputs
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     campaign = pairwise_campaign_create(run=run, name="bench pairs", conditions=PAIR_CONDITIONS, raters=RATERS,
                                         sample="stratified", sample_size=PAIRS, seed=3)
     created = time.perf_counter() - t0
     print(f"pairwise campaign of {campaign.items.count():,} pairs ({len(PAIR_CONDITIONS)} conditions, "
           f"{sum(p['items'] for p in campaign.pairs):,} candidates), {campaign.assignments.count():,} "
-          f"assignments: {created:.2f} s (target ≤ 5 s)")
+          f"assignments: {created:.2f} s (target ≤ 5 s){cpu_and_load(c0)}")
     rng = np.random.default_rng(7)
     now = timezone.now()
     rows = list(Assignment.objects.filter(campaign=campaign).values_list("pk", "rater_id"))
@@ -236,12 +243,12 @@ def pairwise(run: Run) -> None:
     HumanGrade.objects.bulk_create([
         HumanGrade(assignment_id=pk, campaign=campaign, rater_id=rater_id, preference=str(pick), created_at=now,
                    updated_at=now) for (pk, rater_id), pick in zip(rows, picks)], batch_size=5000)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     payload = pairwise_results(campaign, use_cache=False)
     took = time.perf_counter() - t0
     seed, draws = payload["seed"], payload["draws"]
     print(f"pairwise results, {payload['ratings']:,} preferences, {payload['bradley_terry']['people']:,} people, "
-          f"{draws:,} draws: {took:.2f} s (target ≤ 3 s)")
+          f"{draws:,} draws: {took:.2f} s (target ≤ 3 s){cpu_and_load(c0)}")
     inputs, _ = results_inputs(campaign)
     ratings = inputs["rows"]
     for name, part in (("win rates", lambda: win_rates(ratings, seed=seed, draws=draws)),
