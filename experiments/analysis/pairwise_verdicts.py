@@ -13,7 +13,7 @@ from experiments.core.conditions import FINAL
 from experiments.core.llm.offline import OFFLINE_MODEL_VERSION
 from experiments.core.pairwise_judge import JudgedPair, judge_rows
 from experiments.core.parsers import parse_pairwise
-from experiments.core.slot_keys import PairwiseJudgeKey, parse_slot_key
+from experiments.core.slot_keys import PairwiseJudgeKey
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.models import ModelCall, Prediction, Run, Slot
 from experiments.models.runs import Phase
