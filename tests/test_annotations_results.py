@@ -304,7 +304,7 @@ def test_results_page_by_role(client, campaign, cast, role, status):
     html = response.content.decode()
     for section in ("agreement-table", "conditions-table", "levels-table", "contrasts-table", "raters-table"):
         assert f'id="{section}"' in html
-    assert "plotly-cartesian.min.js" in html and "R1" in html and "R2" in html
+    assert "plotly-custom.min.js" in html and "R1" in html and "R2" in html
     leaks = [t for t in participant_texts(campaign.run) if t in html]
     assert not leaks, leaks[:2]
     assert "keeps bees" not in html and "part 0 of your week" not in html and "cannot tell" not in html

@@ -8,7 +8,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
 
-from experiments.analysis.figures import HEATMAP_WIDTH
 from experiments.models import Membership, Project, Role
 from tests.figure_helpers import draw_every_figure
 from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
@@ -67,10 +66,15 @@ def test_the_partial_bundle_draws_every_figure_and_trace_type_without_a_console_
         assert page.evaluate("Plotly.version") == plotly.offline.get_plotlyjs_version()
         for trace, selector in TRACE_LAYERS.items():
             drawn[trace] = drawn.get(trace, 0) + page.locator(f".plot {selector}").count()
-        if path == figure_pages[0]:  # the dashboard's 4 × 4 grade grids keep their width on a wide page
-            widths = page.evaluate("Array.from(document.querySelectorAll('.plot')).filter(p => p.querySelector("
-                                   "'.heatmaplayer .hm')).map(p => p.querySelector('.main-svg').getBoundingClientRect().width)")
-            assert widths and all(width == HEATMAP_WIDTH for width in widths), widths
+        if path == figure_pages[0]:  # the dashboard's grade grids fill their column, their axis titles fit
+            heatmaps = page.evaluate("""Array.from(document.querySelectorAll('.plot')).filter(p => p.querySelector(
+                '.heatmaplayer .hm')).map(p => ({figure: p.querySelector('.main-svg').getBoundingClientRect().width,
+                column: p.parentElement.getBoundingClientRect().width,
+                title: p.querySelector('.g-ytitle').getBoundingClientRect().height,
+                plot: p.querySelector('.nsewdrag').getBoundingClientRect().height,
+                lines: p.querySelectorAll('.g-ytitle tspan.line').length}))""")
+            assert heatmaps and all(abs(h["figure"] - h["column"]) <= 1 and h["column"] > 600 for h in heatmaps), heatmaps
+            assert all(h["lines"] <= 1 and h["title"] <= h["plot"] for h in heatmaps), heatmaps
     page.close()
     threading.Thread(target=connections.close_all).start()
     assert all(drawn.values()), drawn
@@ -116,6 +120,43 @@ def test_printing_draws_every_figure_without_scrolling(figure_pages, live_server
     page.evaluate("window.dispatchEvent(new Event('beforeprint'))")   # what the browser sends before printing
     page.wait_for_function(f"document.querySelectorAll('.plot .main-svg').length >= {plots}", timeout=10_000)
     assert page.locator(".plot[data-drawn=yes]").count() == plots
+    page.close()
+    threading.Thread(target=connections.close_all).start()
+    assert not problems, problems
+
+
+def test_plotly_loads_at_the_first_scroll_when_no_figure_is_mostly_in_view_and_printing_draws_every_figure(
+        figure_pages, live_server, browser):
+    """A phone's width, and a window whose bottom edge shows only the top 60 px of the first figure:
+    the page loads without plotly; the first scroll loads it and draws that figure, not the last; and
+    printing a page opened without a move draws every figure."""
+    page = browser.new_page(viewport={"width": 412, "height": 823})
+    problems = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.goto(live_server.url + "/accounts/login/")
+    page.fill("#id_username", "fiona")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    for path in figure_pages:
+        page.goto(live_server.url + path)
+        top = page.evaluate("document.querySelector('.plot').getBoundingClientRect().top")
+        page.set_viewport_size({"width": 412, "height": round(top) + 60})
+        page.goto(live_server.url + path)
+        first = page.locator(".plot").first
+        page.wait_for_timeout(1500)
+        assert page.evaluate("typeof window.Plotly") == "undefined", path
+        assert first.get_attribute("data-drawn") is None
+        assert "drawn when you scroll to it" in first.inner_text()  # its placeholder line
+        page.mouse.wheel(0, 100)
+        first.locator(".main-svg").first.wait_for(state="attached", timeout=30_000)
+        assert first.get_attribute("data-drawn") == "yes" and "drawn when" not in first.inner_text()
+        assert page.locator(".plot").last.get_attribute("data-drawn") is None  # far below: not yet
+    page.goto(live_server.url + figure_pages[0])
+    page.wait_for_timeout(1000)
+    assert page.evaluate("typeof window.Plotly") == "undefined"
+    plots = page.locator(".plot").count()
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    page.wait_for_function(f"document.querySelectorAll('.plot[data-drawn=yes]').length === {plots}", timeout=30_000)
     page.close()
     threading.Thread(target=connections.close_all).start()
     assert not problems, problems

@@ -128,7 +128,7 @@ def test_the_dashboard_labels_the_offline_stand_in_and_has_a_table_per_figure(cl
     body = client.get(page_url("run_dashboard", finished_run)).content.decode()
     assert "Offline stand-in" in body
     assert 'id="contrasts-table"' in body and 'id="means-table"' in body and 'id="cost-table"' in body
-    assert "/static/vendor/plotly/plotly-cartesian.min.js" in body
+    assert "/static/vendor/plotly/plotly-custom.min.js" in body
     assert body.count('class="plot"') >= 5
 
 

@@ -7,7 +7,8 @@ import logging
 from django.template import Context, Template
 from django.urls import reverse
 
-from experiments.analysis.figures import grade_axis_title, transitions
+from experiments.analysis.figures import HEATMAP_MARGINS_PX, TITLE_CHAR_PX, transitions
+from experiments.core.condition_names import short_name
 from experiments.core.conditions import CONDITIONS
 from experiments.core.evidence import NO_SCREENER
 from experiments.core.llm.offline import FALLBACK_ANSWER, offline_reply
@@ -23,16 +24,17 @@ def test_condition_keys_wrap_between_their_parts_never_inside_a_word():
     assert "break-all" not in css  # the rule that cut "memory" into "memo" / "ry"
 
 
-def test_the_grade_axis_title_fits_a_300_px_heatmap_for_every_condition():
-    for key in CONDITIONS:
-        lines = grade_axis_title(key).split("<br>")
-        assert lines[0] == "grade under" and "".join(lines[1:]) == key
-        # 12 px text is about 7 px a character: 24 characters are 170 px of the plot's 230.
-        assert max(map(len, lines)) <= 24, (key, lines)
-    figure = transitions({"transitions": [[1, 0, 0, 0]] * 4,
-                          "transition_axes": {"rows": "memory(concrete,100w)+one-shot", "columns": "whole-record"}})
-    assert figure["layout"]["yaxis"]["title"]["text"] == "grade under<br>memory(concrete,100w)+<br>one-shot"
-    assert (figure["layout"]["width"], figure["layout"]["height"]) == (500, 300)  # not the page's width
+def test_the_transition_heatmap_fills_its_column_with_one_line_axis_titles_that_fit_for_every_condition():
+    longest = max(CONDITIONS, key=lambda key: len(short_name(key)))
+    for rows in CONDITIONS:
+        figure = transitions({"transitions": [[1, 0, 0, 0]] * 4, "transition_axes": {"rows": rows, "columns": longest}})
+        layout = figure["layout"]
+        y_title, x_title = layout["yaxis"]["title"]["text"], layout["xaxis"]["title"]["text"]
+        assert (y_title, x_title) == (f"grade under {short_name(rows)}", f"grade under {short_name(longest)}")
+        # one line, and as long as the plot beside it at most (12 px text is about 7 px a character)
+        assert "<br>" not in y_title and len(y_title) * TITLE_CHAR_PX <= layout["height"] - HEATMAP_MARGINS_PX
+        assert layout["height"] >= 300 and "width" not in layout  # the column's width
+        assert f"grade under {rows}: %{{y}}" in figure["data"][0]["hovertemplate"]  # the full key on hover
 
 
 def test_the_protocol_form_without_a_cohort_says_what_to_do_and_links_to_it(client, imported, cast):

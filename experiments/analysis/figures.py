@@ -6,12 +6,12 @@ table beside the figure and in its CSV download.
 from __future__ import annotations
 
 import json
-import re
 from urllib.parse import urlencode
 
 import plotly.graph_objects as go
 
 from experiments.core.candidates import is_derived
+from experiments.core.condition_names import short_name
 
 # automargin: long condition names and axis titles get the room they need instead of being clipped.
 LAYOUT = dict(margin=dict(l=10, r=10, t=30, b=40), height=320,
@@ -145,9 +145,12 @@ def thresholds(contrasts: list[dict], explore: str | None = None) -> dict | None
     return figure_json(fig)
 
 
-# A 4 × 4 grid of grades needs no more: across a 1920 px page its cells were wide flat bands, read
-# with the eyes travelling from one side of the screen to the other (the height stays 300).
-HEATMAP_WIDTH = 500
+# A transition heatmap fills its column (plotly's responsive figure); its axis titles are one line each,
+# the conditions' short names (the full keys in the hover text). The height grows with the vertical
+# title, which must fit beside the plot: 12 px text is about 7 px a character, and the figure's
+# margins, ticks and horizontal title take about 100 px.
+TITLE_CHAR_PX = 7
+HEATMAP_MARGINS_PX = 100
 
 
 def transitions(contrast: dict, explore: str | None = None) -> dict | None:
@@ -159,33 +162,15 @@ def transitions(contrast: dict, explore: str | None = None) -> dict | None:
     # Cell (row i, column j): the tasks graded i under the rows' condition and j under the columns'.
     links = [[explore_link(explore, a=axes["columns"], ga=j, b=axes["rows"], gb=i) for j in range(4)]
              for i in range(4)]
-    fig = go.Figure(go.Heatmap(z=table, x=[0, 1, 2, 3], y=[0, 1, 2, 3], colorscale="Blues",
+    x_title, y_title = (f"grade under {short_name(axes[side])}" for side in ("columns", "rows"))
+    hover = (f"grade under {axes['columns']}: %{{x}}<br>grade under {axes['rows']}: %{{y}}<br>"
+             "%{z} tasks<extra></extra>")
+    fig = go.Figure(go.Heatmap(z=table, x=[0, 1, 2, 3], y=[0, 1, 2, 3], colorscale="Blues", hovertemplate=hover,
                                text=table, texttemplate="%{text}", customdata=links))
     fig.update_layout(LAYOUT).update_layout(
-        height=300, width=HEATMAP_WIDTH, xaxis_title=f"grade under {axes['columns']}",
-        yaxis_title=grade_axis_title(axes["rows"]), xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
+        height=max(300, HEATMAP_MARGINS_PX + TITLE_CHAR_PX * len(y_title)), xaxis_title=x_title,
+        yaxis_title=y_title, xaxis=GRADE_TICKS, yaxis=GRADE_TICKS)
     return figure_json(fig)
-
-
-AXIS_LINE_CHARS = 24  # about 170 px of 12 px text: fits the 230 px height of a 300 px heatmap's plot
-
-
-def grade_axis_title(condition: str) -> str:
-    """A vertical axis title that fits a 300 px figure: "grade under", then the condition's key in
-    lines of at most AXIS_LINE_CHARS, broken after a "+", "(", "," or "|" (in one line, a long key
-    was cut off)."""
-    parts: list[str] = []
-    for part in re.findall(r"[^+(,|]+[+(,|]?|[+(,|]", condition):
-        if parts and not part.strip(")"):
-            parts[-1] += part  # a closing bracket never starts a line
-        else:
-            parts.append(part)
-    lines = [""]
-    for part in parts:
-        if lines[-1] and len(lines[-1]) + len(part) > AXIS_LINE_CHARS:
-            lines.append("")
-        lines[-1] += part
-    return "<br>".join(["grade under", *lines])
 
 
 def lengths(rows: list[dict], explore: str | None = None) -> dict | None:

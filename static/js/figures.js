@@ -4,12 +4,14 @@
 // A point whose customdata (or its trace's meta) is a site path ("/p/...") opens it: a figure
 // links to the tasks behind a number.
 //
-// Figures are drawn lazily: those in the first screenful at once, the others when they are
-// scrolled near (an IntersectionObserver with a margin below the window; those already that near
-// on load, at the first scroll), one figure per task.
-// Drawing every figure of a dashboard on load cost about half a second of script on the main
-// thread, most of it for figures nobody had scrolled to yet. A drawn figure gets
-// data-drawn="yes" (browser tests wait for it).
+// Plotly itself (static/vendor/plotly, 1.2 MB) is loaded only when the first figure is drawn: its
+// parsing and start-up are one long task of the main thread (about 0.3 s on a laptop, over a second
+// on a phone), which made every page with figures slow to answer while it loaded.
+// Figures are drawn lazily, one per task: those at least half in the window on load at once; those
+// near it (an IntersectionObserver with a margin below the window) or only peeking in at its bottom
+// edge at the reader's first scroll, key or touch; the others when they are scrolled near.
+// Until then each container holds its figure's height and a line saying what it will show (the
+// numbers are in the table beside it). A drawn figure gets data-drawn="yes" (browser tests wait for it).
 (function () {
   "use strict";
   const CONFIG = {
@@ -19,11 +21,29 @@
   // How far below the window a figure starts drawing: about one figure's height, so a reader
   // scrolling at an ordinary pace finds it drawn.
   const NEAR = "0px 0px 400px 0px";
+  const PLOTLY_URL = document.currentScript.dataset.plotly;
   const queue = [];
   let drawing = false;
+  let plotly = null;
+
+  // Plotly, loaded once (a script of this site: the Content-Security-Policy allows it).
+  function loadPlotly() {
+    if (!plotly) {
+      plotly = new Promise(function (resolve, reject) {
+        if (window.Plotly) { resolve(window.Plotly); return; }
+        const script = document.createElement("script");
+        script.src = PLOTLY_URL;
+        script.onload = function () { resolve(window.Plotly); };
+        script.onerror = function () { reject(new Error("plotly did not load from " + PLOTLY_URL)); };
+        document.head.appendChild(script);
+      });
+    }
+    return plotly;
+  }
 
   function draw(el) {
     const figure = JSON.parse(el.nextElementSibling.textContent);
+    el.replaceChildren();  // the placeholder line
     return Plotly.newPlot(el, figure.data, figure.layout, CONFIG).then(function () {
       el.dataset.drawn = "yes";
       el.on("plotly_click", function (event) {
@@ -43,48 +63,67 @@
     next();
   }
 
-  // One figure per task: the page stays responsive while they are drawn.
+  // One figure per task (plotly's loading is a task of its own): the page stays responsive while
+  // they are drawn.
   function next() {
-    if (drawing) return;
-    const el = queue.shift();
-    if (!el) return;
+    if (drawing || !queue.length) return;
     drawing = true;
-    Promise.resolve(el).then(draw).catch(function (error) { console.error(error); })
+    loadPlotly().then(function () {
+      const el = queue.shift();
+      return el && el.dataset.drawn === "queued" ? draw(el) : null;
+    }).catch(function (error) { console.error(error); })
       .then(function () { drawing = false; setTimeout(next, 0); });
+  }
+
+  // At least half of the figure in the window (or half the window, for a figure taller than it).
+  function mostlyInView(rect) {
+    const shown = Math.min(rect.bottom, window.innerHeight) - Math.max(rect.top, 0);
+    return shown >= Math.min(rect.height, window.innerHeight) / 2;
   }
 
   function start() {
     const plots = Array.from(document.querySelectorAll(".plot"));
+    if (!plots.length) return;
     if (!("IntersectionObserver" in window)) {
       plots.forEach(enqueue);
       return;
     }
-    // Near the window on load but not in it: drawn at the first scroll, not while the page loads.
+    // Near the window on load but not mostly in it: drawn at the reader's first move, not while the
+    // page loads.
     const nearOnLoad = [];
     let loading = true;
     const observer = new IntersectionObserver(function (entries) {
       entries.forEach(function (entry) {
         if (!entry.isIntersecting) return;
         observer.unobserve(entry.target);
-        if (loading && entry.boundingClientRect.top >= window.innerHeight) nearOnLoad.push(entry.target);
+        if (loading && !mostlyInView(entry.boundingClientRect)) nearOnLoad.push(entry.target);
         else enqueue(entry.target);
       });
       loading = false;
     }, { rootMargin: NEAR });
     plots.forEach(function (el) { observer.observe(el); });
-    window.addEventListener("scroll", function () { nearOnLoad.splice(0).forEach(enqueue); }, { passive: true });
+    const firstMove = ["scroll", "keydown", "pointerdown", "touchstart"];
+    function moved() {
+      firstMove.forEach(function (type) { window.removeEventListener(type, moved); });
+      nearOnLoad.splice(0).forEach(enqueue);
+    }
+    firstMove.forEach(function (type) { window.addEventListener(type, moved, { passive: true }); });
   }
 
   // Printing (or saving as PDF) draws every figure first, at once: a printed dashboard is complete
-  // even where the reader never scrolled. Plotly lays a figure out synchronously in newPlot.
+  // even where the reader never scrolled. Plotly lays a figure out synchronously in newPlot; were
+  // plotly not loaded yet (no figure drawn, no move since the page opened), the figures are drawn as
+  // soon as it is, and this print shows their placeholder lines and the tables.
   window.addEventListener("beforeprint", function () {
-    document.querySelectorAll(".plot").forEach(function (el) {
-      if (el.dataset.drawn === "yes") return;
-      const index = queue.indexOf(el);
-      if (index >= 0) queue.splice(index, 1);
-      el.dataset.drawn = "printing";
-      draw(el).catch(function (error) { console.error(error); });
+    const undrawn = Array.from(document.querySelectorAll(".plot")).filter(function (el) {
+      return el.dataset.drawn !== "yes" && el.dataset.drawn !== "printing";
     });
+    undrawn.forEach(function (el) { el.dataset.drawn = "printing"; });
+    const drawAll = function () {
+      undrawn.forEach(function (el) { draw(el).catch(function (error) { console.error(error); }); });
+    };
+    if (window.Plotly) drawAll();
+    else if (undrawn.length) loadPlotly().then(drawAll).catch(function (error) { console.error(error); });
   });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
