@@ -1,12 +1,19 @@
-"""Refills never starve: a multi-slot worker runs the analysis queue's jobs on a lane thread of its
-own, so a long analysis (of another run) does not stop the dequeue of slot jobs and refills.
+"""Refills never starve: the engine's workers run the analysis queue's jobs on a lane thread of their
+own (`workers.LaneMixin`), so a long analysis (of another run) does not stop the dequeue of slot jobs
+and refills.
 
-One real `MultiSlotWorker` process serving every queue, real PostgreSQL, Redis and HTTP to the
+One real worker process serving every queue — a `MultiSlotWorker`, and the `ResilientSimpleWorker`
+of `jobs.WORKER_COMMAND` (the command pages print, `bin/demo` and the README start) —, real PostgreSQL, Redis and HTTP to the
 local server, a window of 6 slots and no scheduler (no delayed look can help): while a 40 s job
 runs on the `analysis` queue, a run's 120 slots are all answered on refills alone, every request
 sent once (its own analysis then waits for the lane, and the run finishes after it). Before the lane, the analysis held the main thread, nothing was dequeued meanwhile and
-the run's first window was never handed out.
+the run's first window was never handed out (so it was with the `ResilientSimpleWorker` until it had
+the lane too). A warm shutdown (SIGTERM) while the lane is busy stops the worker's listening at
+once: it once went on listening, took the next job and was killed with it.
 """
+import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -16,11 +23,13 @@ import pytest
 from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Project, Run, Slot
 from experiments.models.runs import Phase
+from experiments.execution.jobs import WORKER_COMMAND
+from experiments.execution.workers import LaneMixin, ResilientSimpleWorker
 from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, make_run, openai_model, request_bytes
 from tests.llm_fake_server import running_fake_llm
 from tests.test_engine_multislot import MultiSlotWorkers
 from tests.test_engine_queue import (  # noqa: F401 - fixtures
-    live_database, redis_connection, wait_for, worker_env,
+    QUEUES, REPO, live_database, redis_connection, wait_for, worker_env,
 )
 
 LONG_S = 40
@@ -35,12 +44,61 @@ def long_analysis(seconds: float) -> None:
     connection.set(ENDED, repr(time.time()))
 
 
+SIMPLE = "experiments.execution.workers.ResilientSimpleWorker"
+
+
+class SimpleWorkers(MultiSlotWorkers):
+    """One worker of the class `jobs.WORKER_COMMAND` names, without the scheduler."""
+
+    def start(self) -> subprocess.Popen:
+        log = open(self.log_dir / f"worker-{len(self.processes)}.log", "wb")
+        process = subprocess.Popen([sys.executable, "manage.py", "rqworker", *QUEUES, "--worker-class", SIMPLE],
+                                   cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        log.close()
+        self.processes.append(process)
+        return process
+
+
+def test_the_printed_worker_command_starts_a_worker_with_the_lane():
+    # The scenario below runs with this class: the command pages print starts a worker with the lane.
+    assert f"--worker-class {SIMPLE} " in WORKER_COMMAND and " analysis" in WORKER_COMMAND
+    assert issubclass(ResilientSimpleWorker, LaneMixin)
+
+
+def marker() -> None:
+    """A job that must stay on the queue (a worker asked to stop must not take it)."""
+
+
 @pytest.mark.slow
-def test_a_long_analysis_does_not_starve_another_runs_refills(live_database, redis_connection, tmp_path):
+@pytest.mark.parametrize("kind", [MultiSlotWorkers, SimpleWorkers])
+def test_a_stop_while_the_lane_is_busy_takes_no_further_job(kind, live_database, redis_connection, tmp_path):
+    redis_connection.flushdb()
+    workers = kind(worker_env(live_database), tmp_path, slots=2, scheduler=False)
+    seconds = 6
+    try:
+        process = workers.start()
+        django_rq.get_queue("analysis").enqueue(long_analysis, seconds, job_timeout=seconds + 60)
+        wait_for(lambda: redis_connection.get(STARTED), 60, "the analysis to start", workers)
+        process.send_signal(signal.SIGTERM)  # a warm shutdown: the lane's job finishes first
+        time.sleep(0.5)
+        queue = django_rq.get_queue("default")
+        queue.enqueue(marker)
+        assert process.wait(timeout=seconds + 30) == 0, workers.logs()
+        assert redis_connection.get(ENDED) is not None  # the analysis was let finish
+        assert queue.count == 1  # the job enqueued after the stop is still there for another worker
+    finally:
+        workers.kill_all()
+        redis_connection.flushdb()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [MultiSlotWorkers, SimpleWorkers])
+def test_a_long_analysis_does_not_starve_another_runs_refills(kind, live_database, redis_connection, tmp_path):
     redis_connection.flushdb()
     window = 6
-    workers = MultiSlotWorkers({**worker_env(live_database), "OWNWORDS_HAND_OUT_WINDOW": str(window)},
-                               tmp_path, slots=4, scheduler=False)
+    workers = kind({**worker_env(live_database), "OWNWORDS_HAND_OUT_WINDOW": str(window)},
+                   tmp_path, slots=4, scheduler=False)
     try:
         with running_fake_llm() as server:
             server.default_delay_s = 0.02
