@@ -224,3 +224,28 @@ def test_judge_sample_refuses_a_pairwise_judge(project, cast, server, roles, htt
     run = pairwise(source, cast["owner"], server)
     with pytest.raises(CommandError, match="not a re-grade"):
         call_command("judge_sample", str(run.pk))
+
+
+def test_the_owner_makes_a_pairwise_judge_from_the_run_page(
+        client, project, cast, server, roles, http, source, monkeypatch, django_capture_on_commit_callbacks):
+    from django.urls import reverse
+
+    from experiments.execution import progress
+    monkeypatch.setattr(progress, "queue_reachable", lambda: True)
+    client.force_login(cast["owner"])
+    url = reverse("run_regrade", args=[project.slug, source.pk])
+    assert 'id="regrade-pairwise"' in client.get(reverse("run_detail", args=[project.slug, source.pk])).content.decode()
+    count = Protocol.objects.count()
+    page = client.post(url, {"regrade-judge_choice": "same", "regrade-pairwise_conditions": [ONE_SHOT]})
+    assert "choose two or more conditions" in page.content.decode() and Protocol.objects.count() == count
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(url, {"regrade-judge_choice": "same",
+                                     "regrade-pairwise_conditions": [FUSION, QUESTION_ONLY, ONE_SHOT]})
+    run = Run.objects.latest("pk")
+    assert response.status_code == 302 and response.url == reverse("run_detail", args=[project.slug, run.pk])
+    assert run.protocol.kind == Protocol.Kind.PAIRWISE and run.protocol.regrade_of == source
+    assert run.protocol.pairwise_pairs == [[QUESTION_ONLY, ONE_SHOT], [QUESTION_ONLY, FUSION], [ONE_SHOT, FUSION]]
+    assert (run.status, run.phase) == (Run.Status.RUNNING, Phase.JUDGING) and len(callbacks) == 1
+    # the pairwise run's own page offers no re-grade of it (it has no answers of its own)
+    run_inline(run.pk, client=http, sleep=Sleeps())
+    assert 'id="regrade-form"' not in client.get(reverse("run_detail", args=[project.slug, run.pk])).content.decode()

@@ -18,6 +18,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from experiments.access import OWNERS, config_grant_refusal, run_for
 from experiments.analysis.judges import contrasts_side_by_side
 from experiments.execution import control, jobs, policy, progress
+from experiments.execution.pairwise_judge import all_pairs
 from experiments.models import Protocol, Run
 from experiments.web.runs.forms import ModelConfigForm, model_initial
 from experiments.web.text_input import StorableTextMixin
@@ -34,10 +35,16 @@ class RegradeForm(StorableTextMixin, forms.Form):
     )
     name = forms.CharField(required=False, max_length=100, label="Protocol name",
                            help_text="empty: named after the run")
+    pairwise_conditions = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="A pairwise judge instead",
+        help_text="two or more conditions: the judge compares their answers two by two (A, B or tie), each "
+                  "pair in both orders, instead of grading each answer")
 
     def __init__(self, data=None, *, source: Run):
         super().__init__(data, prefix="regrade")
         protocol = source.protocol
+        self.order = list(protocol.conditions)
+        self.fields["pairwise_conditions"].choices = [(c, c) for c in self.order]
         # Bound only when another judge is chosen: a retest posts no judge to check.
         judge_data = data if data is not None and data.get(self.add_prefix("judge_choice")) != SAME else None
         self.judge = ModelConfigForm(judge_data, prefix="judge",
@@ -48,6 +55,17 @@ class RegradeForm(StorableTextMixin, forms.Form):
         if valid and self.cleaned_data["judge_choice"] == OTHER:
             return self.judge.is_valid()
         return valid
+
+    def clean_pairwise_conditions(self):
+        chosen = self.cleaned_data["pairwise_conditions"]
+        if len(chosen) == 1:
+            raise forms.ValidationError("choose two or more conditions to compare, or none for a re-grade")
+        return chosen
+
+    def pairs(self) -> list[list[str]] | None:
+        """The pairs a pairwise judge compares, or None for a re-grade."""
+        chosen = self.cleaned_data["pairwise_conditions"]
+        return all_pairs(self.order, chosen) if chosen else None
 
     def judge_config(self) -> dict | None:
         return None if self.cleaned_data["judge_choice"] == SAME else self.judge.config()
@@ -67,14 +85,15 @@ def run_regrade(request, slug, pk):
         try:
             with transaction.atomic():
                 protocol = control.regrade_create(source=run, user=request.user, judge=form.judge_config(),
-                                                  cap=form.cap(), name=form.cleaned_data["name"])
+                                                  cap=form.cap(), name=form.cleaned_data["name"], pairs=form.pairs())
                 regrade = Run.objects.create(protocol=protocol, created_by=request.user)
                 control.run_start(run=regrade)
                 jobs.run_enqueue(regrade.pk)  # enqueued when this transaction commits
         except policy.RunError as exc:
             messages.error(request, f"Nothing was created: {exc}")
         else:
-            messages.success(request, f"Protocol {protocol.name} sealed; run {regrade.pk} re-grades run {run.pk} "
+            what = "compares the answers of" if protocol.pairwise_pairs else "re-grades"
+            messages.success(request, f"Protocol {protocol.name} sealed; run {regrade.pk} {what} run {run.pk} "
                                       "through the queue.")
             return redirect("run_detail", slug=slug, pk=regrade.pk)
     return render(request, "experiments/runs/run_regrade.html",
@@ -110,7 +129,8 @@ def regrade_context(membership, run: Run) -> dict:
     """What the run page shows about re-grades: the owner's form on a finished run, the runs
     re-grading this one, and for a re-grade run its source and the judge–judge comparison."""
     context = {"regrades": Run.objects.filter(protocol__regrade_of=run).select_related("protocol")}
-    if membership.is_owner() and run.status == Run.Status.FINISHED and run.protocol.kind != Protocol.Kind.SURVEY:
+    if membership.is_owner() and run.status == Run.Status.FINISHED and run.protocol.kind not in (
+            Protocol.Kind.SURVEY, Protocol.Kind.PAIRWISE):  # answers scored without a judge, or none
         context["regrade_form"] = RegradeForm(source=run)
     protocol = run.protocol
     if protocol.kind == Protocol.Kind.REGRADE:
