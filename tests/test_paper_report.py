@@ -22,7 +22,7 @@ from rq import SimpleWorker
 from experiments.analysis import report_archive
 from experiments.analysis.exports import csv_text
 from experiments.analysis.grades import final_grades
-from experiments.analysis.per_run_tables import POST_HOC
+from experiments.analysis.post_hoc_contrasts import POST_HOC
 from experiments.analysis.paper_report_state import cached_report, report_inputs_sha256
 from experiments.core.paper_report_catalog import (
     CATALOG, NEEDS_RUN, NOT_HERE, PAPER_FIGURES, PAPER_TABLES, RENDERED, STATES, number_of,

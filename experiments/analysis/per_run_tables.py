@@ -1,4 +1,4 @@
-"""The per-run paper items (Tables 26, 27; App. F centrality and routing; App. I.6), computed from one run.
+"""The per-run paper items (Tables 8, 26, 27; App. F centrality and routing; App. I.6), computed from one run.
 
 Each ``*_table(run)`` reads what the run stored — the two one-shot memories' grades, the sessions'
 written memories, the reference answers, the candidate pools' texts and grades, or (a re-grade run)
@@ -18,20 +18,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from experiments.analysis import report_items_controls as controls
-from experiments.analysis.dashboard import descriptive_contrasts
+from experiments.analysis.post_hoc_contrasts import CONCRETE_ONE_SHOT, POST_HOC, TRAIT_ONE_SHOT, post_hoc_table
+from experiments.analysis.run_report_inputs import notes_for, report_inputs, run_settings
 from experiments.analysis.grades import grade_matrix
 from experiments.analysis.pools import USABLE, run_pools
 from experiments.analysis.sampled_agreement import sampled_agreement
 from experiments.core.candidates import CANDIDATE_LABELS
-from experiments.core.conditions import (
-    ANSWER_PARAPHRASE, CURRENT_DIALOGUE, FINAL, FUSION, LENGTH, SELECTION, WHOLE_RECORD,
-)
+from experiments.core.conditions import ANSWER_PARAPHRASE, FINAL, FUSION, LENGTH, SELECTION, WHOLE_RECORD
 from experiments.core.pickers import SIMILARITIES
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
 from experiments.core.stats.memory_gap import class_threshold_table, length_gap_table
 from experiments.core.stats import robustness
 from experiments.core.stats.judge_sample import AGREEMENT_COLUMNS, DEFAULT_SAMPLE_SEED, DEFAULT_SAMPLE_SIZE
-from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, paired_matrix
+from experiments.core.stats.paired import paired_matrix
 from experiments.core.stats.pool_centrality import (
     CENTRALITY_COLUMNS, ROUTING_COLUMNS, centralities, centrality_slope, pool_agreement, routing_rows,
 )
@@ -39,39 +38,10 @@ from experiments.core.task_attributes import NOT_SPECIFIC, SPECIFIC, is_specific
 from experiments.models import CohortTask, Memory, Prediction, Run
 
 logger = logging.getLogger(__name__)
-CONCRETE_ONE_SHOT = "memory(concrete,100w)+one-shot"
-TRAIT_ONE_SHOT = "memory(trait,100w)+one-shot"
 COMMON = "common"          # the ready-made template (`core.paper_protocols`) with both memories and pools
-OFFLINE_NOTE = ("Computed from a run on the offline stand-in (a deterministic lexical rule, not a model): "
-                "these figures test the pipeline, they are not model results.")
 DIFFERENCE_COLUMNS = ("Concrete − trait", "95% lo", "95% hi")
 ROUTING_SIMILARITY = "token-f1"   # pool agreement: the first of the consensus pickers' similarities
 COPY, NOT_COPY = "copy of a candidate", "not a copy"
-
-
-def run_settings(run: Run) -> tuple[int, int]:
-    """The run's recorded bootstrap seed and draws (the analysis defaults where none is recorded)."""
-    bootstrap = run.protocol.bootstrap or {}
-    return int(bootstrap.get("seed", DEFAULT_SEED)), int(bootstrap.get("draws", DEFAULT_DRAWS))
-
-
-def is_offline(run: Run) -> bool:
-    """Whether the offline stand-in generated or graded the run (never to be shown as a model result)."""
-    protocol = run.protocol
-    return any((getattr(protocol, role) or {}).get("provider") == "offline" for role in ("generator", "judge"))
-
-
-def report_inputs(run: Run, *extra_runs: Run) -> ReportInputs:
-    seed, draws = run_settings(run)
-    every = [run, *extra_runs]
-    return ReportInputs(runs=tuple(r.pk for r in every),
-                        cohorts=tuple(dict.fromkeys(r.protocol.cohort_id for r in every)), seeds=(seed,), draws=draws,
-                        offline_runs=tuple(r.pk for r in every if is_offline(r)))
-
-
-def notes_for(run: Run, *notes: str, extra_runs=()) -> tuple[str, ...]:
-    offline = any(is_offline(r) for r in (run, *extra_runs))
-    return (*notes, *((OFFLINE_NOTE,) if offline else ()))
 
 
 def _one_shot_pairs(run: Run):
@@ -301,37 +271,11 @@ def agreement_table(run: Run, n: int = DEFAULT_SAMPLE_SIZE, sample_seed: int = D
                         "judge_sample RUN --n N --seed S.", extra_runs=(source,)))
 
 
-# Table 8: the contrasts the paper computed after seeing the results (§7, App. B.3), on the common run.
-POST_HOC = (("concrete one-shot − whole record", CONCRETE_ONE_SHOT),
-            ("trait one-shot − whole record", TRAIT_ONE_SHOT),
-            ("current dialogue − whole record", CURRENT_DIALOGUE))
-POST_HOC_COLUMNS = ("Contrast", "Estimate", "95% lo", "95% hi", "Person-weighted", "Wins", "Ties", "Losses", "Tasks",
-                    "People")
-
-
-def post_hoc_table(run: Run):
-    """Table 8: the post hoc contrasts, each minus the whole record, with the planned contrasts' estimator
-    and the run's whole-person draws; descriptive (pointwise 95 %, not in the family)."""
-    seed, draws = run_settings(run)
-    contrasts = [{"name": name, "terms": {key: 1, WHOLE_RECORD: -1}} for name, key in POST_HOC]
-    matrix = grade_matrix(run, [*(key for _, key in POST_HOC), WHOLE_RECORD])
-    rows = [(c["name"], c.get("estimate"), c.get("lo"), c.get("hi"), c.get("person_weighted"), c.get("wins"),
-             c.get("ties"), c.get("losses"), c["n_tasks"], c.get("people"))
-            for c in descriptive_contrasts(contrasts, matrix, seed=seed, draws=draws)]
-    return ReportTable(
-        columns=POST_HOC_COLUMNS, rows=tuple(rows), inputs=report_inputs(run),
-        digits={c: 4 for c in ("Estimate", "95% lo", "95% hi", "Person-weighted")},
-        signed=frozenset({"Estimate", "95% lo", "95% hi", "Person-weighted"}),
-        notes=notes_for(run, "Post hoc descriptive contrasts (not part of the prespecified family): the planned "
-                             "contrasts' task-weighted estimator on jointly graded tasks, whole-person bootstrap "
-                             f"(seed {seed}, {draws:,} draws), pointwise 95% intervals, unadjusted. Grades "
-                             "normalised to 0–1 as on the dashboard."))
-
-
 PER_RUN_KEY = "per_run_items"   # the robustness tables' payload key that keeps these items
 AGREEMENT_ITEM = "appendix_i6_sampled_agreement"
 COMPUTED = {"table8": post_hoc_table, "table26": gap_table, "table27": class_table,
-            "appendix_f_centrality": centrality_table, "appendix_f_routing": routing_table, AGREEMENT_ITEM: agreement_table,
+            "appendix_f_centrality": centrality_table, "appendix_f_routing": routing_table,
+            AGREEMENT_ITEM: agreement_table,
             "judge_invariance": controls.judge_invariance_table,
             "contrasts_under_paraphrase": lambda run: controls.contrasts_under_rewrite(run, ANSWER_PARAPHRASE),
             "length_control": lambda run: controls.contrasts_under_rewrite(run, LENGTH)}
