@@ -212,6 +212,47 @@ def test_pages_miss_no_row_and_repeat_none_with_inserts_between_them(client, wor
     assert [r["row"] for r in rows] == list(range(1, len(scores_package_rows(run)[1]) + 1))
 
 
+def test_a_runs_pages_between_another_runs_answers_are_its_answers_as_stored(client, world):
+    """The pages read their own index range (`web.api.text_sql`): with another run's answers before,
+    between and after this run's, every answer of this run comes once, by id, each field as stored."""
+    from django.db.models import F
+    from experiments.models import Run
+    run, token = world["run"], world["tokens"]["analyst"]
+    other = Run.objects.create(protocol=run.protocol)
+    template = Prediction.objects.filter(run=run).order_by("pk").first()
+    for i in range(7):  # the other run's, then this run's, alternating
+        for owner in (other, run):
+            Prediction.objects.create(run=owner, task_id=template.task_id, condition=template.condition,
+                                      label=f"y{i}", status="ok", text=f"answer {i} of run {owner.pk}", score=i % 4)
+    seen, cursor = [], None
+    while True:
+        body = api_get(client, f"/projects/alpha/runs/{run.pk}/predictions", token, limit=3,
+                       **({"cursor": cursor} if cursor else {})).json()
+        seen += body["items"]
+        if not (cursor := body["next_cursor"]):
+            break
+    stored = list(Prediction.objects.filter(run=run).order_by("pk").values(
+        "id", "task_id", "condition", "label", "status", "text", "chosen_label", "copied_label", "evidence_chars",
+        "budget", grade=F("score")))
+    assert seen == stored and len(stored) > 7
+
+
+def test_the_servers_start_freezes_what_it_made_out_of_the_collectors_walk():
+    """ownwords_site/wsgi.py (runserver and production servers load it) imports every view, then
+    gc.freeze(): a full collection no longer walks the start's ~190,000 objects inside a request
+    (127-174 ms of CPU each, several a pass of benchmarks/api_pages.py, before)."""
+    import os
+    import subprocess
+    import sys
+    probe = ("import gc, sys; import ownwords_site.wsgi; "
+             "print(gc.get_freeze_count(), 'experiments.web.api.text' in sys.modules, len(gc.get_objects()))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "SECRET_KEY": "test-only",
+                              "DJANGO_SETTINGS_MODULE": "ownwords_site.settings"})
+    frozen, views_loaded, walked = out.stdout.split()
+    assert int(frozen) > 50_000 and views_loaded == "True" and int(walked) < int(frozen) / 10, out.stderr[-500:]
+
+
 def test_turns_come_in_the_sessions_order(client, world):
     session = world["session"]
     body = api_get(client, f"/projects/alpha/sessions/{session.external_id}/turns", world["tokens"]["owner"],

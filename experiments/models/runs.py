@@ -369,6 +369,9 @@ class Prediction(models.Model):
             # the explorer's "answered by a condition", as "no final answer without a text"
             models.Index(fields=["run", "condition", "task"], condition=models.Q(label="final", text__isnull=True),
                          name="prediction_unanswered"),
+            # the API's pages of a run's answers (`web.api.text_sql`): a range from (run, cursor), never the
+            # primary key's scan past other runs' answers (a run written after another: seconds a page)
+            models.Index(fields=["run", "id"], name="prediction_run_page"),
         ]
 
 

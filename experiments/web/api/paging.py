@@ -64,7 +64,12 @@ def decode_cursor(cursor: str | None) -> int:
 def queryset_page(queryset, page: PageParams, row=lambda r: r) -> dict[str, Any]:
     """A page of `queryset` (of dicts with "id", e.g. `.values(...)`) after the cursor, in primary-key order."""
     after = decode_cursor(page.cursor)
-    found = list(queryset.filter(pk__gt=after).order_by("pk")[:page.limit + 1])
+    return keyed_page(list(queryset.filter(pk__gt=after).order_by("pk")[:page.limit + 1]), page, row)
+
+
+def keyed_page(found: list[dict], page: PageParams, row=lambda r: r) -> dict[str, Any]:
+    """The page of rows `found` after the cursor, by "id": at most `page.limit` + 1 of them (one more
+    than a page says whether another page follows)."""
     more = len(found) > page.limit
     found = found[:page.limit]
     return {"items": [row(r) for r in found], "limit": page.limit,

@@ -15,8 +15,9 @@ from ninja import Query, Router, Schema
 from experiments.access import TEXT_READERS, membership_for, run_for
 from experiments.core.interviews.records import unstorable_text_problem
 from experiments.data.audit_log import Kind, audit_record
-from experiments.models import Prediction, Session, Turn
-from experiments.web.api.paging import PageParams, page_response, decode_cursor, page_schema, queryset_page
+from experiments.models import Session, Turn
+from experiments.web.api.paging import PageParams, decode_cursor, keyed_page, page_response, page_schema, queryset_page
+from experiments.web.api.text_sql import run_answers_after
 
 router = Router(tags=["text (owners and analysts)"])
 
@@ -56,10 +57,7 @@ def predictions(request, slug: str, run_id: int, page: Query[PageParams]):
     """Every answer of the run (final answers and candidates), by id, with its text and grade."""
     membership, run = run_for(request, slug, run_id, roles=TEXT_READERS)
     after = decode_cursor(page.cursor)
-    queryset = Prediction.objects.filter(run=run).values(
-        "id", "task_id", "condition", "label", "status", "text", "chosen_label", "copied_label", "evidence_chars",
-        "budget", grade=F("score"))
-    body = queryset_page(queryset, page)
+    body = keyed_page(run_answers_after(run.pk, after, page.limit + 1), page)
     audit_record(request, membership.project, Kind.TASK,
                  f"task list of run {run.pk}, API page after answer {after} ({len(body['items'])} answers)")
     return page_response(body)
