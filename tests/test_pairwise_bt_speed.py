@@ -3,7 +3,10 @@ shares: bit for bit the numbers of one bootstrap per share. The Bradley–Terry 
 (per-person win matrices in one pass, Newton stopped once converged, the draws' bins offset in
 place) gives the numbers it gave before: the implementation as it stood is kept below, verbatim
 but for its helpers' names, as the reference, and both are run on fixed inputs (with ties,
-unlinked draws, few and many people), equal to 1e-9."""
+unlinked draws, few and many people), equal to 1e-9. The payload, its three statistics served by
+one pass over the stream with sums packed as integers, equals with == the computation before that
+(`head_payload`: `paired_bootstrap` per share, Bradley–Terry as it stood), halves, quarters and
+thirds alike."""
 from itertools import combinations
 from typing import Sequence
 
@@ -11,11 +14,11 @@ import numpy as np
 import pytest
 
 from annotations.core import pairwise
-from annotations.core.shared_draws import BLOCK
 from annotations.core.pairwise import (
     GRADIENT_TOLERANCE, NEWTON_STEPS, PairRating, _connected, _fit, _gradient, bradley_terry,
     person_win_matrices, win_matrix,
 )
+from annotations.core.shared_draws import BLOCK
 
 def reference_fit_near(w: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Bootstrap refits: Newton steps from the full data's estimate (a few suffice for a draw near
@@ -327,14 +330,15 @@ def test_drawn_sums_are_paired_bootstraps_sums_whatever_the_column():
         rng.integers(0, 40, n) / 4,                          # quarters
         rng.integers(0, 30, n) / 3,                          # thirds: not order-free
         rng.random(n),                                       # any double: not order-free
-        -rng.integers(0, 5, n) / 2,                          # negative halves: order-free, not packable
+        -rng.integers(0, 5, n) / 2,                          # negative halves: order-free, summed alone
         np.zeros(n),
         np.full(n, 2.0 ** 40),                               # order-free, a word of its own
         np.full(n, 2.0 ** 50),                               # not order-free: n × value reaches 2**53
     ])
     assert [order_free(c, n) for c in columns.T][:4] == [0, 1, 2, None]
     assert order_free(np.array([2.0 ** 45]), 2 ** 10) is None   # n × value reaches 2**53
-    assert packed_words(columns[:, 5:6], n) is None
+    words, fields = packed_words(columns[:, [0, 1, 7]] * [1, 2, 1], n)   # counts, halves × 2, 2**40
+    assert [w for w, _, _ in fields] == [0, 0, 1] and len(words) == 2       # 2**40 × 300 needs a word of its own
     idx = rng.integers(0, n, size=(777, n))
     assert order_free(columns[:, 8], n) is None
     for chosen in ([0, 1, 2], [0, 1, 2, 3, 4], [0, 5], [6], [0, 7], [1, 8], list(range(9))):

@@ -11,8 +11,9 @@ A draw's sum: `paired_bootstrap` adds the drawn people's float sums in its own o
 column's per-person sums are all multiples of one power of two 2**-e and n_people × their largest
 magnitude stays below 2**(53 - e) (halves, quarters and whole numbers: shares of items rated
 once, twice or four times, task counts, win counts), every partial sum of a draw is a double
-exactly, so no order of adding rounds: the resampling counts' matrix product gives the very same
-double (`order_free`). Any other column (thirds, fifths) is summed as `paired_bootstrap` sums it.
+exactly, so no order of adding rounds (`order_free`): such columns are summed as integers, several
+packed side by side in one int64 word (`DrawnSums`), and give the very same doubles. Any other
+column (thirds, fifths) is gathered and summed as `paired_bootstrap` sums it.
 """
 from __future__ import annotations
 
@@ -76,46 +77,38 @@ def resample(consumers: Sequence[Resampled], *, seed: int, draws: int) -> None:
             done.result()
 
 
-def packed_words(columns: np.ndarray, n_people: int) -> tuple[np.ndarray, list] | None:
-    """Non-negative integer columns (people × k) packed side by side into int64 words so that one
+def packed_words(columns: np.ndarray, n_people: int) -> tuple[list[np.ndarray], list[tuple[int, int, int]]]:
+    """Non-negative integer columns (people × k) packed side by side into int64 words, so that one
     gather and one integer sum per word give every column's sum over a draw of n_people people:
-    each column gets the bits its largest such sum needs. (words (people × w), [(word, shift,
-    mask)] per column), or None when a column is negative or too wide for a word."""
+    each column gets the bits its largest such sum needs (below 2**53: `order_free`). The words
+    (one array of people each) and each column's (word, shift, mask)."""
     fields, words, used = [], [], 64
     for column in columns.T:
-        if column.min(initial=0) < 0:
-            return None
         bits = (int(column.max(initial=0)) * n_people).bit_length() or 1
-        if bits > 62:
-            return None
         if used + bits > 63:  # a new word; its sums stay below 2**63
             words.append(np.zeros(len(columns), dtype=np.int64))
             used = 0
         words[-1] |= column.astype(np.int64) << used
         fields.append((len(words) - 1, used, (1 << bits) - 1))
         used += bits
-    return [np.ascontiguousarray(w) for w in words], fields
+    return words, fields
 
 
 class DrawnSums:
     """Per-person sums (people × k) → each draw's sum of every column, the doubles
     `paired_bootstrap` gets (a gather of the drawn people's sums, a pairwise sum per draw).
 
-    Order-free columns (module docstring) are summed as integers, exactly, several packed in one
-    word: one gather and one integer sum per word; any other column is gathered and summed as
-    paired_bootstrap does it."""
+    Order-free, non-negative columns (module docstring) are summed as integers, exactly, several
+    packed in one word: one gather and one integer sum per word; any other column is gathered and
+    summed as paired_bootstrap does it."""
 
     def __init__(self, sums: np.ndarray):
         self.sums = np.asarray(sums, dtype=float)
         n = len(self.sums)
         exponents = [order_free(column, n) for column in self.sums.T]
-        self.exact = [j for j, e in enumerate(exponents) if e is not None]
-        packed = packed_words(np.column_stack([np.ldexp(self.sums[:, j], exponents[j]) for j in self.exact]), n) \
-            if self.exact else None
-        if packed is None:
-            self.exact, self.words, self.fields = [], [], []
-        else:
-            self.words, self.fields = packed
+        self.exact = [j for j, e in enumerate(exponents) if e is not None and self.sums[:, j].min(initial=0) >= 0]
+        shifts = np.array([exponents[j] for j in self.exact], dtype=int)
+        self.words, self.fields = packed_words(np.ldexp(self.sums[:, self.exact], shifts), n)
         self.scale = [2.0 ** -exponents[j] for j in self.exact]
         self.alone = [j for j in range(self.sums.shape[1]) if j not in self.exact]
 
