@@ -11,7 +11,8 @@ campaign filled in so its results page has figures) in a scratch database on the
 (static files under a temporary folder), serves it with `manage.py runserver` on a free port, and runs Lighthouse (its default
 mobile emulation with simulated throttling, or PRESET=desktop) on each page RUNS times with the
 demo owner's session cookie. Prints the best and the median performance score per page, with the
-median first contentful paint, largest contentful paint, total blocking time and bytes sent.
+median first contentful paint, largest contentful paint, total blocking time and bytes sent, with the
+load average and a speed check (sum of i*i below 10**7 in Python) before and after.
 
 Lighthouse is found as LIGHTHOUSE, on PATH, or in /tmp/lh/node_modules/.bin; Chromium as
 CHROME_PATH (default /usr/bin/chromium). Without Lighthouse the script says so and exits 0.
@@ -172,12 +173,20 @@ def lighthouse(url: str, cookie: str, name: str) -> dict:
     }
 
 
+def machine() -> str:
+    """The machine's state, which simulated throttling scales: its load and a fixed piece of Python."""
+    started = time.perf_counter()
+    sum(i * i for i in range(10**7))
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    return f"load average {load}, speed check {time.perf_counter() - started:.2f} s"
+
+
 def main() -> None:
     pages, cookies = demo_pages()
     port = free_port()
     server = serve(port)
     mode = "DEBUG on (files from the finders)" if DEBUG else "DEBUG off (collectstatic, whitenoise)"
-    print(f"Lighthouse performance, {PRESET or 'mobile'} preset, {mode}, {RUNS} runs per page")
+    print(f"Lighthouse performance, {PRESET or 'mobile'} preset, {mode}, {RUNS} runs per page; {machine()}")
     print(f"{'page':<18} {'best':>4} {'median':>6} {'a11y':>5} {'FCP ms':>7} {'LCP ms':>7} {'TBT ms':>7} {'kB sent':>8}")
     try:
         for name, path in pages.items():
@@ -192,6 +201,7 @@ def main() -> None:
                   f"{median['fcp']:>7.0f} "
                   f"{median['lcp']:>7.0f} {median['tbt']:>7.0f} {median['bytes'] / 1024:>8.0f}", flush=True)
     finally:
+        print(f"after: {machine()}")
         server.terminate()
         server.wait()
         shutil.rmtree(scratch, ignore_errors=True)

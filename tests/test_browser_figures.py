@@ -127,8 +127,8 @@ def test_printing_draws_every_figure_without_scrolling(figure_pages, live_server
 
 def test_plotly_loads_at_the_first_scroll_when_no_figure_is_mostly_in_view_and_printing_draws_every_figure(
         figure_pages, live_server, browser):
-    """A phone's width, and a window whose bottom edge shows only the top 60 px of the first figure:
-    the page loads without plotly; the first scroll loads it and draws that figure, not the last; and
+    """A phone's width (no page wider), and a window whose bottom edge shows only the top 60 px of the
+    first figure: the page loads without plotly; the first scroll loads it and draws that figure, not the last; and
     printing a page opened without a move draws every figure."""
     page = browser.new_page(viewport={"width": 412, "height": 823})
     problems = []
@@ -140,6 +140,8 @@ def test_plotly_loads_at_the_first_scroll_when_no_figure_is_mostly_in_view_and_p
     for path in figure_pages:
         page.goto(live_server.url + path)
         top = page.evaluate("document.querySelector('.plot').getBoundingClientRect().top")
+        # nothing wider than the phone: a wider page is zoomed out, and more of it is in the first screen
+        assert page.evaluate("document.documentElement.scrollWidth") <= 412, path
         page.set_viewport_size({"width": 412, "height": round(top) + 60})
         page.goto(live_server.url + path)
         first = page.locator(".plot").first
