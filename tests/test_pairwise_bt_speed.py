@@ -18,7 +18,7 @@ from annotations.core.pairwise import (
     GRADIENT_TOLERANCE, NEWTON_STEPS, PairRating, _connected, _fit, _gradient, bradley_terry,
     person_win_matrices, win_matrix,
 )
-from annotations.core.shared_draws import BLOCK
+from experiments.core.stats.shared_draws import BLOCK
 
 def reference_fit_near(w: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Bootstrap refits: Newton steps from the full data's estimate (a few suffice for a draw near
@@ -176,7 +176,7 @@ def test_win_rates_draw_people_once_with_exactly_the_numbers_of_one_bootstrap_pe
 
 
 def test_shared_draws_give_each_columns_own_bootstrap_bit_for_bit():
-    from annotations.core.shared_draws import shared_intervals_many
+    from experiments.core.stats.shared_draws import shared_intervals_many
     from experiments.core.stats.paired import paired_bootstrap
     rng = np.random.default_rng(4)
     groups = []
@@ -321,7 +321,7 @@ def test_the_payload_is_the_reference_bit_for_bit(people, items, n, seed, draws,
 
 
 def test_drawn_sums_are_paired_bootstraps_sums_whatever_the_column():
-    from annotations.core.shared_draws import DrawnSums, order_free, packed_words
+    from experiments.core.stats.shared_draws import DrawnSums, order_free, packed_words
     rng = np.random.default_rng(12)
     n = 300
     columns = np.column_stack([

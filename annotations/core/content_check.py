@@ -26,7 +26,7 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from annotations.core.rater_agreement import LEVEL, between_raters
-from annotations.core.shared_draws import shared_intervals_many
+from experiments.core.stats.shared_draws import shared_intervals_many
 from experiments.core.stats.paired import paired_bootstrap, paired_matrix
 
 ANSWERS = ("yes", "partly", "no")

@@ -34,7 +34,7 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from annotations.core.shared_draws import Columns, DrawnSums, resample
+from experiments.core.stats.shared_draws import Columns, DrawnSums, resample
 
 PREFERENCES = ("a", "b", "tie")
 OUTCOMES = ("x", "y", "tie")

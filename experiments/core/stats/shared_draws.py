@@ -14,6 +14,9 @@ once, twice or four times, task counts, win counts), every partial sum of a draw
 exactly, so no order of adding rounds (`order_free`): such columns are summed as integers, several
 packed side by side in one int64 word (`DrawnSums`), and give the very same doubles. Any other
 column (thirds, fifths) is gathered and summed as `paired_bootstrap` sums it.
+
+In the core's statistics (not in `annotations.core`) because the LLM pairwise judge's numbers
+(`experiments.core.pairwise_judge`) use it too, and experiments never import annotations.
 """
 from __future__ import annotations
 
