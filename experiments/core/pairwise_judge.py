@@ -33,7 +33,7 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from experiments.core.parsers import PAIRWISE_VERDICTS
-from experiments.core.stats.paired import paired_bootstrap
+from experiments.core.stats.shared_draws import shared_intervals_many
 
 OUTCOMES = ("x", "y", "tie")
 # A verdict given with X shown as A, and with Y shown as A, as the answer it favours.
@@ -73,11 +73,14 @@ def combined(pair: JudgedPair) -> str | None:
     return "x" if net > 0 else "y" if net < 0 else "tie"
 
 
-def _interval(person: list, values: list[float], *, seed: int, draws: int) -> dict | None:
-    if not values:
-        return None
-    result = paired_bootstrap(np.asarray(person), np.asarray(values, dtype=float), seed=seed, draws=draws)
-    return {"estimate": result.estimate, "lo": result.lo, "hi": result.hi}
+def _intervals(groups: list[tuple[list, dict[str, list[float]]]], *, seed: int,
+               draws: int) -> list[dict[str, dict | None]]:
+    """For each (person, {name: values}) group: {name: {estimate, lo, hi}}, each `paired_bootstrap`'s
+    numbers exactly (`shared_intervals_many`: groups with as many people share one stream of draws);
+    a group without tasks gives None for each name."""
+    filled = [(person, columns) for person, columns in groups if person]
+    computed = iter(shared_intervals_many(filled, seed=seed, draws=draws) if filled else [])
+    return [next(computed) if person else dict.fromkeys(columns) for person, columns in groups]
 
 
 def _by_pair(pairs: Sequence[JudgedPair]) -> dict[tuple[str, str], list[JudgedPair]]:
@@ -90,34 +93,35 @@ def _by_pair(pairs: Sequence[JudgedPair]) -> dict[tuple[str, str], list[JudgedPa
 def judge_rows(pairs: Sequence[JudgedPair], *, seed: int, draws: int) -> list[dict]:
     """One row per condition pair (first-seen order): counts, win rates, position bias and
     consistency, each share with its whole-person interval (None where no task counts)."""
-    rows = []
+    rows, groups = [], []
     for (x, y), judged in _by_pair(pairs).items():
         usable = [(p, [o for o in order_outcomes(p) if o is not None]) for p in judged]
         usable = [(p, outcomes) for p, outcomes in usable if outcomes]
-        person = [p.person for p, _ in usable]
         both = [p for p in judged if p.x_as_a is not None and p.y_as_a is not None]
-        both_person = [p.person for p in both]
         decisive = [(p.person, [v for v in (p.x_as_a, p.y_as_a) if v in ("a", "b")]) for p in judged]
         decisive = [(person, sides) for person, sides in decisive if sides]
         votes = [o for _, outcomes in usable for o in outcomes]
-        row = {
+        rows.append({
             "x": x, "y": y, "tasks": len(judged), "judged_tasks": len(usable), "both_orders": len(both),
             "verdicts": len(votes), "missing_verdicts": 2 * len(judged) - len(votes),
             "x_votes": votes.count("x"), "y_votes": votes.count("y"), "tie_votes": votes.count("tie"),
             "combined": {o: sum(combined(p) == o for p, _ in usable) for o in OUTCOMES},
             "a_both": sum(p.x_as_a == p.y_as_a == "a" for p in both),
             "b_both": sum(p.x_as_a == p.y_as_a == "b" for p in both),
-        }
-        for name, outcome in (("x_wins", "x"), ("y_wins", "y"), ("ties", "tie")):
-            row[name] = _interval(person, [o.count(outcome) / len(o) for _, o in usable], seed=seed, draws=draws)
-        row["first_position_wins"] = _interval([person for person, _ in decisive],
-                                               [sides.count("a") / len(sides) for _, sides in decisive],
-                                               seed=seed, draws=draws)
-        row["follows_side"] = _interval(both_person, [float(p.x_as_a == p.y_as_a != "tie") for p in both],
-                                        seed=seed, draws=draws)
-        row["consistent"] = _interval(both_person, [float(len(set(order_outcomes(p))) == 1) for p in both],
-                                      seed=seed, draws=draws)
-        rows.append(row)
+        })
+        # Three groups of tasks, each share with its whole-person interval.
+        groups += [([p.person for p, _ in usable],
+                    {name: [o.count(outcome) / len(o) for _, o in usable]
+                     for name, outcome in (("x_wins", "x"), ("y_wins", "y"), ("ties", "tie"))}),
+                   ([person for person, _ in decisive],
+                    {"first_position_wins": [sides.count("a") / len(sides) for _, sides in decisive]}),
+                   ([p.person for p in both],
+                    {"follows_side": [float(p.x_as_a == p.y_as_a != "tie") for p in both],
+                     "consistent": [float(len(set(order_outcomes(p))) == 1) for p in both]})]
+    intervals = _intervals(groups, seed=seed, draws=draws)
+    for n, row in enumerate(rows):
+        for part in intervals[3 * n:3 * n + 3]:
+            row.update(part)
     return rows
 
 
@@ -163,7 +167,7 @@ def human_agreement(ratings: Sequence[HumanPreference], judged: Sequence[JudgedP
         if rating.outcome not in OUTCOMES:
             raise ValueError(f"{rating.outcome!r} is not an outcome")
         grouped[(rating.x, rating.y)][rating.task].append(rating)
-    rows = []
+    rows, groups = [], []
     for (x, y), tasks in grouped.items():
         people, agree, human, judge = [], [], [], []
         for task, task_ratings in tasks.items():
@@ -176,6 +180,8 @@ def human_agreement(ratings: Sequence[HumanPreference], judged: Sequence[JudgedP
             judge += [judge_says] * len(task_ratings)
         table = [[sum(h == a and j == b for h, j in zip(human, judge)) for b in OUTCOMES] for a in OUTCOMES]
         rows.append({"x": x, "y": y, "ratings": sum(len(r) for r in tasks.values()), "compared": len(human),
-                     "tasks": len(agree), "agreement": _interval(people, agree, seed=seed, draws=draws),
-                     "kappa": cohen_kappa(human, judge), "table": table})
+                     "tasks": len(agree), "kappa": cohen_kappa(human, judge), "table": table})
+        groups.append((people, {"agreement": agree}))
+    for row, interval in zip(rows, _intervals(groups, seed=seed, draws=draws)):
+        row.update(interval)
     return rows
