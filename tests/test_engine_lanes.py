@@ -1,15 +1,17 @@
 """Refills never starve: the engine's workers run the analysis queue's jobs on a lane thread of their
-own (`workers.LaneMixin`), so a long analysis (of another run) does not stop the dequeue of slot jobs
-and refills.
+own (`worker_lane.LaneMixin`), so a long analysis (of another run) does not stop the dequeue of slot
+jobs and refills.
 
 One real worker process serving every queue — a `MultiSlotWorker`, and the `ResilientSimpleWorker`
-of `jobs.WORKER_COMMAND` (the command pages print, `bin/demo` and the README start) —, real PostgreSQL, Redis and HTTP to the
-local server, a window of 6 slots and no scheduler (no delayed look can help): while a 40 s job
-runs on the `analysis` queue, a run's 120 slots are all answered on refills alone, every request
-sent once (its own analysis then waits for the lane, and the run finishes after it). Before the lane, the analysis held the main thread, nothing was dequeued meanwhile and
-the run's first window was never handed out (so it was with the `ResilientSimpleWorker` until it had
-the lane too). A warm shutdown (SIGTERM) while the lane is busy stops the worker's listening at
-once: it once went on listening, took the next job and was killed with it.
+of `jobs.WORKER_COMMAND` (the command pages print; `bin/demo` and the README start it) —, real
+PostgreSQL, Redis and HTTP to the local server, a window of 6 slots and no scheduler (no delayed
+look can help): while a 40 s job runs on the `analysis` queue, a run's 120 slots are all answered
+on refills alone, every request sent once (its own analysis then waits for the lane, and the run
+finishes after it). Before the lane, the analysis held the main thread, nothing was dequeued
+meanwhile and the run's first window was never handed out (so it was with the
+`ResilientSimpleWorker` until it had the lane too). A warm shutdown (SIGTERM) while the lane is
+busy stops the worker's listening at once: it once went on listening, took the next job and was
+killed with it.
 """
 import signal
 import subprocess
@@ -24,7 +26,8 @@ from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Project, Run, Slot
 from experiments.models.runs import Phase
 from experiments.execution.jobs import WORKER_COMMAND
-from experiments.execution.workers import LaneMixin, ResilientSimpleWorker
+from experiments.execution.worker_lane import LaneMixin
+from experiments.execution.workers import ResilientSimpleWorker
 from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, make_run, openai_model, request_bytes
 from tests.llm_fake_server import running_fake_llm
 from tests.test_engine_multislot import MultiSlotWorkers

@@ -5,8 +5,8 @@ phase; `analysis` the statistics; `default` the driver that moves a run from pha
 phase, and the refills that put a phase's next slots on the queue (`execution.hand_out`: a
 window at a time, refilled when about half is left). Any number of `rqworker` processes on any number of machines may serve them; one
 of them must run with `--with-scheduler` for the driver's delayed looks (`enqueue_in`). A
-`MultiSlotWorker` runs the `analysis` queue's jobs on a lane thread (`workers.LANE_QUEUES`), so a
-long analysis never keeps its main thread from the refills of another run.
+`MultiSlotWorker` and a `ResilientSimpleWorker` run the `analysis` queue's jobs on a lane thread
+(`worker_lane.LaneMixin`), so a long analysis never keeps the main thread from another run's refills.
 
 The driver runs when a run is enqueued, when a phase's last open slot settles, and on a
 delayed look while a phase has open slots (a worker that died mid-request leaves no word:
@@ -175,7 +175,7 @@ def job_drive(run_id: int) -> None:
     dispatch(run_id, step)
     if step.plan_rest:
         # The phase's first calls are on their way; the rest is planned by a job of its own on the
-        # `analysis` queue, which a multi-slot worker runs on its lane thread (`workers.LANE_QUEUES`):
+        # `analysis` queue, which the engine's workers run on their lane thread (`worker_lane.LANE_QUEUES`):
         # planned here, in the main thread, it kept that worker from dequeuing the very calls it
         # had just handed out (a million-slot phase: minutes before the first request).
         _queue(PLAN_REST_QUEUE).enqueue(job_plan_rest, run_id, not step.seal_checked, step.plan_from,

@@ -20,7 +20,6 @@ import logging
 import sys
 import threading
 import time
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
@@ -28,13 +27,13 @@ from django.db import DatabaseError, connection, connections
 from dataclasses import dataclass, field
 
 from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
-from rq.exceptions import NoSuchJobError, StopRequested
+from rq.exceptions import NoSuchJobError
 from rq.scheduler import RQScheduler
-from rq.timeouts import TimerDeathPenalty, UnixSignalDeathPenalty
 from rq.utils import import_attribute
 from rq.worker import SimpleWorker, Worker
 
 from experiments.execution.concurrency import REDIS_DOWN, backoff_delays, wait_for_redis
+from experiments.execution.worker_lane import LANE_POLL_S, LANE_QUEUES, SLOT_JOB, LaneMixin
 
 logger = logging.getLogger(__name__)
 
@@ -152,106 +151,6 @@ class ResilientMixin:
             wait_for_redis(self.connection, what=f"the bookkeeping of job {job.id}", error=exc)
 
 
-SLOT_JOB = "experiments.execution.jobs.job_slot"
-# These queues' jobs run on a lane thread of their own, not in the main thread that dequeues: a
-# long analysis, or the planning of a large phase's rest (`jobs.job_plan_rest`), must not stop the
-# dequeue of slots and refills (`LaneMixin`).
-LANE_QUEUES = ("analysis",)
-LANE_POLL_S = 2
-
-
-class LaneMixin:
-    """The analysis queue's jobs (`LANE_QUEUES`) on a lane thread of their own, one at a time.
-
-    Why a lane for the analysis, and not the refills: a job in the main thread stops the dequeue
-    itself, so a 60 s analysis of one run left every other run's slot jobs and refills on the
-    queue for 60 s — the phase's queue ran dry because nobody handed out its next window. Moving
-    refills to a thread would not help while the main thread is not dequeuing; moving the analysis
-    off it does, and keeps every job that hands out or settles slots (drive, refill, look) where it
-    was, one at a time, in queue order. The analysis is also the one job whose length grows with
-    the cohort (bootstraps, tables) and does not touch the hand-out. One worker process still
-    serves every queue (`bin/demo`, the README's commands), so no queue is left without a worker.
-    While the lane is busy the worker does not listen on its queues: a second analysis stays on
-    the queue for another worker (or for this one once the lane is free). In burst mode (rq's
-    tests and one-off drains) everything runs in the main thread, rq's way: a burst worker that
-    stops when its queues are empty must see the jobs an analysis enqueues.
-    """
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lane")
-        self._lane_busy = threading.Event()
-        self._lane_allowed = False  # set by the dequeue: not in burst mode, and other queues to serve
-        self._dequeuing = False  # the main thread waits on the queues (`_shutdown`)
-
-    @property
-    def death_penalty_class(self):
-        # rq's job timeout: SIGALRM, which only the main thread may set; the lane's job a timer.
-        return UnixSignalDeathPenalty if threading.current_thread() is threading.main_thread() else TimerDeathPenalty
-
-    def _lane_possible(self, timeout, max_idle_time) -> bool:
-        return (timeout is not None and max_idle_time is None
-                and any(queue.name not in LANE_QUEUES for queue in self._ordered_queues))
-
-    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
-        self._lane_allowed = self._lane_possible(timeout, max_idle_time)
-        self._dequeuing = True
-        try:
-            while self._lane_allowed and self._lane_busy.is_set():
-                # While the lane is busy, the other queues only, coming round every few seconds to
-                # listen on the lane's queues again once it is free.
-                every = self._ordered_queues
-                self._ordered_queues = [queue for queue in every if queue.name not in LANE_QUEUES]
-                try:
-                    result = super().dequeue_job_and_maintain_ttl(min(timeout, LANE_POLL_S), max_idle_time=LANE_POLL_S)
-                finally:
-                    self._ordered_queues = every
-                if result is not None:
-                    return result
-            return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
-        finally:
-            self._dequeuing = False
-
-    def _shutdown(self):
-        # rq's warm shutdown waits for "the current job" when the worker's state says busy, and
-        # the lane's job sets that state while the main thread waits on the queues: the worker
-        # went on listening, took the next job off the queue and was killed with it (a run's
-        # drive lost). Waiting on the queues, it stops now; teardown waits for the lane's job.
-        if self._dequeuing:
-            self._stop_requested = True
-            if self.scheduler:
-                self.stop_scheduler()
-            raise StopRequested()
-        super()._shutdown()
-
-    def _is_lane_job(self, job, queue) -> bool:
-        return self._lane_allowed and queue.name in LANE_QUEUES and getattr(job, "func_name", None) != SLOT_JOB
-
-    def execute_job(self, job, queue):
-        if not self._is_lane_job(job, queue):
-            return super().execute_job(job, queue)  # here, in the main thread, rq's way
-        self._lane_busy.set()
-        try:
-            self._lane.submit(self._run_lane_job, job, queue)
-        except BaseException:
-            self._lane_busy.clear()
-            raise
-
-    def _run_lane_job(self, job, queue) -> None:
-        """An analysis job, rq's way (its registries, result, failure record), on the lane thread."""
-        try:
-            super().execute_job(job, queue)
-        except Exception:
-            logger.exception("job %s on the lane failed", job.id)
-        finally:
-            connections.close_all()  # the lane thread's connection, opened for this job
-            self._lane_busy.clear()
-
-    def teardown(self):
-        self._lane.shutdown(wait=True)  # a warm shutdown lets the analysis finish
-        super().teardown()
-
-
 class ResilientSimpleWorker(LaneMixin, ResilientMixin, SimpleWorker):
     """rq's SimpleWorker (no fork per job: the engine's choice), surviving Redis outages, with the
     analysis on a lane thread (`LaneMixin`): a long analysis never keeps it from the refills."""
@@ -292,9 +191,6 @@ class DatabaseThreads:
 
 
 SLOT_JOB_PREFIX = "ownwords-slot-"
-# A multi-slot worker that pops a slot job takes up to this many more of the same queue in one
-# round trip, one for each slot free at that moment (`MultiSlotWorker._take_more`).
-DEQUEUE_BATCH = 16
 
 
 def slot_of_job(job_id: str) -> int | None:
@@ -325,7 +221,7 @@ class MultiSlotWorker(ResilientSimpleWorker):
     any worker: the global in-flight cap is Redis's (the limiter), the circuit and every
     reservation the database's, so threads of one process and processes on many machines are
     alike to them. The driver's jobs (drives, refills, delayed looks) run in the main thread, rq's
-    way; the analysis queue's jobs on the lane thread (`LaneMixin`), in burst mode too.
+    way; the analysis queue's jobs on the lane thread (`LaneMixin`; in burst mode, the main thread).
 
     rq's per-job bookkeeping (started registry, result, the job's hash read and deserialised) is
     skipped for slot jobs: the journal is their record, and a slot job lost with its worker is
@@ -347,7 +243,6 @@ class MultiSlotWorker(ResilientSimpleWorker):
         # another thread on the path of every request). Fewer: a pool of database threads.
         self.database = DatabaseThreads(db_threads) if db_threads < self.slots else None
         self._lane_allowed = True  # its own dequeue keeps the lane's queues apart while it is busy
-        self._ready: deque[tuple[SlotJob, object]] = deque()  # popped with a free slot each (`_take_more`)
 
     def heartbeat(self, timeout=None, pipeline=None):
         # rq beats after every job and every dequeue (three Redis commands each): with a slot
@@ -368,8 +263,6 @@ class MultiSlotWorker(ResilientSimpleWorker):
             return super().check_for_suspension(burst)
 
     def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
-        if self._ready:
-            return self._ready.popleft()  # its slot was taken when it was popped
         # A job is taken off the queue only when a slot is free for it: a job this worker
         # cannot start yet stays where another worker can take it (and is not lost with this one).
         while not self._free.acquire(timeout=HEARTBEAT_EVERY_S):
@@ -413,52 +306,12 @@ class MultiSlotWorker(ResilientSimpleWorker):
             queue = keys[key]
             slot_id = slot_of_job(job_id)
             if slot_id is not None:
-                self._take_more(key, queue)
                 return SlotJob(job_id, self.job_class.key_for(job_id), (slot_id,)), queue
             try:
                 return self.job_class.fetch(job_id, connection=self.connection, serializer=self.serializer), queue
             except NoSuchJobError:
                 continue
         return None
-
-    def _take_more(self, key: str, queue) -> None:
-        """More slot jobs of the queue, one for each slot free now, in one round trip (LPOP with a
-        count), kept for the next dequeues: a BLPOP and a turn of the dequeue loop per job cost the
-        main thread more than the job's own hand-over to its slot thread."""
-        taken = 0
-        while taken < DEQUEUE_BATCH and self._free.acquire(blocking=False):
-            taken += 1
-        if not taken:
-            return
-        try:
-            popped = self.connection.lpop(key, taken) or []
-        except REDIS_DOWN:
-            popped = []  # the next dequeue waits for Redis
-        for part in popped:
-            job_id = part.decode() if isinstance(part, bytes) else part
-            slot_id = slot_of_job(job_id)
-            if slot_id is not None:
-                self._ready.append((SlotJob(job_id, self.job_class.key_for(job_id), (slot_id,)), queue))
-                continue
-            try:  # not a slot job (none is queued so today): rq's way
-                self._ready.append((self.job_class.fetch(job_id, connection=self.connection,
-                                                         serializer=self.serializer), queue))
-            except NoSuchJobError:
-                self._free.release()
-        for _ in range(taken - len(popped)):
-            self._free.release()
-
-    def _put_back_ready(self) -> None:
-        """Jobs popped for slots of a worker that stops: back to the head of their queues."""
-        try:
-            with self.connection.pipeline(transaction=False) as pipeline:
-                for job, queue in reversed(self._ready):
-                    pipeline.lpush(queue.key, job.id)
-                pipeline.execute()
-        except REDIS_DOWN:
-            logger.warning("%d slot jobs popped by a stopping worker are lost; the driver hands their slots out "
-                           "again", len(self._ready))
-        self._ready.clear()
 
     def execute_job(self, job, queue):
         if not isinstance(job, SlotJob) and job.func_name != SLOT_JOB:
@@ -502,8 +355,6 @@ class MultiSlotWorker(ResilientSimpleWorker):
             pass  # the job's key expires by itself; nothing reads it
 
     def teardown(self):
-        if self._ready:
-            self._put_back_ready()
         # A warm shutdown lets the slots in flight finish and record their outcomes.
         self._slot_threads.shutdown(wait=True)
         if self.database is not None:
