@@ -73,7 +73,8 @@ def test_the_partial_bundle_draws_every_figure_and_trace_type_without_a_console_
                 title: p.querySelector('.g-ytitle').getBoundingClientRect().height,
                 plot: p.querySelector('.nsewdrag').getBoundingClientRect().height,
                 lines: p.querySelectorAll('.g-ytitle tspan.line').length}))""")
-            assert heatmaps and all(abs(h["figure"] - h["column"]) <= 1 and h["column"] > 600 for h in heatmaps), heatmaps
+            assert heatmaps and all(abs(h["figure"] - h["column"]) <= 1 and h["column"] > 600
+                                    for h in heatmaps), heatmaps
             assert all(h["lines"] <= 1 and h["title"] <= h["plot"] for h in heatmaps), heatmaps
     page.close()
     threading.Thread(target=connections.close_all).start()

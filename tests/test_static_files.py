@@ -23,7 +23,8 @@ TEN_YEARS = 10 * 365 * 24 * 3600
 
 def test_the_vendored_bundle_is_the_plotly_js_of_the_pinned_plotly_py_with_its_licence():
     header = BUNDLE.read_text()[:200]
-    version = re.search(r"plotly\.js \(custom: scatter, bar, box, heatmap - minified\) v(\d+\.\d+\.\d+)", header).group(1)
+    version = re.search(r"plotly\.js \(custom: scatter, bar, box, heatmap - minified\) v(\d+\.\d+\.\d+)",
+                        header).group(1)
     assert version == plotly.offline.get_plotlyjs_version()
     assert "MIT License" in (BUNDLE.parent / "LICENSE").read_text()
     assert "plotly.js@" + version + "\tMIT" in (BUNDLE.parent / "THIRD-PARTY.txt").read_text()
