@@ -495,14 +495,106 @@ def first_request_main(args):
     redis.flushdb()
 
 
+def _median_ms(checks) -> float:
+    return statistics.median(checks) * 1000
+
+
+def _seal_checks(protocol, move, repeat: int) -> tuple[float, float]:
+    """Median ms of a seal check with every hash stored, and after `move()` moved an epoch (the
+    hash unchanged, computed again as every check did before the epochs)."""
+    from experiments.execution.sealing import seal_mismatches
+
+    stored, moved = [], []
+    for _ in range(repeat):
+        move()
+        started = time.perf_counter()
+        assert seal_mismatches(protocol, code=False) == []
+        moved.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        assert seal_mismatches(protocol, code=False) == []
+        stored.append(time.perf_counter() - started)
+    return _median_ms(stored), _median_ms(moved)
+
+
+def _importing_protocol(project, cohort, offline):
+    """A sealed protocol importing every memory of its cohort's sessions from a source run past its
+    memories phase (the memories and their slots written here, as the engine would have)."""
+    from experiments.execution.memory_imports import memory_requests
+    from experiments.execution.planning import task_inputs
+    from experiments.execution.sealing import protocol_seal
+    from experiments.data.sessions import cohort_tasks
+    from experiments.models import Memory, Run, Slot
+    from experiments.models.runs import Phase
+    from tests.engine_helpers import ONE_SHOT, make_protocol
+
+    source = Run.objects.create(protocol=protocol_seal(protocol=make_protocol(
+        project, cohort, conditions=[ONE_SHOT], generator=offline, name="bench-memory-source"), user=None),
+        phase=Phase.GENERATION)
+    importing = make_protocol(project, cohort, conditions=[ONE_SHOT], generator=offline, name="bench-importing")
+    importing.memory_import_runs = [source.pk]
+    importing.save()
+    first_task = {}
+    for task in cohort_tasks(cohort):
+        first_task.setdefault(task.session_id, task)
+    inputs = task_inputs(list(first_task.values()))
+    needed = memory_requests(importing, {sid: inputs[t.pk] for sid, t in first_task.items()})
+    slots = Slot.objects.bulk_create([
+        Slot(run=source, phase=Phase.MEMORIES, key=f"bench-memory|{sid}|{kind}|{words}", role=Slot.Role.GENERATOR,
+             system="", user="", request_sha256=sha256, status=Slot.Status.OK)
+        for (sid, kind, words), sha256 in needed.items()])
+    Memory.objects.bulk_create([Memory(run=source, session_id=sid, kind=kind, words=words, slot=slot,
+                                       text=f"what session {sid} says, in {words} words")
+                                for ((sid, kind, words), _), slot in zip(needed.items(), slots)])
+    importing = protocol_seal(protocol=importing, user=None)
+    assert importing.seal["memory_imports"]["imported"] == len(needed) > 0
+    return importing, source
+
+
+def _survey_protocol(size: int, offline):
+    """A sealed survey protocol over a sample of `size` respondents: the bundled synthetic sample
+    imported, its respondents copied (their pids and personas numbered; the JSON blocks no hash reads
+    left empty) into one sample. (Its list hashed by loading the respondents, as `survey_list_sha256`
+    does, took 17 GB here at 100,000: the database hashes it, `sample_list_sha256_hashed_there`.)"""
+    from experiments.core.survey.prompt import SCREENER_ONLY
+    from experiments.execution.kind_table import sample_list_sha256_hashed_there
+    from experiments.models import Cohort, SurveyRespondent, SurveySampleMember, SurveyStudy
+    from tests.survey_helpers import SAMPLE
+
+    project = Project.objects.create(slug="bench-survey", name="Survey seal benchmark")
+    call_command("import_survey", str(SAMPLE), "--project", project.slug, "--name", "twin", "--synthetic",
+                 stdout=open(os.devnull, "w"))
+    study = SurveyStudy.objects.get(project=project)
+    table, members = SurveyRespondent._meta.db_table, SurveySampleMember._meta.db_table
+    copies = math.ceil(size / SurveyRespondent.objects.filter(study=study).count())
+    cohort = Cohort.objects.create(project=project, task_set=None, name=f"bench-survey-{size}", seed=0,
+                                   requested_size=size, rule={"kind": "survey sample", "study": study.name,
+                                                              "sample": "benchmark"}, task_list_sha256="")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (study_id, pid, persona_text, persona_json, earlier_json, wave4_json, location) "
+            f"SELECT study_id, pid || '-' || g, persona_text || ' ' || g, '{{}}', '{{}}', wave4_json, location "
+            f"FROM {table} CROSS JOIN generate_series(1, %s) g WHERE study_id = %s", [copies, study.pk])
+        cursor.execute(
+            f"INSERT INTO {members} (cohort_id, respondent_id, position) SELECT %s, id, "
+            f"row_number() OVER (ORDER BY id) - 1 FROM {table} WHERE study_id = %s AND pid LIKE '%%-%%' "
+            f"ORDER BY id LIMIT %s", [cohort.pk, study.pk, size])
+        cursor.execute("ANALYZE")
+    Cohort.objects.filter(pk=cohort.pk).update(task_list_sha256=sample_list_sha256_hashed_there(cohort))
+    cohort = Cohort.objects.get(pk=cohort.pk)
+    return make_run(project, cohort, conditions=[SCREENER_ONLY], generator=offline).protocol, cohort
+
+
 def seal_check_main(args):
-    """`--slots N --seal-check`: a phase boundary's seal check of a cohort of N tasks, with the task
-    list's stored hash (nothing it reads changed since: one row) and after the epoch moved (a turn
-    written again unchanged: the whole list hashed again, as every check did before)."""
+    """`--slots N --seal-check`: a phase boundary's seal check, each hash read as stored (nothing it
+    reads changed since: a row per hash) and after an epoch moved (a row written again unchanged:
+    the hash computed again, as every check did before the epochs), of
+    - an interview protocol over a cohort of N tasks (the task list hash);
+    - a protocol over that cohort importing its sessions' memories from an earlier run (the task list
+      hash and the imported memories' digest: every task's inputs, every memory and its request);
+    - a survey protocol over a sample of N respondents (the respondent list hash)."""
     from django.db.models import F
 
-    from experiments.execution.sealing import seal_mismatches
-    from experiments.models import Task, Turn
+    from experiments.models import Memory, SurveyRespondent, Task, Turn
 
     call_command("migrate", verbosity=0)
     call_command("flush", interactive=False, verbosity=0)
@@ -511,19 +603,31 @@ def seal_check_main(args):
     offline = {"provider": "offline", "base_url": "", "model": "stand-in"}
     run = make_run(project, cohort, conditions=[QUESTION_ONLY], generator=offline)
     turn = Task.objects.filter(cohort_entries__cohort=cohort).values_list("question_turn_id", flat=True).first()
-    stored, moved = [], []
-    for _ in range(args.repeat_checks):
-        Turn.objects.filter(pk=turn).update(text=F("text"))  # the epoch moves; the hash does not
-        started = time.perf_counter()
-        assert seal_mismatches(run.protocol, code=False) == []
-        moved.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        assert seal_mismatches(run.protocol, code=False) == []
-        stored.append(time.perf_counter() - started)
+    stored, moved = _seal_checks(run.protocol, lambda: Turn.objects.filter(pk=turn).update(text=F("text")),
+                                 args.repeat_checks)
     load = os.getloadavg()
     print(f"seal check at a phase boundary, {cohort.cohort_tasks.count()} tasks (median of {args.repeat_checks}; load "
-          f"average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}): stored hash {statistics.median(stored) * 1000:.1f} ms, "
-          f"hashed again (the epoch moved; every check before) {statistics.median(moved) * 1000:.1f} ms", flush=True)
+          f"average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}): stored hash {stored:.1f} ms, "
+          f"hashed again (the epoch moved; every check before) {moved:.1f} ms", flush=True)
+
+    importing, source = _importing_protocol(project, cohort, offline)
+    memory = Memory.objects.filter(run=source).values_list("pk", flat=True).first()
+    stored, moved = _seal_checks(importing, lambda: Memory.objects.filter(pk=memory).update(text=F("text")),
+                                 args.repeat_checks)
+    load = os.getloadavg()
+    print(f"  importing {importing.seal['memory_imports']['imported']} memories over the same {args.slots} tasks "
+          f"(load average {load[0]:.2f}): stored hashes {stored:.1f} ms, the memories' digest computed again "
+          f"(a source memory written again unchanged) {moved:.1f} ms", flush=True)
+
+    survey, sample = _survey_protocol(args.slots, offline)
+    respondent = sample.survey_members.values_list("respondent_id", flat=True).first()
+    stored, moved = _seal_checks(
+        survey, lambda: SurveyRespondent.objects.filter(pk=respondent).update(persona_text=F("persona_text")),
+        args.repeat_checks)
+    load = os.getloadavg()
+    print(f"  a survey protocol over {sample.survey_members.count()} respondents (load average {load[0]:.2f}): "
+          f"stored hash {stored:.1f} ms, the respondent list hashed again (a respondent written again "
+          f"unchanged) {moved:.1f} ms", flush=True)
 
 
 def main():

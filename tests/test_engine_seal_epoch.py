@@ -21,7 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from experiments.core.tasks import TaskRule
 from experiments.data.sessions import sessions_import
 from experiments.execution.kind_table import (cohort_task_list_sha256, cohort_task_list_sha256_checked,
-                                              survey_list_sha256_checked)
+                                              sample_list_sha256_hashed_there, survey_list_sha256_checked)
 from experiments.execution.sealing import protocol_seal, seal_mismatches
 from experiments.execution.survey_planning import survey_list_sha256
 from experiments.execution.task_list_sql import task_list_epoch
@@ -93,7 +93,7 @@ def test_a_changed_turn_after_sealing_fails_the_seal_check(cohort):
 
 @pytest.mark.parametrize("change", ["persona", "wave 4", "member dropped", "members reordered"])
 def test_a_survey_samples_hash_is_read_stored_and_every_change_is_seen(survey_sample, change):  # noqa: F811
-    project, sample = survey_sample
+    _, sample = survey_sample
     full = survey_list_sha256(sample)
     assert survey_list_sha256_checked(sample) == full
     with CaptureQueriesContext(connection) as queries:
@@ -114,6 +114,14 @@ def test_a_survey_samples_hash_is_read_stored_and_every_change_is_seen(survey_sa
         sample.survey_members.filter(pk=first.pk).update(position=last.position)
     after = survey_list_sha256_checked(sample)
     assert after != full and after == survey_list_sha256(sample)
+
+
+def test_the_sample_hashed_in_the_database_is_the_hash_sealing_computes(survey_sample):  # noqa: F811
+    _, sample = survey_sample
+    assert sample_list_sha256_hashed_there(sample) == survey_list_sha256(sample) == sample.task_list_sha256
+    respondent = SurveyRespondent.objects.filter(pk=sample.survey_members.first().respondent_id)
+    respondent.update(persona_text="Zoë, née Ørsted — 東京 🐝", wave4_json='{"q": "ça va?"}')  # beyond ASCII
+    assert sample_list_sha256_hashed_there(sample) == survey_list_sha256(sample) != sample.task_list_sha256
 
 
 # --- the imported memories -------------------------------------------------------------------------
