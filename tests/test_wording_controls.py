@@ -232,3 +232,33 @@ def test_a_regrade_of_the_rewrites_shows_the_invariance_under_its_judge(project,
     assert not Slot.objects.filter(run=regrade).exclude(phase=Phase.JUDGING).exists()  # nothing generated
     assert feeds(regrade) == [AGREEMENT_ITEM, "judge_invariance", "contrasts_under_paraphrase"]
     assert judge_invariance_table(regrade).rows == judge_invariance_table(source).rows  # a deterministic judge
+
+
+def test_a_pairwise_judge_over_the_run_takes_over_no_report_item(project, cast):
+    # A pairwise judge copies its source's conditions (to name its pairs) but answers and grades nothing: the
+    # paper report's controls stay the source's, and the judge feeds no per-run item.
+    from experiments.analysis.paper_report_state import report_runs
+    from experiments.analysis.per_run_tables import feeds
+    from experiments.analysis.report_items_controls import (
+        judge_invariance_report, length_control_report, paraphrase_controls,
+    )
+    from experiments.core.report_table import ReportTable
+    from experiments.execution import control
+    from experiments.models import Protocol
+    from tests.annotations_helpers import MEMORY, OWNWORDS, QUESTION_ONLY, finished_run
+    conditions = [MEMORY, OWNWORDS, QUESTION_ONLY, f"{MEMORY}+answer-paraphrased", f"{MEMORY}+length(60w)",
+                  f"{OWNWORDS}+length(60w)", f"{OWNWORDS}+paraphrased"]
+    source = finished_run(project, people=3, conditions=conditions)
+    builders = (judge_invariance_report, length_control_report, paraphrase_controls)
+    before = [builder(project, report_runs(project)) for builder in builders]
+    assert all(isinstance(table, ReportTable) and table.inputs.runs == (source.pk,) for table in before)
+    protocol = control.regrade_create(source=source, user=cast["owner"], pairs=[[MEMORY, QUESTION_ONLY]])
+    judge = Run.objects.create(protocol=protocol)
+    control.run_start(run=judge)
+    judge = run_inline(judge.pk)
+    assert judge.status == Run.Status.FINISHED and judge.protocol.kind == Protocol.Kind.PAIRWISE
+    assert feeds(judge) == []
+    assert [run.pk for run in report_runs(project)] == [source.pk]
+    for runs in (report_runs(project), [source, judge]):  # the report's runs, and the judge handed in anyway
+        after = [builder(project, runs) for builder in builders]
+        assert [(repr(t.rows), t.inputs) for t in after] == [(repr(t.rows), t.inputs) for t in before]

@@ -4,18 +4,20 @@ What the judge compares: for each condition pair [X, Y] of the protocol (`Protoc
 and each task of the source run where both conditions have a final answer with different texts,
 the two answers. The rule is the pairwise campaign's (`annotations.pairwise.pair_candidates`:
 final answers with text, the first per task and condition), so the judge sees the items people
-see. Its verdicts are the journal's: the answer of each settled call, parsed
+see. Its verdicts are the journal's: the reply of the call that settled each slot
+(`journal_reads.settled_calls`; a late receipt of an earlier attempt never counts), parsed
 (`parsers.parse_pairwise`); nothing else stores them. The numbers are `core.pairwise_judge`'s.
 """
 from __future__ import annotations
 
+from experiments.analysis.journal_reads import settled_calls
 from experiments.core.conditions import FINAL
 from experiments.core.llm.offline import OFFLINE_MODEL_VERSION
 from experiments.core.pairwise_judge import JudgedPair, judge_rows
 from experiments.core.parsers import parse_pairwise
 from experiments.core.slot_keys import PairwiseJudgeKey
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
-from experiments.models import ModelCall, Prediction, Run, Slot
+from experiments.models import ModelCall, Prediction, Run
 from experiments.models.runs import Phase
 
 
@@ -54,11 +56,11 @@ def order_keys(task_id: int, a: dict, b: dict) -> tuple[str, str]:
 
 
 def verdicts(run: Run) -> dict[str, str | None]:
-    """Slot key → the parsed verdict (a, b, tie; None unparsed) of every settled pairwise call."""
-    replies = (ModelCall.objects.filter(slot__run=run, slot__phase=Phase.JUDGING,
-                                        slot__key__startswith=PairwiseJudgeKey.prefix(),
-                                        slot__status=Slot.Status.OK, outcome=ModelCall.Outcome.OK)
-               .values_list("slot__key", "text"))
+    """Slot key → the parsed verdict (a, b, tie; None unparsed) of every settled pairwise slot: the reply of
+    the call that settled it."""
+    replies = settled_calls(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.JUDGING,
+                                                     slot__key__startswith=PairwiseJudgeKey.prefix())
+                            ).values_list("slot__key", "text")
     return {key: parse_pairwise(text or "").preferred for key, text in replies}
 
 

@@ -1,10 +1,10 @@
 """Which runs a project's paper report reads, the sha256 of everything it is built from, and its cached
 copy (`PaperReport`) with whether that copy is still current — a few small queries, for the report page.
 
-The report reads the project's sealed, finished runs in pk order; its inputs are those runs (and
-their protocols' seals), the cached numbers of each (dashboard, robustness tables, pools: their
-inputs' sha256 and when they were computed; a survey run's analysis kept on the run), the project's
-cohorts, and the report's version.
+The report reads the project's sealed, finished runs in pk order, pairwise judges left out; its inputs
+are those runs (and their protocols' seals), the cached numbers of each (dashboard, robustness tables,
+pools: their inputs' sha256 and when they were computed; a survey run's analysis kept on the run), the
+project's cohorts, and the report's version.
 """
 from __future__ import annotations
 
@@ -17,9 +17,12 @@ REPORT_VERSION = "1"
 
 
 def report_runs(project) -> list[Run]:
-    """The project's sealed, finished runs in pk order (protocols and cohorts loaded with them)."""
+    """The project's sealed, finished runs in pk order (protocols and cohorts loaded with them), but no
+    pairwise judge: it copies its source's conditions to name its pairs and stores no answer or grade,
+    so a builder that picks runs by their conditions would read it as an empty run; no item reads one."""
     return list(Run.objects.filter(protocol__project=project, status=Run.Status.FINISHED,
                                    protocol__sealed_at__isnull=False)
+                .exclude(protocol__kind=Protocol.Kind.PAIRWISE)
                 .select_related("protocol", "protocol__cohort").order_by("pk"))
 
 

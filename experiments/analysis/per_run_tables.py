@@ -35,7 +35,7 @@ from experiments.core.stats.pool_centrality import (
     CENTRALITY_COLUMNS, ROUTING_COLUMNS, centralities, centrality_slope, pool_agreement, routing_rows,
 )
 from experiments.core.task_attributes import NOT_SPECIFIC, SPECIFIC, is_specific, length_ratio
-from experiments.models import CohortTask, Memory, Prediction, Run
+from experiments.models import CohortTask, Memory, Prediction, Protocol, Run
 
 logger = logging.getLogger(__name__)
 COMMON = "common"          # the ready-made template (`core.paper_protocols`) with both memories and pools
@@ -284,8 +284,11 @@ COMPUTED = {"table8": post_hoc_table, "table26": gap_table, "table27": class_tab
 def feeds(run: Run) -> list[str]:
     """The per-run items this run can feed: Table 8 the one-shot memories, the current dialogue and the whole
     record; Tables 26 and 27 need both one-shot memories, App. F a pool,
-    App. I.6 a re-grade (its default sample); the wording controls answer rewrites (a re-grade's too)."""
-    if run.protocol.regrade_of_id is not None:  # its judge on the source's answers and rewrites
+    App. I.6 a re-grade (its default sample); the wording controls answer rewrites (a re-grade's too).
+    A pairwise judge feeds none: it names its source's conditions but grades nothing (its own page shows it)."""
+    if run.protocol.kind == Protocol.Kind.PAIRWISE:
+        return []
+    if run.protocol.kind == Protocol.Kind.REGRADE:  # its judge on the source's answers and rewrites
         return [AGREEMENT_ITEM, *_control_items(run)]
     names = []
     if {*(key for _, key in POST_HOC), WHOLE_RECORD} <= set(run.protocol.conditions):

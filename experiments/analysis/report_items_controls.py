@@ -9,7 +9,8 @@ per-run items of the run's tables page (`per_run_tables`).
 
 A builder takes the project and its sealed, finished runs and returns a `ReportTable`, or `Missing`
 naming the ready-made protocol (`core.paper_protocols`) that would produce it. It reads one run (the
-latest with a paraphrased condition and its verbatim condition), the final grades
+latest with a paraphrased condition and its verbatim condition; never a pairwise judge, which copies its
+source's conditions but answers and grades nothing), the final grades
 (`grades.grade_matrix`) on the tasks graded under both conditions of each row, and computes the
 whole-person bootstrap (`stats.paired_bootstrap`) with the run's recorded seed and draws.
 """
@@ -20,15 +21,16 @@ import re
 import numpy as np
 
 from experiments.analysis.grades import grade_matrix
+from experiments.analysis.journal_reads import recorded_length_target, settled_calls
 from experiments.core.conditions import ANSWER_PARAPHRASE, CONDITIONS, FINAL, LENGTH, LENGTH_WORDS, PARAPHRASE
 from experiments.core.paper_protocols import MEMORY, OWNWORDS, PARAPHRASED
-from experiments.core.paraphrase import fit_to_budget, rewritten_base, stated_length_target
+from experiments.core.paraphrase import fit_to_budget, rewritten_base
 from experiments.core.prompt_provenance import written_here
 from experiments.core.report_table import Missing, ReportInputs, ReportTable
 from experiments.core.slot_keys import ParaphraseKey
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED, MAX_GRADE, paired_bootstrap, paired_matrix
 from experiments.core.stats.invariance import judge_invariance
-from experiments.models import ModelCall, Prediction
+from experiments.models import ModelCall, Prediction, Protocol
 
 TEMPLATE = "paraphrase-controls"
 OFFLINE_NOTE = ("Run {runs} used the offline stand-in as generator or judge: these numbers test the pipeline, "
@@ -52,10 +54,17 @@ def _is_offline(run) -> bool:
     return "offline" in {(run.protocol.generator or {}).get("provider"), (run.protocol.judge or {}).get("provider")}
 
 
+def answers_its_conditions(run) -> bool:
+    """Whether the run's conditions are answered and graded in it: not a pairwise judge, which copies its
+    source's conditions to name its pairs but stores no answer and no grade."""
+    return run.protocol.kind != Protocol.Kind.PAIRWISE
+
+
 def paraphrase_cuts(run) -> tuple[int, int, float | None]:
-    """(paraphrase replies cut at their budget, replies, median reply length ÷ budget) from the journal."""
-    calls = ModelCall.objects.filter(slot__run=run, slot__key__startswith=ParaphraseKey.prefix(),
-                                     outcome=ModelCall.Outcome.OK).values_list("text", "slot__user")
+    """(paraphrase replies cut at their budget, replies, median reply length ÷ budget) from the journal:
+    each paraphrase slot's settling reply (`journal_reads.settled_calls`: a late receipt is not a reply)."""
+    calls = settled_calls(ModelCall.objects.filter(slot__run=run, slot__key__startswith=ParaphraseKey.prefix())
+                          ).values_list("text", "slot__user")
     fitted = []
     for text, user in calls:
         found = BUDGET_LINE.search(user or "")
@@ -70,8 +79,8 @@ def paraphrase_controls(project, runs) -> ReportTable | Missing:
     normalized content score, the paraphrased one's on the tasks graded under both, the difference
     verbatim − paraphrased and its 95% whole-person interval; OwnWords − memory both ways when the
     memory ran; the share of paraphrases cut at the budget in the notes."""
-    having = [run for run in runs if any(CONDITIONS[key].workflow == PARAPHRASE for key in run.protocol.conditions
-                                         if key in CONDITIONS)]
+    having = [run for run in runs if answers_its_conditions(run) and any(
+        CONDITIONS[key].workflow == PARAPHRASE for key in run.protocol.conditions if key in CONDITIONS)]
     run = max(having, key=lambda run: run.pk) if having else None
     present = set(run.protocol.conditions) if run else set()
     wanted = _rows_wanted(present)
@@ -123,17 +132,13 @@ CONTRAST_COLUMNS = ("contrast", "grades", "difference", "95% low", "95% high", "
 
 def rewritten_pairs(run, workflow: str) -> list[tuple[str, str]]:
     """(base, rewritten) condition keys of the run, for one rewrite workflow, in protocol order (a base may
-    have several length controls: at LENGTH_WORDS and at another condition's median)."""
+    have several length controls: at LENGTH_WORDS and at another condition's median); none for a pairwise
+    judge (`answers_its_conditions`)."""
+    if not answers_its_conditions(run):
+        return []
     present = set(run.protocol.conditions)
     return [(base, key) for key in run.protocol.conditions
             if key in CONDITIONS and CONDITIONS[key].workflow == workflow and (base := rewritten_base(key)) in present]
-
-
-def recorded_length_target(run, condition: str) -> int | None:
-    """A length control's target in words as its planned rewrites state it (their journaled request), or None."""
-    user = (Prediction.objects.filter(run=run, condition=condition, label=FINAL, slot__isnull=False)
-            .order_by("pk").values_list("slot__user", flat=True).first())
-    return stated_length_target(user)
 
 
 def _rewrite_versions(run, workflow: str) -> list[tuple[str, dict[str, str]]]:
@@ -251,6 +256,7 @@ def contrasts_under_rewrite(run, workflow: str) -> ReportTable | Missing:
 
 
 def _latest_with(runs, workflow: str):
+    """The newest run with a rewrite of `workflow` and its base (never a pairwise judge: `rewritten_pairs`)."""
     having = [run for run in runs if rewritten_pairs(run, workflow)]
     return max(having, key=lambda run: run.pk) if having else None
 

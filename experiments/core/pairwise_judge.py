@@ -17,8 +17,8 @@ Rules (stated on every page that shows them):
   (A in both orders, or B in both), and apart the share of A in both; **first position wins**: per
   task the share of its decisive verdicts (A or B, not a tie) that pick A, task-weighted over the
   tasks with one, with its interval (0.5 for a judge blind to the side). **Consistency**: the share
-  of both-order tasks whose two verdicts favour the same answer (or are both ties); the rest has one
-  tie beside a preference.
+  of both-order tasks whose two verdicts favour the same answer (or are both ties); the rest favour X
+  in one order and Y in the other (the side, A or B, in both) or have one tie beside a preference.
 * **Agreement with people**: each person's rating (X, Y or tie) beside the judge's combined verdict
   of the same task and pair: the share agreeing (a task's ratings averaged first, whole-person
   interval), and Cohen's κ (unweighted, pooled over ratings) on x/y/tie where chance agreement is

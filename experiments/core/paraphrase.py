@@ -143,13 +143,18 @@ def rewritten_base(key: str) -> str | None:
     return key[:key.rindex("+")]
 
 
-# The target as the sealed length-rewrite prompt states it (prompts/length_rewrite_user.txt).
+# The target as the sealed length-rewrite prompt states it (prompts/length_rewrite_user.txt): the first
+# words of its [TASK] section, the prompt's last, after the question and the reply (which may say anything).
+_TASK_HEADING = "\n[TASK]\n"
 _STATED_TARGET = re.compile(r"Rewrite the reply to about (\d+) words")
 
 
 def stated_length_target(user: str | None) -> int | None:
-    """The target in words a length rewrite's request states (its journaled user message), or None."""
-    found = _STATED_TARGET.search(user or "")
+    """The target in words a length rewrite's request states (its journaled user message), or None.
+    Read at the start of the last [TASK] section only: the prompt ends with it and has no field after
+    its target, so a question or a reply that states another target is never read."""
+    _, heading, task = ("\n" + (user or "")).rpartition(_TASK_HEADING)
+    found = _STATED_TARGET.match(task) if heading else None
     return int(found.group(1)) if found else None
 
 

@@ -26,7 +26,7 @@ Every call is a slot like the others: reserved, journaled and resumed by the eng
 """
 from __future__ import annotations
 
-from experiments.analysis.report_items_controls import recorded_length_target
+from experiments.analysis.journal_reads import recorded_length_target, settled_calls
 from experiments.core.assembly import assemble
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import (
@@ -80,9 +80,9 @@ def notes_replies(run: Run) -> dict[str, str]:
 
 
 def _first_call_replies(run: Run, prefix: str) -> dict[str, str]:
-    return dict(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION, slot__key__startswith=prefix,
-                                         slot__status=Slot.Status.OK, outcome=ModelCall.Outcome.OK)
-                .values_list("slot__key", "text"))
+    """Slot key → the reply of the call that settled it (`journal_reads.settled_calls`: never a late receipt)."""
+    return dict(settled_calls(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION,
+                                                       slot__key__startswith=prefix)).values_list("slot__key", "text"))
 
 
 def uses_tags(run: Run) -> bool:
@@ -105,10 +105,7 @@ def tags_slot(run: Run, task, task_input, vocabulary_labels: list[str]) -> Slot:
 
 def tags_replies(run: Run) -> dict[str, str]:
     """The text of every tag choice that completed: slot key → the reply as received."""
-    return dict(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION,
-                                         slot__key__startswith=TagsKey.prefix(),
-                                         slot__status=Slot.Status.OK, outcome=ModelCall.Outcome.OK)
-                .values_list("slot__key", "text"))
+    return _first_call_replies(run, TagsKey.prefix())
 
 
 def length_targets(run: Run, conditions) -> dict[str, int]:
