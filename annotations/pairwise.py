@@ -13,7 +13,9 @@ No hidden repeats in a pairwise campaign.
 Raters see the question, the person's real answer and the two answers as A and B: never the
 conditions, the grades or which side is which condition (`pair_view`, called by
 `annotations.rating.rater_item`). Results: `pairwise_results`, cached under the sha256 of its
-inputs like a grade campaign's (`CampaignResult`).
+inputs like a grade campaign's (`CampaignResult`). They hold the LLM pairwise judge's numbers
+over the campaign's items too, when a pairwise-judge run over the campaign's run has finished
+(`judge_run`): its pk and a digest of its verdicts are among the inputs.
 """
 from __future__ import annotations
 
@@ -29,13 +31,15 @@ from annotations.core.pairwise import PairRating, balanced_sides, outcome, pairw
 from annotations.models import (
     FIRST_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem,
 )
+from experiments.analysis.pairwise_verdicts import order_keys, stand_in, verdicts
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
+from experiments.core.pairwise_judge import HumanPreference, JudgedPair, human_agreement, judge_rows
 from experiments.data.import_store_sql import insert_rows, reserve_ids
-from experiments.models import Grade, Prediction, Run
+from experiments.models import Grade, Prediction, Protocol, Run
 
 PAIRWISE = "pairwise"
-PAIRWISE_VERSION = 1
+PAIRWISE_VERSION = 2  # 2: the LLM pairwise judge's numbers in the payload
 class PairwiseError(ValueError):
     """Input an owner can fix; the message says how."""
 
@@ -205,21 +209,69 @@ def pair_ratings(campaign: RatingCampaign) -> list[PairRating]:
             for number, person, conditions, preference, x_on_a, jx, jy in rows]
 
 
+def judge_run(campaign: RatingCampaign) -> Run | None:
+    """The latest finished pairwise-judge run over the campaign's run, or None."""
+    return (Run.objects.filter(protocol__regrade_of=campaign.run_id, protocol__kind=Protocol.Kind.PAIRWISE,
+                               status=Run.Status.FINISHED).select_related("protocol").order_by("-pk").first())
+
+
+def judged_items(campaign: RatingCampaign, run: Run, got: dict[str, str | None]) -> list[JudgedPair]:
+    """The judge's verdicts (`got`: slot key → verdict) on the campaign's items, by number: one
+    JudgedPair per item of a pair the judge run compares (in either order), oriented as the people's
+    X and Y. The slot keys name the two answers' sha256 in the order shown, so the campaign's own
+    items pick the judge's verdicts on exactly the pairs people rated."""
+    compared = {frozenset(pair) for pair in run.protocol.pairwise_pairs or []}
+    rows = (RatingItem.objects.filter(campaign=campaign).order_by("number")
+            .values_list("task_id", "conditions", "answer_sha256", "prediction_b__answer_sha256",
+                         "task__session__person_id"))
+    out = []
+    for task_id, (x, y), sha_x, sha_y, person in rows:
+        if frozenset((x, y)) in compared:
+            x_key, y_key = order_keys(task_id, {"sha": sha_x}, {"sha": sha_y})
+            out.append(JudgedPair(task=task_id, person=person, x=x, y=y, x_as_a=got.get(x_key),
+                                  y_as_a=got.get(y_key)))
+    return out
+
+
+def judge_payload(campaign: RatingCampaign, judge: dict, ratings: list[PairRating], *, seed: int,
+                  draws: int) -> dict:
+    """The judge's part of the results: per pair of the campaign its win rates, position bias and
+    consistency over the campaign's items (`core.pairwise_judge.judge_rows`) and the agreement of
+    people with it (`human_agreement`), with the campaign's seed and draws."""
+    run = judge["run_object"]
+    judged = judged_items(campaign, run, judge["verdicts"])
+    task = {number: task_id for number, task_id in campaign.items.values_list("number", "task_id")}
+    people = [HumanPreference(task=task[r.item], person=r.person, x=r.x, y=r.y, outcome=r.outcome) for r in ratings]
+    rows = {(r["x"], r["y"]): r for r in judge_rows(judged, seed=seed, draws=draws)}
+    agreement = {(r["x"], r["y"]): r for r in human_agreement(people, judged, seed=seed, draws=draws)}
+    return {"run": run.pk, "stand_in": stand_in(run), "covered": bool(rows),
+            "rows": [{"x": p["x"], "y": p["y"], "judge": rows.get((p["x"], p["y"])),
+                      "agreement": agreement.get((p["x"], p["y"]))} for p in campaign.pairs]}
+
+
 def results_inputs(campaign: RatingCampaign) -> tuple[dict, str]:
     """Everything a pairwise campaign's numbers come from, and its sha256 (the cache key)."""
     seed, draws = bootstrap_settings(campaign)
     ratings = pair_ratings(campaign)
+    run = judge_run(campaign)
+    got = verdicts(run) if run is not None else {}
+    judge = run and {"run": run.pk, "pairs": run.protocol.pairwise_pairs,
+                     "verdicts_sha256": sha256_text(canonical_json(sorted(got.items())))}
     inputs = {"version": PAIRWISE_VERSION, "campaign": campaign.pk, "conditions": list(campaign.conditions),
               "pairs": campaign.pairs, "bootstrap": {"seed": seed, "draws": draws},
-              "ratings": [[r.item, r.person, r.x, r.y, r.outcome, r.judge_x, r.judge_y] for r in ratings]}
-    return {**inputs, "rows": ratings}, sha256_text(canonical_json(inputs))
+              "ratings": [[r.item, r.person, r.x, r.y, r.outcome, r.judge_x, r.judge_y] for r in ratings],
+              "llm_judge": judge}
+    # Not hashed: the ratings as rows, the judge run and its verdicts themselves (their digest is).
+    extra = {"rows": ratings, "llm_judge": judge and {**judge, "run_object": run, "verdicts": got}}
+    return {**inputs, **extra}, sha256_text(canonical_json(inputs))
 
 
 def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
     seed, draws = inputs["bootstrap"]["seed"], inputs["bootstrap"]["draws"]
     payload = pairwise_payload(inputs["rows"], inputs["conditions"], seed=seed, draws=draws)
-    payload.update(pairs=inputs["pairs"], inputs_sha256=sha,
-                   computed_at=timezone.now().isoformat(timespec="seconds"))
+    judge = inputs["llm_judge"]
+    payload.update(pairs=inputs["pairs"], inputs_sha256=sha, computed_at=timezone.now().isoformat(timespec="seconds"),
+                   llm_judge=judge and judge_payload(campaign, judge, inputs["rows"], seed=seed, draws=draws))
     CampaignResult.objects.update_or_create(
         campaign=campaign, defaults={"inputs_sha256": sha, "payload": payload, "computed_at": timezone.now()})
     return payload
@@ -227,7 +279,8 @@ def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
 
 def pairwise_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
     """The campaign's numbers (`annotations.core.pairwise.pairwise_payload`), with its pairs'
-    counts of identical and missing answers; stored under the sha256 of the inputs."""
+    counts of identical and missing answers and the LLM judge's numbers (`judge_payload`, None
+    without a finished pairwise-judge run); stored under the sha256 of the inputs."""
     inputs, sha = results_inputs(campaign)
     if use_cache:
         stored = CampaignResult.objects.filter(campaign=campaign, inputs_sha256=sha).first()
@@ -238,11 +291,14 @@ def pairwise_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dic
 
 def pairwise_results_for_page(campaign: RatingCampaign, *, enqueue) -> tuple[dict | None, bool]:
     """(payload, current), as `campaign_agreement.results_for_page`: a large campaign's numbers
-    (draws × ratings above INLINE_BUDGET) go to the `analysis` queue, the last ones shown meanwhile."""
+    (draws × (ratings + the items the judge's numbers cover) above INLINE_BUDGET) go to the
+    `analysis` queue, the last ones shown meanwhile."""
     inputs, sha = results_inputs(campaign)
     stored = CampaignResult.objects.filter(campaign=campaign).first()
     if stored is not None and stored.inputs_sha256 == sha:
         return stored.payload, True
-    if inputs["bootstrap"]["draws"] * max(len(inputs["rows"]), 1) > INLINE_BUDGET and enqueue(campaign.pk, sha):
+    judged = sum(p.get("sampled", p["items"]) for p in campaign.pairs) if inputs["llm_judge"] else 0
+    work = inputs["bootstrap"]["draws"] * max(len(inputs["rows"]) + judged, 1)
+    if work > INLINE_BUDGET and enqueue(campaign.pk, sha):
         return (stored.payload if stored is not None and "win_rates" in stored.payload else None), False
     return results_store(campaign, inputs, sha), True

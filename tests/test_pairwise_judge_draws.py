@@ -51,7 +51,8 @@ def seeded_case(seed: int):
     for x, y, tasks, people in (("c0", "c1", 120, 40), ("c0", "c2", 90, 25), ("c1", "c2", 60, 40)):
         for task in range(tasks):
             person = int(rng.integers(0, people))
-            judged.append(JudgedPair(task=task, person=person, x=x, y=y, x_as_a=rng.choice(verdicts, p=[.4, .3, .2, .1]),
+            judged.append(JudgedPair(task=task, person=person, x=x, y=y,
+                                     x_as_a=rng.choice(verdicts, p=[.4, .3, .2, .1]),
                                      y_as_a=rng.choice(verdicts, p=[.3, .4, .2, .1])))
             for _ in range(int(rng.integers(1, 4))):  # 1–3 ratings a task: halves and thirds
                 ratings.append(HumanPreference(task=task, person=person, x=x, y=y,

@@ -2,13 +2,17 @@
 beside the judge's (when a pairwise-judge run over the campaign's run has finished), and the
 pairwise-judge run has its own dashboard. Aggregate readers see numbers; raters get 403, outsiders
 404. The judge here is the offline stand-in, driven through the engine, and the pages say so."""
+from collections import Counter
+
 import pytest
 
-from annotations.pairwise import pairwise_campaign_create
-from annotations.web.pairwise.llm_judge import llm_judge_beside_people
+from annotations.models import CampaignResult
+from annotations.pairwise import pair_candidates, pair_ratings, pairwise_campaign_create, pairwise_results
+from experiments.analysis.pairwise_verdicts import judged_pairs
+from experiments.core.pairwise_judge import HumanPreference, human_agreement, judge_rows
 from experiments.execution import control
 from experiments.execution.driver import run_inline
-from experiments.models import Run
+from experiments.models import Protocol, Run
 from tests.annotations_helpers import CONDITIONS, OFFLINE, RATERS
 from tests.test_annotations_pairwise import rate_all
 
@@ -17,6 +21,18 @@ from tests.test_annotations_pairwise import rate_all
 def campaign(rated_run, cast):
     campaign = pairwise_campaign_create(run=rated_run, name="pairs", conditions=CONDITIONS, raters=RATERS,
                                         user=cast["owner"], seed=11, ratings_per_item=2)
+    rate_all(campaign)
+    return campaign
+
+
+@pytest.fixture
+def sampled(rated_run, cast):
+    """A campaign of about half the candidate pairs: only some of the tasks the judge compares are items."""
+    pairs = [[x, y] for i, x in enumerate(CONDITIONS) for y in CONDITIONS[i + 1:]]
+    candidates, _ = pair_candidates(rated_run, pairs)
+    campaign = pairwise_campaign_create(run=rated_run, name="sampled", conditions=CONDITIONS, raters=RATERS,
+                                        user=cast["owner"], seed=5, ratings_per_item=2, sample="stratified",
+                                        sample_size=len(candidates) // 2)
     rate_all(campaign)
     return campaign
 
@@ -46,9 +62,8 @@ def test_the_results_page_shows_people_and_the_judge_side_by_side(client, campai
     assert 'id="people-vs-llm-judge"' in page
     assert "Preferred by people" in page and "Preferred by the LLM judge" in page
     assert 'id="llm-judge-offline-label"' in page  # the stand-in, labelled
-    # the numbers shown are the ones computed for the page, pair by pair (people and judge)
-    shown = llm_judge_beside_people(campaign, response.context["data"]["win_rates"])
-    assert shown["run"].pk == run.pk and shown["covered"]
+    shown = response.context["llm_judge"]
+    assert shown["run"].pk == run.pk and shown["covered"] and shown["stand_in"]
     rated = [r for r in shown["rows"] if r["people"] is not None]
     assert rated
     for row in rated:
@@ -60,6 +75,53 @@ def test_the_results_page_shows_people_and_the_judge_side_by_side(client, campai
         assert client.get(url).status_code == 403
     client.force_login(cast["outsider"])
     assert client.get(url).status_code == 404
+
+
+def test_the_judge_s_numbers_are_over_the_campaign_s_items_oriented_as_people_s(sampled, cast):
+    run = judge_over(sampled, cast)
+    data = pairwise_results(sampled)
+    seed, draws = data["seed"], data["draws"]
+    items = Counter((x, y) for x, y in sampled.items.values_list("conditions", flat=True))
+    everything = Counter((p.x, p.y) for p in judged_pairs(run))
+    rows = {(r["x"], r["y"]): r for r in data["llm_judge"]["rows"] if r["judge"] is not None}
+    # per pair, the judge's tasks are the campaign's items: fewer than the judge compared (a sample)
+    assert {pair: row["judge"]["tasks"] for pair, row in rows.items()} == dict(items)
+    assert sum(items.values()) < sum(everything.values())
+    # a row is judge_rows on the judge run's own pairs (read its way) picked by the campaign's items
+    wanted = {(task, x, y) for task, (x, y) in sampled.items.values_list("task_id", "conditions")}
+    picked = [p for p in judged_pairs(run) if (p.task, p.x, p.y) in wanted]
+    assert len(picked) == sum(items.values())
+    expected = {(r["x"], r["y"]): r for r in judge_rows(picked, seed=seed, draws=draws)}
+    assert {pair: row["judge"] for pair, row in rows.items()} == expected
+    task = dict(sampled.items.values_list("number", "task_id"))
+    ratings = [HumanPreference(task=task[r.item], person=r.person, x=r.x, y=r.y, outcome=r.outcome)
+               for r in pair_ratings(sampled)]
+    agreement = {(r["x"], r["y"]): r for r in human_agreement(ratings, picked, seed=seed, draws=draws)}
+    assert {pair: row["agreement"] for pair, row in rows.items()} == agreement
+    # X and Y are the people's, whichever way round the judge run lists the pair
+    assert set(rows) == {(p["x"], p["y"]) for p in sampled.pairs if p["sampled"]}
+    Protocol.objects.filter(pk=run.protocol_id).update(pairwise_pairs=[[y, x] for x, y in run.protocol.pairwise_pairs])
+    flipped = pairwise_results(sampled)
+    assert flipped["inputs_sha256"] != data["inputs_sha256"]  # the judge's pairs are among the inputs
+    assert flipped["llm_judge"]["rows"] == data["llm_judge"]["rows"]
+
+
+def test_the_judge_s_numbers_are_cached_with_the_rest_and_follow_a_new_judge_run(client, campaign, cast):
+    url = f"/p/{campaign.project.slug}/ratings/{campaign.pk}/pairwise/"
+    client.force_login(cast["viewer"])
+    assert client.get(url).context["llm_judge"] is None
+    first = judge_over(campaign, cast)
+    assert client.get(url).context["llm_judge"]["run"].pk == first.pk  # a finished judge run: recomputed
+    stored = CampaignResult.objects.get(campaign=campaign)
+    assert stored.payload["llm_judge"]["run"] == first.pk
+    # the next view reads the stored numbers: a mark put into them shows, nothing is recomputed
+    judged = next(n for n, row in enumerate(stored.payload["llm_judge"]["rows"]) if row["judge"])
+    stored.payload["llm_judge"]["rows"][judged]["judge"]["x_wins"]["estimate"] = 0.123456
+    stored.save()
+    assert "0.123" in client.get(url).content.decode()
+    second = judge_over(campaign, cast)  # a newer judge run: new inputs, new numbers
+    shown = client.get(url).context["llm_judge"]
+    assert shown["run"].pk == second.pk and "0.123" not in client.get(url).content.decode()
 
 
 def test_the_judge_run_has_its_own_dashboard(client, campaign, cast):

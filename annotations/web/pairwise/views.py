@@ -77,7 +77,7 @@ def pairwise_results_page(request, slug, pk):
         "membership": membership, "project": membership.project, "campaign": campaign, "data": data,
         "is_owner": membership.role == Role.OWNER, "tables": list(CSV_TABLES), "current": current,
         "skipped": sum(p["identical"] for p in data["pairs"]),
-        "llm_judge": llm_judge_beside_people(campaign, data["win_rates"]),
+        "llm_judge": llm_judge_beside_people(data),
     })
 
 
