@@ -143,6 +143,10 @@ def test_plotly_loads_at_the_first_scroll_when_no_figure_is_mostly_in_view_and_p
         top = page.evaluate("document.querySelector('.plot').getBoundingClientRect().top")
         # nothing wider than the phone: a wider page is zoomed out, and more of it is in the first screen
         assert page.evaluate("document.documentElement.scrollWidth") <= 412, path
+        # the wide tables scroll on their own instead, each a tab stop so the keyboard can scroll it
+        scrolling = page.evaluate("Array.from(document.querySelectorAll('main table'))"
+                                  ".filter(t => t.scrollWidth > t.clientWidth).map(t => t.tabIndex)")
+        assert scrolling and all(index == 0 for index in scrolling), (path, scrolling)
         page.set_viewport_size({"width": 412, "height": round(top) + 60})
         page.goto(live_server.url + path)
         first = page.locator(".plot").first
