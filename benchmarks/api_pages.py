@@ -98,8 +98,10 @@ def page_through(client, path, limit) -> tuple[list[Page], int]:
 
 def report(what, seen: list[Page], rows, limit, seconds, target):
     times = sorted(p.ms for p in seen)
+    load = os.getloadavg()
     print(f"\nJSON API, {what}: {rows:,} rows in {len(times):,} pages of {limit} "
-          f"({seconds:.0f} s in all{f'; target ≤ {target} ms a page' if target else ''})")
+          f"({seconds:.0f} s in all{f'; target ≤ {target} ms a page' if target else ''}; load average "
+          f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs)")
     print(f"  median {statistics.median(times):.1f} ms, 99th percentile {times[int(0.99 * (len(times) - 1))]:.1f} ms, "
           f"slowest {times[-1]:.1f} ms, fastest {times[0]:.1f} ms"
           + (f"; {sum(t > target for t in times)} pages over {target} ms" if target else ""))
