@@ -25,6 +25,7 @@ other user's traffic is counted); `--shared-redis` uses REDIS_URL instead.
     .venv/bin/python benchmarks/engine.py --levels 8:0.2 32:0.2 128:1 --processes 4
     .venv/bin/python benchmarks/engine.py --slots 1000000 --first-request [--whole]  # first request of a large phase
     .venv/bin/python benchmarks/engine.py --slots 100000 --seal-check    # a phase boundary's seal check
+    .venv/bin/python benchmarks/engine.py --starvation --analysis-seconds 60 --tasks 200 [--starvation-class multi]
 
 Phases are sized by `--phase-seconds` (default 20 s at the ideal rate: 800 calls per phase at
 K=8, 3,200 at K=32, 2,560 at K=128): each phase's last round leaves every place idle for about
@@ -630,6 +631,84 @@ def seal_check_main(args):
           f"unchanged) {moved:.1f} ms", flush=True)
 
 
+ANALYSIS_STANDIN = "tests.test_engine_lanes.long_analysis"  # a sleep on the analysis queue, named as such
+
+
+def starvation_main(args):
+    """One worker process of the class the pages print (`jobs.WORKER_COMMAND`: ResilientSimpleWorker with
+    its analysis lane, one slot) or a MultiSlotWorker of --cap slots, no scheduler, K = --cap: a stand-in
+    for a long analysis of another run (a sleep of --analysis-seconds on the analysis queue,
+    `tests.test_engine_lanes.long_analysis`) starts first, then a run of --tasks question-only tasks
+    (two phases, L = --delay). Prints how its calls went
+    while the analysis held the lane: answers, rate against K/L, the longest wait between two answers."""
+    redis = django_rq.get_connection("default")
+    redis.flushdb()
+    call_command("migrate", verbosity=0)
+    call_command("flush", interactive=False, verbosity=0)
+    project = Project.objects.create(slug="bench-starvation", name="Starvation benchmark")
+    cohort = build_cohort(project, sessions=max(1, args.tasks // 5), targets=5, name="bench-starvation")
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-starvation-"))
+    print(f"database: PostgreSQL {connection.pg_version} {connection.settings_dict['NAME']}; "
+          f"redis {os.environ['REDIS_URL']}")
+    slots = args.cap if args.starvation_class == "multi" else 1
+    print(f"one {WORKER_CLASSES[args.starvation_class]} process, {slots} slot(s), the run's K {args.cap}; "
+          f"a {args.analysis_seconds:.0f} s stand-in "
+          f"analysis of another run ({ANALYSIS_STANDIN}: a sleep) holds the analysis lane; the run: "
+          f"{cohort.cohort_tasks.count()} tasks x 2 phases, server latency {args.delay * 1000:.0f} ms")
+    processes = []
+    try:
+        with running_fake_llm() as server:
+            server.default_delay_s = args.delay
+            Roles(server)
+            run = make_run(project, cohort, conditions=[QUESTION_ONLY], name="bench-starvation",
+                           generator=openai_model(server, timeout_s=args.delay + 10.0),
+                           concurrency={"openai": args.cap}, bootstrap={"draws": 1000})
+            env = {**os.environ, "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1",
+                   "OWNWORDS_WORKER_SLOTS": str(args.cap)}
+            log = open(log_dir / "worker.log", "wb")
+            processes.append(subprocess.Popen(
+                [sys.executable, "manage.py", "rqworker", *QUEUES, "--worker-class",
+                 WORKER_CLASSES[args.starvation_class], "--verbosity", "0"],
+                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            log.close()
+            django_rq.get_queue("analysis").enqueue(ANALYSIS_STANDIN, args.analysis_seconds,
+                                                   job_timeout=args.analysis_seconds + 60)
+            deadline = time.monotonic() + 60
+            while redis.get("test:lanes:analysis-started") is None:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"the stand-in analysis did not start; see {log_dir}")
+                time.sleep(0.05)
+            analysis_started = float(redis.get("test:lanes:analysis-started"))
+            enqueued = time.time()
+            run_enqueue(run.pk)
+            wait_calls_done(run, log_dir)
+            calls_done = time.time()
+            analysis_ended = redis.get("test:lanes:analysis-ended")
+            wait_finished(run, log_dir)
+    finally:
+        stop_workers(processes)
+        redis.flushdb()
+    received = sorted(t.timestamp() for t in ModelCall.objects.filter(slot__run=run).values_list(
+        "finished_at", flat=True))
+    first = min(t.timestamp() for t in ModelCall.objects.filter(slot__run=run).values_list("reserved_at", flat=True))
+    ended = float(analysis_ended) if analysis_ended is not None else received[-1]
+    # What one process can carry: K/L with the multi-slot class, one slot (1/L) with the simple one.
+    ideal = (args.cap if args.starvation_class == "multi" else 1) / args.delay
+    print(f"first request {first - enqueued:.2f} s after the run was enqueued "
+          f"({enqueued - analysis_started:.2f} s into the analysis); all calls done {calls_done - enqueued:.1f} s "
+          f"after the enqueue; the most one process carries: {ideal:.0f} calls/s")
+    for label, start, stop in (("while the analysis held the lane", first, min(ended, received[-1])),
+                               ("after it ended", ended, received[-1])):
+        inside = [t for t in received if start < t <= stop]
+        if stop - start > 1 and inside:
+            gaps = [b - a for a, b in zip([start, *inside], inside)]
+            print(f"  {label}: {len(inside)} answers in {stop - start:.1f} s, {len(inside) / (stop - start):.1f} "
+                  f"calls/s = {len(inside) / (stop - start) / ideal:.0%} of that; the longest wait between two "
+                  f"answers {max(gaps):.2f} s")
+    print(f"the run finished {run.finished_at.timestamp() - calls_done:.1f} s after its last call "
+          f"(its own analysis waits for the lane, then runs)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[12, 16])
@@ -655,7 +734,16 @@ def main():
     parser.add_argument("--seal-check", action="store_true",
                         help="time a phase boundary's seal check of a --slots task cohort, stored and hashed again")
     parser.add_argument("--repeat-checks", type=int, default=5, help="with --seal-check")
+    parser.add_argument("--starvation", action="store_true",
+                        help="one worker process, a long stand-in analysis of another run, a run's calls meanwhile")
+    parser.add_argument("--analysis-seconds", type=float, default=60.0, help="with --starvation")
+    parser.add_argument("--cap", type=int, default=8, help="with --starvation: requests in flight (K)")
+    parser.add_argument("--starvation-class", choices=("resilient", "multi"), default="resilient",
+                        help="with --starvation: the printed command's class (one slot) or the multi-slot one")
+    parser.add_argument("--delay", type=float, default=0.2, help="with --starvation: server latency (L, s)")
     args = parser.parse_args()
+    if args.starvation:
+        return starvation_main(args)
     if args.seal_check:
         return seal_check_main(args)
     if args.first_request:
