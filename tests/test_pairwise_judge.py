@@ -165,6 +165,33 @@ def test_an_interrupted_pairwise_run_resumes_without_sending_twice(project, cast
     assert per_slot == [1] * len(step.slot_ids)  # every slot paid once, none twice
 
 
+def test_a_late_receipt_of_an_earlier_attempt_never_replaces_the_settling_verdict(
+        project, cast, server, roles, http, source):
+    # A worker dies mid-request (its lease runs out: the slot is unknown); the owner re-issues the slot, whose
+    # second attempt settles it; then the dead worker's receipt arrives, ok too, with the other verdict.
+    from experiments.core.llm import wire
+    from experiments.execution import journal as journal_rules, policy
+    from tests.engine_helpers import journal
+    from tests.test_unknown_decisions import _reserve_and_die
+    run = pairwise(source, cast["owner"], server)
+    lost = Slot.objects.get(pk=run_drive(run.pk).slot_ids[0])
+    _reserve_and_die(lost)
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
+    assert run.status == Run.Status.PAUSED
+    control.run_reissue_unknown(run=run, user=cast["owner"], reason="the worker was killed")
+    run = run_inline(run.pk, client=http, sleep=Sleeps())
+    assert run.status == Run.Status.FINISHED
+    dead, settling = journal(lost)
+    settled = verdicts(run)[lost.key]
+    assert settled in ("a", "b") and settling.attempt == 2
+    late = "```json\n" + json.dumps({"preferred": {"a": "B", "b": "A"}[settled], "rationale": "late"}) + "\n```"
+    completed = policy.Decision(retry=False, wait_s=0.0, justification="completed")
+    outcome = wire.Outcome(wire.OutcomeKind.OK, http_status=200, text=late, finish_reason="stop")
+    assert journal_rules._record(dead.pk, outcome, completed) is False  # kept, settles nothing
+    assert [call.outcome for call in journal(lost)] == ["ok", "ok"]
+    assert verdicts(run)[lost.key] == settled
+
+
 def test_the_seal_binds_the_pairs_and_the_source_answers(project, cast, server, roles, http, source):
     run = pairwise(source, cast["owner"], server)
     protocol = run.protocol

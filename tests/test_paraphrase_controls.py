@@ -202,6 +202,20 @@ def test_the_report_table_on_a_run_by_hand(project, server, http):
     assert any("4 of 4 replies were over their budget and cut" in note for note in table.notes)
     assert table.inputs.seeds == (5,) and table.inputs.draws == 200
 
+    # Late receipts (kept by the journal, settling nothing) are no replies: one of an earlier attempt of a
+    # slot an owner re-issued (its attempt 2 settled it), one of a slot left unknown.
+    from experiments.analysis.report_items_controls import paraphrase_cuts
+    late = "arrived after the reservation's lease ran out; the slot stays unknown"
+    reissued, unknown = Slot.objects.filter(run=run, key__startswith="paraphrase|").order_by("pk")[:2]
+    settling = ModelCall.objects.get(slot=reissued)
+    ModelCall.objects.filter(pk=settling.pk).update(attempt=2, basis=ModelCall.Basis.AMENDMENT)
+    ModelCall.objects.create(slot=reissued, run=run, phase=reissued.phase, attempt=1, reserved_at=settling.reserved_at,
+                             lease_until=settling.reserved_at, finished_at=settling.finished_at,
+                             outcome=ModelCall.Outcome.OK, text="Short.", error=late)
+    Slot.objects.filter(pk=unknown.pk).update(status=Slot.Status.UNKNOWN)
+    ModelCall.objects.filter(slot=unknown).update(error=late)
+    assert paraphrase_cuts(run)[:2] == (3, 3)
+
 
 def test_the_task_page_shows_the_paraphrase_call_with_the_verbatim_evidence(client, project, cast, server, http):
     import html
