@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from django.contrib.postgres.aggregates import StringAgg
 from django.db import connection, transaction
+from django.db.models import TextField, Value
+from django.db.models.functions import MD5, Cast, Concat
 from django.utils import timezone
 
 from annotations import sampling
@@ -36,7 +39,9 @@ from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
 from experiments.core.pairwise_judge import HumanPreference, JudgedPair, human_agreement, judge_rows
 from experiments.data.import_store_sql import insert_rows, reserve_ids
-from experiments.models import Grade, Prediction, Protocol, Run
+from experiments.core.slot_keys import PairwiseJudgeKey
+from experiments.models import Grade, ModelCall, Prediction, Protocol, Run
+from experiments.models.runs import Phase
 
 PAIRWISE = "pairwise"
 PAIRWISE_VERSION = 2  # 2: the LLM pairwise judge's numbers in the payload
@@ -215,6 +220,17 @@ def judge_run(campaign: RatingCampaign) -> Run | None:
                                status=Run.Status.FINISHED).select_related("protocol").order_by("-pk").first())
 
 
+def verdicts_digest(run: Run) -> str | None:
+    """md5 of every completed reply (slot key, attempt, text) to the run's pairwise calls, computed by
+    PostgreSQL: the settled replies its verdicts are parsed from (`pairwise_verdicts.verdicts`) are
+    among them, so any change of a verdict changes it, and no reply travels to Python on a page view."""
+    return (ModelCall.objects.filter(run=run, phase=Phase.JUDGING, slot__key__startswith=PairwiseJudgeKey.prefix(),
+                                     outcome=ModelCall.Outcome.OK)
+            .aggregate(digest=MD5(StringAgg(Concat("slot__key", Value("\t"), Cast("attempt", TextField()), Value("\t"),
+                                                   "text", output_field=TextField()),
+                                            "\n", ordering=("slot__key", "attempt"))))["digest"])
+
+
 def judged_items(campaign: RatingCampaign, run: Run, got: dict[str, str | None]) -> list[JudgedPair]:
     """The judge's verdicts (`got`: slot key → verdict) on the campaign's items, by number: one
     JudgedPair per item of a pair the judge run compares (in either order), oriented as the people's
@@ -239,7 +255,7 @@ def judge_payload(campaign: RatingCampaign, judge: dict, ratings: list[PairRatin
     consistency over the campaign's items (`core.pairwise_judge.judge_rows`) and the agreement of
     people with it (`human_agreement`), with the campaign's seed and draws."""
     run = judge["run_object"]
-    judged = judged_items(campaign, run, judge["verdicts"])
+    judged = judged_items(campaign, run, verdicts(run))
     task = {number: task_id for number, task_id in campaign.items.values_list("number", "task_id")}
     people = [HumanPreference(task=task[r.item], person=r.person, x=r.x, y=r.y, outcome=r.outcome) for r in ratings]
     rows = {(r["x"], r["y"]): r for r in judge_rows(judged, seed=seed, draws=draws)}
@@ -254,15 +270,13 @@ def results_inputs(campaign: RatingCampaign) -> tuple[dict, str]:
     seed, draws = bootstrap_settings(campaign)
     ratings = pair_ratings(campaign)
     run = judge_run(campaign)
-    got = verdicts(run) if run is not None else {}
-    judge = run and {"run": run.pk, "pairs": run.protocol.pairwise_pairs,
-                     "verdicts_sha256": sha256_text(canonical_json(sorted(got.items())))}
+    judge = run and {"run": run.pk, "pairs": run.protocol.pairwise_pairs, "replies_md5": verdicts_digest(run)}
     inputs = {"version": PAIRWISE_VERSION, "campaign": campaign.pk, "conditions": list(campaign.conditions),
               "pairs": campaign.pairs, "bootstrap": {"seed": seed, "draws": draws},
               "ratings": [[r.item, r.person, r.x, r.y, r.outcome, r.judge_x, r.judge_y] for r in ratings],
               "llm_judge": judge}
-    # Not hashed: the ratings as rows, the judge run and its verdicts themselves (their digest is).
-    extra = {"rows": ratings, "llm_judge": judge and {**judge, "run_object": run, "verdicts": got}}
+    # Not hashed: the ratings as rows, the judge run itself (its pk and its replies' digest are).
+    extra = {"rows": ratings, "llm_judge": judge and {**judge, "run_object": run}}
     return {**inputs, **extra}, sha256_text(canonical_json(inputs))
 
 

@@ -14,7 +14,10 @@ grades written directly, since what is measured is the campaign, not the run), t
   people; a seeded stratified sample of the 30,000 candidates, k = 2, 5 raters);        target ≤ 5 s
 - its results (win rates, Bradley–Terry, the judge's order) with 100,000-draw intervals over
   20,000 preferences (written directly), each part timed.                               target ≤ 3 s
-  Both also print the CPU seconds spent (every thread) and the load average beside the wall time.
+- the same with an LLM pairwise-judge run over the run present (every compared pair in both
+  orders, 60,000 verdicts written directly): the whole results with the judge's numbers,
+  target ≤ 3 s; then the results page read back from the cache,                         target ≤ 100 ms
+  Each also prints the CPU seconds spent (every thread) and the load average beside the wall time.
 
     .venv/bin/python benchmarks/ratings.py --concurrent 20  # 20 raters of one campaign rating at once
     .venv/bin/python benchmarks/ratings.py --pairwise       # only the pairwise campaign and its results
@@ -46,8 +49,12 @@ if os.environ["DATABASE_URL"].startswith("postgres"):
                    capture_output=True)
 
 import django  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 django.setup()
+# The results page's {% static %} tags without a collectstatic run (production's storage reads its manifest).
+settings.STORAGES = {**settings.STORAGES,
+                     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
 
 import numpy as np  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
@@ -264,6 +271,75 @@ def pairwise(run: Run) -> None:
     bt = payload["bradley_terry"]
     print("  Bradley–Terry: " + ", ".join(f"{c['condition']} {c['theta']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]"
                                           for c in bt["conditions"]) + f"; dropped draws {bt['dropped_draws']}")
+    pairwise_with_judge(campaign)
+
+
+def judge_run_written(source: Run, pairs: list[list[str]]) -> Run:
+    """A finished pairwise-judge run over `source`: a settled call with a seeded verdict for every
+    compared pair in both orders, written directly (what is measured is the results, not the run)."""
+    from django.utils import timezone
+
+    from experiments.analysis.pairwise_verdicts import compared_pairs, order_keys
+    from experiments.models import ModelCall, Slot
+    from experiments.models.runs import Phase
+
+    base = source.protocol
+    protocol = Protocol.objects.create(
+        project=base.project, name="bench pairwise judge", cohort=base.cohort, conditions=list(base.conditions),
+        generator=base.generator, judge=base.judge, bootstrap=base.bootstrap, regrade_of=source,
+        kind=Protocol.Kind.PAIRWISE, pairwise_pairs=pairs)
+    run = Run.objects.create(protocol=protocol, status=Run.Status.FINISHED)
+    rng = np.random.default_rng(11)
+    keys = [key for x, y, task_id, a, b in compared_pairs(source, pairs) for key in order_keys(task_id, a, b)]
+    slots = Slot.objects.bulk_create([
+        Slot(run=run, phase=Phase.JUDGING, key=key, role=Slot.Role.JUDGE, system="", user="", request_sha256="",
+             status=Slot.Status.OK) for key in keys], batch_size=5000)
+    now = timezone.now()
+    verdicts = rng.choice(["A", "B", "tie"], size=len(slots), p=[0.45, 0.4, 0.15])
+    ModelCall.objects.bulk_create([
+        ModelCall(slot=slot, run=run, phase=Phase.JUDGING, attempt=1, reserved_at=now, lease_until=now,
+                  finished_at=now, outcome=ModelCall.Outcome.OK, model_version="bench-judge",
+                  text=f'{{"preferred": "{verdict}"}}') for slot, verdict in zip(slots, verdicts)], batch_size=5000)
+    return run
+
+
+def pairwise_with_judge(campaign) -> None:
+    """The campaign's results with a pairwise-judge run present: computed (as the queue's job does),
+    then the results page as a viewer reads it from the cache."""
+    from annotations.pairwise import judge_payload, pairwise_results, results_inputs
+    from experiments.analysis.pairwise_verdicts import verdicts
+
+    t0 = time.perf_counter()
+    run = judge_run_written(campaign.run, [[p["x"], p["y"]] for p in campaign.pairs])
+    print(f"pairwise-judge run of {2 * sum(p['items'] for p in campaign.pairs):,} verdicts written in "
+          f"{time.perf_counter() - t0:.1f} s")
+    t0, c0 = time.perf_counter(), time.process_time()
+    payload = pairwise_results(campaign, use_cache=False)
+    took = time.perf_counter() - t0
+    judged = sum(r["judge"]["tasks"] for r in payload["llm_judge"]["rows"] if r["judge"])
+    print(f"pairwise results with the LLM judge's numbers ({judged:,} judged items, {payload['draws']:,} draws): "
+          f"{took:.2f} s (target ≤ 3 s){cpu_and_load(c0)}")
+    inputs, _ = results_inputs(campaign)
+    t0 = time.perf_counter()
+    judge_payload(campaign, inputs["llm_judge"], inputs["rows"], seed=payload["seed"], draws=payload["draws"])
+    print(f"  of which the judge's numbers: {time.perf_counter() - t0:.2f} s")
+    t0 = time.perf_counter()
+    verdicts(run)
+    print(f"  reading the verdicts (for the cache key, every view): {time.perf_counter() - t0:.2f} s")
+    User = get_user_model()
+    viewer = User.objects.create_user("bench-viewer")
+    Membership.objects.create(project=campaign.project, user=viewer, role=Role.VIEWER)
+    client = Client()
+    client.force_login(viewer)
+    url = reverse("pairwise_results", args=[campaign.project.slug, campaign.pk])
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        response = client.get(url)
+        times.append(time.perf_counter() - t0)
+        assert response.status_code == 200 and response.context["llm_judge"]["run"].pk == run.pk
+    print(f"results page from the cache with the judge's numbers, 5 loads: median "
+          f"{statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms (target ≤ 100 ms)")
 
 
 if __name__ == "__main__":

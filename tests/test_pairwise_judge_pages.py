@@ -7,12 +7,15 @@ from collections import Counter
 import pytest
 
 from annotations.models import CampaignResult
-from annotations.pairwise import pair_candidates, pair_ratings, pairwise_campaign_create, pairwise_results
+from annotations.pairwise import (
+    pair_candidates, pair_ratings, pairwise_campaign_create, pairwise_results, results_inputs,
+)
 from experiments.analysis.pairwise_verdicts import judged_pairs
 from experiments.core.pairwise_judge import HumanPreference, human_agreement, judge_rows
 from experiments.execution import control
 from experiments.execution.driver import run_inline
-from experiments.models import Protocol, Run
+from experiments.core.slot_keys import PairwiseJudgeKey
+from experiments.models import ModelCall, Protocol, Run
 from tests.annotations_helpers import CONDITIONS, OFFLINE, RATERS
 from tests.test_annotations_pairwise import rate_all
 
@@ -122,6 +125,12 @@ def test_the_judge_s_numbers_are_cached_with_the_rest_and_follow_a_new_judge_run
     second = judge_over(campaign, cast)  # a newer judge run: new inputs, new numbers
     shown = client.get(url).context["llm_judge"]
     assert shown["run"].pk == second.pk and "0.123" not in client.get(url).content.decode()
+    # a changed reply of the judge (another verdict) is new inputs too
+    _, before = results_inputs(campaign)
+    call = ModelCall.objects.filter(run=second, slot__key__startswith=PairwiseJudgeKey.prefix(), outcome="ok").first()
+    other = '{"preferred": "A"}' if "tie" in call.text else '{"preferred": "tie"}'
+    ModelCall.objects.filter(pk=call.pk).update(text=other)
+    assert results_inputs(campaign)[1] != before
 
 
 def test_the_judge_run_has_its_own_dashboard(client, campaign, cast):
