@@ -32,12 +32,13 @@ from django.utils import timezone
 
 from annotations import sampling
 from annotations.campaign_agreement import INLINE_BUDGET, bootstrap_settings, rater_labels
+from annotations.campaign_rows import insert_with_defaults, items_insert
 from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters
 from annotations.core.content_check import (
     RULES, ContentRating, agreement, kept_items, restricted_contrast, shares,
 )
 from annotations.models import (
-    FIRST_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem,
+    FIRST_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign,
 )
 from experiments.analysis.grades import grade_matrix
 from experiments.core.canonical import canonical_json, sha256_text
@@ -81,10 +82,14 @@ def _texts(run: Run, condition: str, label: str, field: str) -> dict[int, tuple[
 
 
 def pair_candidates(run: Run, controls: list[str]) -> tuple[list[dict], list[dict]]:
-    """(items, per-control counts {condition, original, items, missing}) of `controls` in `run`."""
+    """(items, per-control counts {condition, original, items, missing}) of `controls` in `run`: a
+    control's missing pairs are those of the tasks where it or its original has a final prediction."""
     present = set(run.protocol.conditions)
-    tasks = set(Prediction.objects.filter(run=run, label=FINAL, condition__in=controls)
-                .values_list("task_id", flat=True))
+    tasks: dict[str, set[int]] = {}  # condition → the tasks it has a final prediction of
+    for condition, task_id in (Prediction.objects.filter(
+            run=run, label=FINAL, condition__in={*controls, *map(original_condition, controls)})
+            .values_list("condition", "task_id").distinct()):
+        tasks.setdefault(condition, set()).add(task_id)
     judge = {(t, sha): score for t, sha, score in
              Grade.objects.filter(run=run).values_list("task_id", "answer_sha256", "score")}
     items, counts = [], []
@@ -98,7 +103,8 @@ def pair_candidates(run: Run, controls: list[str]) -> tuple[list[dict], list[dic
             raise ContentCheckError(f"{control} paraphrases the evidence of {original}, which this run did not "
                                     "run: there are no verbatim excerpts to compare with")
         count = {"condition": control, "original": original, "items": 0, "missing": 0}
-        for task_id in sorted(tasks):
+        # A control's pairs are over its own tasks and its original's: another control's are not its to miss.
+        for task_id in sorted(tasks.get(control, set()) | tasks.get(original, set())):
             a, b = before.get(task_id), after.get(task_id)
             if a is None or b is None:
                 count["missing"] += 1
@@ -156,17 +162,11 @@ def content_check_campaign_create(*, run: Run, name: str, raters: list[str], con
         seed=seed, ratings_per_item=ratings_per_item, repeat_percent=0, kind=CONTENT_CHECK, pairs=counts,
         created_by=user)
     CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in users])
-    rows = RatingItem.objects.bulk_create([
-        RatingItem(campaign=campaign, task_id=i["task_id"], answer_sha256=i["answer_sha256"],
-                   prediction_id=i["prediction_id"], prediction_b_id=i["prediction_b_id"], conditions=[i["condition"]],
-                   stratum=i["stratum"], judge_score=i["judge_score"], judge_score_b=i["judge_score_b"], number=n)
-        for n, i in enumerate(items, start=1)])
-    if not all(r.pk for r in rows):
-        rows = list(campaign.items.order_by("number"))
-    queues = sampling.assign(len(rows), [u.pk for u in users], ratings_per_item, seed)
-    Assignment.objects.bulk_create([
-        Assignment(campaign=campaign, item=rows[i], rater_id=rater_id, position=position)
-        for rater_id, queue in queues.items() for position, i in enumerate(queue)], batch_size=5000)
+    item_ids = items_insert(campaign, items, [[i["condition"]] for i in items])
+    queues = sampling.assign(len(items), [u.pk for u in users], ratings_per_item, seed)
+    insert_with_defaults(Assignment, ("campaign_id", "item_id", "rater_id", "position"),
+                         [(campaign.pk, item_ids[i], rater_id, position)
+                          for rater_id, queue in queues.items() for position, i in enumerate(queue)])
     return campaign
 
 
@@ -197,8 +197,15 @@ def content_ratings(campaign: RatingCampaign) -> list[ContentRating]:
                           answer=answer) for number, task, person, conditions, rater, answer in rows]
 
 
+def _up_to_sign(terms: dict) -> str:
+    """The terms as a key equal for a contrast and its negation (the first condition's weight made positive)."""
+    first = next((v for _, v in sorted(terms.items()) if v), 1)
+    return canonical_json({k: v if first > 0 else -v for k, v in terms.items()})
+
+
 def _contrasts(run: Run, controls: list[str]) -> list[dict]:
-    """The contrasts the check restricts: {name, terms} (see the module docstring), each once."""
+    """The contrasts the check restricts: {name, terms} (see the module docstring), each once: a
+    contrast and its negation are one (the first listed kept, planned ones first)."""
     mapped = {original_condition(c): c for c in controls if CONDITIONS[c].workflow == ANSWER_PARAPHRASE}
     out: list[dict] = []
     for contrast in run.protocol.contrasts or []:
@@ -209,12 +216,11 @@ def _contrasts(run: Run, controls: list[str]) -> list[dict]:
             out.append({"name": f"{contrast['name']} (paraphrase grades)",
                         "terms": {mapped[k]: v for k, v in terms.items()}})
     for control in controls:
-        terms = {original_condition(control): 1, control: -1}
-        if all(c["terms"] != terms for c in out):
-            out.append({"name": f"{original_condition(control)} − {control}", "terms": terms})
+        out.append({"name": f"{original_condition(control)} − {control}",
+                    "terms": {original_condition(control): 1, control: -1}})
     seen, unique = set(), []
     for c in out:
-        key = canonical_json(c["terms"])
+        key = _up_to_sign(c["terms"])
         if key not in seen:
             seen.add(key)
             unique.append(c)

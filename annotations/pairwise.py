@@ -22,13 +22,14 @@ from __future__ import annotations
 from itertools import combinations
 
 from django.contrib.postgres.aggregates import StringAgg
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import TextField, Value
 from django.db.models.functions import MD5, Cast, Concat
 from django.utils import timezone
 
 from annotations import sampling
 from annotations.campaign_agreement import INLINE_BUDGET, bootstrap_settings
+from annotations.campaign_rows import insert_with_defaults, items_insert
 from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters
 from annotations.core.pairwise import PairRating, balanced_sides, outcome, pairwise_payload
 from annotations.models import (
@@ -38,7 +39,6 @@ from experiments.analysis.pairwise_verdicts import order_keys, stand_in, verdict
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
 from experiments.core.pairwise_judge import HumanPreference, JudgedPair, human_agreement, judge_rows
-from experiments.data.import_store_sql import insert_rows, reserve_ids
 from experiments.core.slot_keys import PairwiseJudgeKey
 from experiments.models import Grade, ModelCall, Prediction, Protocol, Run
 from experiments.models.runs import Phase
@@ -150,36 +150,15 @@ def pairwise_campaign_create(*, run: Run, name: str, conditions: list[str], rate
         sample=sample, sample_size=sample_size, seed=seed, ratings_per_item=ratings_per_item, repeat_percent=0,
         kind=PAIRWISE, pairs=counts, created_by=user)
     CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in users])
-    item_ids = reserve_ids(RatingItem, len(items))
-    pair_json = {}  # [X, Y] as the database takes it, once per pair
-    for x, y in {(i["x"], i["y"]) for i in items}:
-        pair_json[(x, y)] = _db_value(RatingItem, "conditions", [x, y])
-    _insert(RatingItem, ("id", "campaign_id", "task_id", "answer_sha256", "prediction_id", "prediction_b_id",
-                         "conditions", "stratum", "judge_score", "judge_score_b", "number"),
-            [(pk, campaign.pk, i["task_id"], i["answer_sha256"], i["prediction_id"], i["prediction_b_id"],
-              pair_json[(i["x"], i["y"])], i["stratum"], i["judge_score"], i["judge_score_b"], n)
-             for n, (pk, i) in enumerate(zip(item_ids, items), start=1)])
+    item_ids = items_insert(campaign, items, [[i["x"], i["y"]] for i in items])
     queues = sampling.assign(len(items), [u.pk for u in users], ratings_per_item, seed)
     assignments = []
     for n, (rater_id, queue) in enumerate(queues.items()):
         sides = sampling_sides([items[i] for i in queue], seed + n + 1)
         assignments += [(campaign.pk, item_ids[i], rater_id, position, x_on_a)
                         for position, (i, x_on_a) in enumerate(zip(queue, sides))]
-    _insert(Assignment, ("campaign_id", "item_id", "rater_id", "position", "x_on_a"), assignments)
+    insert_with_defaults(Assignment, ("campaign_id", "item_id", "rater_id", "position", "x_on_a"), assignments)
     return campaign
-
-
-def _db_value(model, name: str, value):
-    field = model._meta.get_field(name)
-    return field.get_db_prep_save(value, connection)
-
-
-def _insert(model, columns: tuple[str, ...], rows: list[tuple]) -> None:
-    """`rows` into `model`'s table by COPY (10,000 pairs and 20,000 assignments in a fraction of
-    bulk_create's time), every other column at its field's default, as a model instance has it."""
-    rest = [f for f in model._meta.concrete_fields if f.attname not in columns and not f.primary_key]
-    defaults = tuple(_db_value(model, f.name, f.get_default()) for f in rest)
-    insert_rows(model, (*columns, *(f.column for f in rest)), [row + defaults for row in rows])
 
 
 def sampling_sides(queue_items: list[dict], seed: int) -> list[bool]:

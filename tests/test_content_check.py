@@ -244,3 +244,80 @@ def test_an_owner_creates_one_through_the_form_and_sees_its_page(controls_run, c
     refused = client.post(url, {"name": "by form", "conditions": [PARAPHRASED], "sample": "all", "seed": 3,
                                 "ratings_per_item": 2, "raters": RATERS[:2]})
     assert refused.status_code == 200 and "already exists" in refused.content.decode()
+
+
+# ---------------------------------------------------------------------------------------------
+# Review fixes: creation by COPY, contrasts up to sign, missing pairs per control
+# ---------------------------------------------------------------------------------------------
+
+def reference_content_check_create(*, run, name, raters, seed, ratings_per_item=2, sample="all", sample_size=None):
+    """The campaign as `content_check_campaign_create` wrote it before COPY: model instances through
+    bulk_create (copied as it stood, its checks left out)."""
+    from annotations import sampling
+    from annotations.campaign_rules import checked_raters
+    from annotations.content_check import CONTENT_CHECK, control_conditions, pair_candidates
+    from annotations.models import RatingItem
+    conditions = control_conditions(run)
+    users = checked_raters(run.protocol.project, raters, ratings_per_item, error=ContentCheckError)
+    items, counts = pair_candidates(run, conditions)
+    if sample == RatingCampaign.Sample.STRATIFIED and sample_size < len(items):
+        keep = sampling.stratified_sample([i["stratum"] for i in items], [i["task_id"] for i in items],
+                                          sample_size, seed)
+        items = [items[i] for i in keep]
+    for count in counts:
+        count["sampled"] = sum(1 for i in items if i["condition"] == count["condition"])
+    campaign = RatingCampaign.objects.create(
+        project=run.protocol.project, run=run, name=name, conditions=conditions, sample=sample,
+        sample_size=sample_size, seed=seed, ratings_per_item=ratings_per_item, repeat_percent=0, kind=CONTENT_CHECK,
+        pairs=counts)
+    CampaignRater.objects.bulk_create([CampaignRater(campaign=campaign, user=u) for u in users])
+    rows = RatingItem.objects.bulk_create([
+        RatingItem(campaign=campaign, task_id=i["task_id"], answer_sha256=i["answer_sha256"],
+                   prediction_id=i["prediction_id"], prediction_b_id=i["prediction_b_id"], conditions=[i["condition"]],
+                   stratum=i["stratum"], judge_score=i["judge_score"], judge_score_b=i["judge_score_b"], number=n)
+        for n, i in enumerate(items, start=1)])
+    queues = sampling.assign(len(rows), [u.pk for u in users], ratings_per_item, seed)
+    Assignment.objects.bulk_create([
+        Assignment(campaign=campaign, item=rows[i], rater_id=rater_id, position=position)
+        for rater_id, queue in queues.items() for position, i in enumerate(queue)], batch_size=5000)
+    return campaign
+
+
+@pytest.mark.parametrize("sample, size, k, seed", [("all", None, 2, 4), ("stratified", 5, 3, 9)])
+def test_copy_writes_the_rows_bulk_create_wrote(controls_run, cast, sample, size, k, seed):
+    from tests.test_annotations_pairwise import stored_rows
+    old = reference_content_check_create(run=controls_run, name="by bulk_create", raters=RATERS, seed=seed,
+                                         ratings_per_item=k, sample=sample, sample_size=size)
+    new = content_check_campaign_create(run=controls_run, name="by copy", raters=RATERS, seed=seed,
+                                        ratings_per_item=k, sample=sample, sample_size=size)
+    assert new.items.exists() and stored_rows(new) == stored_rows(old)
+    numbers = list(new.items.order_by("pk").values_list("number", flat=True))
+    assert numbers == sorted(numbers)  # the ids increase with the numbers, as bulk_create's did
+
+
+def test_a_planned_control_minus_original_is_not_added_again_with_the_other_sign(controls_run):
+    from annotations.content_check import _contrasts
+    controls = [REWORDED, PARAPHRASED]
+    planned = [{"name": "paraphrase minus verbatim", "terms": {PARAPHRASED: 1, OWNWORDS: -1}, "family": True}]
+    controls_run.protocol.contrasts = planned  # not saved: the protocol is sealed
+    contrasts = _contrasts(controls_run, controls)
+    assert [c["name"] for c in contrasts] == ["paraphrase minus verbatim", f"{MEMORY} − {REWORDED}"]
+    assert contrasts[0]["terms"] == {PARAPHRASED: 1, OWNWORDS: -1}  # the planned one, as planned
+    # a contrast of other conditions than a control and its original stays
+    controls_run.protocol.contrasts = planned + [{"name": "both", "terms": {PARAPHRASED: 1, OWNWORDS: -2}}]
+    assert len(_contrasts(controls_run, controls)) == 3
+
+
+def test_a_control_is_charged_only_with_its_own_and_its_original_s_missing_tasks(controls_run, cast):
+    from annotations.content_check import pair_candidates
+    tasks = sorted(Prediction.objects.filter(run=controls_run, condition=MEMORY, label="final")
+                   .values_list("task_id", flat=True))
+    # the answer paraphrase and its original gone from the first task (the evidence paraphrase answered it);
+    # from the second task only the answer paraphrase is gone (its original answered it)
+    for task, conditions in ((tasks[0], [MEMORY, REWORDED]), (tasks[1], [REWORDED])):
+        for pk in Prediction.objects.filter(run=controls_run, task_id=task, condition__in=conditions).values_list(
+                "pk", flat=True):
+            Prediction.objects.filter(pk=pk).update(condition=f"elsewhere-{pk}")
+    _, counts = pair_candidates(controls_run, [REWORDED, PARAPHRASED])
+    assert [(c["condition"], c["items"], c["missing"]) for c in counts] == [
+        (REWORDED, len(tasks) - 2, 1), (PARAPHRASED, len(tasks), 0)]

@@ -165,7 +165,8 @@ ROOMS = {
     "annotations.admin": "annotations.site",
     "annotations.apps": "annotations.site",
     **{f"annotations.{name}": "annotations.services" for name in (
-        "adjudication", "calibration", "campaign_access", "campaign_agreement", "campaign_rules", "campaigns",
+        "adjudication", "calibration", "campaign_access", "campaign_agreement", "campaign_rows", "campaign_rules",
+        "campaigns",
         "completion_codes", "explorer_filters", "guidelines", "invites", "jobs", "rating",
         "rating_exports", "rating_sql", "results_figures", "rubric", "sampling")},
     "annotations": "annotations.services",
