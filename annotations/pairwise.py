@@ -38,7 +38,7 @@ from annotations.models import (
 from experiments.analysis.pairwise_verdicts import order_keys, stand_in, verdicts
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
-from experiments.core.pairwise_judge import HumanPreference, JudgedPair, human_agreement, judge_rows
+from experiments.core.pairwise_judge import HumanPreference, JudgedPair, judge_rows_and_agreement
 from experiments.core.slot_keys import PairwiseJudgeKey
 from experiments.models import Grade, ModelCall, Prediction, Protocol, Run
 from experiments.models.runs import Phase
@@ -232,13 +232,13 @@ def judge_payload(campaign: RatingCampaign, judge: dict, ratings: list[PairRatin
                   draws: int) -> dict:
     """The judge's part of the results: per pair of the campaign its win rates, position bias and
     consistency over the campaign's items (`core.pairwise_judge.judge_rows`) and the agreement of
-    people with it (`human_agreement`), with the campaign's seed and draws."""
+    people with it (`human_agreement`), with the campaign's seed and draws, on one pass over the draws."""
     run = judge["run_object"]
     judged = judged_items(campaign, run, verdicts(run))
     task = {number: task_id for number, task_id in campaign.items.values_list("number", "task_id")}
     people = [HumanPreference(task=task[r.item], person=r.person, x=r.x, y=r.y, outcome=r.outcome) for r in ratings]
-    rows = {(r["x"], r["y"]): r for r in judge_rows(judged, seed=seed, draws=draws)}
-    agreement = {(r["x"], r["y"]): r for r in human_agreement(people, judged, seed=seed, draws=draws)}
+    rows, agreement = judge_rows_and_agreement(judged, people, seed=seed, draws=draws)
+    rows, agreement = ({(r["x"], r["y"]): r for r in part} for part in (rows, agreement))
     return {"run": run.pk, "stand_in": stand_in(run), "covered": bool(rows),
             "rows": [{"x": p["x"], "y": p["y"], "judge": rows.get((p["x"], p["y"])),
                       "agreement": agreement.get((p["x"], p["y"]))} for p in campaign.pairs]}

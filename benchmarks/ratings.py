@@ -306,8 +306,7 @@ def judge_run_written(source: Run, pairs: list[list[str]]) -> Run:
 def pairwise_with_judge(campaign) -> None:
     """The campaign's results with a pairwise-judge run present: computed (as the queue's job does),
     then the results page as a viewer reads it from the cache."""
-    from annotations.pairwise import judge_payload, pairwise_results, results_inputs
-    from experiments.analysis.pairwise_verdicts import verdicts
+    from annotations.pairwise import judge_payload, pairwise_results, results_inputs, verdicts_digest
 
     t0 = time.perf_counter()
     run = judge_run_written(campaign.run, [[p["x"], p["y"]] for p in campaign.pairs])
@@ -324,8 +323,8 @@ def pairwise_with_judge(campaign) -> None:
     judge_payload(campaign, inputs["llm_judge"], inputs["rows"], seed=payload["seed"], draws=payload["draws"])
     print(f"  of which the judge's numbers: {time.perf_counter() - t0:.2f} s")
     t0 = time.perf_counter()
-    verdicts(run)
-    print(f"  reading the verdicts (for the cache key, every view): {time.perf_counter() - t0:.2f} s")
+    verdicts_digest(run)
+    print(f"  the digest of the judge's replies (in the cache key, every view): {time.perf_counter() - t0:.2f} s")
     User = get_user_model()
     viewer = User.objects.create_user("bench-viewer")
     Membership.objects.create(project=campaign.project, user=viewer, role=Role.VIEWER)
@@ -337,7 +336,9 @@ def pairwise_with_judge(campaign) -> None:
         t0 = time.perf_counter()
         response = client.get(url)
         times.append(time.perf_counter() - t0)
-        assert response.status_code == 200 and response.context["llm_judge"]["run"].pk == run.pk
+        page = response.content.decode()
+        assert response.status_code == 200 and 'id="results-stale"' not in page, response.status_code
+        assert 'id="people-vs-llm-judge"' in page and f"The LLM judge is run {run.pk} " in page
     print(f"results page from the cache with the judge's numbers, 5 loads: median "
           f"{statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms (target ≤ 100 ms)")
 

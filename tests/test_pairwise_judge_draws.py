@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from experiments.core.pairwise_judge import (
-    HumanPreference, JudgedPair, combined, human_agreement, judge_rows, order_outcomes,
+    HumanPreference, JudgedPair, combined, human_agreement, judge_rows, judge_rows_and_agreement, order_outcomes,
 )
 from experiments.core.stats.paired import paired_bootstrap
 
@@ -88,3 +88,9 @@ def test_human_agreement_on_shared_draws_equals_one_bootstrap_per_pair(seed):
         expected = reference_interval([rs[0].person for rs in tasks.values()], agree, seed=seed, draws=2_500)
         assert row["agreement"] == expected and row["tasks"] == len(agree)
     assert human_agreement(ratings[:1], [], seed=seed, draws=100)[0]["agreement"] is None
+
+
+def test_both_on_one_pass_equal_each_on_its_own():
+    judged, ratings = seeded_case(4)
+    assert judge_rows_and_agreement(judged, ratings, seed=8, draws=2_000) == (
+        judge_rows(judged, seed=8, draws=2_000), human_agreement(ratings, judged, seed=8, draws=2_000))

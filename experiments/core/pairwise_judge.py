@@ -36,6 +36,7 @@ from experiments.core.parsers import PAIRWISE_VERDICTS
 from experiments.core.stats.shared_draws import shared_intervals_many
 
 OUTCOMES = ("x", "y", "tie")
+JUDGE_GROUPS = 3  # groups of tasks of a judge row: usable verdicts, decisive ones, both orders usable
 # A verdict given with X shown as A, and with Y shown as A, as the answer it favours.
 _X_AS_A = {"a": "x", "b": "y", "tie": "tie"}
 _Y_AS_A = {"a": "y", "b": "x", "tie": "tie"}
@@ -90,9 +91,34 @@ def _by_pair(pairs: Sequence[JudgedPair]) -> dict[tuple[str, str], list[JudgedPa
     return dict(grouped)
 
 
+def _filled(rows: list[dict], intervals: list[dict], per_row: int) -> list[dict]:
+    """Each row with its `per_row` groups' intervals (in `intervals`, row after row)."""
+    for n, row in enumerate(rows):
+        for part in intervals[per_row * n:per_row * (n + 1)]:
+            row.update(part)
+    return rows
+
+
 def judge_rows(pairs: Sequence[JudgedPair], *, seed: int, draws: int) -> list[dict]:
     """One row per condition pair (first-seen order): counts, win rates, position bias and
     consistency, each share with its whole-person interval (None where no task counts)."""
+    rows, groups = _judge_parts(pairs)
+    return _filled(rows, _intervals(groups, seed=seed, draws=draws), JUDGE_GROUPS)
+
+
+def judge_rows_and_agreement(pairs: Sequence[JudgedPair], ratings: Sequence[HumanPreference], *, seed: int,
+                             draws: int) -> tuple[list[dict], list[dict]]:
+    """(`judge_rows`, `human_agreement`) with every interval of both on one pass over the draws per
+    number of people (the agreement's tasks are mostly the judge's: the same people, the same stream)."""
+    rows, groups = _judge_parts(pairs)
+    agreement, agreement_groups = _agreement_parts(ratings, pairs)
+    intervals = _intervals(groups + agreement_groups, seed=seed, draws=draws)
+    return (_filled(rows, intervals[:len(groups)], JUDGE_GROUPS),
+            _filled(agreement, intervals[len(groups):], 1))
+
+
+def _judge_parts(pairs: Sequence[JudgedPair]) -> tuple[list[dict], list[tuple]]:
+    """judge_rows' rows without their intervals, and their JUDGE_GROUPS groups of shares each."""
     rows, groups = [], []
     for (x, y), judged in _by_pair(pairs).items():
         usable = [(p, [o for o in order_outcomes(p) if o is not None]) for p in judged]
@@ -118,11 +144,7 @@ def judge_rows(pairs: Sequence[JudgedPair], *, seed: int, draws: int) -> list[di
                    ([p.person for p in both],
                     {"follows_side": [float(p.x_as_a == p.y_as_a != "tie") for p in both],
                      "consistent": [float(len(set(order_outcomes(p))) == 1) for p in both]})]
-    intervals = _intervals(groups, seed=seed, draws=draws)
-    for n, row in enumerate(rows):
-        for part in intervals[3 * n:3 * n + 3]:
-            row.update(part)
-    return rows
+    return rows, groups
 
 
 def cohen_kappa(a: Sequence[str], b: Sequence[str], categories: Sequence[str] = OUTCOMES) -> float | None:
@@ -161,6 +183,12 @@ def human_agreement(ratings: Sequence[HumanPreference], judged: Sequence[JudgedP
     """Per condition pair of the ratings (first-seen order): how many ratings have a combined
     judge verdict to compare with, the share agreeing (a task's ratings averaged first, with its
     whole-person interval), Cohen's κ on x/y/tie, and the 3×3 table (rows: people, columns: judge)."""
+    rows, groups = _agreement_parts(ratings, judged)
+    return _filled(rows, _intervals(groups, seed=seed, draws=draws), 1)
+
+
+def _agreement_parts(ratings: Sequence[HumanPreference], judged: Sequence[JudgedPair]) -> tuple[list[dict], list]:
+    """human_agreement's rows without their intervals, and one group of shares each."""
     verdict = {(p.task, p.x, p.y): combined(p) for p in judged}
     grouped: dict[tuple[str, str], dict[Hashable, list]] = defaultdict(lambda: defaultdict(list))
     for rating in ratings:
@@ -182,6 +210,4 @@ def human_agreement(ratings: Sequence[HumanPreference], judged: Sequence[JudgedP
         rows.append({"x": x, "y": y, "ratings": sum(len(r) for r in tasks.values()), "compared": len(human),
                      "tasks": len(agree), "kappa": cohen_kappa(human, judge), "table": table})
         groups.append((people, {"agreement": agree}))
-    for row, interval in zip(rows, _intervals(groups, seed=seed, draws=draws)):
-        row.update(interval)
-    return rows
+    return rows, groups
