@@ -39,7 +39,6 @@ from experiments.analysis.pairwise_verdicts import order_keys, stand_in, verdict
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
 from experiments.core.pairwise_judge import HumanPreference, JudgedPair, judge_rows_and_agreement
-from experiments.core.slot_keys import PairwiseJudgeKey
 from experiments.models import Grade, ModelCall, Prediction, Protocol, Run
 from experiments.models.runs import Phase
 
@@ -200,14 +199,14 @@ def judge_run(campaign: RatingCampaign) -> Run | None:
 
 
 def verdicts_digest(run: Run) -> str | None:
-    """md5 of every completed reply (slot key, attempt, text) to the run's pairwise calls, computed by
+    """md5 of every completed reply (slot, attempt, text) of the run's judging phase, computed by
     PostgreSQL: the settled replies its verdicts are parsed from (`pairwise_verdicts.verdicts`) are
-    among them, so any change of a verdict changes it, and no reply travels to Python on a page view."""
-    return (ModelCall.objects.filter(run=run, phase=Phase.JUDGING, slot__key__startswith=PairwiseJudgeKey.prefix(),
-                                     outcome=ModelCall.Outcome.OK)
-            .aggregate(digest=MD5(StringAgg(Concat("slot__key", Value("\t"), Cast("attempt", TextField()), Value("\t"),
-                                                   "text", output_field=TextField()),
-                                            "\n", ordering=("slot__key", "attempt"))))["digest"])
+    among them, so any change of a verdict changes it, and no reply travels to Python on a page view.
+    Ordered by the call's id and naming the slot by its id (a slot's key never changes): no join."""
+    line = Concat(Cast("slot_id", TextField()), Value("\t"), Cast("attempt", TextField()), Value("\t"), "text",
+                  output_field=TextField())
+    return (ModelCall.objects.filter(run=run, phase=Phase.JUDGING, outcome=ModelCall.Outcome.OK)
+            .aggregate(digest=MD5(StringAgg(line, "\n", order_by="id")))["digest"])
 
 
 def judged_items(campaign: RatingCampaign, run: Run, got: dict[str, str | None]) -> list[JudgedPair]:
