@@ -321,6 +321,15 @@ def test_the_archive_takes_the_images_its_build_made_and_only_for_its_figures(cl
     assert json.loads(archive.read("report.json"))["figure_images"] == report_archive.NOT_MADE_YET
     assert PaperReportImages.objects.get(pk=kept.pk).figures_sha256 != report_archive.figures_sha256(
         report_archive.drawable_figures(report.items))
+    # An older build that finishes drawing after the report changed stores nothing over the newer one's.
+    stale = PaperReport.objects.get(pk=report.pk)
+    item = next(i for i in stale.items if i["slug"] == "figure-3c")
+    item["figure"]["data"][0]["name"] = "older"
+    monkeypatch.setattr(paper_report_build, "figure_images", fake_images)
+    assert paper_report_build.store_images(stale) is None
+    assert PaperReportImages.objects.get(pk=kept.pk).figures_sha256 == kept.figures_sha256
+    assert paper_report_build.store_images(report).figures_sha256 == report_archive.figures_sha256(
+        report_archive.drawable_figures(report.items))
 
 
 def _number(raw: str):

@@ -16,6 +16,7 @@ import time
 import django_rq
 import redis
 from rq import Worker
+from django.db import transaction
 from django.utils import timezone
 
 from experiments.analysis.paper_report_state import REPORT_VERSION, report_inputs_sha256, report_runs
@@ -83,15 +84,20 @@ def refresh_report(project, *, wait: bool = True, images: bool = False) -> Paper
     return report
 
 
-def store_images(report: PaperReport) -> PaperReportImages:
+def store_images(report: PaperReport) -> PaperReportImages | None:
     """Draw the report's figures (kaleido, outside the build lock: a browser takes seconds a figure)
-    and keep them under the sha256 of the figures drawn. A newer build meanwhile keeps its own: an
-    archive takes images only when that sha256 is its report's."""
+    and keep them under the sha256 of the figures drawn, unless the report was rebuilt with other
+    figures meanwhile (None): those are drawn by their own build, and images of an older build
+    never replace a newer one's. An archive takes images only when that sha256 is its report's."""
     figures = drawable_figures(report.items)
     made, note = figure_images(figures)
-    kept, _ = PaperReportImages.objects.update_or_create(report=report, defaults={
-        "figures_sha256": figures_sha256(figures), "made_at": timezone.now(), "note": note,
-        "images": images_pack(made)})
+    drawn = figures_sha256(figures)
+    with transaction.atomic():
+        current = PaperReport.objects.select_for_update().filter(pk=report.pk).first()  # images stored in turn
+        if current is None or figures_sha256(drawable_figures(current.items)) != drawn:
+            return None
+        kept, _ = PaperReportImages.objects.update_or_create(report=current, defaults={
+            "figures_sha256": drawn, "made_at": timezone.now(), "note": note, "images": images_pack(made)})
     return kept
 
 

@@ -25,6 +25,7 @@ class Command(BaseCommand):
         tables_refresh(run)
         if run_pools(run):                  # the candidate pools page (pickers, diagnostics)
             message += f"; candidate pools, inputs sha256 {pools_refresh(run).inputs_sha256}"
-        report = refresh_report(run.protocol.project)  # its numbers are read from the caches just refreshed
+        # its numbers are read from the caches just refreshed; its figures drawn again for report.zip
+        report = refresh_report(run.protocol.project, images=True)
         message += f"; paper report rebuilt in {report.build_seconds:.1f} s"
         return message
