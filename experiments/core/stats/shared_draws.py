@@ -167,5 +167,26 @@ def shared_intervals_many(groups: Sequence[tuple], *, seed: int, draws: int) -> 
     if draws < 1:
         raise ValueError("draws and block must be positive")
     prepared = [Columns(person, columns, draws=draws) for person, columns in groups]
-    resample(prepared, seed=seed, draws=draws)
+    resample([Joined([g for g in prepared if g.n_people == n]) for n in {g.n_people for g in prepared}],
+             seed=seed, draws=draws)
     return [g.intervals() for g in prepared]
+
+
+class Joined:
+    """Groups with as many people summed together: their columns side by side in one DrawnSums, so
+    that order-free columns of different groups share the packed words (one gather per word for all).
+    A draw's indices name the i-th of each group's np.unique people alike, so each column's sum is the
+    one its own group's DrawnSums gives: an exact integer sum, or the column gathered and summed alone."""
+
+    def __init__(self, groups: Sequence[Columns]):
+        self.groups = list(groups)
+        self.n_people = self.groups[0].n_people
+        sums = [g.drawn.sums for g in self.groups]
+        self.drawn = DrawnSums(np.column_stack(sums))
+        ends = np.cumsum([s.shape[1] for s in sums])
+        self.spans = list(zip(ends - [s.shape[1] for s in sums], ends))
+
+    def take(self, start: int, idx: np.ndarray) -> None:
+        drawn = self.drawn(idx)
+        for g, (first, end) in zip(self.groups, self.spans):
+            g.replicates[start:start + len(idx)] = drawn[:, first + 1:end] / drawn[:, first:first + 1]
