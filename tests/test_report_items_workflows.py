@@ -8,7 +8,7 @@ from experiments.analysis.report_items_workflows import development_attempts, re
 from experiments.core.report_table import Missing, ReportTable
 from experiments.core.stats.paired import paired_bootstrap
 from experiments.execution.driver import run_inline
-from experiments.models import Run
+from experiments.models import ModelCall, Run, Slot
 from tests.engine_helpers import ONE_SHOT, Roles, Sleeps, build_cohort, make_run, openai_model, user_text
 
 NOTES_RECORD = "whole-record+notes(120w)"
@@ -74,6 +74,16 @@ def test_the_development_attempts_table_on_a_hand_computed_run(project, server, 
     assert "notes_record_user" in notes and "prune_layout" in notes  # prompts written here, said
     assert "offline stand-in" not in notes
 
+    # A late receipt of an earlier attempt (kept by the journal, settling nothing) is not a notes reply.
+    slot = Slot.objects.filter(run=run, key__startswith="notes|").order_by("pk").first()
+    settling = ModelCall.objects.get(slot=slot)
+    ModelCall.objects.filter(pk=settling.pk).update(attempt=2, basis=ModelCall.Basis.AMENDMENT)
+    ModelCall.objects.create(slot=slot, run=run, phase=slot.phase, attempt=1, reserved_at=settling.reserved_at,
+                             lease_until=settling.reserved_at, finished_at=settling.finished_at,
+                             outcome=ModelCall.Outcome.OK, text="Short notes.",
+                             error="arrived after the reservation's lease ran out; the slot stays unknown")
+    again = " ".join(development_attempts(project, [run]).notes)
+    assert "Notes: median 130 words over 4 notes calls; 4 cut at the 120-word cap" in again
 
 
 def test_the_representations_table_on_a_hand_computed_run(project, server, http):

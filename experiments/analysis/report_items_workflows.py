@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from experiments.analysis.journal_reads import settled_calls
 from experiments.analysis.grades import grade_matrix
 from experiments.core.conditions import CONDITIONS, FINAL, NOTES_WORDS
 from experiments.core.paper_protocols import (
@@ -60,8 +61,9 @@ def _median_words(texts) -> float | None:
 
 def _notes_lengths(run) -> tuple[float | None, int, int]:
     """(median words of the notes replies, replies cut at the cap, replies) from the journal."""
-    replies = ModelCall.objects.filter(slot__run=run, slot__key__startswith=NotesKey.prefix(),
-                                       outcome=ModelCall.Outcome.OK).values_list("text", flat=True)
+    # One reply per notes slot: the attempt that settled it (a late receipt of an earlier one is not a reply).
+    replies = settled_calls(ModelCall.objects.filter(slot__run=run, slot__key__startswith=NotesKey.prefix())
+                            ).values_list("text", flat=True)
     capped = [cap_notes(text or "") for text in replies]
     median = float(np.median([c.words for c in capped])) if capped else None
     return median, sum(c.cut for c in capped), len(capped)
