@@ -2,6 +2,7 @@
 whitenoise compressed and cached for good; plotly is the vendored custom bundle of the same
 plotly.js version as the pinned plotly.py, loaded only by pages with figures, by their deferred figures.js."""
 import gzip
+import json
 import re
 from pathlib import Path
 
@@ -30,6 +31,22 @@ def test_the_vendored_bundle_is_the_plotly_js_of_the_pinned_plotly_py_with_its_l
     assert "plotly.js@" + version + "\tMIT" in (BUNDLE.parent / "THIRD-PARTY.txt").read_text()
     # the full bundle of plotly.py is 4.8 MB, the prebuilt cartesian one 1.5 MB
     assert BUNDLE.stat().st_size < 1_300_000
+
+
+def test_the_bundle_is_built_from_a_lockfile_and_ships_every_bundled_package_s_licence_text():
+    build = BUNDLE.parent / "build"
+    lock = json.loads((build / "package-lock.json").read_text())
+    # build.sh installs exactly the lockfile (npm ci), whose plotly.js is the bundle's
+    assert lock["packages"]["node_modules/plotly.js"]["version"] == plotly.offline.get_plotlyjs_version()
+    assert lock["packages"][""]["dependencies"] == json.loads((build / "package.json").read_text())["dependencies"]
+    assert "npm ci " in (BUNDLE.parent / "build.sh").read_text()
+    listing, texts = (BUNDLE.parent / "THIRD-PARTY.txt").read_text().split("\n\n", 1)
+    packages = [line.split("\t")[0] for line in listing.splitlines()[1:]]
+    assert "plotly.js@" + plotly.offline.get_plotlyjs_version() in packages and len(packages) > 10
+    sections = dict(re.findall(r"^=+\n(\S+)\n=+\n(.*?)(?=\n\n=+\n|\Z)", texts, re.M | re.S))
+    assert list(sections) == packages
+    for package, text in sections.items():  # MIT, BSD-3-Clause and Zlib: a copyright notice and the terms
+        assert "Copyright" in text and ("Permission" in text or "Redistribution" in text), package
 
 
 def test_collected_files_are_hashed_compressed_and_served_with_a_long_cache_lifetime(settings, tmp_path):
