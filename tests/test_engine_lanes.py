@@ -11,8 +11,10 @@ finishes after it). Before the lane, the analysis held the main thread, nothing 
 meanwhile and the run's first window was never handed out (so it was with the
 `ResilientSimpleWorker` until it had the lane too). A warm shutdown (SIGTERM) while the lane is
 busy stops the worker's listening at once: it once went on listening, took the next job and was
-killed with it.
+killed with it. Nor does a stop kill the main thread's job once the lane's job has ended (rq's one
+worker state read "idle" then), or drop a job its BLPOP has just popped.
 """
+import os
 import signal
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from collections import Counter
 
 import django_rq
 import pytest
+from rq.job import JobStatus
 
 from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Project, Run, Slot
@@ -134,3 +137,69 @@ def test_a_long_analysis_does_not_starve_another_runs_refills(kind, live_databas
         assert requests[request_bytes(run, slot)] == ModelCall.objects.filter(slot=slot).count() == 1
     # Handed out a window at a time: the refills carried it, not one hand-out.
     assert len({slot.dispatched_at for slot in slots}) >= 120 // window
+
+
+MAIN_STARTED, MAIN_ENDED = "test:lanes:main-started", "test:lanes:main-ended"
+
+
+def main_thread_job(seconds: float) -> None:
+    """A stand-in for a drive or a refill: a `default` job, run in the worker's main thread."""
+    connection = django_rq.get_connection("default")
+    connection.set(MAIN_STARTED, repr(time.time()))
+    time.sleep(seconds)
+    connection.set(MAIN_ENDED, repr(time.time()))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [MultiSlotWorkers, SimpleWorkers])
+def test_a_stop_after_the_lanes_job_ended_lets_the_main_threads_job_finish(kind, live_database, redis_connection,
+                                                                          tmp_path):
+    redis_connection.flushdb()
+    workers = kind(worker_env(live_database), tmp_path, slots=2, scheduler=False)
+    try:
+        process = workers.start()
+        analysis = django_rq.get_queue("analysis").enqueue(long_analysis, 1, job_timeout=60)
+        wait_for(lambda: redis_connection.get(STARTED), 60, "the analysis to start", workers)
+        main = django_rq.get_queue("default").enqueue(main_thread_job, 6, job_timeout=60)
+        wait_for(lambda: redis_connection.get(MAIN_STARTED), 30, "the main thread's job to start", workers)
+        wait_for(lambda: analysis.get_status(refresh=True) == JobStatus.FINISHED, 30, "the analysis to end", workers)
+        time.sleep(0.5)  # the lane's bookkeeping after the job (rq's execute_job set the worker idle there)
+        assert redis_connection.get(MAIN_ENDED) is None  # the main thread's job still runs
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0, workers.logs()
+        assert redis_connection.get(MAIN_ENDED) is not None, workers.logs()  # let finish, not killed
+        assert main.get_status(refresh=True) == JobStatus.FINISHED, workers.logs()
+    finally:
+        workers.kill_all()
+        redis_connection.flushdb()
+
+
+POPPED = "test:lanes:popped-job-ran"
+
+
+def popped_job() -> None:
+    django_rq.get_connection("default").set(POPPED, "1")
+
+
+class StoppedRightAfterThePop(ResilientSimpleWorker):
+    """Asked to stop (SIGTERM, as by `kill`) the moment its BLPOP has returned a job."""
+
+    def _dequeued(self, job_id, queue):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return super()._dequeued(job_id, queue)
+
+
+def test_a_stop_right_after_the_pop_runs_the_popped_job(redis_connection):
+    redis_connection.flushdb()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}  # rq replaces pytest's
+    try:
+        queue = django_rq.get_queue("default")
+        job = queue.enqueue(popped_job)
+        worker = StoppedRightAfterThePop([queue], connection=redis_connection)
+        assert worker.work(burst=False) is True  # it ran the job it had popped, then stopped
+        assert redis_connection.get(POPPED) == b"1" and job.get_status(refresh=True) == JobStatus.FINISHED
+        assert queue.count == 0
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        redis_connection.flushdb()

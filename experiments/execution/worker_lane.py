@@ -12,8 +12,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import connections
-from rq.exceptions import StopRequested
+from rq.exceptions import NoSuchJobError, StopRequested
 from rq.timeouts import TimerDeathPenalty, UnixSignalDeathPenalty
+from rq.worker import WorkerStatus
+
+from experiments.execution.concurrency import REDIS_DOWN, wait_for_redis
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +54,9 @@ class LaneMixin:
 
     @property
     def death_penalty_class(self):
-        # rq's job timeout: SIGALRM, which only the main thread may set; the lane's job a timer.
+        # rq's job timeout: SIGALRM, which only the main thread may set; the lane's job a timer,
+        # which raises the timeout in the lane thread between two bytecodes: a job blocked in one
+        # call (a sleep, a socket read, a long C computation) runs on until that call returns.
         return UnixSignalDeathPenalty if threading.current_thread() is threading.main_thread() else TimerDeathPenalty
 
     def _lane_possible(self, timeout, max_idle_time) -> bool:
@@ -60,34 +65,78 @@ class LaneMixin:
 
     def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
         self._lane_allowed = self._lane_possible(timeout, max_idle_time)
+        if timeout is None or max_idle_time is not None:  # burst or idle-limited: rq's own way
+            self._dequeuing = True
+            try:
+                return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            finally:
+                self._dequeuing = False
+        return self._dequeue(timeout)
+
+    def _dequeue(self, timeout: int):
+        """The next job of the worker's queues, in their order, by a BLPOP of its own (`_pop`): rq's
+        dequeue stays "waiting" through the fetch of the job it popped, where a stop lost the job."""
+        self.set_state(WorkerStatus.IDLE)
+        every = {queue.key: queue for queue in self._ordered_queues}
+        while not self._stop_requested:
+            # While the lane is busy, the other queues only, coming round every few seconds to
+            # listen on the lane's queues again once it is free (one job at a time).
+            lane_busy = self._lane_allowed and self._lane_busy.is_set()
+            keys = {key: queue for key, queue in every.items() if queue.name not in LANE_QUEUES} if lane_busy else every
+            self.heartbeat()
+            if self.should_run_maintenance_tasks:
+                self.run_maintenance_tasks()
+            try:
+                popped = self._pop(list(keys), min(timeout, LANE_POLL_S) if lane_busy else timeout)
+            except REDIS_DOWN as exc:
+                wait_for_redis(self.connection, what="the dequeue", error=exc)
+                continue
+            if popped is None:
+                continue
+            key, job_id = (part.decode() if isinstance(part, bytes) else part for part in popped)
+            job = self._dequeued(job_id, keys[key])
+            if job is not None:
+                return job, keys[key]
+        return None
+
+    def _pop(self, keys: list, timeout: int):
+        """One BLPOP. A stop asked for while it waits ends it (`_shutdown` raises), but not once it
+        returned: the job it popped is then run (a warm shutdown's "current job"), never dropped."""
         self._dequeuing = True
         try:
-            while self._lane_allowed and self._lane_busy.is_set():
-                # While the lane is busy, the other queues only, coming round every few seconds to
-                # listen on the lane's queues again once it is free.
-                every = self._ordered_queues
-                self._ordered_queues = [queue for queue in every if queue.name not in LANE_QUEUES]
-                try:
-                    result = super().dequeue_job_and_maintain_ttl(min(timeout, LANE_POLL_S), max_idle_time=LANE_POLL_S)
-                finally:
-                    self._ordered_queues = every
-                if result is not None:
-                    return result
-            return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            if self._stop_requested:  # asked for since the loop last looked: do not start waiting
+                return None
+            return self.connection.blpop(keys, timeout)
         finally:
             self._dequeuing = False
 
+    def _dequeued(self, job_id: str, queue):
+        """The job a pop returned, fetched as rq does; None when it no longer exists."""
+        try:
+            job = self.job_class.fetch(job_id, connection=self.connection, serializer=self.serializer)
+        except NoSuchJobError:
+            return None
+        self.log.info("Worker %s: %s: %s", self.name, queue.name, job.id)
+        return job
+
     def _shutdown(self):
-        # rq's warm shutdown waits for "the current job" when the worker's state says busy, and
-        # the lane's job sets that state while the main thread waits on the queues: the worker
-        # went on listening, took the next job off the queue and was killed with it (a run's
-        # drive lost). Waiting on the queues, it stops now; teardown waits for the lane's job.
+        # rq's warm shutdown raises StopRequested unless the worker's state says busy, and so
+        # killed the main thread's job whenever the lane's job had set that state (it is one
+        # attribute for the whole worker). Here a stop never raises inside a job: it is asked for
+        # (the loop ends before its next dequeue, teardown waits for the lane's job), and only a
+        # wait on the queues (`_pop`, or rq's dequeue in burst mode) is ended at once.
+        self._stop_requested = True
+        self.set_shutdown_requested_date()
+        if self.scheduler:
+            self.stop_scheduler()
         if self._dequeuing:
-            self._stop_requested = True
-            if self.scheduler:
-                self.stop_scheduler()
             raise StopRequested()
-        super()._shutdown()
+
+    def set_state(self, state, pipeline=None):
+        # The worker's state is the main thread's: the lane's job leaves it alone (rq's execute_job
+        # ends with IDLE, which said "idle" while the main thread ran a drive or a refill).
+        if threading.current_thread() is threading.main_thread():
+            super().set_state(state, pipeline=pipeline)
 
     def _is_lane_job(self, job, queue) -> bool:
         return self._lane_allowed and queue.name in LANE_QUEUES and getattr(job, "func_name", None) != SLOT_JOB
@@ -105,11 +154,15 @@ class LaneMixin:
     def _run_lane_job(self, job, queue) -> None:
         """An analysis job, rq's way (its registries, result, failure record), on the lane thread."""
         try:
-            super().execute_job(job, queue)
-        except Exception:
-            logger.exception("job %s on the lane failed", job.id)
+            try:
+                super().execute_job(job, queue)
+            except Exception:
+                logger.exception("job %s on the lane failed", job.id)
+            finally:
+                connections.close_all()  # the lane thread's connection, opened for this job
         finally:
-            connections.close_all()  # the lane thread's connection, opened for this job
+            # Its own finally: the job's timeout (an exception raised in this thread by a timer,
+            # `death_penalty_class`) can land in the one above; the lane must be free again.
             self._lane_busy.clear()
 
     def teardown(self):

@@ -27,13 +27,12 @@ from django.db import DatabaseError, connection, connections
 from dataclasses import dataclass, field
 
 from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
-from rq.exceptions import NoSuchJobError
 from rq.scheduler import RQScheduler
 from rq.utils import import_attribute
 from rq.worker import SimpleWorker, Worker
 
 from experiments.execution.concurrency import REDIS_DOWN, backoff_delays, wait_for_redis
-from experiments.execution.worker_lane import LANE_POLL_S, LANE_QUEUES, SLOT_JOB, LaneMixin
+from experiments.execution.worker_lane import SLOT_JOB, LaneMixin
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +241,6 @@ class MultiSlotWorker(ResilientSimpleWorker):
         # As many connections as slots: each slot thread runs its own steps (no hand-over to
         # another thread on the path of every request). Fewer: a pool of database threads.
         self.database = DatabaseThreads(db_threads) if db_threads < self.slots else None
-        self._lane_allowed = True  # its own dequeue keeps the lane's queues apart while it is busy
 
     def heartbeat(self, timeout=None, pipeline=None):
         # rq beats after every job and every dequeue (three Redis commands each): with a slot
@@ -266,52 +264,24 @@ class MultiSlotWorker(ResilientSimpleWorker):
         # A job is taken off the queue only when a slot is free for it: a job this worker
         # cannot start yet stays where another worker can take it (and is not lost with this one).
         while not self._free.acquire(timeout=HEARTBEAT_EVERY_S):
+            if self._stop_requested:
+                return None
             self.heartbeat()
         result = None
         try:
-            if timeout is None or max_idle_time is not None:  # burst or idle-limited: rq's own way
-                result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
-            else:
-                result = self._dequeue(timeout)
+            result = super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)  # `LaneMixin._dequeue`
         finally:
             if result is None:
                 self._free.release()
         return result
 
-    def _dequeue(self, timeout: int):
-        """The next job of the worker's queues, in their order (one BLPOP). A slot job, whose id
-        says its slot (`jobs.slot_job_id`), is not read from Redis at all: the slot id is all
-        it carries. Anything else is fetched and run as rq would."""
-        every = {queue.key: queue for queue in self._ordered_queues}
-        while not self._stop_requested:
-            # The lane's queues are listened to only while the lane is free (one job at a time).
-            keys = ({key: queue for key, queue in every.items() if queue.name not in LANE_QUEUES}
-                    if self._lane_busy.is_set() else every)
-            self.heartbeat()
-            if self.should_run_maintenance_tasks:
-                self.run_maintenance_tasks()
-            self._dequeuing = True  # a stop asked for now ends the wait (`LaneMixin._shutdown`)
-            try:
-                # While the lane is busy, come round every few seconds to listen on its queue again.
-                popped = self.connection.blpop(list(keys), min(timeout, LANE_POLL_S) if len(keys) < len(every)
-                                               else timeout)
-            except REDIS_DOWN as exc:
-                wait_for_redis(self.connection, what="the dequeue", error=exc)
-                continue
-            finally:
-                self._dequeuing = False
-            if popped is None:
-                continue
-            key, job_id = (part.decode() if isinstance(part, bytes) else part for part in popped)
-            queue = keys[key]
-            slot_id = slot_of_job(job_id)
-            if slot_id is not None:
-                return SlotJob(job_id, self.job_class.key_for(job_id), (slot_id,)), queue
-            try:
-                return self.job_class.fetch(job_id, connection=self.connection, serializer=self.serializer), queue
-            except NoSuchJobError:
-                continue
-        return None
+    def _dequeued(self, job_id: str, queue):
+        # A slot job, whose id says its slot (`jobs.slot_job_id`), is not read from Redis at all:
+        # the slot id is all it carries. Anything else is fetched and run as rq would.
+        slot_id = slot_of_job(job_id)
+        if slot_id is not None:
+            return SlotJob(job_id, self.job_class.key_for(job_id), (slot_id,))
+        return super()._dequeued(job_id, queue)
 
     def execute_job(self, job, queue):
         if not isinstance(job, SlotJob) and job.func_name != SLOT_JOB:
