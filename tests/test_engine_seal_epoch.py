@@ -9,9 +9,14 @@ migration 0032).
   check says the task list changed; a change of a source memory says the imported memories changed;
 - a change elsewhere (a project's name, another project's turns) does not;
 - two projects' imports in two concurrent transactions do not wait on each other (real PostgreSQL,
-  two connections, a lock timeout); two writers of one project do, and both changes are seen.
+  two connections, a lock timeout); two writers of one project do, and both changes are seen;
+- a memory written while its run's phase advances: the advance waits for the memory's commit, or
+  the memory's write waits for the advance and then moves the "memories" epoch (two connections);
+- a hash stored by other code (another code version) is computed again, not read;
+- a cohort is drawn from its own project's task set only.
 """
 import threading
+import time
 
 import psycopg
 import pytest
@@ -19,13 +24,15 @@ from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
 from experiments.core.tasks import TaskRule
-from experiments.data.sessions import sessions_import
+from experiments.data.sessions import CohortError, cohort_draw, sessions_import
+from experiments.execution import kind_table
 from experiments.execution.kind_table import (cohort_task_list_sha256, cohort_task_list_sha256_checked,
                                               sample_list_sha256_hashed_there, survey_list_sha256_checked)
 from experiments.execution.sealing import protocol_seal, seal_mismatches
 from experiments.execution.survey_planning import survey_list_sha256
-from experiments.execution.task_list_sql import task_list_epoch
-from experiments.models import CohortTask, Memory, Person, Project, Slot, SurveyRespondent, Task, Turn
+from experiments.execution.task_list_sql import seal_check_read, task_list_epoch
+from experiments.models import Cohort, CohortTask, Memory, Person, Project, Slot, SurveyRespondent, Task, Turn
+from experiments.models.runs import Phase
 from tests.conftest import parsed_session, qa_turns
 from tests.engine_helpers import ONE_SHOT, QUESTION_ONLY, build_cohort, make_protocol, make_run, openai_model
 from tests.test_memory_imports import first_run  # noqa: F401  (a fixture: a finished run that wrote memories)
@@ -202,9 +209,7 @@ def test_two_projects_imports_in_concurrent_transactions_do_not_wait_and_both_ar
             _import(b.project, "late-b")
             Turn.objects.filter(pk=_first_question(b)).update(text="b's question, edited")
         # One project, a third connection: it waits for a's transaction (the lock timeout ends the wait).
-        settings = connection.settings_dict
-        with psycopg.connect(dbname=settings["NAME"], host=settings["HOST"] or None, port=settings["PORT"] or None,
-                             user=settings["USER"] or None, password=settings["PASSWORD"] or None) as third:
+        with _connect() as third:
             third.execute("SET lock_timeout = '300ms'")
             with pytest.raises(psycopg.errors.LockNotAvailable):
                 third.execute("UPDATE experiments_turn SET text = text || '.' WHERE session_id IN "
@@ -227,3 +232,116 @@ def test_two_projects_imports_in_concurrent_transactions_do_not_wait_and_both_ar
 def _first_question(cohort) -> int:
     return Task.objects.filter(cohort_entries__cohort=cohort).order_by("pk").values_list(
         "question_turn_id", flat=True)[0]
+
+
+def _connect() -> psycopg.Connection:
+    """Another connection to the test database (its own transactions)."""
+    settings = connection.settings_dict
+    return psycopg.connect(dbname=settings["NAME"], host=settings["HOST"] or None, port=settings["PORT"] or None,
+                           user=settings["USER"] or None, password=settings["PASSWORD"] or None)
+
+
+# --- a memory written while its run's phase advances, two connections --------------------------------
+
+@pytest.fixture
+def writing_memories(cohort):
+    """A run in its memories phase with one memory (committed: the test's connections see it)."""
+    run = make_run(cohort.project, cohort, conditions=[QUESTION_ONLY], generator=OFFLINE)
+    assert run.phase == Phase.MEMORIES
+    task = Task.objects.filter(cohort_entries__cohort=cohort).first()
+    memory = Memory.objects.create(run=run, session_id=task.session_id, kind="concrete", words=50, text="so far")
+    return run, memory
+
+
+def _memories_epoch(project_id: int) -> int:
+    return seal_check_read(project_id, "", 0).memories_epoch
+
+
+ADVANCE = "UPDATE experiments_run SET phase = 'generation' WHERE id = %s"
+WRITE = "UPDATE experiments_memory SET text = 'written at the boundary' WHERE id = %s"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_phase_advance_waits_for_a_memory_written_in_its_phase(writing_memories):
+    run, memory = writing_memories
+    epoch = _memories_epoch(run.protocol.project_id)
+    with _connect() as writer, _connect() as driver:
+        writer.execute(WRITE, [memory.pk])  # its transaction open (psycopg's default), the run's row held
+        driver.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            driver.execute(ADVANCE, [run.pk])
+        driver.rollback()
+        writer.commit()  # nothing of a run in its memories phase is imported: no epoch moves
+        driver.execute(ADVANCE, [run.pk])
+        driver.commit()
+    assert _memories_epoch(run.protocol.project_id) == epoch
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_memory_written_while_the_phase_advances_waits_and_moves_the_epoch(writing_memories):
+    run, memory = writing_memories
+    epoch = _memories_epoch(run.protocol.project_id)
+    failures = []
+
+    def write(pid: list):
+        try:
+            with _connect() as writer:
+                pid.append(writer.info.backend_pid)
+                writer.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
+                writer.execute(WRITE, [memory.pk])  # waits for the advance, then reads the phase it committed
+                writer.commit()
+        except Exception as exc:  # noqa: BLE001  (reported to the test's thread)
+            failures.append(exc)
+
+    with _connect() as driver:
+        driver.execute(ADVANCE, [run.pk])  # not committed yet
+        pid = []
+        thread = threading.Thread(target=write, args=(pid,))
+        thread.start()
+        assert _waits_for_a_lock(driver, pid), failures
+        driver.commit()
+    thread.join(30)
+    assert not failures, failures
+    assert Memory.objects.get(pk=memory.pk).text == "written at the boundary"
+    assert _memories_epoch(run.protocol.project_id) > epoch
+
+
+def _waits_for_a_lock(observer: psycopg.Connection, pid: list) -> bool:
+    """Whether the backend whose id `pid` receives comes to wait for a lock (within a few seconds)."""
+    for _ in range(100):
+        if pid and observer.execute("SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = %s",
+                                    [pid[0]]).fetchone() == (True,):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+# --- the code's version, the cohort's project --------------------------------------------------------
+
+def test_a_hash_stored_by_other_code_is_computed_again(cohort, monkeypatch):
+    full = cohort_task_list_sha256_checked(cohort)
+    # As another canonical form would have stored it, at the project's current epochs:
+    monkeypatch.setattr(kind_table, "code_version", lambda: "0123456789abcdef-before-the-deploy")
+    kind_table.checked_sha256("task list", cohort.pk, cohort.project_id, lambda: "an older canonical form")
+    assert cohort_task_list_sha256_checked(cohort) == "an older canonical form"  # that code reads its own
+    monkeypatch.undo()
+    assert cohort_task_list_sha256_checked(cohort) == full == cohort_task_list_sha256(cohort)
+    with CaptureQueriesContext(connection) as queries:
+        assert cohort_task_list_sha256_checked(cohort) == full
+    assert len(queries) == 1
+
+
+def test_a_survey_samples_hash_stored_by_other_code_is_computed_again(survey_sample, monkeypatch):  # noqa: F811
+    _, sample = survey_sample
+    full = survey_list_sha256_checked(sample)
+    monkeypatch.setattr(kind_table, "code_version", lambda: "0123456789abcdef-before-the-deploy")
+    kind_table.checked_sha256("survey list", sample.pk, sample.project_id, lambda: "an older canonical form")
+    monkeypatch.undo()
+    assert survey_list_sha256_checked(sample) == full == survey_list_sha256(sample)
+
+
+def test_a_cohort_is_drawn_from_its_own_projects_task_set_only(cohort):
+    other = Project.objects.create(slug="elsewhere", name="Elsewhere")
+    with pytest.raises(CohortError, match=f"task set {cohort.task_set_id} belongs to another project"):
+        cohort_draw(project=other, name="borrowed", size=1, seed=1, task_set=cohort.task_set)
+    assert not Cohort.objects.filter(project=other).exists()

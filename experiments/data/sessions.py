@@ -261,6 +261,10 @@ def cohort_draw(
     task_set = task_set or project.current_task_set()
     if task_set is None:
         raise CohortError("the project has no tasks yet: import sessions or derive tasks first")
+    if task_set.project_id != project.pk:
+        # A cohort, its tasks, their sessions and people are one project's (the seal checks' epochs
+        # are the project's: `execution.kind_table.checked_sha256`).
+        raise CohortError(f"task set {task_set.pk} belongs to another project: draw from one of this project's")
     if Cohort.objects.filter(project=project, name=name).exists():
         raise CohortError(f"a cohort named '{name}' exists already")
     if size < 1:

@@ -19,10 +19,11 @@ from experiments.analysis.judges import judge_comparison
 from experiments.analysis.pairwise_verdicts import pairwise_summary
 from experiments.analysis.survey_results import survey_summary
 from experiments.core.assembly import PAIRWISE_JUDGE_PROMPTS
-from experiments.core.canonical import sha256_text
+from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import JUDGE_PROMPTS, get_condition
 from experiments.data.sessions import canonical_task_lines
 from experiments.data.surveys import canonical_hashed_list
+from experiments.execution.code_version import code_version
 from experiments.execution.planning import PLANNERS
 from experiments.execution.pairwise_judge import plan_pairwise_judging
 from experiments.execution.regrade import plan_regrade
@@ -101,14 +102,17 @@ def checked_sha256(what: str, subject_id: int, project_id: int, compute: Callabl
     """`compute()`, read as last computed while nothing it reads has changed since: a seal check at a
     phase boundary costs one row, whatever the cohort's size (`task_list_sql`). The project's "tasks"
     epoch covers every cohort entry, task, session, person, study, turn, sample member and respondent
-    of the project; with `memories`, its "memories" epoch too. `inputs_sha256` names what no epoch
-    covers (prompt files, settings, code): a stored hash of other inputs is computed again."""
+    of the project; with `memories`, its "memories" epoch too. `inputs_sha256` names what else no epoch
+    covers (prompt files, settings); the code version is stored with every hash, since the code decides
+    what is hashed and how (`canonical_task_lines`, `canonical_hashed_list`, the queries here): a hash
+    stored with other inputs, or by other code (before a deploy), is computed again."""
     now = seal_check_read(project_id, what, subject_id)
     epochs = (now.tasks_epoch, now.memories_epoch if memories else 0)
-    if now.stored is not None and now.stored[:3] == (*epochs, inputs_sha256):
+    inputs = sha256_text(canonical_json({"code": code_version(), "inputs": inputs_sha256}))
+    if now.stored is not None and now.stored[:3] == (*epochs, inputs):
         return now.stored[3]
     sha256 = compute()
-    seal_check_store(what, subject_id, *epochs, inputs_sha256, sha256)
+    seal_check_store(what, subject_id, *epochs, inputs, sha256)
     return sha256
 
 

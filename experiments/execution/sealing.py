@@ -8,10 +8,6 @@ protocols are computed exactly as before.
 """
 from __future__ import annotations
 
-import functools
-import subprocess
-from pathlib import Path
-
 from django.db import transaction
 from django.utils import timezone
 
@@ -21,6 +17,7 @@ from experiments.core.criteria import criteria_problems
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.kinds import SURVEY_PREFIX
 from experiments.core.wrong_person import donor_sessions, wrong_person_seed
+from experiments.execution.code_version import code_version
 from experiments.execution.endpoints import endpoint_problem
 from experiments.execution.kind_table import checked_sha256, kind_rules
 from experiments.memory_systems.availability import condition_unavailable
@@ -35,22 +32,6 @@ from experiments.core.prompts import PromptError, prompt_sha256
 from experiments.data.sessions import cohort_tasks
 from experiments.execution.survey_planning import survey_condition_spec, survey_problems, survey_settings
 from experiments.data.surveys import is_survey_cohort
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """The git commit this process runs (with "+dirty" for uncommitted changes)."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                                check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "ownwords-lab (no git checkout)"
-    return commit + ("+dirty" if dirty else "")
-
 
 def prompt_names(protocol: Protocol) -> list[str]:
     return kind_rules(protocol).prompt_names(protocol)
@@ -137,11 +118,11 @@ def _memory_imports_sha256_checked(protocol: Protocol, hashes: dict) -> dict | N
     """{"sha256": the imported memories' digest hash} as `_memory_imports` computes it (None as it
     does), recomputed only when the project's "tasks" or "memories" epoch moved (every change of the
     task inputs, of a memory of a run past its memories phase, of a slot's request or a generator) or
-    what no epoch covers did: the prompt files, the settings (sources, generator, conditions), the code."""
+    what no epoch covers did: the prompt files, the settings (sources, generator, conditions), the code
+    (which `checked_sha256` binds to every stored hash)."""
     if import_run_problems(protocol):  # a source still writing its memories, say: no digest (checked each time)
         return None
-    inputs = sha256_text(canonical_json({"prompts": hashes["prompts"], "settings": hashes["settings_sha256"],
-                                         "code": code_version()}))
+    inputs = sha256_text(canonical_json({"prompts": hashes["prompts"], "settings": hashes["settings_sha256"]}))
     sha256 = checked_sha256(
         "memory imports", protocol.pk, protocol.project_id,
         lambda: (_memory_imports(protocol, cohort_tasks(protocol.cohort)) or {}).get("sha256", ""),

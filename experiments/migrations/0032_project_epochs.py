@@ -7,9 +7,16 @@ tasks, sessions, people, studies, turns; sample members, respondents), and "memo
 what the imported memories' digest reads that the "tasks" counter does not cover (a memory of a
 run past its memories phase, a slot's request hash, a protocol's generator). Each statement
 trigger finds the projects its rows belong to in its transition tables and moves only their
-counters, in project order: imports into two projects touch two rows and never wait on each other.
+counters, taking their rows in project order within the statement (a transaction's statements take
+theirs in the statements' order): imports into two different projects take different rows and do
+not wait on each other there.
 A memory written by a run in its memories phase moves nothing (no one imports from such a run:
-`import_run_problems`; phases only move on), so the engine's receipts take no lock here.
+`import_run_problems`; phases only move on). The memory trigger reads the run's phase after taking
+the run's row FOR SHARE: a phase advance not yet committed is waited for and then read (the epoch
+moves), and one not yet made waits for the memory's commit (a seal check after it sees the memory).
+The phase read in the writer's snapshot alone could miss an advance committed meanwhile, and a
+digest computed then would be stored under an epoch that the memory's commit does not move.
+(FOR KEY SHARE, which the foreign key check takes, does not block a phase update.)
 
 `experiments_seal_check` keeps each hash as last computed with the epochs read before computing it
 (`execution.seal_checks`); a TRUNCATE of any tracked table moves every counter and empties it.
@@ -31,6 +38,8 @@ VIA_SURVEY_STUDY = ("SELECT s.project_id FROM (SELECT DISTINCT study_id FROM %1$
 VIA_RUN_PAST_MEMORIES = ("SELECT p.project_id FROM (SELECT DISTINCT run_id FROM %1$s) r "
                          "JOIN experiments_run u ON u.id = r.run_id AND u.phase <> 'memories' "
                          "JOIN experiments_protocol p ON p.id = u.protocol_id")
+# Taken before that query (a later statement, so it reads the phase as committed after any wait here).
+LOCK_RUNS = "SELECT 1 FROM experiments_run WHERE id IN (SELECT run_id FROM %1$s) ORDER BY id FOR SHARE"
 
 TRACKED = {
     "experiments_cohorttask": ("tasks", VIA_COHORT),
@@ -41,7 +50,7 @@ TRACKED = {
     "experiments_turn": ("tasks", VIA_SESSION),
     "experiments_surveysamplemember": ("tasks", VIA_COHORT),
     "experiments_surveyrespondent": ("tasks", VIA_SURVEY_STUDY),
-    "experiments_memory": ("memories", VIA_RUN_PAST_MEMORIES),
+    "experiments_memory": ("memories", VIA_RUN_PAST_MEMORIES, LOCK_RUNS),
 }
 TRANSITIONS = {"INSERT": "NEW TABLE AS moved_rows", "DELETE": "OLD TABLE AS moved_rows",
                "UPDATE": "NEW TABLE AS moved_rows OLD TABLE AS moved_before"}
@@ -71,7 +80,9 @@ $$""",
         SELECT DISTINCT p, counter, 1 FROM unnest(projects) p WHERE p IS NOT NULL ORDER BY p
     ON CONFLICT (project_id, what) DO UPDATE SET epoch = experiments_project_epoch.epoch + 1
 $$""",
-    # TG_ARGV: the counter, and the query of the projects of the rows in the relation %1$s.
+    # TG_ARGV: the counter, the query of the projects of the rows in the relation %1$s and, optionally,
+    # a locking statement over all the moved rows run first (each statement of this volatile function
+    # takes a new snapshot: the projects' query sees what committed while the lock waited).
     """CREATE FUNCTION experiments_epoch_moved() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     projects bigint[];
@@ -79,6 +90,10 @@ BEGIN
     IF TG_OP = 'TRUNCATE' THEN
         PERFORM experiments_epoch_reset();
         RETURN NULL;
+    END IF;
+    IF TG_NARGS > 2 THEN
+        EXECUTE format(TG_ARGV[2], CASE WHEN TG_OP = 'UPDATE'
+            THEN '(SELECT * FROM moved_rows UNION ALL SELECT * FROM moved_before) moved' ELSE 'moved_rows' END);
     END IF;
     EXECUTE 'SELECT array_agg(project_id) FROM (' || format(TG_ARGV[1], 'moved_rows')
         || CASE WHEN TG_OP = 'UPDATE' THEN ' UNION ALL ' || format(TG_ARGV[1], 'moved_before') ELSE '' END
@@ -90,8 +105,8 @@ BEGIN
 END
 $$""",
     *(f"CREATE TRIGGER epoch_moved_{op.lower()} AFTER {op} ON {table} REFERENCING {TRANSITIONS[op]} "
-      f"FOR EACH STATEMENT EXECUTE FUNCTION experiments_epoch_moved({_literal(counter)}, {_literal(query)})"
-      for table, (counter, query) in TRACKED.items() for op in TRANSITIONS),
+      f"FOR EACH STATEMENT EXECUTE FUNCTION experiments_epoch_moved({', '.join(map(_literal, arguments))})"
+      for table, arguments in TRACKED.items() for op in TRANSITIONS),
     *(f"CREATE TRIGGER epoch_moved_truncate AFTER TRUNCATE ON {table} "
       f"FOR EACH STATEMENT EXECUTE FUNCTION experiments_epoch_moved('tasks', '')" for table in TRACKED),
     # Rows that never change in practice (a sealed protocol is read-only; a slot's request is written
