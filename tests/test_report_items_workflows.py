@@ -7,6 +7,7 @@ import pytest
 from experiments.analysis.report_items_workflows import development_attempts, representations
 from experiments.core.report_table import Missing, ReportTable
 from experiments.core.stats.paired import paired_bootstrap
+from experiments.execution.control import regrade_create, run_start
 from experiments.execution.driver import run_inline
 from experiments.models import ModelCall, Run, Slot
 from tests.engine_helpers import ONE_SHOT, Roles, Sleeps, build_cohort, make_run, openai_model, user_text
@@ -84,6 +85,12 @@ def test_the_development_attempts_table_on_a_hand_computed_run(project, server, 
                              error="arrived after the reservation's lease ran out; the slot stays unknown")
     again = " ".join(development_attempts(project, [run]).notes)
     assert "Notes: median 130 words over 4 notes calls; 4 cut at the 120-word cap" in again
+
+    # A re-grade of the run (its conditions, another judge's grades) never stands in for it.
+    regrade = Run.objects.create(protocol=regrade_create(source=run, user=None))
+    run_start(run=regrade)
+    assert run_inline(regrade.pk, client=http, sleep=Sleeps()).status == Run.Status.FINISHED
+    assert development_attempts(project, [run, regrade]).inputs.runs == (run.pk,)
 
 
 def test_the_representations_table_on_a_hand_computed_run(project, server, http):

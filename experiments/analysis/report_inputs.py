@@ -21,6 +21,9 @@ def template_conditions(template: str) -> set[str]:
 
 
 def is_interview(run) -> bool:
+    """A run that made and graded its own interview answers: not a survey run, a re-grade (another judge
+    on a run's answers, read by App. I's items) or a pairwise judge (no grades), which carry their
+    source's conditions and would otherwise stand in for it with another judge's grades."""
     return run.protocol.kind == Protocol.Kind.INTERVIEW
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from experiments.analysis.report_inputs import runs_with
 from experiments.analysis.grades import grade_matrix
 from experiments.core.conditions import CONDITIONS
 from experiments.core.paper_protocols import (
@@ -35,9 +36,9 @@ CONTRAST_COLUMNS = ("row", "evidence", "header", "condition", "mean", "differenc
 
 
 def _latest_with(runs, keys) -> object | None:
-    """The latest run (highest pk) whose protocol has every condition in `keys`."""
-    having = [run for run in runs if set(keys) <= set(run.protocol.conditions)]
-    return max(having, key=lambda run: run.pk) if having else None
+    """The latest interview run (highest pk) whose protocol has every condition in `keys`."""
+    found = runs_with(runs, keys)
+    return found[-1] if found else None
 
 
 def _is_offline(run) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from experiments.analysis.report_inputs import is_interview, runs_with
 from experiments.analysis.journal_reads import settled_calls
 from experiments.analysis.grades import grade_matrix
 from experiments.core.conditions import CONDITIONS, FINAL, NOTES_WORDS
@@ -49,7 +50,7 @@ def _is_offline(run) -> bool:
 
 
 def _latest(runs):
-    having = [run for run in runs if MEMORY in run.protocol.conditions
+    having = [run for run in runs if is_interview(run) and MEMORY in run.protocol.conditions
               and set(ATTEMPTS) & set(run.protocol.conditions)]
     return max(having, key=lambda run: run.pk) if having else None
 
@@ -161,7 +162,7 @@ def representations(project, runs) -> ReportTable | Missing:
     """App. K run anew: each representation's mean normalized content score on the tasks graded under
     every representation the run has (the common set), its gain over the screener-only reference with a
     95% whole-person interval, and the median length in words of the written artifact (once per session)."""
-    having = [run for run in runs if {SCREENER_ONLY, PROFILE} <= set(run.protocol.conditions)]
+    having = runs_with(runs, {SCREENER_ONLY, PROFILE})
     if not having:
         return Missing(f"no sealed, finished run has the combined profile ({PROFILE}) with the screener-only "
                        "reference", "representations")
