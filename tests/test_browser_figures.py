@@ -167,3 +167,47 @@ def test_plotly_loads_at_the_first_scroll_when_no_figure_is_mostly_in_view_and_p
     page.close()
     threading.Thread(target=connections.close_all).start()
     assert not problems, problems
+
+
+def test_a_failed_plotly_load_says_so_and_the_next_scroll_or_printing_loads_it_again(
+        figure_pages, live_server, browser):
+    """The bundle's request fails once (the network or the server failing): the figures in view say they
+    could not be drawn, nothing is drawn until the reader moves; the next scroll asks for plotly again and
+    draws them. Then, on a page where the load fails again, printing is what retries it."""
+    page = browser.new_page(viewport={"width": 1280, "height": 700})
+    problems = []
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    page.goto(live_server.url + "/accounts/login/")
+    page.fill("#id_username", "fiona")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    requests = []
+
+    def fail_the_first(route):
+        requests.append(route.request.url)
+        if len(requests) == 1:
+            route.abort("failed")
+        else:
+            route.continue_()
+    page.route("**/plotly-custom.min*.js", fail_the_first)
+    page.goto(live_server.url + figure_pages[0])
+    first = page.locator(".plot").first
+    page.locator(".plot .plot-state", has_text="could not be drawn").first.wait_for()
+    page.wait_for_timeout(1000)  # no retry on its own
+    assert len(requests) == 1 and first.get_attribute("data-drawn") is None
+    assert page.evaluate("typeof window.Plotly") == "undefined"
+    assert "drawn when you scroll" not in first.inner_text() and "its table" in first.inner_text()
+    page.mouse.wheel(0, 50)
+    first.locator(".main-svg").first.wait_for(state="attached", timeout=30_000)
+    assert len(requests) == 2 and first.get_attribute("data-drawn") == "yes"
+
+    requests.clear()
+    page.goto(live_server.url + figure_pages[0])
+    page.locator(".plot .plot-state", has_text="could not be drawn").first.wait_for()
+    plots = page.locator(".plot").count()
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    page.locator(".plot[data-drawn=yes]").nth(plots - 1).wait_for(state="attached", timeout=30_000)
+    assert len(requests) == 2 and page.locator(".plot[data-drawn=yes]").count() == plots
+    page.close()
+    threading.Thread(target=connections.close_all).start()
+    assert not problems, problems

@@ -12,6 +12,8 @@
 // edge at the reader's first scroll, key or touch; the others when they are scrolled near.
 // Until then each container holds its figure's height and a line saying what it will show (the
 // numbers are in the table beside it). A drawn figure gets data-drawn="yes" (browser tests wait for it).
+// Were plotly not to load (the network or the server failing), the line says the figure could not be
+// drawn, and the reader's next scroll, key or touch, or printing, tries again.
 (function () {
   "use strict";
   const CONFIG = {
@@ -22,11 +24,14 @@
   // scrolling at an ordinary pace finds it drawn.
   const NEAR = "0px 0px 400px 0px";
   const PLOTLY_URL = document.currentScript.dataset.plotly;
+  const MOVES = ["scroll", "keydown", "pointerdown", "touchstart"];
   const queue = [];
   let drawing = false;
   let plotly = null;
+  let observer = null;  // draws the figures scrolled near (start), where IntersectionObserver exists
 
-  // Plotly, loaded once (a script of this site: the Content-Security-Policy allows it).
+  // Plotly, loaded once (a script of this site: the Content-Security-Policy allows it). A failed load
+  // is not kept: the next call tries again, with a new script element (a failed one does not retry).
   function loadPlotly() {
     if (!plotly) {
       plotly = new Promise(function (resolve, reject) {
@@ -34,11 +39,35 @@
         const script = document.createElement("script");
         script.src = PLOTLY_URL;
         script.onload = function () { resolve(window.Plotly); };
-        script.onerror = function () { reject(new Error("plotly did not load from " + PLOTLY_URL)); };
+        script.onerror = function () {
+          script.remove();
+          plotly = null;
+          reject(new Error("plotly did not load from " + PLOTLY_URL));
+        };
         document.head.appendChild(script);
       });
     }
     return plotly;
+  }
+
+  // Figures left undrawn because plotly did not load: their line says so, and they are drawn again
+  // (when near the window) at the reader's next scroll, key or touch; printing retries them too.
+  const failed = new Set();
+  function notDrawn(els) {
+    els.forEach(function (el) {
+      delete el.dataset.drawn;
+      const state = el.querySelector(".plot-state");
+      if (state) state.textContent = "could not be drawn (its numbers are in its table); scrolling tries again.";
+      failed.add(el);
+    });
+    MOVES.forEach(function (type) { window.addEventListener(type, retry, { passive: true }); });
+  }
+
+  function retry() {
+    MOVES.forEach(function (type) { window.removeEventListener(type, retry); });
+    const els = Array.from(failed);
+    failed.clear();
+    els.forEach(function (el) { if (observer) observer.observe(el); else enqueue(el); });
   }
 
   function draw(el) {
@@ -71,6 +100,9 @@
     loadPlotly().then(function () {
       const el = queue.shift();
       return el && el.dataset.drawn === "queued" ? draw(el) : null;
+    }, function (error) {  // plotly did not load: none of the queue can be drawn now
+      console.error(error);
+      notDrawn(queue.splice(0).filter(function (el) { return el.dataset.drawn === "queued"; }));
     }).catch(function (error) { console.error(error); })
       .then(function () { drawing = false; setTimeout(next, 0); });
   }
@@ -92,7 +124,7 @@
     // page loads.
     const nearOnLoad = [];
     let loading = true;
-    const observer = new IntersectionObserver(function (entries) {
+    observer = new IntersectionObserver(function (entries) {
       entries.forEach(function (entry) {
         if (!entry.isIntersecting) return;
         observer.unobserve(entry.target);
@@ -102,12 +134,11 @@
       loading = false;
     }, { rootMargin: NEAR });
     plots.forEach(function (el) { observer.observe(el); });
-    const firstMove = ["scroll", "keydown", "pointerdown", "touchstart"];
     function moved() {
-      firstMove.forEach(function (type) { window.removeEventListener(type, moved); });
+      MOVES.forEach(function (type) { window.removeEventListener(type, moved); });
       nearOnLoad.splice(0).forEach(enqueue);
     }
-    firstMove.forEach(function (type) { window.addEventListener(type, moved, { passive: true }); });
+    MOVES.forEach(function (type) { window.addEventListener(type, moved, { passive: true }); });
   }
 
   // Printing (or saving as PDF) draws every figure first, at once: a printed dashboard is complete
@@ -123,7 +154,12 @@
       undrawn.forEach(function (el) { draw(el).catch(function (error) { console.error(error); }); });
     };
     if (window.Plotly) drawAll();
-    else if (undrawn.length) loadPlotly().then(drawAll).catch(function (error) { console.error(error); });
+    else if (undrawn.length) {
+      loadPlotly().then(drawAll, function (error) {
+        console.error(error);
+        notDrawn(undrawn.filter(function (el) { return el.dataset.drawn === "printing"; }));
+      });
+    }
   });
 
   // A table that scrolls sideways on its own (a wide one on a narrow screen, site.css) is made
