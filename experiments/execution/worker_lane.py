@@ -76,26 +76,29 @@ class LaneMixin:
     def _dequeue(self, timeout: int):
         """The next job of the worker's queues, in their order, by a BLPOP of its own (`_pop`): rq's
         dequeue stays "waiting" through the fetch of the job it popped, where a stop lost the job."""
-        self.set_state(WorkerStatus.IDLE)
+        if self.get_state() != WorkerStatus.IDLE:  # a slot job leaves it so: no write per slot job
+            self.set_state(WorkerStatus.IDLE)
         every = {queue.key: queue for queue in self._ordered_queues}
         while not self._stop_requested:
             # While the lane is busy, the other queues only, coming round every few seconds to
             # listen on the lane's queues again once it is free (one job at a time).
             lane_busy = self._lane_allowed and self._lane_busy.is_set()
-            keys = {key: queue for key, queue in every.items() if queue.name not in LANE_QUEUES} if lane_busy else every
+            keys = ({key: queue for key, queue in every.items() if queue.name not in LANE_QUEUES}
+                    if lane_busy else every)
             self.heartbeat()
             if self.should_run_maintenance_tasks:
                 self.run_maintenance_tasks()
             try:
                 popped = self._pop(list(keys), min(timeout, LANE_POLL_S) if lane_busy else timeout)
-            except REDIS_DOWN as exc:
+                if popped is None:
+                    continue
+                key, job_id = (part.decode() if isinstance(part, bytes) else part for part in popped)
+                job = self._dequeued(job_id, keys[key])
+            except REDIS_DOWN as exc:  # (a job popped whose fetch failed is lost, as in rq's dequeue)
                 wait_for_redis(self.connection, what="the dequeue", error=exc)
                 continue
-            if popped is None:
-                continue
-            key, job_id = (part.decode() if isinstance(part, bytes) else part for part in popped)
-            job = self._dequeued(job_id, keys[key])
             if job is not None:
+                self.reorder_queues(reference_queue=keys[key])  # rq's --dequeue-strategy, for the next dequeue
                 return job, keys[key]
         return None
 
@@ -126,7 +129,10 @@ class LaneMixin:
         # (the loop ends before its next dequeue, teardown waits for the lane's job), and only a
         # wait on the queues (`_pop`, or rq's dequeue in burst mode) is ended at once.
         self._stop_requested = True
-        self.set_shutdown_requested_date()
+        try:
+            self.set_shutdown_requested_date()
+        except REDIS_DOWN:
+            pass  # a record for rq's listings only; nothing may be raised into a running job
         if self.scheduler:
             self.stop_scheduler()
         if self._dequeuing:
