@@ -1,8 +1,10 @@
 """What every new rating campaign must satisfy, whatever its kind (grades, `campaigns`; pairs,
-`pairwise`): one statement of the shared checks. Each raises the caller's own error class, so a
+`pairwise`; original-paraphrase pairs, `content_check`): one statement of the shared checks and of the
+sample. Each raises the caller's own error class, so a
 page catches what it always caught; nothing is written here."""
 from __future__ import annotations
 
+from annotations import sampling
 from annotations.models import RatingCampaign
 from experiments.models import Membership, Role, Run
 
@@ -47,3 +49,19 @@ def checked_raters(project, raters: list[str], ratings_per_item: int, *, error: 
         raise error(f"{ratings_per_item} ratings per item need at least {ratings_per_item} raters; "
                     f"{len(users)} chosen")
     return users
+
+
+def sampled_items(items: list, strata: list, sample: str, sample_size: int | None, seed: int, *,
+                  error: type[Exception]) -> tuple[list, int | None]:
+    """(the items a campaign keeps, the sample size it records): all of them (size None), or a seeded sample
+    of `sample_size` stratified by `strata` (one per item) and spread over the items' tasks."""
+    if sample == RatingCampaign.Sample.STRATIFIED:
+        if not sample_size or sample_size < 1:
+            raise error("a stratified sample needs a size of at least 1")
+        if sample_size < len(items):
+            keep = sampling.stratified_sample(strata, [i["task_id"] for i in items], sample_size, seed)
+            items = [items[i] for i in keep]
+        return items, sample_size
+    if sample != RatingCampaign.Sample.ALL:
+        raise error(f"unknown sample kind {sample!r}")
+    return items, None

@@ -13,7 +13,7 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from annotations import sampling
-from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters, rater_users
+from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters, rater_users, sampled_items
 from annotations.pairwise import is_pairwise, sampling_sides
 from annotations.models import (
     FIRST_SHOWING, REPEAT_SHOWING, Assignment, CampaignRater, RatingCampaign, RatingEvent, RatingItem,
@@ -87,17 +87,8 @@ def campaign_create(*, run: Run, name: str, conditions: list[str], raters: list[
     items = rateable_items(run, conditions)
     if not items:
         raise CampaignError("these conditions produced no answer to rate")
-    if sample == RatingCampaign.Sample.STRATIFIED:
-        if not sample_size or sample_size < 1:
-            raise CampaignError("a stratified sample needs a size of at least 1")
-        if sample_size < len(items):
-            keep = sampling.stratified_sample([_stratum(i) for i in items], [i["task_id"] for i in items],
-                                              sample_size, seed)
-            items = [items[i] for i in keep]
-    elif sample != RatingCampaign.Sample.ALL:
-        raise CampaignError(f"unknown sample kind {sample!r}")
-    else:
-        sample_size = None
+    items, sample_size = sampled_items(items, [_stratum(i) for i in items], sample, sample_size, seed,
+                                       error=CampaignError)
 
     campaign = RatingCampaign.objects.create(
         project=project, run=run, name=name, conditions=conditions, sample=sample, sample_size=sample_size,

@@ -33,7 +33,7 @@ from django.utils import timezone
 from annotations import sampling
 from annotations.campaign_agreement import INLINE_BUDGET, bootstrap_settings, rater_labels
 from annotations.campaign_rows import insert_with_defaults, items_insert
-from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters
+from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters, sampled_items
 from annotations.core.content_check import (
     RULES, ContentRating, agreement, kept_items, restricted_contrast, shares,
 )
@@ -144,17 +144,8 @@ def content_check_campaign_create(*, run: Run, name: str, raters: list[str], con
     if not items:
         raise ContentCheckError("no task has both an original and its paraphrase under these controls: "
                                 "nothing to check")
-    if sample == RatingCampaign.Sample.STRATIFIED:
-        if not sample_size or sample_size < 1:
-            raise ContentCheckError("a stratified sample needs a size of at least 1")
-        if sample_size < len(items):
-            keep = sampling.stratified_sample([i["stratum"] for i in items], [i["task_id"] for i in items],
-                                              sample_size, seed)
-            items = [items[i] for i in keep]
-    elif sample != RatingCampaign.Sample.ALL:
-        raise ContentCheckError(f"unknown sample kind {sample!r}")
-    else:
-        sample_size = None
+    items, sample_size = sampled_items(items, [i["stratum"] for i in items], sample, sample_size, seed,
+                                       error=ContentCheckError)
     for count in counts:
         count["sampled"] = sum(1 for i in items if i["condition"] == count["condition"])
     campaign = RatingCampaign.objects.create(

@@ -30,7 +30,7 @@ from django.utils import timezone
 from annotations import sampling
 from annotations.campaign_agreement import INLINE_BUDGET, bootstrap_settings
 from annotations.campaign_rows import insert_with_defaults, items_insert
-from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters
+from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters, sampled_items
 from annotations.core.pairwise import PairRating, balanced_sides, outcome, pairwise_payload
 from annotations.models import (
     FIRST_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem,
@@ -130,17 +130,8 @@ def pairwise_campaign_create(*, run: Run, name: str, conditions: list[str], rate
     items, counts = pair_candidates(run, pairs)
     if not items:
         raise PairwiseError("these pairs have no task where both answers differ: nothing to compare")
-    if sample == RatingCampaign.Sample.STRATIFIED:
-        if not sample_size or sample_size < 1:
-            raise PairwiseError("a stratified sample needs a size of at least 1")
-        if sample_size < len(items):
-            keep = sampling.stratified_sample([i["stratum"] for i in items], [i["task_id"] for i in items],
-                                              sample_size, seed)
-            items = [items[i] for i in keep]
-    elif sample != RatingCampaign.Sample.ALL:
-        raise PairwiseError(f"unknown sample kind {sample!r}")
-    else:
-        sample_size = None
+    items, sample_size = sampled_items(items, [i["stratum"] for i in items], sample, sample_size, seed,
+                                       error=PairwiseError)
     for count in counts:
         count["sampled"] = sum(1 for i in items if (i["x"], i["y"]) == (count["x"], count["y"]))
     used = {c for pair in pairs for c in pair}

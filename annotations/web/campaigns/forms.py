@@ -9,30 +9,46 @@ from experiments.web.bounded_input import INTEGER_COLUMN_MAX, BoundedIntegerFiel
 from experiments.web.text_input import StorableTextMixin
 
 
-class CampaignForm(StorableTextMixin, forms.Form):
+class NewCampaignForm(StorableTextMixin, forms.Form):
+    """What a new campaign of every kind asks: a name, its conditions (`conditions_of` the run) and sample,
+    the sample's seed, k and the raters. A kind declares its `conditions` and `sample` fields and says what
+    it rates (`unit`: item, pair) and what its seed fixes."""
+
+    unit = "item"
+    seed_fixes = "fixes the sample, who rates what and every queue's order"
+    field_order = ("name", "conditions", "sample", "sample_size", "seed", "ratings_per_item", "repeat_percent",
+                   "raters")
     name = forms.CharField(max_length=100)
-    conditions = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple,
-                                           help_text="the final answers of these conditions are rated")
-    sample = forms.ChoiceField(choices=RatingCampaign.Sample.choices, initial=RatingCampaign.Sample.ALL)
-    sample_size = BoundedIntegerField(required=False, min_value=1, max_value=INTEGER_COLUMN_MAX,
-                                      help_text="items in a stratified sample")
-    seed = BoundedIntegerField(initial=1, min_value=0, max_value=2**62,
-                               help_text="fixes the sample, who rates what and every queue's order")
-    ratings_per_item = BoundedIntegerField(initial=2, min_value=1, max_value=MAX_RATINGS_PER_ITEM,
-                                           label="Ratings per item (k)")
-    repeat_percent = BoundedIntegerField(
-        required=False, initial=10, min_value=0, max_value=MAX_REPEAT_PERCENT, label="Hidden repeats (% of each rater's items)",
-        help_text="shown to the same rater again later, never next to the first showing: the retest ceiling")
+    sample_size = BoundedIntegerField(required=False, min_value=1, max_value=INTEGER_COLUMN_MAX)
+    seed = BoundedIntegerField(initial=1, min_value=0, max_value=2**62)
+    ratings_per_item = BoundedIntegerField(initial=2, min_value=1, max_value=MAX_RATINGS_PER_ITEM)
     raters = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple,
                                        help_text="project members with the rater role")
 
+    def conditions_of(self, run) -> list[str]:
+        return list(run.protocol.conditions)
+
     def __init__(self, *args, run, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["conditions"].choices = [(c, c) for c in run.protocol.conditions]
-        self.fields["conditions"].initial = list(run.protocol.conditions)
+        self.fields["sample_size"].help_text = f"{self.unit}s in a stratified sample"
+        self.fields["seed"].help_text = self.seed_fixes
+        self.fields["ratings_per_item"].label = f"Ratings per {self.unit} (k)"
+        conditions = self.conditions_of(run)
+        self.fields["conditions"].choices = [(c, c) for c in conditions]
+        self.fields["conditions"].initial = conditions
         raters = (Membership.objects.filter(project=run.protocol.project, role=Role.RATER)
                   .select_related("user").order_by("user__username"))
         self.fields["raters"].choices = [(m.user.username, m.user.username) for m in raters]
+
+
+class CampaignForm(NewCampaignForm):
+    conditions = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple,
+                                           help_text="the final answers of these conditions are rated")
+    sample = forms.ChoiceField(choices=RatingCampaign.Sample.choices, initial=RatingCampaign.Sample.ALL)
+    repeat_percent = BoundedIntegerField(
+        required=False, initial=10, min_value=0, max_value=MAX_REPEAT_PERCENT,
+        label="Hidden repeats (% of each rater's items)",
+        help_text="shown to the same rater again later, never next to the first showing: the retest ceiling")
 
 
 class RaterForm(StorableTextMixin, forms.Form):

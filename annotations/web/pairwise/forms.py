@@ -2,33 +2,15 @@
 from django import forms
 
 from annotations.models import RatingCampaign
-from annotations.campaign_rules import MAX_RATINGS_PER_ITEM
-from experiments.models import Membership, Role
-from experiments.web.bounded_input import INTEGER_COLUMN_MAX, BoundedIntegerField
-from experiments.web.text_input import StorableTextMixin
+from annotations.web.campaigns.forms import NewCampaignForm
 
 
-class PairwiseForm(StorableTextMixin, forms.Form):
-    name = forms.CharField(max_length=100)
+class PairwiseForm(NewCampaignForm):
+    unit = "pair"
+    seed_fixes = "fixes the sample, who rates what, every queue's order and the sides"
     conditions = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple,
                                            help_text="every pair of these conditions is compared, task by task")
     sample = forms.ChoiceField(choices=[(RatingCampaign.Sample.ALL, "All pairs"),
                                         (RatingCampaign.Sample.STRATIFIED,
                                          "Seeded sample, stratified by condition pair, the judge's order and task")],
                                initial=RatingCampaign.Sample.ALL)
-    sample_size = BoundedIntegerField(required=False, min_value=1, max_value=INTEGER_COLUMN_MAX,
-                                      help_text="pair items in a stratified sample")
-    seed = BoundedIntegerField(initial=1, min_value=0, max_value=2**62,
-                               help_text="fixes the sample, who rates what, every queue's order and the sides")
-    ratings_per_item = BoundedIntegerField(initial=2, min_value=1, max_value=MAX_RATINGS_PER_ITEM,
-                                           label="Ratings per pair (k)")
-    raters = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple,
-                                       help_text="project members with the rater role")
-
-    def __init__(self, *args, run, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["conditions"].choices = [(c, c) for c in run.protocol.conditions]
-        self.fields["conditions"].initial = list(run.protocol.conditions)
-        raters = (Membership.objects.filter(project=run.protocol.project, role=Role.RATER)
-                  .select_related("user").order_by("user__username"))
-        self.fields["raters"].choices = [(m.user.username, m.user.username) for m in raters]
