@@ -80,7 +80,7 @@ def hand_matrix():
 def test_table_15_on_a_hand_computed_case(monkeypatch):
     monkeypatch.setattr(items, "grade_matrix", lambda run, keys: hand_matrix())
     run = SimpleNamespace(pk=5, protocol=SimpleNamespace(
-        conditions=list(CELLS), bootstrap={"seed": 3, "draws": 400}, cohort_id=9, seal={},
+        kind="interview", conditions=list(CELLS), bootstrap={"seed": 3, "draws": 400}, cohort_id=9, seal={},
         generator={"provider": "openai"}, judge={"provider": "openai"}))
     table = items.table15(None, [run])
     # Tasks 11-13 are graded in all four cells (people 7, 7, 8): means (1+2+0)/9, (1+1+0)/9, (2+3+1)/9, (3+2+1)/9.

@@ -3,7 +3,8 @@
 A key says everything ("memory(concrete,100w)+selection(3)"); a header needs a few words. The
 short name keeps every part that tells two registered conditions apart and drops the defaults:
 the concrete kind and 100 words of a memory, the one-shot workflow, a budget of B = |memory|,
-three candidates, and a seed. Pages show the short name with the key in a tooltip.
+three candidates, and a seed; a length control to another condition's median names that condition
+("length≈OwnWords"). Pages show the short name with the key in a tooltip.
 """
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ def short_name(key: str) -> str:
             pieces.append(name)
         elif name == "wrong-person":
             pieces.append("wrong person")
+        elif name == "length" and args.startswith("median:"):  # rewritten to about another's median length
+            pieces.append("length≈" + short_name(args.removeprefix("median:")))
         elif args.startswith("B="):
             pieces.append(_NAMES.get(name, name) + _budget(args))
         else:
