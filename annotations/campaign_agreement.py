@@ -166,22 +166,43 @@ def compute_results(inputs: dict) -> dict:
     return payload
 
 
-def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
-    payload = compute_results(inputs)
+def keep_results(campaign: RatingCampaign, payload: dict, sha: str) -> dict:
+    """Every campaign kind's cache: freshly computed numbers stored under the sha256 of their inputs."""
     payload.update(inputs_sha256=sha, computed_at=timezone.now().isoformat(timespec="seconds"))
     CampaignResult.objects.update_or_create(
         campaign=campaign, defaults={"inputs_sha256": sha, "payload": payload, "computed_at": timezone.now()})
     return payload
 
 
+def kept_results(campaign: RatingCampaign, sha: str) -> dict | None:
+    """The stored numbers when they were computed from inputs of this sha256, else None."""
+    stored = CampaignResult.objects.filter(campaign=campaign, inputs_sha256=sha).first()
+    return None if stored is None else stored.payload
+
+
+def results_for_page_of(campaign: RatingCampaign, sha: str, *, work: int, compute, enqueue,
+                        shows=lambda payload: True) -> tuple[dict | None, bool]:
+    """Every campaign kind's (payload, current) for a page: the stored numbers when current; else, when
+    `work` is above INLINE_BUDGET and `enqueue(campaign_id, sha)` hands it to the queue, the last
+    stored numbers (if `shows` them: a payload of this kind) while new ones are computed; else
+    `compute()` here, as for small campaigns (enqueue False: no queue answers)."""
+    stored = CampaignResult.objects.filter(campaign=campaign).first()
+    if stored is not None and stored.inputs_sha256 == sha:
+        return stored.payload, True
+    if work > INLINE_BUDGET and enqueue(campaign.pk, sha):
+        return (stored.payload if stored is not None and shows(stored.payload) else None), False
+    return compute(), True
+
+
+def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
+    return keep_results(campaign, compute_results(inputs), sha)
+
+
 def campaign_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
     """The campaign's result payload, computed now unless the stored one has the same inputs."""
     inputs, sha = results_inputs(campaign)
-    if use_cache:
-        stored = CampaignResult.objects.filter(campaign=campaign, inputs_sha256=sha).first()
-        if stored is not None:
-            return stored.payload
-    return results_store(campaign, inputs, sha)
+    kept = kept_results(campaign, sha) if use_cache else None
+    return kept if kept is not None else results_store(campaign, inputs, sha)
 
 
 def results_cost(inputs: dict) -> int:
@@ -197,9 +218,5 @@ def results_for_page(campaign: RatingCampaign, *, enqueue) -> tuple[dict | None,
     queue answers; then the numbers are computed here, as for small campaigns.
     """
     inputs, sha = results_inputs(campaign)
-    stored = CampaignResult.objects.filter(campaign=campaign).first()
-    if stored is not None and stored.inputs_sha256 == sha:
-        return stored.payload, True
-    if results_cost(inputs) > INLINE_BUDGET and enqueue(campaign.pk, sha):
-        return (stored.payload if stored else None), False
-    return results_store(campaign, inputs, sha), True
+    return results_for_page_of(campaign, sha, work=results_cost(inputs), enqueue=enqueue,
+                               compute=lambda: results_store(campaign, inputs, sha))

@@ -28,17 +28,18 @@ from __future__ import annotations
 
 import numpy as np
 from django.db import transaction
-from django.utils import timezone
 
 from annotations import sampling
-from annotations.campaign_agreement import INLINE_BUDGET, bootstrap_settings, rater_labels
+from annotations.campaign_agreement import (
+    bootstrap_settings, keep_results, kept_results, rater_labels, results_for_page_of,
+)
 from annotations.campaign_rows import insert_with_defaults, items_insert
 from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters, sampled_items
 from annotations.core.content_check import (
     RULES, ContentRating, agreement, kept_items, restricted_contrast, shares,
 )
 from annotations.models import (
-    FIRST_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign,
+    FIRST_SHOWING, Assignment, CampaignRater, HumanGrade, RatingCampaign,
 )
 from experiments.analysis.grades import grade_matrix
 from experiments.core.canonical import canonical_json, sha256_text
@@ -271,32 +272,21 @@ def content_check_payload(inputs: dict) -> dict:
 
 
 def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
-    payload = content_check_payload(inputs)
-    payload.update(pairs=inputs["pairs"], inputs_sha256=sha, computed_at=timezone.now().isoformat(timespec="seconds"))
-    CampaignResult.objects.update_or_create(
-        campaign=campaign, defaults={"inputs_sha256": sha, "payload": payload, "computed_at": timezone.now()})
-    return payload
+    return keep_results(campaign, {**content_check_payload(inputs), "pairs": inputs["pairs"]}, sha)
 
 
 def content_check_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
     """The campaign's numbers, stored under the sha256 of the inputs."""
     inputs, sha = results_inputs(campaign)
-    if use_cache:
-        stored = CampaignResult.objects.filter(campaign=campaign, inputs_sha256=sha).first()
-        if stored is not None:
-            return stored.payload
-    return results_store(campaign, inputs, sha)
+    kept = kept_results(campaign, sha) if use_cache else None
+    return kept if kept is not None else results_store(campaign, inputs, sha)
 
 
 def content_check_results_for_page(campaign: RatingCampaign, *, enqueue) -> tuple[dict | None, bool]:
     """(payload, current), as `campaign_agreement.results_for_page`: a large campaign's numbers go to the
     `analysis` queue (draws × (ratings + graded tasks × contrast versions) above INLINE_BUDGET)."""
     inputs, sha = results_inputs(campaign)
-    stored = CampaignResult.objects.filter(campaign=campaign).first()
-    if stored is not None and stored.inputs_sha256 == sha:
-        return stored.payload, True
     tasks = len(inputs["matrix"].task_ids) if inputs["matrix"] is not None else 0
     work = inputs["bootstrap"]["draws"] * (len(inputs["rows"]) + tasks * len(inputs["contrasts"]) * (2 + len(RULES)))
-    if work > INLINE_BUDGET and enqueue(campaign.pk, sha):
-        return (stored.payload if stored is not None and "shares" in stored.payload else None), False
-    return results_store(campaign, inputs, sha), True
+    return results_for_page_of(campaign, sha, work=work, enqueue=enqueue, shows=lambda payload: "shares" in payload,
+                               compute=lambda: results_store(campaign, inputs, sha))

@@ -25,15 +25,14 @@ from django.contrib.postgres.aggregates import StringAgg
 from django.db import transaction
 from django.db.models import TextField, Value
 from django.db.models.functions import MD5, Cast, Concat
-from django.utils import timezone
 
 from annotations import sampling
-from annotations.campaign_agreement import INLINE_BUDGET, bootstrap_settings
+from annotations.campaign_agreement import bootstrap_settings, keep_results, kept_results, results_for_page_of
 from annotations.campaign_rows import insert_with_defaults, items_insert
 from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters, sampled_items
 from annotations.core.pairwise import PairRating, balanced_sides, outcome, pairwise_payload
 from annotations.models import (
-    FIRST_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem,
+    FIRST_SHOWING, Assignment, CampaignRater, HumanGrade, RatingCampaign, RatingItem,
 )
 from experiments.analysis.pairwise_verdicts import order_keys, stand_in, verdicts
 from experiments.core.canonical import canonical_json, sha256_text
@@ -253,11 +252,9 @@ def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
     seed, draws = inputs["bootstrap"]["seed"], inputs["bootstrap"]["draws"]
     payload = pairwise_payload(inputs["rows"], inputs["conditions"], seed=seed, draws=draws)
     judge = inputs["llm_judge"]
-    payload.update(pairs=inputs["pairs"], inputs_sha256=sha, computed_at=timezone.now().isoformat(timespec="seconds"),
+    payload.update(pairs=inputs["pairs"],
                    llm_judge=judge and judge_payload(campaign, judge, inputs["rows"], seed=seed, draws=draws))
-    CampaignResult.objects.update_or_create(
-        campaign=campaign, defaults={"inputs_sha256": sha, "payload": payload, "computed_at": timezone.now()})
-    return payload
+    return keep_results(campaign, payload, sha)
 
 
 def pairwise_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
@@ -265,11 +262,8 @@ def pairwise_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dic
     counts of identical and missing answers and the LLM judge's numbers (`judge_payload`, None
     without a finished pairwise-judge run); stored under the sha256 of the inputs."""
     inputs, sha = results_inputs(campaign)
-    if use_cache:
-        stored = CampaignResult.objects.filter(campaign=campaign, inputs_sha256=sha).first()
-        if stored is not None:
-            return stored.payload
-    return results_store(campaign, inputs, sha)
+    kept = kept_results(campaign, sha) if use_cache else None
+    return kept if kept is not None else results_store(campaign, inputs, sha)
 
 
 def pairwise_results_for_page(campaign: RatingCampaign, *, enqueue) -> tuple[dict | None, bool]:
@@ -277,11 +271,8 @@ def pairwise_results_for_page(campaign: RatingCampaign, *, enqueue) -> tuple[dic
     (draws × (ratings + the items the judge's numbers cover) above INLINE_BUDGET) go to the
     `analysis` queue, the last ones shown meanwhile."""
     inputs, sha = results_inputs(campaign)
-    stored = CampaignResult.objects.filter(campaign=campaign).first()
-    if stored is not None and stored.inputs_sha256 == sha:
-        return stored.payload, True
     judged = sum(p.get("sampled", p["items"]) for p in campaign.pairs) if inputs["llm_judge"] else 0
     work = inputs["bootstrap"]["draws"] * max(len(inputs["rows"]) + judged, 1)
-    if work > INLINE_BUDGET and enqueue(campaign.pk, sha):
-        return (stored.payload if stored is not None and "win_rates" in stored.payload else None), False
-    return results_store(campaign, inputs, sha), True
+    return results_for_page_of(campaign, sha, work=work, enqueue=enqueue,
+                               shows=lambda payload: "win_rates" in payload,
+                               compute=lambda: results_store(campaign, inputs, sha))

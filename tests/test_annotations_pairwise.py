@@ -411,7 +411,7 @@ def test_a_large_campaign_is_computed_on_the_queue(pairwise, monkeypatch):
     user = pairwise.raters.get(user__username="rater-a").user
     rating_record(campaign=pairwise, user=user, assignment_id=rater_item(pairwise, user)["item"]["assignment"],
                   grade=None, preference="tie")
-    monkeypatch.setattr("annotations.pairwise.INLINE_BUDGET", 0)
+    monkeypatch.setattr("annotations.campaign_agreement.INLINE_BUDGET", 0)  # the one budget of every kind
     queued = []
     data, current = pairwise_results_for_page(pairwise, enqueue=lambda pk, sha: queued.append(pk) or True)
     assert (data, current, queued) == (None, False, [pairwise.pk])
