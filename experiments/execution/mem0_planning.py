@@ -24,6 +24,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from experiments.analysis.journal_reads import settled_calls
 from experiments.core.canonical import sha256_text
 from experiments.core.conditions import CONDITIONS, MEM0, get_condition
 from experiments.core.evidence import RankedMemories
@@ -75,7 +76,8 @@ def _answers(run: Run) -> dict[int, tuple[Slot, str | None]]:
     """session id -> (its extraction slot, the journal's answer text or None when not usable)."""
     slots = {slot.pk: slot for slot in Slot.objects.filter(run=run, phase=Phase.MEMORIES,
                                                           key__startswith=Mem0Key.prefix())}
-    texts = dict(ModelCall.objects.filter(slot_id__in=slots, outcome=ModelCall.Outcome.OK).values_list("slot_id", "text"))
+    # The settling call of each slot (its last completed attempt), never a late receipt of an earlier one.
+    texts = dict(settled_calls(ModelCall.objects.filter(slot_id__in=slots)).values_list("slot_id", "text"))
     return {
         slot.session_id: (slot, texts.get(slot.pk) if slot.status == Slot.Status.OK else None)
         for slot in slots.values()

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from experiments.analysis.grades import store_scores
+from experiments.analysis.journal_reads import settled_calls
 from experiments.core.assembly import TaskInput, assemble, assemble_archive_queries, assemble_memory_request, judge_assembler
 from experiments.core.candidates import display_key
 from experiments.core.canonical import sha256_text
@@ -305,10 +306,10 @@ def plan_decisions(run: Run) -> None:
 
 
 def _archive_replies(run: Run) -> dict[str, str]:
-    """The text of every archive-query call that completed: slot key → the reply as received."""
-    return dict(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION,
-                                         slot__key__startswith=ArchiveKey.prefix(),
-                                         slot__status=Slot.Status.OK, outcome=ModelCall.Outcome.OK)
+    """Slot key → the reply of the archive-query call that settled it (`journal_reads.settled_calls`:
+    its last completed attempt, never a late receipt of an earlier one)."""
+    return dict(settled_calls(ModelCall.objects.filter(slot__run=run, slot__phase=Phase.GENERATION,
+                                                       slot__key__startswith=ArchiveKey.prefix()))
                 .values_list("slot__key", "text"))
 
 
