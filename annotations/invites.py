@@ -41,6 +41,11 @@ class InviteError(ValueError):
     """Something the person can act on; the message says what. Nothing was written."""
 
 
+class UsernameTaken(InviteError):
+    """The new account's name was taken between the page's check and the insert: an answer about
+    which accounts exist, so the page counts it as its own "taken" answers are counted."""
+
+
 @dataclass(frozen=True)
 class NewInvite:
     """An invite just made and its token: the only moment the token exists outside the link."""
@@ -155,7 +160,7 @@ def _accept(token, user, new_username, new_password, path):
                 user = get_user_model().objects.create_user(username=new_username, password=new_password,
                                                             email=invite.email)
         except IntegrityError:  # taken between the page's check and this insert
-            raise InviteError(f"the username {new_username!r} is taken; choose another") from None
+            raise UsernameTaken(f"the username {new_username!r} is taken; choose another") from None
     membership = Membership.objects.select_for_update().filter(project=project, user=user).first()
     if membership is not None and membership.role != Role.RATER:
         raise InviteError(f"{user.get_username()} is {membership.get_role_display().lower()} in {project.name}; an "

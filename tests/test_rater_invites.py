@@ -462,3 +462,16 @@ def test_the_owners_csvs_neutralise_formulas_in_addresses_and_usernames(client, 
     User.objects.filter(username="rater-a").update(username="+1+1")
     codes = client.get(f"/p/{campaign.project.slug}/ratings/{campaign.pk}/completion-codes.csv").content.decode()
     assert "'+1+1" in codes and '"+1+1' not in codes
+
+
+def test_a_name_taken_after_the_forms_check_counts_like_the_forms_taken_answer(client, cast, campaign, monkeypatch):
+    made = invite_create(campaign=campaign, by=cast["owner"])
+    # Every name passes the form's check, as when another request creates it in between: the insert refuses.
+    monkeypatch.setattr("annotations.web.invites.forms.AcceptNewForm.clean_username",
+                        lambda form: form.cleaned_data["username"])
+    names = list(User.objects.order_by("pk").values_list("username", flat=True)[:settings.AXES_FAILURE_LIMIT])
+    raced = [new_account(client, made.token, name) for name in names]
+    assert [r.status_code for r in raced[:-1]] == [409] * (settings.AXES_FAILURE_LIMIT - 1)
+    assert "is taken" in raced[0].content.decode() and raced[-1].status_code == 429
+    assert new_account(client, made.token, "free-name").status_code == 429
+    assert not User.objects.filter(username="free-name").exists() and RaterInvite.objects.get().used_at is None

@@ -6,7 +6,8 @@ one (username and password). Both are throttled like the login page, by django-a
 counters and limits: the existing-account form signs in through `authenticate`, whose failures
 axes counts; a (username, address) pair axes has locked out is refused on either form (HTTP 429)
 before anything is checked. "This username is taken" tells whether an account exists, so each such
-answer counts as a failed attempt of the invite itself (axes' counters under the name "invite N"):
+answer counts as a failed attempt of the invite itself (axes' counters under the name "invite N"),
+the form's check and a name taken between that check and the insert alike:
 a link holder can ask AXES_FAILURE_LIMIT times from one address, then waits out the same cool-off.
 A used, expired, revoked or unknown link answers with what happened and changes nothing.
 """
@@ -20,7 +21,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from annotations.invites import (
-    STATE_MESSAGES, UNKNOWN_MESSAGE, InviteError, OPEN, invite_accept, invite_by_token, invite_state,
+    STATE_MESSAGES, UNKNOWN_MESSAGE, InviteError, OPEN, UsernameTaken, invite_accept, invite_by_token,
+    invite_state,
 )
 from annotations.web.invites.forms import USERNAME_TAKEN, AcceptLoginForm, AcceptNewForm
 
@@ -45,6 +47,12 @@ def _locked_out(request, context):
                              "lockout_minutes": minutes}, status=429)
 
 
+def _count_taken(request, probes) -> bool:
+    """One failed attempt of the link (a "this username is taken" answer); True when that locks it."""
+    user_login_failed.send(sender=AcceptNewForm, credentials=probes, request=request)
+    return getattr(request, "axes_locked_out", False)
+
+
 @never_cache
 @require_http_methods(["GET", "POST"])
 def invite_accept_view(request, token):
@@ -66,10 +74,8 @@ def invite_accept_view(request, token):
             mode == NEW and not AxesProxyHandler.is_allowed(request, probes)):
         return _locked_out(request, context)
     if not form.is_valid():
-        if mode == NEW and form.has_error("username", code=USERNAME_TAKEN):
-            user_login_failed.send(sender=AcceptNewForm, credentials=probes, request=request)
-            if getattr(request, "axes_locked_out", False):
-                return _locked_out(request, context)
+        if mode == NEW and form.has_error("username", code=USERNAME_TAKEN) and _count_taken(request, probes):
+            return _locked_out(request, context)
         return _render(request, context, status=400)
     data = form.cleaned_data
     if mode == NEW:
@@ -84,6 +90,10 @@ def invite_accept_view(request, token):
         kwargs = {"user": user}
     try:
         user, campaign = invite_accept(token=token, path=request.get_full_path(), **kwargs)
+    except UsernameTaken as e:  # taken since the form's check: counted like the form's own answer
+        if _count_taken(request, probes):
+            return _locked_out(request, context)
+        return _render(request, {**context, "refusal": str(e)}, status=409)
     except InviteError as e:
         return _render(request, {**context, "refusal": str(e)}, status=409)
     login(request, user, backend=MODEL_BACKEND)
