@@ -13,28 +13,27 @@ rater was shown X on to "x", "y" or "tie"; everything after works on those outco
   the three use the same seed, so the same resampled people.
 * `bradley_terry`: one scale across conditions, ties counted as half a win for each side (not
   Davidson's tie parameter), fitted to the maximum-likelihood strengths by Newton steps (Hunter's
-  MM iteration where they fall short);
-  reported as log-strengths centred to mean zero. Its interval resamples whole people with the
-  same generator and draws as `paired_bootstrap` (one PCG64(seed) stream, blocks of 2,000,
-  linear percentiles) and refits each draw (Newton steps from the estimate, MM where they fall
-  short); a draw whose comparisons do not connect every condition both ways (the likelihood
-  has no maximum) is left out and counted.
+  MM iteration where they fall short); reported as log-strengths centred to mean zero. Its interval
+  resamples whole people with the same generator and draws as `paired_bootstrap` (one PCG64(seed)
+  stream, blocks of 2,000, linear percentiles) and refits each draw (Newton steps from the estimate,
+  MM where they fall short); a draw whose comparisons do not connect every condition both ways (the
+  likelihood has no maximum) is left out and counted.
 * `judge_order_agreement`: among ratings of pairs the judge graded differently (0–3), the share
   where the person preferred the answer the judge graded higher; human ties count as not
   agreeing and are reported apart. Pairs the judge tied are counted, not scored.
 
 All three resample with one seed, so `pairwise_payload` serves them from one pass over the
-stream (`shared_draws.resample`: each block drawn once for everything with as many people).
+stream (`shared_draws.resample`: each piece of draws drawn once for everything with as many people).
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 import numpy as np
 
-from experiments.core.stats.shared_draws import Columns, DrawnSums, resample
+from experiments.core.stats.shared_draws import BLOCK, Columns, DrawnSums, resample
 
 PREFERENCES = ("a", "b", "tie")
 OUTCOMES = ("x", "y", "tie")
@@ -254,19 +253,25 @@ def _fit(w: np.ndarray) -> np.ndarray:
 
 class _Refits:
     """The Bradley–Terry bootstrap: each block's draws' win matrices (from the resampling counts),
-    those that link every condition refitted from the estimate, the others counted as dropped."""
+    those that link every condition refitted from the estimate, the others counted as dropped. Draws
+    come in pieces; a block is refitted once complete (its refit stops when all its draws converge)."""
 
-    def __init__(self, per_person: np.ndarray, theta: np.ndarray):
+    def __init__(self, per_person: np.ndarray, theta: np.ndarray, draws: int):
         self.n_people, n, _ = per_person.shape
         # Win counts are halves: each draw's sums are exact (`shared_draws.order_free`).
         self.drawn = DrawnSums(per_person.reshape(self.n_people, n * n))
-        self.theta = theta
+        self.theta, self.draws = theta, draws
+        self.block = np.empty((min(BLOCK, draws), n, n))
         self.replicates: list[np.ndarray] = []
         self.dropped = 0
 
     def take(self, start: int, idx: np.ndarray) -> None:
-        n = len(self.theta)
-        w = self.drawn(idx).reshape(len(idx), n, n)
+        first, n = start - start % BLOCK, len(self.theta)  # the block's first draw
+        self.block[start - first:start - first + len(idx)] = self.drawn(idx).reshape(len(idx), n, n)
+        if start + len(idx) == min(first + BLOCK, self.draws):
+            self.fit(self.block[:start + len(idx) - first])
+
+    def fit(self, w: np.ndarray) -> None:
         ok = _connected(w)
         self.dropped += int((~ok).sum())
         if ok.any():
@@ -295,7 +300,7 @@ def _bt_start(ratings: Sequence[PairRating], conditions: Sequence[str], *, seed:
     for j, row in enumerate(out["conditions"]):
         row["theta"] = float(theta[j])
     out["estimable"] = True
-    return out, _Refits(per_person, theta)
+    return out, _Refits(per_person, theta, draws)
 
 
 def _bt_done(out: dict, refits: _Refits | None, level: float = 0.95) -> dict:

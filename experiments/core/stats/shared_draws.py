@@ -15,21 +15,23 @@ exactly, so no order of adding rounds (`order_free`): such columns are summed as
 packed side by side in one int64 word (`DrawnSums`), and give the very same doubles. Any other
 column (thirds, fifths) is gathered and summed as `paired_bootstrap` sums it.
 
+The indices come from `index_streams`: the stream of every number of people from one pass over
+PCG64(seed)'s output, a cache-sized piece of whole draws at a time (`Resampled.take`).
+
 In the core's statistics (not in `annotations.core`) because the LLM pairwise judge's numbers
 (`experiments.core.pairwise_judge`) use it too, and experiments never import annotations.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator, Protocol, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
 import numpy as np
 
 from experiments.core.stats.arguments import bootstrap_tails
+from experiments.core.stats.index_streams import BLOCK, IndexStream, each_piece
 
-BLOCK = 2_000  # paired_bootstrap's block: the blocks' sizes fix the stream of indices
 MANTISSA_BITS = 53
-STREAMS_AT_ONCE = 2  # threads drawing streams of different sizes
 
 
 class Resampled(Protocol):
@@ -38,7 +40,8 @@ class Resampled(Protocol):
     n_people: int
 
     def take(self, start: int, idx: np.ndarray) -> None:
-        """Draws start … start + len(idx): idx (draws × n_people) the people drawn."""
+        """Draws start … start + len(idx): idx (draws × n_people) the people drawn, valid only
+        during the call. Pieces come in order and never straddle one of paired_bootstrap's blocks."""
 
 
 def order_free(values: np.ndarray, n_people: int) -> int | None:
@@ -56,28 +59,29 @@ def order_free(values: np.ndarray, n_people: int) -> int | None:
 
 
 def blocks(n_people: int, *, seed: int, draws: int) -> Iterator[tuple[int, np.ndarray]]:
-    """paired_bootstrap's indices, block by block from a fresh PCG64(seed): (start, idx)."""
+    """paired_bootstrap's indices, block by block from a fresh PCG64(seed): (start, idx). The
+    reference `resample`'s streams are tested against."""
     rng = np.random.Generator(np.random.PCG64(seed))
     for start in range(0, draws, BLOCK):
         yield start, rng.integers(0, n_people, size=(min(BLOCK, draws - start), n_people))
 
 
 def resample(consumers: Sequence[Resampled], *, seed: int, draws: int) -> None:
-    """One pass over paired_bootstrap's stream per number of people, every block to every consumer
-    with as many people. Streams of different sizes are independent: two run at once (NumPy
-    draws, gathers and sums without holding the interpreter lock)."""
+    """paired_bootstrap's stream of draws of each number of people, every piece of it to every
+    consumer with as many people (`index_streams.each_piece`: one pass over PCG64(seed) for all)."""
     if draws < 1:
         raise ValueError("draws and block must be positive")
 
-    def stream(n_people: int) -> None:
-        same = [c for c in consumers if c.n_people == n_people]
-        for start, idx in blocks(n_people, seed=seed, draws=draws):
+    def handing(same: list) -> Callable[[int, np.ndarray], None]:
+        def take(start: int, idx: np.ndarray) -> None:
             for c in same:
                 c.take(start, idx)
+        return take
 
-    with ThreadPoolExecutor(STREAMS_AT_ONCE) as pool:
-        for done in [pool.submit(stream, n) for n in sorted({c.n_people for c in consumers}, reverse=True)]:
-            done.result()
+    # The largest first: with two threads, the longest streams do not come last.
+    sizes = sorted({c.n_people for c in consumers}, reverse=True)
+    each_piece([IndexStream(n, draws, handing([c for c in consumers if c.n_people == n])) for n in sizes],
+               seed=seed)
 
 
 def packed_words(columns: np.ndarray, n_people: int) -> tuple[list[np.ndarray], list[tuple[int, int, int]]]:
@@ -112,17 +116,29 @@ class DrawnSums:
         self.exact = [j for j, e in enumerate(exponents) if e is not None and self.sums[:, j].min(initial=0) >= 0]
         shifts = np.array([exponents[j] for j in self.exact], dtype=int)
         self.words, self.fields = packed_words(np.ldexp(self.sums[:, self.exact], shifts), n)
-        self.scale = [2.0 ** -exponents[j] for j in self.exact]
+        self.scale = np.array([2.0 ** -exponents[j] for j in self.exact])
+        # Each exact column's field, as arrays: all of them unpacked by one operation per step.
+        self.field_word, self.field_shift, self.field_mask = (
+            np.array(part, dtype=np.int64).reshape(-1) for part in zip(*self.fields)) if self.fields else (
+            np.zeros(0, dtype=np.int64),) * 3
         self.alone = [j for j in range(self.sums.shape[1]) if j not in self.exact]
+        self.gathered = np.empty(0, dtype=np.int64)
 
     def __call__(self, idx: np.ndarray) -> np.ndarray:
         out = np.empty((len(idx), self.sums.shape[1]))
-        # mode="clip": every index is in range, and numpy's bounds check costs more than the gather.
-        totals = [np.take(word, idx, mode="clip").sum(1) for word in self.words]
-        for j, scale, (word, shift, mask) in zip(self.exact, self.scale, self.fields):
-            out[:, j] = ((totals[word] >> shift) & mask) * scale  # the exact sum, a double exactly
+        # Gathered into one reused array: a piece of draws stays in the cache from gather to sum.
+        if self.gathered.size < idx.size:
+            self.gathered = np.empty(idx.size, dtype=np.int64)
+        words = self.gathered[:idx.size].reshape(idx.shape)
+        floats = words.view(float)
+        totals = np.empty((len(idx), len(self.words)), dtype=np.int64)
+        for k, word in enumerate(self.words):
+            # mode="clip": every index is in range, and numpy's bounds check costs more than the gather.
+            np.add.reduce(np.take(word, idx, mode="clip", out=words), axis=1, out=totals[:, k])
+        if self.exact:  # each exact sum, a double exactly
+            out[:, self.exact] = ((totals[:, self.field_word] >> self.field_shift) & self.field_mask) * self.scale
         for j in self.alone:
-            out[:, j] = np.take(self.sums[:, j], idx, mode="clip").sum(1)
+            out[:, j] = np.take(self.sums[:, j], idx, mode="clip", out=floats).sum(1)
         return out
 
 
