@@ -162,17 +162,6 @@
     }
   });
 
-  // A table that scrolls sideways on its own (a wide one on a narrow screen, site.css) is made
-  // focusable, so that it can be scrolled from the keyboard (WCAG 2.1.1); one that fits is not a tab stop.
-  function focusableScrollers() {
-    document.querySelectorAll("main table").forEach(function (table) {
-      if (table.scrollWidth > table.clientWidth) table.tabIndex = 0;
-      else table.removeAttribute("tabindex");
-    });
-  }
-  window.addEventListener("resize", focusableScrollers, { passive: true });
-
-  function ready() { focusableScrollers(); start(); }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready);
-  else ready();
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();
