@@ -94,3 +94,21 @@ def test_both_on_one_pass_equal_each_on_its_own():
     judged, ratings = seeded_case(4)
     assert judge_rows_and_agreement(judged, ratings, seed=8, draws=2_000) == (
         judge_rows(judged, seed=8, draws=2_000), human_agreement(ratings, judged, seed=8, draws=2_000))
+
+
+def test_the_judge_on_the_peoples_pass_equals_each_on_its_own():
+    """`JudgeNumbers` resampled on `pairwise_payload`'s pass (`also`): both sets of numbers are, bit
+    for bit, what each gives on a pass of its own (the pairs' groups have the same people)."""
+    from annotations.core.pairwise import PairRating, pairwise_payload
+    from experiments.core.pairwise_judge import JudgeNumbers
+
+    judged, ratings = seeded_case(5)
+    pairs = list(dict.fromkeys((r.x, r.y) for r in ratings))
+    rows = [PairRating(item=1_000 * pairs.index((r.x, r.y)) + r.task, person=r.person, x=r.x, y=r.y,
+                       outcome=r.outcome, judge_x=r.task % 4, judge_y=1) for r in ratings]
+    conditions = ["c0", "c1", "c2", "c3"]
+    for draws in (1, 2_001):
+        both = JudgeNumbers(judged, ratings, draws=draws)
+        together = pairwise_payload(rows, conditions, seed=9, draws=draws, also=both.consumers)
+        assert together == pairwise_payload(rows, conditions, seed=9, draws=draws)
+        assert both.results() == judge_rows_and_agreement(judged, ratings, seed=9, draws=draws)

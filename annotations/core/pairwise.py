@@ -316,12 +316,9 @@ def _bt_done(out: dict, refits: _Refits | None, level: float = 0.95) -> dict:
 
 def bradley_terry(ratings: Sequence[PairRating], conditions: Sequence[str], *, seed: int, draws: int,
                   level: float = 0.95) -> dict:
-    """Centred log-strengths per condition with whole-person intervals (see the module docstring).
-
-    {"conditions": [{condition, theta, lo, hi}], "estimable", "reason", "draws", "seed",
-    "dropped_draws", "people"}. Not estimable (theta None) when the observed comparisons do not
-    connect every condition both ways.
-    """
+    """Centred log-strengths per condition with whole-person intervals (see the module docstring):
+    {"conditions": [{condition, theta, lo, hi}], "estimable", "reason", "draws", "seed", "dropped_draws",
+    "people"}. Not estimable (theta None) when the observed comparisons do not connect every condition both ways."""
     out, refits = _bt_start(ratings, conditions, seed=seed, draws=draws)
     if refits is not None:
         resample([refits], seed=seed, draws=draws)
@@ -369,14 +366,16 @@ def judge_order_agreement(ratings: Sequence[PairRating], *, seed: int, draws: in
     return out
 
 
-def pairwise_payload(ratings: Sequence[PairRating], conditions: Sequence[str], *, seed: int, draws: int) -> dict:
+def pairwise_payload(ratings: Sequence[PairRating], conditions: Sequence[str], *, seed: int, draws: int,
+                     also: Sequence = ()) -> dict:
     """Every number of a pairwise campaign's results page (no text): `win_rates`, `bradley_terry`
     and `judge_order_agreement`, the same numbers, with one pass over the stream of draws for all
-    three (they resample with the same seed, so groups of as many people draw the same people)."""
+    three (they resample with the same seed, so groups of as many people draw the same people), and
+    for `also`, other numbers' consumers of the same seed and draws (`pairwise_judge.JudgeNumbers`)."""
     win, win_groups = _win_rate_groups(ratings, draws)
     bt, refits = _bt_start(ratings, conditions, seed=seed, draws=draws)
     judge, shares = _judge_start(ratings, draws)
-    resample([*win_groups, *[c for c in (refits, shares) if c is not None]], seed=seed, draws=draws)
+    resample([*win_groups, *[c for c in (refits, shares) if c is not None], *also], seed=seed, draws=draws)
     if shares is not None:
         judge["share"] = shares.intervals()["share"]
     return {"seed": int(seed), "draws": int(draws), "ratings": len(ratings),

@@ -33,7 +33,7 @@ from typing import Hashable, Sequence
 import numpy as np
 
 from experiments.core.parsers import PAIRWISE_VERDICTS
-from experiments.core.stats.shared_draws import shared_intervals_many
+from experiments.core.stats.shared_draws import IntervalGroups, resample
 
 OUTCOMES = ("x", "y", "tie")
 JUDGE_GROUPS = 3  # groups of tasks of a judge row: usable verdicts, decisive ones, both orders usable
@@ -74,14 +74,29 @@ def combined(pair: JudgedPair) -> str | None:
     return "x" if net > 0 else "y" if net < 0 else "tie"
 
 
+class JudgeIntervals:
+    """For each (person, {name: values}) group: {name: {estimate, lo, hi}}, each `paired_bootstrap`'s
+    numbers exactly (`shared_draws.IntervalGroups`: groups with as many people share their draws); a
+    group without tasks gives None for each name. In two steps, so that the draws can share a pass
+    with other numbers of the same seed and draws: `consumers` (to `resample`), then `intervals()`."""
+
+    def __init__(self, groups: list[tuple[list, dict[str, list[float]]]], *, draws: int):
+        self.groups = groups
+        self.filled = IntervalGroups([(person, columns) for person, columns in groups if person], draws=draws)
+        self.consumers = self.filled.consumers
+
+    def intervals(self) -> list[dict[str, dict | None]]:
+        computed = iter(self.filled.intervals())
+        return [next(computed) if person else dict.fromkeys(columns) for person, columns in self.groups]
+
+
 def _intervals(groups: list[tuple[list, dict[str, list[float]]]], *, seed: int,
                draws: int) -> list[dict[str, dict | None]]:
-    """For each (person, {name: values}) group: {name: {estimate, lo, hi}}, each `paired_bootstrap`'s
-    numbers exactly (`shared_intervals_many`: groups with as many people share one stream of draws);
-    a group without tasks gives None for each name."""
-    filled = [(person, columns) for person, columns in groups if person]
-    computed = iter(shared_intervals_many(filled, seed=seed, draws=draws) if filled else [])
-    return [next(computed) if person else dict.fromkeys(columns) for person, columns in groups]
+    """`JudgeIntervals`' numbers, on a pass of their own (none without a group with tasks)."""
+    intervals = JudgeIntervals(groups, draws=draws)
+    if intervals.consumers:
+        resample(intervals.consumers, seed=seed, draws=draws)
+    return intervals.intervals()
 
 
 def _by_pair(pairs: Sequence[JudgedPair]) -> dict[tuple[str, str], list[JudgedPair]]:
@@ -110,11 +125,28 @@ def judge_rows_and_agreement(pairs: Sequence[JudgedPair], ratings: Sequence[Huma
                              draws: int) -> tuple[list[dict], list[dict]]:
     """(`judge_rows`, `human_agreement`) with every interval of both on one pass over the draws per
     number of people (the agreement's tasks are mostly the judge's: the same people, the same stream)."""
-    rows, groups = _judge_parts(pairs)
-    agreement, agreement_groups = _agreement_parts(ratings, pairs)
-    intervals = _intervals(groups + agreement_groups, seed=seed, draws=draws)
-    return (_filled(rows, intervals[:len(groups)], JUDGE_GROUPS),
-            _filled(agreement, intervals[len(groups):], 1))
+    both = JudgeNumbers(pairs, ratings, draws=draws)
+    if both.consumers:
+        resample(both.consumers, seed=seed, draws=draws)
+    return both.results()
+
+
+class JudgeNumbers:
+    """`judge_rows_and_agreement` in two steps, so that its draws can share a pass over the stream with
+    other numbers of the same seed and draws (the people's own): `consumers` (to
+    `shared_draws.resample`), then `results()`."""
+
+    def __init__(self, pairs: Sequence[JudgedPair], ratings: Sequence[HumanPreference], *, draws: int):
+        self.rows, groups = _judge_parts(pairs)
+        self.agreement, agreement_groups = _agreement_parts(ratings, pairs)
+        self.split = len(groups)
+        self.intervals = JudgeIntervals(groups + agreement_groups, draws=draws)
+        self.consumers = self.intervals.consumers
+
+    def results(self) -> tuple[list[dict], list[dict]]:
+        intervals = self.intervals.intervals()
+        return (_filled(self.rows, intervals[:self.split], JUDGE_GROUPS),
+                _filled(self.agreement, intervals[self.split:], 1))
 
 
 def _judge_parts(pairs: Sequence[JudgedPair]) -> tuple[list[dict], list[tuple]]:

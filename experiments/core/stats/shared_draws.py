@@ -178,14 +178,26 @@ def shared_intervals_many(groups: Sequence[tuple], *, seed: int, draws: int) -> 
     Exactly `paired_bootstrap`'s numbers (task weighting, blocks of BLOCK, central 95 %, linear
     percentiles), column by column: each call of it starts PCG64(seed) afresh and draws indices
     into its np.unique people, so groups with as many people draw the same indices. Here they are
-    drawn once per block for every group of that size, and each column's per-person sums are
-    those `paired_bootstrap` forms, each draw's sum the same double (module docstring)."""
+    drawn once for every group of that size, and each column's per-person sums are those
+    `paired_bootstrap` forms, each draw's sum the same double (module docstring)."""
     if draws < 1:
         raise ValueError("draws and block must be positive")
-    prepared = [Columns(person, columns, draws=draws) for person, columns in groups]
-    resample([Joined([g for g in prepared if g.n_people == n]) for n in {g.n_people for g in prepared}],
-             seed=seed, draws=draws)
-    return [g.intervals() for g in prepared]
+    many = IntervalGroups(groups, draws=draws)
+    resample(many.consumers, seed=seed, draws=draws)
+    return many.intervals()
+
+
+class IntervalGroups:
+    """`shared_intervals_many` in two steps, so that its draws can share a pass over the stream with
+    anything else resampled with the same seed and draws: `consumers` (to `resample`), then `intervals()`."""
+
+    def __init__(self, groups: Sequence[tuple], *, draws: int):
+        self.prepared = [Columns(person, columns, draws=draws) for person, columns in groups]
+        self.consumers = [Joined([g for g in self.prepared if g.n_people == n])
+                          for n in sorted({g.n_people for g in self.prepared})]
+
+    def intervals(self) -> list[dict[str, dict]]:
+        return [g.intervals() for g in self.prepared]
 
 
 class Joined:
