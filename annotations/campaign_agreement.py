@@ -4,10 +4,14 @@
 cluster), the conditions that produced its text, the judge's grade, each rater's rating,
 the gold grade and any adjudicated grade. `campaign_results` computes the payload with
 the run protocol's bootstrap seed and draws (protocol.bootstrap, defaults DEFAULT_SEED and
-DEFAULT_DRAWS as on the run dashboard) and caches it in Django's cache under the sha256 of
-every input (CampaignResult), so numbers are recomputed only after a rating, gold grade or
-adjudication changed. `results_for_page` computes small campaigns during the request and hands
-large ones to the `analysis` queue (`annotations.jobs`), showing the last numbers meanwhile.
+DEFAULT_DRAWS as on the run dashboard) and stores it (CampaignResult) under the sha256 of every
+input and the epochs read before them: every campaign kind's numbers are current while the
+campaign's results epoch and its project's "tasks" epoch are those they were computed at (one row
+read per view, whatever the number of ratings; the triggers of migration 0008 move the epoch with
+every change the results read, `results_epoch_sql`), and recomputed only after a rating, gold grade,
+adjudication or anything else they read changed. `results_for_page` computes small campaigns during
+the request and hands large ones to the `analysis` queue (`annotations.jobs`), showing the last
+numbers meanwhile.
 
 Payload keys (all numbers, no text; raters appear only as labels R1, R2 … by user id):
 ``version``, ``seed``, ``draws``, ``level``, ``raters`` (labels), ``counts``, ``between``
@@ -21,7 +25,8 @@ levels), ``per_rater``, ``contrasts`` (`annotations.core.human_contrasts`), ``pl
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 
 from django.contrib.auth import get_user_model
 from django.utils import timezone
@@ -30,8 +35,9 @@ from annotations.adjudication import ADJUDICATION_SPREAD
 from annotations.core.rater_agreement import AGREEMENT_VERSION, Rating, RatingTable, agreement_payload, retest_agreement
 from annotations.core.human_contrasts import human_contrasts
 from annotations.models import (
-    FIRST_SHOWING, REPEAT_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem,
+    FIRST_SHOWING, Assignment, CampaignRater, CampaignResult, HumanGrade, RatingCampaign, RatingItem,
 )
+from annotations.results_epoch_sql import ResultsState, results_state
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
@@ -166,43 +172,78 @@ def compute_results(inputs: dict) -> dict:
     return payload
 
 
-def keep_results(campaign: RatingCampaign, payload: dict, sha: str) -> dict:
-    """Every campaign kind's cache: freshly computed numbers stored under the sha256 of their inputs."""
+@dataclass(frozen=True)
+class ResultsKind:
+    """What the one results cache needs of a campaign kind: the code's `version` of its numbers
+    (numbers stored by another version are computed again), `inputs(campaign)` → (inputs, their
+    sha256), `numbers(campaign, inputs)` → payload, `work(campaign, inputs)` (compared with
+    INLINE_BUDGET) and `shows(payload)` (a stored payload of this kind, shown while new numbers are
+    computed)."""
+    version: str
+    inputs: Callable[[RatingCampaign], tuple[dict, str]]
+    numbers: Callable[[RatingCampaign, dict], dict]
+    work: Callable[[RatingCampaign, dict], int]
+    shows: Callable[[dict], bool] = lambda payload: True
+
+
+def keep_results(campaign: RatingCampaign, payload: dict, sha: str, epochs: dict) -> dict:
+    """Every campaign kind's cache: freshly computed numbers stored under the sha256 of their inputs
+    and the epochs read before those inputs (`ResultsState.current`)."""
     payload.update(inputs_sha256=sha, computed_at=timezone.now().isoformat(timespec="seconds"))
-    CampaignResult.objects.update_or_create(
-        campaign=campaign, defaults={"inputs_sha256": sha, "payload": payload, "computed_at": timezone.now()})
+    CampaignResult.objects.update_or_create(campaign=campaign, defaults={
+        "inputs_sha256": sha, "payload": payload, "computed_at": timezone.now(), "epochs": epochs})
     return payload
 
 
-def kept_results(campaign: RatingCampaign, sha: str) -> dict | None:
-    """The stored numbers when they were computed from inputs of this sha256, else None."""
-    stored = CampaignResult.objects.filter(campaign=campaign, inputs_sha256=sha).first()
-    return None if stored is None else stored.payload
+def _inputs_after(campaign: RatingCampaign, kind: ResultsKind) -> tuple[RatingCampaign, dict, str]:
+    """The campaign (its settings, run and protocol read again, after the epochs) and the kind's inputs."""
+    campaign = RatingCampaign.objects.select_related("run__protocol").get(pk=campaign.pk)
+    return campaign, *kind.inputs(campaign)
 
 
-def results_for_page_of(campaign: RatingCampaign, sha: str, *, work: int, compute, enqueue,
-                        shows=lambda payload: True) -> tuple[dict | None, bool]:
-    """Every campaign kind's (payload, current) for a page: the stored numbers when current; else, when
-    `work` is above INLINE_BUDGET and `enqueue(campaign_id, sha)` hands it to the queue, the last
-    stored numbers (if `shows` them: a payload of this kind) while new ones are computed; else
-    `compute()` here, as for small campaigns (enqueue False: no queue answers)."""
-    stored = CampaignResult.objects.filter(campaign=campaign).first()
-    if stored is not None and stored.inputs_sha256 == sha:
-        return stored.payload, True
-    if work > INLINE_BUDGET and enqueue(campaign.pk, sha):
-        return (stored.payload if stored is not None and shows(stored.payload) else None), False
-    return compute(), True
+def kept_results(state: ResultsState, campaign: RatingCampaign, sha: str, epochs: dict) -> dict | None:
+    """The stored numbers when they were computed from inputs of this sha256 (a change moved the epochs
+    and changed nothing the numbers read: they are marked current at `epochs`), else None."""
+    if state.inputs_sha256 != sha or state.payload is None:
+        return None
+    CampaignResult.objects.filter(campaign=campaign, inputs_sha256=sha).update(epochs=epochs)
+    return state.payload
 
 
-def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
-    return keep_results(campaign, compute_results(inputs), sha)
+def results_of(campaign: RatingCampaign, kind: ResultsKind, *, use_cache: bool = True) -> dict:
+    """The campaign's numbers: the stored ones while current, else computed now (and stored)."""
+    state = results_state(campaign.pk)  # before any input is read
+    epochs = state.current(kind.version)
+    if use_cache and state.stored_epochs == epochs:
+        return state.payload
+    campaign, inputs, sha = _inputs_after(campaign, kind)
+    kept = kept_results(state, campaign, sha, epochs) if use_cache else None
+    return kept if kept is not None else keep_results(campaign, kind.numbers(campaign, inputs), sha, epochs)
+
+
+def results_for_page_of(campaign: RatingCampaign, kind: ResultsKind, *, enqueue) -> tuple[dict | None, bool]:
+    """Every campaign kind's (payload, current) for a page: the stored numbers while their epochs are
+    the database's (one query, whatever the number of ratings); else, when the inputs read now have
+    the stored numbers' sha256, those; else, when `work` is above INLINE_BUDGET and
+    `enqueue(campaign_id, sha)` hands it to the queue, the last stored numbers (if `shows` them)
+    while new ones are computed; else the numbers computed here, as for small campaigns (enqueue
+    False: no queue answers)."""
+    state = results_state(campaign.pk)  # before any input is read
+    epochs = state.current(kind.version)
+    if state.stored_epochs == epochs:
+        return state.payload, True
+    campaign, inputs, sha = _inputs_after(campaign, kind)
+    kept = kept_results(state, campaign, sha, epochs)
+    if kept is not None:
+        return kept, True
+    if kind.work(campaign, inputs) > INLINE_BUDGET and enqueue(campaign.pk, sha):
+        return (state.payload if state.payload is not None and kind.shows(state.payload) else None), False
+    return keep_results(campaign, kind.numbers(campaign, inputs), sha, epochs), True
 
 
 def campaign_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
-    """The campaign's result payload, computed now unless the stored one has the same inputs."""
-    inputs, sha = results_inputs(campaign)
-    kept = kept_results(campaign, sha) if use_cache else None
-    return kept if kept is not None else results_store(campaign, inputs, sha)
+    """The campaign's result payload, computed now unless the stored one is current."""
+    return results_of(campaign, GRADES, use_cache=use_cache)
 
 
 def results_cost(inputs: dict) -> int:
@@ -217,6 +258,13 @@ def results_for_page(campaign: RatingCampaign, *, enqueue) -> tuple[dict | None,
     `enqueue(campaign_id, sha)` hands the computation to the queue and returns False when no
     queue answers; then the numbers are computed here, as for small campaigns.
     """
-    inputs, sha = results_inputs(campaign)
-    return results_for_page_of(campaign, sha, work=results_cost(inputs), enqueue=enqueue,
-                               compute=lambda: results_store(campaign, inputs, sha))
+    return results_for_page_of(campaign, GRADES, enqueue=enqueue)
+
+
+# Everything in the inputs that is the code's, not the database's: numbers stored by other code are
+# computed again.
+GRADES = ResultsKind(
+    version=canonical_json({"kind": "grade", "version": AGREEMENT_VERSION, "spread": ADJUDICATION_SPREAD,
+                            "bootstrap": [DEFAULT_SEED, DEFAULT_DRAWS]}),
+    inputs=lambda campaign: results_inputs(campaign), numbers=lambda campaign, inputs: compute_results(inputs),
+    work=lambda campaign, inputs: results_cost(inputs))

@@ -17,7 +17,7 @@ request a seeded sample stratified by control condition and spread over tasks
 repeats. Raters see the question and the two texts as "original" and "rewritten" (`content_view`,
 called by `annotations.rating`): never the condition, the run's grades or which control it is.
 
-Results (`content_check_results`, cached under the sha256 of their inputs like the other kinds): per
+Results (`content_check_results`, cached like the other kinds: `campaign_agreement.results_of`): per
 control condition the shares yes / partly / no; agreement between raters; and the contrasts that
 involve a checked control condition (the run's planned contrasts with a control term; for answer
 paraphrases each planned contrast under the paraphrase grades and base − paraphrase), each on all
@@ -31,7 +31,7 @@ from django.db import transaction
 
 from annotations import sampling
 from annotations.campaign_agreement import (
-    bootstrap_settings, keep_results, kept_results, rater_labels, results_for_page_of,
+    ResultsKind, bootstrap_settings, rater_labels, results_for_page_of, results_of,
 )
 from annotations.campaign_rows import insert_with_defaults, items_insert
 from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters, sampled_items
@@ -44,6 +44,7 @@ from annotations.models import (
 from experiments.analysis.grades import grade_matrix
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import ANSWER_PARAPHRASE, CONDITIONS, FINAL, PARAPHRASE
+from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.models import Grade, Prediction, Run
 
 CONTENT_CHECK = "content-check"
@@ -271,22 +272,26 @@ def content_check_payload(inputs: dict) -> dict:
             "agreement": agreement(ratings, seed=seed, draws=draws), "contrasts": contrasts}
 
 
-def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
-    return keep_results(campaign, {**content_check_payload(inputs), "pairs": inputs["pairs"]}, sha)
+def content_check_work(campaign: RatingCampaign, inputs: dict) -> int:
+    """Draws × (ratings + graded tasks × contrast versions)."""
+    tasks = len(inputs["matrix"].task_ids) if inputs["matrix"] is not None else 0
+    return inputs["bootstrap"]["draws"] * (len(inputs["rows"]) + tasks * len(inputs["contrasts"]) * (2 + len(RULES)))
+
+
+CONTENT_CHECK_RESULTS = ResultsKind(
+    version=canonical_json({"kind": CONTENT_CHECK, "version": CONTENT_CHECK_VERSION,
+                            "bootstrap": [DEFAULT_SEED, DEFAULT_DRAWS]}),
+    inputs=lambda campaign: results_inputs(campaign),
+    numbers=lambda campaign, inputs: {**content_check_payload(inputs), "pairs": inputs["pairs"]},
+    work=lambda campaign, inputs: content_check_work(campaign, inputs), shows=lambda payload: "shares" in payload)
 
 
 def content_check_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
-    """The campaign's numbers, stored under the sha256 of the inputs."""
-    inputs, sha = results_inputs(campaign)
-    kept = kept_results(campaign, sha) if use_cache else None
-    return kept if kept is not None else results_store(campaign, inputs, sha)
+    """The campaign's numbers, stored under the sha256 of the inputs and the epochs read before them."""
+    return results_of(campaign, CONTENT_CHECK_RESULTS, use_cache=use_cache)
 
 
 def content_check_results_for_page(campaign: RatingCampaign, *, enqueue) -> tuple[dict | None, bool]:
     """(payload, current), as `campaign_agreement.results_for_page`: a large campaign's numbers go to the
     `analysis` queue (draws × (ratings + graded tasks × contrast versions) above INLINE_BUDGET)."""
-    inputs, sha = results_inputs(campaign)
-    tasks = len(inputs["matrix"].task_ids) if inputs["matrix"] is not None else 0
-    work = inputs["bootstrap"]["draws"] * (len(inputs["rows"]) + tasks * len(inputs["contrasts"]) * (2 + len(RULES)))
-    return results_for_page_of(campaign, sha, work=work, enqueue=enqueue, shows=lambda payload: "shares" in payload,
-                               compute=lambda: results_store(campaign, inputs, sha))
+    return results_for_page_of(campaign, CONTENT_CHECK_RESULTS, enqueue=enqueue)

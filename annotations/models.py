@@ -273,16 +273,23 @@ class Adjudication(models.Model):
 
 
 class CampaignResult(models.Model):
-    """A campaign's agreement and contrast numbers, stored with the sha256 of the inputs they came from.
+    """A campaign's numbers, stored with the sha256 of the inputs they came from and the epochs they
+    were computed at.
 
     At 100,000 draws a large campaign takes tens of seconds, so the numbers are computed once per
-    state of the ratings (on the `analysis` queue when large) and read from here.
+    state of the ratings (on the `analysis` queue when large) and read from here; whether they are
+    still current is one row's counters, whatever the number of ratings (migration 0008).
     """
 
     campaign = models.OneToOneField(RatingCampaign, on_delete=models.CASCADE, related_name="result")
     inputs_sha256 = models.CharField(max_length=64)
     payload = models.JSONField()
     computed_at = models.DateTimeField()
+    # The campaign's results epoch and its project's "tasks" epoch read before the inputs, and the
+    # code's version of the numbers (`annotations.results_epoch_sql`): the numbers are current while
+    # these equal the database's.
+    epochs = models.JSONField(
+        blank=True, null=True, help_text="the counters (and version) the numbers were computed at; null: compute again")
 
 
 class RaterInvite(models.Model):

@@ -12,8 +12,9 @@ No hidden repeats in a pairwise campaign.
 
 Raters see the question, the person's real answer and the two answers as A and B: never the
 conditions, the grades or which side is which condition (`pair_view`, called by
-`annotations.rating.rater_item`). Results: `pairwise_results`, cached under the sha256 of its
-inputs like a grade campaign's (`CampaignResult`). They hold the LLM pairwise judge's numbers
+`annotations.rating.rater_item`). Results: `pairwise_results`, cached like a grade campaign's
+(`CampaignResult`: current while the campaign's results epoch has not moved, and under the sha256 of its
+inputs). They hold the LLM pairwise judge's numbers
 over the campaign's items too, when a pairwise-judge run over the campaign's run has finished
 (`judge_run`): its pk and a digest of its verdicts are among the inputs.
 """
@@ -27,7 +28,7 @@ from django.db.models import TextField, Value
 from django.db.models.functions import MD5, Cast, Concat
 
 from annotations import sampling
-from annotations.campaign_agreement import bootstrap_settings, keep_results, kept_results, results_for_page_of
+from annotations.campaign_agreement import ResultsKind, bootstrap_settings, results_for_page_of, results_of
 from annotations.campaign_rows import insert_with_defaults, items_insert
 from annotations.campaign_rules import check_ratings_per_item, checked_name, checked_raters, sampled_items
 from annotations.core.pairwise import PairRating, balanced_sides, outcome, pairwise_payload
@@ -38,6 +39,7 @@ from experiments.analysis.pairwise_verdicts import order_keys, stand_in, verdict
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
 from experiments.core.pairwise_judge import HumanPreference, JudgedPair, judge_rows_and_agreement
+from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.models import Grade, ModelCall, Prediction, Protocol, Run
 from experiments.models.runs import Phase
 
@@ -248,31 +250,37 @@ def results_inputs(campaign: RatingCampaign) -> tuple[dict, str]:
     return {**inputs, **extra}, sha256_text(canonical_json(inputs))
 
 
-def results_store(campaign: RatingCampaign, inputs: dict, sha: str) -> dict:
+def pairwise_numbers(campaign: RatingCampaign, inputs: dict) -> dict:
     seed, draws = inputs["bootstrap"]["seed"], inputs["bootstrap"]["draws"]
     payload = pairwise_payload(inputs["rows"], inputs["conditions"], seed=seed, draws=draws)
     judge = inputs["llm_judge"]
     payload.update(pairs=inputs["pairs"],
                    llm_judge=judge and judge_payload(campaign, judge, inputs["rows"], seed=seed, draws=draws))
-    return keep_results(campaign, payload, sha)
+    return payload
+
+
+def pairwise_work(campaign: RatingCampaign, inputs: dict) -> int:
+    """Draws × (ratings + the items the judge's numbers cover)."""
+    judged = sum(p.get("sampled", p["items"]) for p in campaign.pairs) if inputs["llm_judge"] else 0
+    return inputs["bootstrap"]["draws"] * max(len(inputs["rows"]) + judged, 1)
+
+
+PAIRWISE_RESULTS = ResultsKind(
+    version=canonical_json({"kind": PAIRWISE, "version": PAIRWISE_VERSION, "bootstrap": [DEFAULT_SEED, DEFAULT_DRAWS]}),
+    inputs=lambda campaign: results_inputs(campaign), numbers=lambda campaign, inputs: pairwise_numbers(campaign, inputs),
+    work=lambda campaign, inputs: pairwise_work(campaign, inputs), shows=lambda payload: "win_rates" in payload)
 
 
 def pairwise_results(campaign: RatingCampaign, *, use_cache: bool = True) -> dict:
     """The campaign's numbers (`annotations.core.pairwise.pairwise_payload`), with its pairs'
     counts of identical and missing answers and the LLM judge's numbers (`judge_payload`, None
-    without a finished pairwise-judge run); stored under the sha256 of the inputs."""
-    inputs, sha = results_inputs(campaign)
-    kept = kept_results(campaign, sha) if use_cache else None
-    return kept if kept is not None else results_store(campaign, inputs, sha)
+    without a finished pairwise-judge run); stored under the sha256 of the inputs and the epochs
+    read before them (`campaign_agreement.results_of`)."""
+    return results_of(campaign, PAIRWISE_RESULTS, use_cache=use_cache)
 
 
 def pairwise_results_for_page(campaign: RatingCampaign, *, enqueue) -> tuple[dict | None, bool]:
     """(payload, current), as `campaign_agreement.results_for_page`: a large campaign's numbers
     (draws × (ratings + the items the judge's numbers cover) above INLINE_BUDGET) go to the
     `analysis` queue, the last ones shown meanwhile."""
-    inputs, sha = results_inputs(campaign)
-    judged = sum(p.get("sampled", p["items"]) for p in campaign.pairs) if inputs["llm_judge"] else 0
-    work = inputs["bootstrap"]["draws"] * max(len(inputs["rows"]) + judged, 1)
-    return results_for_page_of(campaign, sha, work=work, enqueue=enqueue,
-                               shows=lambda payload: "win_rates" in payload,
-                               compute=lambda: results_store(campaign, inputs, sha))
+    return results_for_page_of(campaign, PAIRWISE_RESULTS, enqueue=enqueue)

@@ -17,6 +17,8 @@ grades written directly, since what is measured is the campaign, not the run), t
 - the same with an LLM pairwise-judge run over the run present (every compared pair in both
   orders, 60,000 verdicts written directly): the whole results with the judge's numbers,
   target ≤ 3 s; then the results page read back from the cache,                         target ≤ 100 ms
+  the one query that checks the stored numbers are current (the campaign's results epoch), and
+  that one changed preference makes them stale.
   Each also prints the CPU seconds spent (every thread) and the load average beside the wall time.
 
     .venv/bin/python benchmarks/ratings.py --concurrent 20  # 20 raters of one campaign rating at once
@@ -306,7 +308,10 @@ def judge_run_written(source: Run, pairs: list[list[str]]) -> Run:
 def pairwise_with_judge(campaign) -> None:
     """The campaign's results with a pairwise-judge run present: computed (as the queue's job does),
     then the results page as a viewer reads it from the cache."""
-    from annotations.pairwise import judge_payload, pairwise_results, results_inputs, verdicts_digest
+    from annotations.pairwise import (
+        judge_payload, pairwise_results, pairwise_results_for_page, results_inputs, verdicts_digest,
+    )
+    from annotations.results_epoch_sql import results_epoch
 
     t0 = time.perf_counter()
     run = judge_run_written(campaign.run, [[p["x"], p["y"]] for p in campaign.pairs])
@@ -324,7 +329,8 @@ def pairwise_with_judge(campaign) -> None:
     print(f"  of which the judge's numbers: {time.perf_counter() - t0:.2f} s")
     t0 = time.perf_counter()
     verdicts_digest(run)
-    print(f"  the digest of the judge's replies (in the cache key, every view): {time.perf_counter() - t0:.2f} s")
+    print(f"  the digest of the judge's replies (in the inputs' sha256, read only after the epoch moved): "
+          f"{time.perf_counter() - t0:.2f} s")
     User = get_user_model()
     viewer = User.objects.create_user("bench-viewer")
     Membership.objects.create(project=campaign.project, user=viewer, role=Role.VIEWER)
@@ -340,7 +346,21 @@ def pairwise_with_judge(campaign) -> None:
         assert response.status_code == 200 and 'id="results-stale"' not in page, response.status_code
         assert 'id="people-vs-llm-judge"' in page and f"The LLM judge is run {run.pk} " in page
     print(f"results page from the cache with the judge's numbers, 5 loads: median "
-          f"{statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms (target ≤ 100 ms)")
+          f"{statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms (target ≤ 100 ms)"
+          f"; load average {os.getloadavg()[0]:.1f}")
+    t0 = time.perf_counter()
+    with CaptureQueriesContext(connection) as ctx:
+        pairwise_results_for_page(campaign, enqueue=lambda campaign_id, sha: True)
+    print(f"  of which the check that the stored numbers are current: {len(ctx)} query, "
+          f"{(time.perf_counter() - t0) * 1000:.1f} ms (epoch {results_epoch(campaign.pk)})")
+    # One preference changed: the next view must not call the stored numbers current.
+    HumanGrade.objects.filter(pk=HumanGrade.objects.filter(campaign=campaign, preference="a").values("pk")[:1]
+                              ).update(preference="b")
+    t0 = time.perf_counter()
+    _, current = pairwise_results_for_page(campaign, enqueue=lambda campaign_id, sha: True)
+    assert not current, "a changed preference left the stored numbers current"
+    print(f"  after one preference changed: stale, queued again in {time.perf_counter() - t0:.2f} s "
+          f"(inputs read and hashed; epoch {results_epoch(campaign.pk)})")
 
 
 if __name__ == "__main__":

@@ -168,7 +168,7 @@ ROOMS = {
         "adjudication", "calibration", "campaign_access", "campaign_agreement", "campaign_rows", "campaign_rules",
         "campaigns",
         "completion_codes", "explorer_filters", "guidelines", "invites", "jobs", "rating",
-        "rating_exports", "rating_sql", "results_figures", "rubric", "sampling")},
+        "rating_exports", "rating_sql", "results_epoch_sql", "results_figures", "rubric", "sampling")},
     "annotations": "annotations.services",
 }
 _EXPERIMENTS_SERVICES = {"core", "memory_systems", "models", "data", "analysis", "execution", "access"}

@@ -1,0 +1,57 @@
+"""The SQL of the results' epochs (migration 0008): whether a campaign's stored numbers are current,
+read from one row's counters whatever the number of ratings.
+
+A campaign's counter moves with every statement that changes what its results read (its ratings,
+assignments, items, raters, adjudications and settings; its run's predictions, grades and protocol;
+the pairwise-judge runs over its run, their slots and replies); the project's "tasks" counter
+(migration 0032) moves with its tasks, sessions, people and cohorts. The triggers move them in the
+writer's transaction, so a reader sees a new epoch exactly when it sees the change. Numbers are
+stored with the epochs read before their inputs: a change committed while they were computed moves
+an epoch past them, and the next view computes them again.
+"""
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+from django.db import connection
+
+
+class ResultsState(NamedTuple):
+    epochs: dict  # {"campaign": n, "tasks": n} now (0 while nothing ever moved the counter)
+    stored_epochs: dict | None  # what the stored numbers were computed at, None: none stored, or marked to compute again
+    inputs_sha256: str | None  # the stored numbers' inputs, None: none stored
+    payload: dict | None  # the stored numbers
+
+    def current(self, version: str) -> dict:
+        """The epochs numbers computed now are to be stored with (the code's `version` among them)."""
+        return {**self.epochs, "version": version}
+
+
+def _json(value):
+    """A jsonb column as psycopg hands it to a plain cursor (text under Django's adapters)."""
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def results_state(campaign_id: int) -> ResultsState:
+    """The campaign's epochs now and its stored numbers, if any: one query."""
+    # Index: the primary keys of the campaign, epoch and project epoch tables, and the stored
+    # result's unique campaign_id (one row each).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COALESCE(e.epoch, 0), COALESCE(t.epoch, 0), r.epochs, r.inputs_sha256, r.payload "
+            "FROM annotations_ratingcampaign c "
+            "LEFT JOIN annotations_results_epoch e ON e.campaign_id = c.id "
+            "LEFT JOIN experiments_project_epoch t ON t.project_id = c.project_id AND t.what = 'tasks' "
+            "LEFT JOIN annotations_campaignresult r ON r.campaign_id = c.id "
+            "WHERE c.id = %s", [campaign_id])
+        row = cursor.fetchone()
+    if row is None:
+        return ResultsState({"campaign": 0, "tasks": 0}, None, None, None)
+    campaign, tasks, stored, sha, payload = row
+    return ResultsState({"campaign": campaign, "tasks": tasks}, _json(stored), sha, _json(payload))
+
+
+def results_epoch(campaign_id: int) -> int:
+    """The campaign's results counter now (for tests and the benchmark)."""
+    return results_state(campaign_id).epochs["campaign"]
