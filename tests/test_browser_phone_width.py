@@ -40,17 +40,43 @@ def project_pages(transactional_db):
         rating_record(campaign=campaign, user=a.rater, assignment_id=a.pk, grade=a.item.number % 4, flagged=False,
                       flag_reason="", note="", seconds=10.0)
     campaign_results(campaign, use_cache=False)
+    from annotations.pairwise import pairwise_campaign_create
+    pairwise_campaign_create(run=run, name="phone-pairs", conditions=CONDITIONS, raters=["rater-a", "rater-b"])
+    campaign_create(run=run, name="phone-open", conditions=CONDITIONS, raters=["rater-a", "rater-b"], seed=6)
     owner = get_user_model().objects.create_user("olivia", password=PASSWORD)
     Membership.objects.create(project=project, user=owner, role=Role.OWNER)
     return "/p/phone/"
 
 
-def test_no_page_of_a_project_is_wider_than_a_phone(project_pages, live_server, browser):
+def _signed_in(browser, live_server, username):
     page = browser.new_page(viewport={"width": PHONE, "height": 823})
     page.goto(live_server.url + "/accounts/login/")
-    page.fill("#id_username", "olivia")
+    page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
     page.click("button[type=submit]")
+    return page
+
+
+def test_a_raters_pages_are_no_wider_than_a_phone(project_pages, live_server, browser):
+    """The rating page of a grade campaign and of a pairwise one (two answers side by side), with an item shown."""
+    from annotations.models import RatingCampaign
+    user = get_user_model().objects.get(username="rater-a")
+    user.set_password(PASSWORD)
+    user.save()
+    page = _signed_in(browser, live_server, "rater-a")
+    for campaign in RatingCampaign.objects.exclude(name="phone").order_by("pk"):  # "phone" is rated through
+        page.goto(f"{live_server.url}{project_pages}ratings/{campaign.pk}/rate/")
+        page.locator("#rate-answer, #rate-answer-a").first.wait_for(state="visible", timeout=20_000)
+        page.wait_for_timeout(300)  # the item's text laid out
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE, (campaign.name, page.evaluate(
+            f"Array.from(document.querySelectorAll('main *')).filter(e => e.getBoundingClientRect().right > {PHONE})"
+            ".slice(0, 4).map(e => e.tagName + '#' + e.id + '.' + e.className)"))
+    page.close()
+    threading.Thread(target=connections.close_all).start()
+
+
+def test_no_page_of_a_project_is_wider_than_a_phone(project_pages, live_server, browser):
+    page = _signed_in(browser, live_server, "olivia")
     seen, queue, wide, untabbable = {project_pages}, deque([project_pages]), {}, {}
     kinds = {project_pages}  # each address with its numbers blanked: one page of each kind
     while queue and len(seen) <= MOST_PAGES:
