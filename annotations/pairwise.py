@@ -38,7 +38,7 @@ from annotations.models import (
 from experiments.analysis.pairwise_verdicts import order_keys, stand_in, verdicts
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.core.conditions import FINAL
-from experiments.core.pairwise_judge import HumanPreference, JudgedPair, judge_rows_and_agreement
+from experiments.core.pairwise_judge import HumanPreference, JudgedPair, JudgeNumbers
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.models import Grade, ModelCall, Prediction, Protocol, Run
 from experiments.models.runs import Phase
@@ -219,16 +219,27 @@ def judged_items(campaign: RatingCampaign, run: Run, got: dict[str, str | None])
     return out
 
 
-def judge_payload(campaign: RatingCampaign, judge: dict, ratings: list[PairRating], *, seed: int,
-                  draws: int) -> dict:
-    """The judge's part of the results: per pair of the campaign its win rates, position bias and
-    consistency over the campaign's items (`core.pairwise_judge.judge_rows`) and the agreement of
-    people with it (`human_agreement`), with the campaign's seed and draws, on one pass over the draws."""
+def judge_numbers(campaign: RatingCampaign, judge: dict, ratings: list[PairRating], *, draws: int) -> JudgeNumbers:
+    """The judge's verdicts on the campaign's items beside the people's ratings, to resample
+    (`core.pairwise_judge.JudgeNumbers`): on the people's own pass over the draws in the results."""
     run = judge["run_object"]
     judged = judged_items(campaign, run, verdicts(run))
     task = {number: task_id for number, task_id in campaign.items.values_list("number", "task_id")}
     people = [HumanPreference(task=task[r.item], person=r.person, x=r.x, y=r.y, outcome=r.outcome) for r in ratings]
-    rows, agreement = judge_rows_and_agreement(judged, people, seed=seed, draws=draws)
+    return JudgeNumbers(judged, people, draws=draws)
+
+
+def judge_payload(campaign: RatingCampaign, judge: dict, ratings: list[PairRating], *, seed: int,
+                  draws: int, numbers: JudgeNumbers | None = None) -> dict:
+    """The judge's part of the results: per pair of the campaign its win rates, position bias and
+    consistency over the campaign's items (`core.pairwise_judge.judge_rows`) and the agreement of
+    people with it (`human_agreement`), with the campaign's seed and draws, on one pass over the draws
+    (`numbers` already resampled on the people's pass; without, on a pass of their own)."""
+    run = judge["run_object"]
+    if numbers is None:
+        numbers = judge_numbers(campaign, judge, ratings, draws=draws)
+        numbers.resample(seed)
+    rows, agreement = numbers.results()
     rows, agreement = ({(r["x"], r["y"]): r for r in part} for part in (rows, agreement))
     return {"run": run.pk, "stand_in": stand_in(run), "covered": bool(rows),
             "rows": [{"x": p["x"], "y": p["y"], "judge": rows.get((p["x"], p["y"])),
@@ -252,10 +263,13 @@ def results_inputs(campaign: RatingCampaign) -> tuple[dict, str]:
 
 def pairwise_numbers(campaign: RatingCampaign, inputs: dict) -> dict:
     seed, draws = inputs["bootstrap"]["seed"], inputs["bootstrap"]["draws"]
-    payload = pairwise_payload(inputs["rows"], inputs["conditions"], seed=seed, draws=draws)
     judge = inputs["llm_judge"]
-    payload.update(pairs=inputs["pairs"],
-                   llm_judge=judge and judge_payload(campaign, judge, inputs["rows"], seed=seed, draws=draws))
+    # The judge's numbers on the people's pass over the draws: a pair's people are drawn once for both.
+    numbers = judge and judge_numbers(campaign, judge, inputs["rows"], draws=draws)
+    payload = pairwise_payload(inputs["rows"], inputs["conditions"], seed=seed, draws=draws,
+                               also=numbers.consumers if numbers else ())
+    payload.update(pairs=inputs["pairs"], llm_judge=judge and judge_payload(
+        campaign, judge, inputs["rows"], seed=seed, draws=draws, numbers=numbers))
     return payload
 
 

@@ -126,22 +126,26 @@ def judge_rows_and_agreement(pairs: Sequence[JudgedPair], ratings: Sequence[Huma
     """(`judge_rows`, `human_agreement`) with every interval of both on one pass over the draws per
     number of people (the agreement's tasks are mostly the judge's: the same people, the same stream)."""
     both = JudgeNumbers(pairs, ratings, draws=draws)
-    if both.consumers:
-        resample(both.consumers, seed=seed, draws=draws)
+    both.resample(seed)
     return both.results()
 
 
 class JudgeNumbers:
     """`judge_rows_and_agreement` in two steps, so that its draws can share a pass over the stream with
     other numbers of the same seed and draws (the people's own): `consumers` (to
-    `shared_draws.resample`), then `results()`."""
+    `shared_draws.resample`, or `resample` for a pass of their own), then `results()`."""
 
     def __init__(self, pairs: Sequence[JudgedPair], ratings: Sequence[HumanPreference], *, draws: int):
         self.rows, groups = _judge_parts(pairs)
         self.agreement, agreement_groups = _agreement_parts(ratings, pairs)
-        self.split = len(groups)
+        self.split, self.draws = len(groups), draws
         self.intervals = JudgeIntervals(groups + agreement_groups, draws=draws)
         self.consumers = self.intervals.consumers
+
+    def resample(self, seed: int) -> None:
+        """On a pass of their own (none without a group with tasks)."""
+        if self.consumers:
+            resample(self.consumers, seed=seed, draws=self.draws)
 
     def results(self) -> tuple[list[dict], list[dict]]:
         intervals = self.intervals.intervals()
