@@ -205,6 +205,9 @@ def main(pytest_args: list[str]) -> int:
             raise SystemExit(f"the first bin/demo did not print its logins in one block:\n{first[-3000:]}")
         if "demo ratings generated" not in first or "SECRET_KEY" in first:
             raise SystemExit(f"the first bin/demo made no demo ratings, or warned about its key:\n{first[-3000:]}")
+        if "demo 'same content?' answers generated" not in first:
+            raise SystemExit(f"the first bin/demo made no content-check campaign (its controls run through the "
+                             f"queue):\n{first[-3000:]}")
         second = run_demo(clone, env, "second")
         if "sample data not imported again" not in second:
             raise SystemExit("the second bin/demo did not reuse the data")

@@ -9,6 +9,7 @@ from experiments.execution import control, policy
 from experiments.execution.driver import run_inline
 from experiments.execution.jobs import run_enqueue
 from experiments.execution.pairwise_judge import all_pairs
+from experiments.management.commands.demo_setup import DEMO_PROTOCOL
 from experiments.models import Project, Protocol, Role, Run
 
 
@@ -24,7 +25,8 @@ class Command(BaseCommand):
         project = Project.objects.filter(slug="demo").first()
         if project is None:
             return "no demo project: run demo_setup first"
-        source = (Run.objects.filter(protocol__project=project, protocol__kind=Protocol.Kind.INTERVIEW,
+        # the demo run (not the paraphrase-controls run beside it), whose conditions the pairwise campaign pairs
+        source = (Run.objects.filter(protocol__project=project, protocol__name=DEMO_PROTOCOL["name"],
                                      status=Run.Status.FINISHED).select_related("protocol").order_by("-pk").first())
         if source is None:
             return "no finished demo run yet: no pairwise judge"

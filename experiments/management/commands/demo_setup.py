@@ -7,17 +7,17 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from experiments.core.interviews.readers import read_interview_path
-from experiments.execution.driver import run_inline
-from experiments.execution.control import run_start
-from experiments.execution.jobs import run_enqueue
-from experiments.data.members import member_ensure, project_create
-from experiments.models import Project, Protocol, Role, Run
-from experiments.execution.sealing import protocol_seal
-from experiments.data.sessions import CohortError, cohort_draw, sessions_import
-from experiments.core.tasks import TaskRule
 from experiments.core.survey.prompt import SURVEY_CONDITIONS
 from experiments.core.survey.reader import read_survey_path
+from experiments.core.tasks import TaskRule
+from experiments.data.members import member_ensure, project_create
+from experiments.data.sessions import CohortError, cohort_draw, sessions_import
 from experiments.data.surveys import survey_import
+from experiments.execution.control import run_start
+from experiments.execution.driver import run_inline
+from experiments.execution.jobs import run_enqueue
+from experiments.execution.sealing import protocol_seal
+from experiments.models import Project, Protocol, Role, Run
 
 SAMPLE_DIR = Path(__file__).resolve().parents[2] / "sample_data"
 SAMPLE_SOURCES = [
@@ -29,6 +29,10 @@ SAMPLE_SOURCES = [
 # 251 sessions qualify, so the demo loosens the thresholds and says so on its page.
 DEMO_RULE = TaskRule(min_pairs=8, min_targets=3, max_targets=5)
 DEMO_COHORT = {"name": "demo", "size": 24, "seed": 20260918}
+# The first five people of the demo cohort (the same seeded draw, stopped at five: `core.cohorts.draw_cohort`
+# takes people in one order whatever the size), for the paraphrase-controls run: a quarter of the demo
+# run's calls, so bin/demo stays about as quick.
+DEMO_CONTROLS_COHORT = {"name": "demo (first 5)", "size": 5, "seed": DEMO_COHORT["seed"]}
 DEMO_USERS = [("demo", Role.OWNER), ("demo-viewer", Role.VIEWER)]
 OFFLINE = {"provider": "offline", "base_url": "", "model": "offline-stand-in"}
 MEMORY_ONE_SHOT = "memory(concrete,100w)+one-shot"
@@ -58,6 +62,28 @@ DEMO_PROTOCOL = {
          "terms": {"memory(concrete,100w)+selection(3)": 1, MEMORY_ONE_SHOT: -1}, "family": True},
     ],
     "bootstrap": {"seed": 20260918, "draws": 20_000},
+}
+OWNWORDS = "ownwords(B=|memory|)"
+# The wording controls beyond the paper, small: OwnWords verbatim and with its evidence in other words
+# (paraphrase-controls), and the memory's and OwnWords' answers each rewritten in other words
+# (answer-controls), on DEMO_CONTROLS_COHORT; the demo's content-check campaign asks raters whether each
+# rewrite kept the content.
+DEMO_CONTROLS_PROTOCOL = {
+    "name": "demo-controls-offline",
+    "cohort": DEMO_CONTROLS_COHORT["name"],
+    "conditions": [MEMORY_ONE_SHOT, OWNWORDS, f"{OWNWORDS}+paraphrased", f"{MEMORY_ONE_SHOT}+answer-paraphrased",
+                   f"{OWNWORDS}+answer-paraphrased"],
+    "generator": OFFLINE,
+    "judge": OFFLINE,
+    "concurrency": {"offline": 4},
+    "contrasts": [
+        {"name": "OwnWords: verbatim − paraphrased", "terms": {OWNWORDS: 1, f"{OWNWORDS}+paraphrased": -1},
+         "family": False},
+        {"name": "OwnWords − memory", "terms": {OWNWORDS: 1, MEMORY_ONE_SHOT: -1}, "family": False},
+        {"name": "paraphrased OwnWords − memory", "terms": {f"{OWNWORDS}+paraphrased": 1, MEMORY_ONE_SHOT: -1},
+         "family": False},
+    ],
+    "bootstrap": {"seed": 20260922, "draws": 10_000},
 }
 
 
@@ -101,12 +127,13 @@ class Command(BaseCommand):
                     lines.append(f"{path.name}: {summary}")
             else:
                 lines.append("demo project exists already; sample data not imported again")
-            if not project.cohorts.filter(name=DEMO_COHORT["name"]).exists():
-                try:
-                    cohort = cohort_draw(project=project, **DEMO_COHORT)
-                    lines.append(f"cohort '{cohort.name}': {cohort.cohort_tasks.count()} tasks")
-                except CohortError as exc:
-                    lines.append(f"no demo cohort: {exc}")
+            for spec in (DEMO_COHORT, DEMO_CONTROLS_COHORT):
+                if not project.cohorts.filter(name=spec["name"]).exists():
+                    try:
+                        cohort = cohort_draw(project=project, **spec)
+                        lines.append(f"cohort '{cohort.name}': {cohort.cohort_tasks.count()} tasks")
+                    except CohortError as exc:
+                        lines.append(f"no demo cohort '{spec['name']}': {exc}")
             for username, role in DEMO_USERS:
                 # A fresh password on every run, printed once, so no default
                 # password ever exists in the code or the database.
@@ -124,7 +151,8 @@ class Command(BaseCommand):
             admin.set_password(password)
             admin.save()
             lines.append(f"admin login: demo-admin / {password}  (superuser: /admin/, and reads every project)")
-        lines.append(self._demo_run(project, queue))
+        lines.append(self._demo_run(project, queue, {**DEMO_PROTOCOL, "cohort": DEMO_COHORT["name"]}))
+        lines.append(self._demo_run(project, queue, DEMO_CONTROLS_PROTOCOL))
         lines.append(self._demo_survey(queue))
         return "\n".join(lines)
 
@@ -158,12 +186,13 @@ class Command(BaseCommand):
         return (f"survey run {run.pk} of '{protocol.name}' on the SYNTHETIC sample ran inline: {run.status} "
                 f"(offline stand-in, not a model); see {page}")
 
-    def _demo_run(self, project, queue):
-        """A small protocol on the demo cohort, answered and graded by the offline stand-in."""
-        if project.protocols.filter(name=DEMO_PROTOCOL["name"]).exists():
-            return "demo protocol exists already; no new run"
-        cohort = project.cohorts.get(name=DEMO_COHORT["name"])
-        protocol = Protocol.objects.create(project=project, cohort=cohort, kind=Protocol.Kind.INTERVIEW, **DEMO_PROTOCOL)
+    def _demo_run(self, project, queue, spec):
+        """A small protocol (`spec`, its cohort by name) answered and graded by the offline stand-in."""
+        if project.protocols.filter(name=spec["name"]).exists():
+            return f"demo protocol '{spec['name']}' exists already; no new run"
+        spec = dict(spec)
+        cohort = project.cohorts.get(name=spec.pop("cohort"))
+        protocol = Protocol.objects.create(project=project, cohort=cohort, kind=Protocol.Kind.INTERVIEW, **spec)
         protocol = protocol_seal(protocol=protocol, user=None)
         run = Run.objects.create(protocol=protocol)
         run_start(run=run)
