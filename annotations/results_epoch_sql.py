@@ -1,10 +1,10 @@
-"""The SQL of the results' epochs (migration 0008): whether a campaign's stored numbers are current,
+"""The SQL of the results' epochs (migrations 0008, 0009): whether a campaign's stored numbers are current,
 read from one row's counters whatever the number of ratings.
 
 A campaign's counter moves with every statement that changes what its results read (its ratings,
 assignments, items, raters, adjudications and settings; its run's predictions, grades and protocol;
-the pairwise-judge runs over its run, their slots and replies); the project's "tasks" counter
-(migration 0032) moves with its tasks, sessions, people and cohorts. The triggers move them in the
+the finished pairwise-judge runs over its run, their settled slots and replies); the project's
+"tasks" counter (migration 0032) moves with its tasks, sessions, people and cohorts. The triggers move them in the
 writer's transaction, so a reader sees a new epoch exactly when it sees the change. Numbers are
 stored with the epochs read before their inputs: a change committed while they were computed moves
 an epoch past them, and the next view computes them again.

@@ -235,3 +235,31 @@ def test_a_deleted_campaign_leaves_no_counter_and_truncate_marks_every_result_st
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM annotations_results_epoch WHERE campaign_id = %s", [pk])
         assert cursor.fetchone()[0] == 0
+
+
+def test_a_judge_run_s_calls_move_the_counter_only_once_it_has_finished(pairs):
+    shown(pairs, pairwise_results_for_page)
+    base = pairs.run.protocol
+    protocol = Protocol.objects.create(
+        project=base.project, name="judge", cohort=base.cohort, conditions=list(base.conditions),
+        generator=base.generator, judge=base.judge, regrade_of=pairs.run, kind=Protocol.Kind.PAIRWISE,
+        pairwise_pairs=[[p["x"], p["y"]] for p in pairs.pairs])
+    assert not moves(pairs, lambda: Run.objects.create(protocol=protocol))  # not finished: not read
+    run = Run.objects.get(protocol=protocol)
+    now = timezone.now()
+
+    def call(key, outcome="ok", text='{"preferred": "A"}', model=""):
+        slot = Slot.objects.create(run=run, phase="judging", key=key, role=Slot.Role.JUDGE, system="", user="",
+                                   request_sha256="", status=Slot.Status.OK)
+        return ModelCall.objects.create(slot=slot, run=run, phase="judging", attempt=1, reserved_at=now,
+                                        lease_until=now, outcome=outcome, text=text, model_version=model)
+
+    assert not moves(pairs, lambda: call("k1"))  # a running judge's receipt
+    assert moves(pairs, lambda: Run.objects.filter(pk=run.pk).update(status=Run.Status.FINISHED))
+    assert moves(pairs, lambda: call("k2"))  # a receipt landing after the finish
+    assert not moves(pairs, lambda: call("k3", outcome=ModelCall.Outcome.IN_FLIGHT, text=None))  # a reservation
+    reserved = ModelCall.objects.get(slot__key="k3")
+    assert not moves(pairs, lambda: ModelCall.objects.filter(pk=reserved.pk).update(outcome="transient"))
+    assert moves(pairs, lambda: ModelCall.objects.filter(pk=reserved.pk).update(model_version="offline"))
+    assert moves(pairs, lambda: ModelCall.objects.filter(pk=reserved.pk).update(outcome="ok", text="{}"))
+    assert moves(pairs, lambda: ModelCall.objects.filter(slot__key="k1").delete())
