@@ -263,3 +263,15 @@ def test_a_judge_run_s_calls_move_the_counter_only_once_it_has_finished(pairs):
     assert moves(pairs, lambda: ModelCall.objects.filter(pk=reserved.pk).update(model_version="offline"))
     assert moves(pairs, lambda: ModelCall.objects.filter(pk=reserved.pk).update(outcome="ok", text="{}"))
     assert moves(pairs, lambda: ModelCall.objects.filter(slot__key="k1").delete())
+
+
+def test_a_statement_changing_many_rows_moves_the_counter_once(campaign):
+    for grade in range(3):
+        rate(campaign, "rater-a", grade)
+        rate(campaign, "rater-b", grade)
+    before = results_epoch(campaign.pk)
+    assert HumanGrade.objects.filter(campaign=campaign).update(flagged=True) == 6
+    assert results_epoch(campaign.pk) == before + 1
+    assert Assignment.objects.filter(campaign=campaign).update(x_on_a=True) > 6
+    assert results_epoch(campaign.pk) == before + 2
+    assert not moves(campaign, lambda: HumanGrade.objects.filter(campaign=campaign).update(flagged=True))
