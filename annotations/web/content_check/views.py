@@ -5,10 +5,9 @@ non-members 404. The CSVs are recorded in the audit log like the other results t
 """
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import redirect, render
 
-from annotations.campaign_access import campaign_for
 from annotations.content_check import (
     NO_CONTROL, ContentCheckError, content_check_campaign_create, content_check_results_for_page, control_conditions,
     is_content_check,
@@ -16,9 +15,8 @@ from annotations.content_check import (
 from annotations.core.content_check import CONTRAST_COLUMNS, SHARE_COLUMNS, contrast_rows, share_rows
 from annotations.jobs import results_enqueue
 from annotations.web.content_check.forms import ContentCheckForm
-from experiments.access import AGGREGATE_READERS, OWNERS, run_for
-from experiments.analysis.exports import csv_text
-from experiments.data.audit_log import Kind, audit_record
+from annotations.web.results.flow import being_computed_csv, being_computed_page, campaign_of_kind, csv_download
+from experiments.access import OWNERS, run_for
 from experiments.models import Role
 
 CSV_TABLES = {
@@ -55,10 +53,7 @@ def content_check_create_view(request, slug, run_pk):
 
 
 def _content_check_campaign(request, slug, pk):
-    membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
-    if not is_content_check(campaign):
-        raise Http404("Not a content-check campaign")
-    return membership, campaign
+    return campaign_of_kind(request, slug, pk, is_kind=is_content_check, kind="content-check")
 
 
 @login_required
@@ -67,8 +62,7 @@ def content_check_results_page(request, slug, pk):
     membership, campaign = _content_check_campaign(request, slug, pk)
     data, current = content_check_results_for_page(campaign, enqueue=results_enqueue)
     if data is None:
-        return render(request, "annotations/results/campaign_computing.html",
-                      {"membership": membership, "project": membership.project, "campaign": campaign})
+        return being_computed_page(request, membership, campaign)
     return render(request, "annotations/results/content_check_results.html", {
         "membership": membership, "project": membership.project, "campaign": campaign, "data": data,
         "is_owner": membership.role == Role.OWNER, "current": current,
@@ -83,10 +77,6 @@ def content_check_results_csv(request, slug, pk, table):
     header, rows = CSV_TABLES[table]
     data, _ = content_check_results_for_page(campaign, enqueue=results_enqueue)
     if data is None:
-        return HttpResponse("The numbers are being computed; try again in a minute.", status=503,
-                            content_type="text/plain")
-    audit_record(request, membership.project, Kind.EXPORT, f"campaign {campaign.pk}: content-check table {table} (CSV)")
-    body = csv_text(header, [dict(zip(header, row)) for row in rows(data)])
-    response = HttpResponse(body, content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-content-check-{table}.csv"'
-    return response
+        return being_computed_csv()
+    return csv_download(request, membership, what=f"campaign {campaign.pk}: content-check table {table} (CSV)",
+                        filename=f"campaign-{campaign.pk}-content-check-{table}.csv", header=header, rows=rows(data))

@@ -5,18 +5,16 @@ results, non-members 404. The CSVs are recorded in the audit log like the other 
 """
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import redirect, render
 
-from annotations.campaign_access import campaign_for
 from annotations.core.pairwise import BT_COLUMNS, WIN_RATE_COLUMNS, bt_rows, win_rate_rows
 from annotations.jobs import results_enqueue
 from annotations.pairwise import PairwiseError, is_pairwise, pairwise_campaign_create, pairwise_results_for_page
 from annotations.web.pairwise.forms import PairwiseForm
 from annotations.web.pairwise.llm_judge import llm_judge_beside_people
-from experiments.access import AGGREGATE_READERS, OWNERS, run_for
-from experiments.analysis.exports import csv_text
-from experiments.data.audit_log import Kind, audit_record
+from annotations.web.results.flow import being_computed_csv, being_computed_page, campaign_of_kind, csv_download
+from experiments.access import OWNERS, run_for
 from experiments.models import Role
 
 CSV_TABLES = {
@@ -59,10 +57,7 @@ def pairwise_create_view(request, slug, run_pk):
 
 
 def _pairwise_campaign(request, slug, pk):
-    membership, campaign = campaign_for(request, slug, pk, roles=AGGREGATE_READERS)
-    if not is_pairwise(campaign):
-        raise Http404("Not a pairwise campaign")
-    return membership, campaign
+    return campaign_of_kind(request, slug, pk, is_kind=is_pairwise, kind="pairwise")
 
 
 @login_required
@@ -71,8 +66,7 @@ def pairwise_results_page(request, slug, pk):
     membership, campaign = _pairwise_campaign(request, slug, pk)
     data, current = pairwise_results_for_page(campaign, enqueue=results_enqueue)
     if data is None:
-        return render(request, "annotations/results/campaign_computing.html",
-                      {"membership": membership, "project": membership.project, "campaign": campaign})
+        return being_computed_page(request, membership, campaign)
     return render(request, "annotations/results/pairwise_results.html", {
         "membership": membership, "project": membership.project, "campaign": campaign, "data": data,
         "is_owner": membership.role == Role.OWNER, "tables": list(CSV_TABLES), "current": current,
@@ -89,10 +83,6 @@ def pairwise_results_csv(request, slug, pk, table):
     header, rows = CSV_TABLES[table]
     data, _ = pairwise_results_for_page(campaign, enqueue=results_enqueue)
     if data is None:
-        return HttpResponse("The numbers are being computed; try again in a minute.", status=503,
-                            content_type="text/plain")
-    audit_record(request, membership.project, Kind.EXPORT, f"campaign {campaign.pk}: pairwise table {table} (CSV)")
-    body = csv_text(header, [dict(zip(header, row)) for row in rows(data)])
-    response = HttpResponse(body, content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-pairwise-{table}.csv"'
-    return response
+        return being_computed_csv()
+    return csv_download(request, membership, what=f"campaign {campaign.pk}: pairwise table {table} (CSV)",
+                        filename=f"campaign-{campaign.pk}-pairwise-{table}.csv", header=header, rows=rows(data))

@@ -19,9 +19,9 @@ from annotations.rating_exports import export_csv, export_jsonl
 from annotations.jobs import results_enqueue
 from annotations.campaign_access import campaign_for
 from annotations.content_check import is_content_check
+from annotations.web.results.flow import being_computed_csv, being_computed_page, csv_download
 from annotations.pairwise import is_pairwise
 from experiments.access import AGGREGATE_READERS, OWNERS
-from experiments.analysis.exports import csv_text
 from experiments.data.audit_log import Kind, audit_record
 from experiments.models import Role
 
@@ -41,8 +41,7 @@ def campaign_results(request, slug, pk):
         return redirect("content_check_results", slug, pk)
     data, current = campaign_agreement.results_for_page(campaign, enqueue=results_enqueue)
     if data is None:
-        return render(request, "annotations/results/campaign_computing.html",
-                      {"membership": membership, "project": membership.project, "campaign": campaign})
+        return being_computed_page(request, membership, campaign)
     names = _names(membership, campaign)
     display = {label: f"{label} ({name})" for label, name in names.items()}
     confusions = [(name, axes, results_figures.confusion(fig, *axes)) for _, name, axes, fig in comparisons(data)[:3]]
@@ -66,10 +65,6 @@ def campaign_results(request, slug, pk):
     return render(request, "annotations/results/campaign_results.html", context)
 
 
-def _csv_response(filename, header, rows):
-    return _download(csv_text(header, rows), filename, "text/csv; charset=utf-8")
-
-
 def _download(text, filename, content_type):
     response = HttpResponse(text, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -86,10 +81,9 @@ def campaign_results_csv(request, slug, pk, table):
     header = [h for h in CSV_TABLES[table] if h != "username" or names]
     data, _ = campaign_agreement.results_for_page(campaign, enqueue=results_enqueue)
     if data is None:
-        return HttpResponse("The numbers are being computed; try again in a minute.", status=503,
-                            content_type="text/plain")
-    audit_record(request, membership.project, Kind.EXPORT, f"campaign {campaign.pk}: results table {table} (CSV)")
-    return _csv_response(f"campaign-{campaign.pk}-{table}.csv", header, table_rows(data, table, names))
+        return being_computed_csv()
+    return csv_download(request, membership, what=f"campaign {campaign.pk}: results table {table} (CSV)",
+                        filename=f"campaign-{campaign.pk}-{table}.csv", header=header, rows=table_rows(data, table, names))
 
 
 @login_required
