@@ -12,7 +12,7 @@ import logging
 
 from django.db import DatabaseError, connection
 
-from experiments.execution.hot_sql import hot_cursor
+from experiments.execution.hot_sql import numbered, raw_hot_cursor
 from experiments.execution.reservation import NextReservation, first_reservation_ctes
 from experiments.models import ModelCall, Slot
 
@@ -57,8 +57,8 @@ def record_receipt(call_id, receipt: dict, slot_id, status, note, retry_at, now,
     params += [call_id, status, note, retry_at, now, slot_id, Slot.Status.IN_FLIGHT]
     params += [value for _, values in (result or ()) for value in values] + extra
     try:
-        with hot_cursor() as cursor:
-            cursor.execute(sql, params, prepare=True)
+        with raw_hot_cursor() as cursor:  # its conversion kept, whatever its number of parameters
+            cursor.execute(numbered(sql), params, prepare=True)
             recorded, moved, next_call = cursor.fetchone()
     except DatabaseError:
         if not ctes:
