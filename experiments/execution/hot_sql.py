@@ -44,11 +44,11 @@ def hot_cursor():
         yield cursor
 
 
-
 # psycopg keeps its conversion of a statement's `%s` placeholders to PostgreSQL's `$1`, `$2`, … only
 # for statements of at most 50 parameters and 4,096 bytes (meant for the ORM's statements of
-# varying shape); the receipt's statement has 49-63, so each receipt split and converted its SQL
-# again: profiled, a seventh of a busy worker's GIL time. Its shapes are few (one per phase's
+# varying shape); the receipt's statement has 49-63, so a judge's receipt, and any receipt that
+# carries the next slot's reservation, split and converted its SQL again: profiled, a seventh of a
+# busy worker's slot threads' GIL time. Its shapes are few (one per phase's
 # result, with or without a reservation): `numbered` keeps their conversions, and `raw_hot_cursor`
 # (psycopg's RawCursor: `$n` placeholders, sent as written) runs them.
 _PERCENT = re.compile(r"%(.)?", re.DOTALL)
