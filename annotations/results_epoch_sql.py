@@ -48,11 +48,12 @@ def results_state(campaign_id: int) -> ResultsState:
     # unique campaign_id (one row each), and human_grade_latest (campaign first) for the ratings.
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT COALESCE(e.epoch, 0), COALESCE(t.epoch, 0), r.epochs, r.inputs_sha256, r.payload, "
-            "(SELECT count(*) FROM annotations_humangrade g WHERE g.campaign_id = c.id), "
-            f"(SELECT COALESCE(sum(hashtextextended(concat_ws('|', {RATING_COLUMNS}), 0)), 0)::text "
-            "FROM annotations_humangrade g WHERE g.campaign_id = c.id) "
+            "SELECT COALESCE(e.epoch, 0), COALESCE(t.epoch, 0), r.epochs, r.inputs_sha256, r.payload, g.n, g.digest "
             "FROM annotations_ratingcampaign c "
+            # the ratings' count and digest in one pass over them
+            "CROSS JOIN LATERAL (SELECT count(*) AS n, "
+            f"COALESCE(sum(hashtextextended(concat_ws('|', {RATING_COLUMNS}), 0)), 0)::text AS digest "
+            "FROM annotations_humangrade WHERE campaign_id = c.id) g "
             "LEFT JOIN annotations_results_epoch e ON e.campaign_id = c.id "
             "LEFT JOIN experiments_project_epoch t ON t.project_id = c.project_id AND t.what = 'tasks' "
             "LEFT JOIN annotations_campaignresult r ON r.campaign_id = c.id "
