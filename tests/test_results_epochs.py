@@ -278,3 +278,88 @@ def test_a_statement_changing_many_rows_moves_the_counter_once(campaign):
     assert HumanGrade.objects.filter(campaign=campaign).update(flagged=True) == 6
     assert results_epoch(campaign.pk) == before + 1 and results_state(campaign.pk).epochs["ratings"] != digest
     assert not moves(campaign, lambda: HumanGrade.objects.filter(campaign=campaign).update(flagged=True))
+
+
+def _noted() -> tuple:
+    """What the row triggers noted and no statement trigger moved yet (migration 0012): empty between statements."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COALESCE(current_setting('ownwords.results_campaigns', true), ''), "
+                       "COALESCE(current_setting('ownwords.results_judge_runs', true), '')")
+        return cursor.fetchone()
+
+
+def test_predictions_and_grades_move_their_campaigns_once_per_statement_and_other_runs_move_nothing(campaign):
+    run = campaign.run
+    answers = Prediction.objects.filter(run=run)
+    assert answers.count() > 1
+    before = results_epoch(campaign.pk)
+    # many rows of the campaign's run in one statement: one move, the counter row written once
+    assert answers.update(score=1) > 1
+    assert results_epoch(campaign.pk) == before + 1 and _noted() == ("", "")
+    # an insert, a grade's upsert (its INSERT and UPDATE fire in one statement) and a delete move it too
+    answer = answers.first()
+    grade = Grade.objects.filter(run=run).first()
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO experiments_grade (run_id, task_id, answer_sha256, status, score, rationale, "
+                       "parse_error) VALUES (%s, %s, %s, 'ok', 2, '', '') ON CONFLICT (run_id, task_id, answer_sha256) "
+                       "DO UPDATE SET score = EXCLUDED.score", [run.pk, grade.task_id, grade.answer_sha256])
+    assert results_epoch(campaign.pk) == before + 2
+    assert moves(campaign, lambda: Prediction.objects.create(
+        run=run, task_id=answer.task_id, condition=answer.condition, label="added", status=answer.status,
+        text=answer.text, answer_sha256=answer.answer_sha256))
+    assert moves(campaign, lambda: Prediction.objects.filter(run=run, label="added").delete())
+    # the answers and grades of a run no campaign reads (an engine's run) move nothing, note nothing
+    other = Run.objects.create(protocol=run.protocol)
+    assert not moves(campaign, lambda: Prediction.objects.create(
+        run=other, task_id=answer.task_id, condition=answer.condition, label=answer.label, status=answer.status,
+        text=answer.text, answer_sha256=answer.answer_sha256))
+    assert not moves(campaign, lambda: Prediction.objects.filter(run=other).update(text="rewritten"))
+    assert not moves(campaign, lambda: Grade.objects.create(run=other, task_id=grade.task_id,
+                                                           answer_sha256=grade.answer_sha256, status="ok", score=1))
+    assert _noted() == ("", "")
+    # a prediction moved from that run to the campaign's: the campaign over its new run moves
+    assert moves(campaign, lambda: Prediction.objects.filter(run=other).update(run=run, label="moved"))
+
+
+def test_a_statement_rolled_back_leaves_no_note_and_moves_nothing(campaign):
+    from django.db import DatabaseError, transaction
+    before = results_epoch(campaign.pk)
+    with pytest.raises(DatabaseError), transaction.atomic():
+        Prediction.objects.filter(run=campaign.run).update(score=2)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 / 0")
+    assert results_epoch(campaign.pk) == before and _noted() == ("", "")
+    # within a transaction that goes on, a savepoint rolled back takes its note with it
+    with transaction.atomic():
+        with pytest.raises(DatabaseError), transaction.atomic():
+            with connection.cursor() as cursor:
+                # the row trigger notes the campaign, then the statement fails (a NOT NULL column set to NULL)
+                cursor.execute("UPDATE experiments_prediction SET label = NULL WHERE run_id = %s", [campaign.run_id])
+        assert _noted() == ("", "")
+    assert results_epoch(campaign.pk) == before
+
+
+def test_a_reservation_of_a_judge_call_notes_nothing(pairs):
+    """A reservation (no outcome, no model yet) meets none of the judge call's conditions: no function runs."""
+    base = pairs.run.protocol
+    protocol = Protocol.objects.create(
+        project=base.project, name="judge", cohort=base.cohort, conditions=list(base.conditions),
+        generator=base.generator, judge=base.judge, regrade_of=pairs.run, kind=Protocol.Kind.PAIRWISE,
+        pairwise_pairs=[[p["x"], p["y"]] for p in pairs.pairs])
+    run = Run.objects.create(protocol=protocol, status=Run.Status.FINISHED)
+    slot = Slot.objects.create(run=run, phase="judging", key="k1", role=Slot.Role.JUDGE, system="", user="",
+                               request_sha256="", status=Slot.Status.PENDING)
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = 'experiments_modelcall'::regclass "
+                       "AND tgname LIKE 'results_%%' AND NOT tgisinternal ORDER BY tgname")
+        assert [name for (name,) in cursor.fetchall()] == [
+            "results_call_moved", "results_move_noted", "results_note_judge_run_delete",
+            "results_note_judge_run_insert", "results_truncated"]
+    assert not moves(pairs, lambda: ModelCall.objects.create(slot=slot, run=run, phase="judging", attempt=1,
+                                                            reserved_at=now, lease_until=now))
+    assert _noted() == ("", "")
+    # its deletion, once answered, moves the campaign over the run it judges (the run is finished)
+    ModelCall.objects.filter(slot=slot).update(outcome="ok", text='{"preferred": "A"}')
+    assert moves(pairs, lambda: ModelCall.objects.filter(slot=slot).delete())
+    assert _noted() == ("", "")

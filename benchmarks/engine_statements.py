@@ -1,0 +1,164 @@
+"""PostgreSQL's CPU per engine call, from one backend: the journal's own statements, replayed in-process.
+
+A run of `--tasks` tasks (question-only: one answer and one judge's grade per task) goes through its
+generation and judging phases; every slot is reserved and received by the journal's real functions,
+as a worker's slot thread calls them (`journal._prepare`: the slot's read; `journal._reserve`: the
+reservation's call insert and slot update; `journal._decide_and_record`: the receipt's one
+statement, with the prediction of an answer or the grade of a judge). Nothing is sent: the answer
+is made here. The backend serving this process is read from /proc/<pg_backend_pid()>/stat before
+and after each phase: its user + system CPU per call is PostgreSQL's share of the engine's work for
+a call, without the workers, Redis or the other helpers' load on a shared machine (CPU time, not
+wall time). The Python side is not counted.
+
+Variants alternate round by round on the same database, so that a shared machine's changing speed
+falls on all of them alike:
+
+- `now`: the triggers as the migrations leave them;
+- `before`: the engine tables' triggers as they were before experiments 0035 and annotations 0012
+  (those migrations' reverse SQL, applied in this session, and their forward SQL again after);
+  `before-tally` and `before-epochs`: only 0035's (the tally) or only 0012's (the results epochs);
+- `none`: no user trigger at all (`session_replication_role = replica`, this backend only): the floor.
+
+    .venv/bin/python benchmarks/engine_statements.py --tasks 200 --rounds 6
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/h_pgtrig .venv/bin/python benchmarks/engine_statements.py
+
+The database (default bench_engine_statements, created if missing) is emptied first; do not point it
+at real data. The clock tick is 10 ms: a phase of 200 calls at ~1.5 ms is ~30 ticks, so rounds are
+repeated and the median and spread printed.
+"""
+import argparse
+import importlib
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_engine_statements")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
+os.environ.setdefault("SECRET_KEY", "benchmark-only")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
+os.environ.setdefault("OWNWORDS_LLM_ENDPOINTS",
+                      '[{"name": "bench-local", "url_prefix": "http://127.0.0.1:"}, {"name": "offline", "provider": "offline"}]')
+
+from page_setup import ensure_database  # noqa: E402
+
+ensure_database(os.environ["DATABASE_URL"])
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+
+from experiments.execution.driver import run_drive  # noqa: E402
+from experiments.execution.journal import _decide_and_record  # noqa: E402
+from experiments.models import Project, Slot  # noqa: E402
+from tests.engine_helpers import QUESTION_ONLY, build_cohort, make_run, openai_model  # noqa: E402
+from tests.llm_fake_server import running_fake_llm  # noqa: E402
+from tests.receipt_helpers import _reserved  # noqa: E402
+
+# The migrations whose reverse SQL gives the triggers as they were before them ("before").
+CHANGES = {"tally": "experiments.migrations.0035_tally_fewer_deltas",
+           "epochs": "annotations.migrations.0012_results_epochs_row_filters"}
+
+
+def backend_cpu_s() -> float:
+    """user + system CPU of the PostgreSQL backend serving this process's connection."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+
+
+def _sql(statements) -> None:
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
+def _changes(variant: str) -> list:
+    """The migrations whose reverse SQL makes the variant ("before", "before-tally", ...)."""
+    if not variant.startswith("before"):
+        return []
+    which = [variant.split("-", 1)[1]] if "-" in variant else list(CHANGES)
+    return [importlib.import_module(CHANGES[name]) for name in which]
+
+
+def set_variant(variant: str) -> None:
+    """Put the triggers in the variant's state (DDL, committed at once; `set_back` undoes it)."""
+    _sql(["SET session_replication_role = " + ("replica" if variant == "none" else "origin")])
+    for module in reversed(_changes(variant)):
+        _sql(module.BACKWARD)
+
+
+def set_back(variant: str) -> None:
+    for module in _changes(variant):
+        _sql(module.FORWARD)
+
+
+def one_phase(slot_ids) -> float:
+    """The backend's CPU seconds for reserving and receiving these slots, one after another."""
+    before = backend_cpu_s()
+    for slot_id in slot_ids:
+        policy, slot, reservation, outcome = _reserved(slot_id, "bench")
+        _decide_and_record(policy, slot.run, slot, reservation, outcome)
+    return backend_cpu_s() - before
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", type=int, default=200, help="tasks per run (calls per phase)")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--variants", nargs="+", default=["before", "now", "none"],
+                        help="before, before-tally, before-epochs, now, none")
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    call_command("flush", interactive=False, verbosity=0)
+    project = Project.objects.create(slug="bench-statements", name="Engine statements")
+    sessions = max(1, args.tasks // 10)
+    cohort = build_cohort(project, sessions=sessions, targets=args.tasks // sessions, name="statements")
+    variants = args.variants
+    figures = {(v, phase): [] for v in variants for phase in ("generation", "judging")}
+    with open("/proc/loadavg") as load:
+        print(f"database {connection.settings_dict['NAME']}, PostgreSQL {connection.pg_version}; "
+              f"{args.tasks} tasks; load {load.read().split()[:3]}")
+    with running_fake_llm() as server:  # never asked: the answers are made here; its URL makes the protocol valid
+        for round_number in range(args.rounds):
+            order = variants if round_number % 2 == 0 else list(reversed(variants))
+            for variant in order:
+                run = make_run(project, cohort, conditions=[QUESTION_ONLY], name=f"r{round_number}-{variant}",
+                               generator=openai_model(server), bootstrap={"draws": 10})
+                set_variant(variant)
+                spent = {}  # phase → [CPU seconds, calls] (the driver may hand a phase out in parts)
+                try:
+                    while (step := run_drive(run.pk)).slot_ids:
+                        slot_ids = sorted(step.slot_ids)
+                        phase = Slot.objects.get(pk=slot_ids[0]).phase
+                        seconds, calls = spent.setdefault(phase, [0.0, 0])
+                        spent[phase] = [seconds + one_phase(slot_ids), calls + len(slot_ids)]
+                    for phase, (seconds, calls) in spent.items():
+                        figures[(variant, phase)].append(seconds / calls * 1000)
+                finally:
+                    set_back(variant)
+                    _sql(["SET session_replication_role = origin"])
+            print(f"round {round_number + 1}: " + ", ".join(
+                f"{v} {figures[(v, 'generation')][-1]:.2f}/{figures[(v, 'judging')][-1]:.2f}" for v in variants),
+                flush=True)
+    print("\nPostgreSQL backend CPU per call, ms (median [min-max] over rounds); generation answer / judge grade")
+    for variant in variants:
+        parts = []
+        for phase in ("generation", "judging"):
+            values = figures[(variant, phase)]
+            parts.append(f"{phase} {statistics.median(values):.3f} [{min(values):.2f}-{max(values):.2f}]")
+        both = [g + j for g, j in zip(figures[(variant, "generation")], figures[(variant, "judging")])]
+        print(f"  {variant:7s} " + "; ".join(parts) + f"; mean of the two {statistics.median(both) / 2:.3f}")
+    with open("/proc/loadavg") as load:
+        print(f"load {load.read().split()[:3]}")
+
+
+if __name__ == "__main__":
+    main()
