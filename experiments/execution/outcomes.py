@@ -6,6 +6,8 @@ statements, so that the journal records an answer and its results in one round t
 """
 from __future__ import annotations
 
+import functools
+
 from django.db import connection
 
 from experiments.analysis.grades import store_scores
@@ -126,14 +128,7 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
         task_id, answer_sha = key.task_id, key.answer_sha
         grade = {**_grade_values(outcome_text), "slot_id": slot.pk}
         columns = ["run_id", "task_id", "answer_sha256", *grade]
-        # Typed: with parameters bound on the server a bare NULL in a SELECT list would be text.
-        typed = [f"CAST(%s AS {Grade._meta.get_field(name.removesuffix('_id')).db_type(connection)})"
-                 for name in columns]
-        store = (f"INSERT INTO {G} ({', '.join(columns)}) "
-                 f"SELECT {', '.join(typed)} WHERE EXISTS (SELECT 1 FROM moved) AND {_AFTER_TASK_ROW} "
-                 "ON CONFLICT (run_id, task_id, answer_sha256) DO UPDATE SET "
-                 + ", ".join(f"{name} = EXCLUDED.{name}" for name in grade),
-                 [slot.run_id, task_id, answer_sha, *grade.values()])
+        store = (_grade_store_sql(tuple(columns)), [slot.run_id, task_id, answer_sha, *grade.values()])
         scored = (f"UPDATE {P} SET score = CAST(%s AS smallint) WHERE run_id = %s AND task_id = %s "
                   f"AND answer_sha256 = %s AND status IN (%s, %s) AND EXISTS (SELECT 1 FROM moved) "
                   f"AND {_AFTER_TASK_ROW}",
@@ -147,6 +142,21 @@ def result_statements(slot: Slot, outcome_text: str | None) -> list[tuple[str, l
             "NULLIF(CAST(%s AS CHAR(1)), '-')", [digit])
         return [grades, store, scored]
     return None
+
+
+@functools.lru_cache(maxsize=8)
+def _grade_store_sql(columns: tuple[str, ...]) -> str:
+    """The grade's upsert for these columns: the same text for every judge answer, whose column
+    types Django would otherwise work out again per answer (a fifth of a judge receipt's CPU)."""
+    G = Grade._meta.db_table
+    # Typed: with parameters bound on the server a bare NULL in a SELECT list would be text.
+    typed = [f"CAST(%s AS {Grade._meta.get_field(name.removesuffix('_id')).db_type(connection)})"
+             for name in columns]
+    updated = [name for name in columns if name not in ("run_id", "task_id", "answer_sha256")]
+    return (f"INSERT INTO {G} ({', '.join(columns)}) "
+            f"SELECT {', '.join(typed)} WHERE EXISTS (SELECT 1 FROM moved) AND {_AFTER_TASK_ROW} "
+            "ON CONFLICT (run_id, task_id, answer_sha256) DO UPDATE SET "
+            + ", ".join(f"{name} = EXCLUDED.{name}" for name in updated))
 
 
 def _answer_values(text: str | None) -> list:

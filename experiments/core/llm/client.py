@@ -37,6 +37,7 @@ import httpx
 
 from experiments.core.llm.replies import parse_anthropic, parse_gemini, parse_openai
 from experiments.core.llm.offline import OFFLINE_LABEL, OFFLINE_MODEL_VERSION, offline_reply
+from experiments.core.llm.transport import stream
 from experiments.core.llm.wire import (
     OPENAI_QUOTA_CODES, RETRYABLE_STATUSES, ModelConfig, Outcome, OutcomeKind, PreparedRequest,
 )
@@ -101,13 +102,8 @@ def _send_http(config: ModelConfig, prepared: PreparedRequest, client: httpx.Cli
     status: int | None = None
     started = time.monotonic()
     try:
-        with client.stream(
-            prepared.method,
-            prepared.url,
-            content=prepared.body_bytes,
-            headers=headers,
-            timeout=config.timeout_s,
-        ) as response:
+        with stream(client, prepared.method, prepared.url, prepared.body_bytes, headers,
+                    config.timeout_s) as response:
             status = response.status_code
             response_headers = response.headers
             body = _read_before(response, started + config.timeout_s)

@@ -14,15 +14,21 @@ before sending, never by a failed send that would be repeated); every failure be
 exception httpx raises for it (before any response: a timeout or network error, response-free;
 while the body is read: a read error, the response already counts as received).
 
+`stream` is `httpx.Client.stream` for the engine's one attempt, without httpx's per-request
+URL parsing, header merging, auth, redirect and cookie steps (the same bytes on the wire).
+
 Imports no Django.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import http.client
 import select
 import socket
 import ssl
 import threading
+import weakref
 from collections.abc import Iterator
 
 import httpx
@@ -191,3 +197,70 @@ class _ResponseBody(httpx.SyncByteStream):
         else:
             response.close()
             connection.close()
+
+
+# Per client: a request shape (method, URL, headers, timeout) → what httpx's `build_request` made
+# of it (`_Shape`). Weak, so a client closed and dropped takes its shapes with it.
+_SHAPES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SHAPES_PER_CLIENT = 1024  # distinct URLs × keys × timeouts of one worker: a handful in practice
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shape:
+    url: httpx.URL
+    headers: httpx.Headers  # as httpx's `build_request` made them, but the last, Content-Length
+    extensions: dict
+    transport: httpx.BaseTransport
+
+
+@contextlib.contextmanager
+def stream(client: httpx.Client, method: str, url: str, body: bytes, headers: dict, timeout_s: float):
+    """`client.stream(method, url, content=body, headers=headers, timeout=timeout_s)` for the engine's
+    one attempt (`client.send`): the same bytes on the wire, for about a third of its CPU.
+
+    httpx parses the URL, merges the client's headers and builds the request's own (Host,
+    Content-Length) anew for every request, then goes through its auth, redirect and cookie
+    steps, none of which does anything for a request to a model's API; here the request's URL,
+    headers and timeouts are what `build_request` made of the first request of the same shape, with
+    this body's length, and the request goes to the transport `client.send` would use. Cookies
+    are neither sent nor stored, so a retry is the identical request even when a service sets
+    one. A client with auth, event hooks or redirects followed, credentials in the URL or cookies
+    of its own takes httpx's full path."""
+    shape = _shape(client, method, url, body, headers, timeout_s) if body else None
+    if shape is None:
+        with client.stream(method, url, content=body, headers=headers, timeout=timeout_s) as response:
+            yield response
+        return
+    request_headers = httpx.Headers(shape.headers)
+    request_headers["Content-Length"] = str(len(body))
+    request = httpx.Request(method, shape.url, headers=request_headers, stream=httpx.ByteStream(body),
+                            extensions=dict(shape.extensions))
+    response = shape.transport.handle_request(request)
+    response.request = request
+    try:
+        yield response
+    finally:
+        response.close()
+
+
+def _shape(client: httpx.Client, method: str, url: str, body: bytes, headers: dict, timeout_s: float) -> _Shape | None:
+    if client.is_closed or client.auth is not None or client.follow_redirects or any(client.event_hooks.values()) \
+            or len(client.cookies.jar):
+        return None
+    shapes = _SHAPES.get(client)
+    if shapes is None:
+        shapes = _SHAPES[client] = {}
+    key = (method, url, tuple(headers.items()), timeout_s)
+    shape = shapes.get(key, False)
+    if shape is False:
+        built = client.build_request(method, url, content=body, headers=headers, timeout=timeout_s)
+        raw = built.headers.raw
+        shape = None
+        # Content-Length comes last (httpx adds it after the client's and the caller's headers);
+        # a URL with credentials would take httpx's basic auth.
+        if raw and raw[-1][0].lower() == b"content-length" and not built.url.userinfo:
+            shape = _Shape(built.url, httpx.Headers(raw[:-1]), built.extensions, client._transport_for_url(built.url))
+        if len(shapes) >= _SHAPES_PER_CLIENT:
+            shapes.clear()
+        shapes[key] = shape
+    return shape
