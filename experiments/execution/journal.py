@@ -29,7 +29,8 @@ from dataclasses import replace
 from datetime import timedelta
 
 import httpx
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
+from django.db.models import DEFERRED
 from django.utils import timezone
 
 from experiments.core.llm import client as llm_client
@@ -171,13 +172,30 @@ def _slot_for_execution(slot_id: int) -> Slot:
             if len(_PROTOCOLS) > 256:
                 _PROTOCOLS.clear()
             _PROTOCOLS[cache_key] = protocol
-    run = Run(pk=run_id, protocol_id=protocol_id)
+    run = _loaded(Run, id=run_id, protocol_id=protocol_id)
     run.protocol = protocol
     # task_id too: the stored grades of a generation answer are refreshed for its task only.
-    slot = Slot(pk=slot_id, run_id=run_id, phase=phase, key=key, role=role, system=system, user=user,
-                status=status, retry_at=retry_at, status_note=note, task_id=task_id)
+    slot = _loaded(Slot, id=slot_id, run_id=run_id, phase=phase, key=key, role=role, system=system, user=user,
+                   status=status, retry_at=retry_at, status_note=note, task_id=task_id)
     slot.run = run
     return slot
+
+
+_ATTNAMES: dict[type, dict[str, int]] = {}
+
+
+def _loaded(model, **values):
+    """An instance of `model` as the ORM loads one with only these fields (`Model.from_db`): the
+    other fields are deferred, read from the database if ever asked for (never a made-up default
+    that a `save` could write back). Its positional construction costs a third of building it
+    from keyword arguments, which sets every field of the model."""
+    positions = _ATTNAMES.get(model)
+    if positions is None:
+        positions = _ATTNAMES[model] = {field.attname: i for i, field in enumerate(model._meta.concrete_fields)}
+    row = [DEFERRED] * len(positions)
+    for name, value in values.items():
+        row[positions[name]] = value
+    return model.from_db(DEFAULT_DB_ALIAS, None, row)
 
 
 def in_this_thread(step, *args, **kwargs):
