@@ -321,3 +321,26 @@ def test_unknown_or_invalid_prompt_names_fail(name):
         load_prompt(name)
     with pytest.raises(PromptError):
         prompt_sha256(name)
+
+
+def test_a_prompt_file_changed_on_disk_is_read_again(tmp_path, monkeypatch):
+    # Planning keeps each file's last read (`loaded_prompt`): a file rewritten since, even to the
+    # same size, must give its new text and hash, never the old ones.
+    import os
+
+    from experiments.core import prompts
+
+    monkeypatch.setattr(prompts, "PROMPTS_DIR", tmp_path)
+    path = tmp_path / "probe.txt"
+    path.write_bytes(b"# header\n\nAsk {question}\n")
+    first = render_prompt("probe", question="A?")
+    assert first == ("Ask A?", PromptRef("probe", hashlib.sha256(b"# header\n\nAsk {question}\n").hexdigest()))
+    assert render_prompt("probe", question="B?")[0] == "Ask B?"  # read from the kept copy
+    stat = path.stat()
+    path.write_bytes(b"# header\n\nTell {question}\n")  # one byte longer
+    assert render_prompt("probe", question="A?")[0] == "Tell A?"
+    stat = path.stat()
+    path.write_bytes(b"# header\n\nSays {question}\n")  # same size; mtime forced back to the last one
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    assert render_prompt("probe", question="A?") == (
+        "Says A?", PromptRef("probe", hashlib.sha256(b"# header\n\nSays {question}\n").hexdigest()))

@@ -95,11 +95,27 @@ def fill_prompt(template: str, **values: str) -> str:
     return _FIELD.sub(lambda match: values[match.group(1)], template)
 
 
+# a prompt file's path → (its stat signature, (template, reference)) at its last read.
+_LOADED: dict[str, tuple[tuple[int, int, int], tuple[str, PromptRef]]] = {}
+
+
 def loaded_prompt(name: str) -> tuple[str, PromptRef]:
-    """Prompt `name`'s template (fields unfilled) and its reference, from one read of its file:
-    a planner that fills it for thousands of calls reads and hashes it once."""
-    data = prompt_path(name).read_bytes()
-    return strip_comments(data.decode("utf-8")), PromptRef(name, hashlib.sha256(data).hexdigest())
+    """Prompt `name`'s template (fields unfilled) and its reference, from one read of its file.
+
+    Planning fills the same few prompts for every call of a phase: the file is read and hashed
+    again only when its modification time, size or inode changed since the last read (a stat
+    instead of a read, a decode and a sha256 per call). Template and reference always come from
+    the same bytes."""
+    path = prompt_path(name)
+    stat = path.stat()
+    signature = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+    cached = _LOADED.get(str(path))
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    data = path.read_bytes()
+    loaded = strip_comments(data.decode("utf-8")), PromptRef(name, hashlib.sha256(data).hexdigest())
+    _LOADED[str(path)] = (signature, loaded)
+    return loaded
 
 
 def render_prompt(name: str, **values: str) -> tuple[str, PromptRef]:

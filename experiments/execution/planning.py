@@ -27,7 +27,7 @@ from experiments.core.slot_keys import ArchiveKey, DecisionKey, GenerationKey, J
 from experiments.data.sessions import cohort_tasks
 from experiments.execution import mem0_planning, workflow_planning
 from experiments.execution.memory_imports import imported_memories
-from experiments.execution.planning_sql import insert_slot_json, share_the_run_row
+from experiments.execution.planning_sql import insert_prediction_json, insert_slot_json, share_the_run_row
 from experiments.memory_systems import dense_embedder
 from experiments.models import Grade, Memory, ModelCall, Prediction, Run, ScreenerItem, Slot, Task, Turn
 from experiments.models.runs import Phase
@@ -101,6 +101,15 @@ def insert_slot_rows(run_id: int, phase: str, role: str, rows: list[tuple]) -> N
     insert_slot_json([run_id, phase, role, Slot.Status.PENDING, timezone.now(), json.dumps(rows, ensure_ascii=False)])
 
 
+def insert_prediction_rows(run_id: int, rows: list[list]) -> None:
+    """`Prediction.objects.bulk_create(..., ignore_conflicts=True)` for one run's planned predictions
+    as plain rows (task id, condition, label, status, slot id, evidence, evidence characters,
+    budget), one JSON document (`insert_prediction_json`): a model instance per prediction and the
+    ORM's per-field preparation cost a generation part more than assembling its prompts."""
+    if rows:
+        insert_prediction_json([run_id, json.dumps(rows, ensure_ascii=False)])
+
+
 def _conditions(run: Run):
     return [get_condition(key) for key in run.protocol.conditions]
 
@@ -166,11 +175,8 @@ def plan_generation(run: Run, *, mem0: mem0_planning.Prepared | None = None, mem
                 session = donors.get(condition.key, {}).get(task.session_id, task.session_id)
                 memory = memories.get((session, condition.memory_kind, condition.memory_words))
                 if memory is None or (condition.evidence == MEM0 and task.pk not in mem0_ranked):
-                    predictions += [
-                        Prediction(run=run, task=task, condition=condition.key, label=label,
-                                   status=Prediction.Status.MISSING)
-                        for label in prediction_labels(condition)
-                    ]
+                    predictions += [[task.pk, condition.key, label, Prediction.Status.MISSING, None, "", 0, None]
+                                    for label in prediction_labels(condition)]
                     continue
             if condition.evidence == MEMGPT_STYLE:
                 # Its base call writes the archive queries; the answer comes in the decisions phase.
@@ -193,11 +199,9 @@ def plan_generation(run: Run, *, mem0: mem0_planning.Prepared | None = None, mem
                 key = str(GenerationKey(task_id=task.pk, messages_sha=messages_sha[:32], index=index))
                 slot = slots.setdefault(key, _new_slot(run, Phase.GENERATION, key, Slot.Role.GENERATOR,
                                                        assembled, task=task))
-                predictions.append(
-                    Prediction(run=run, task=task, condition=condition.key, label=label, slot=slot,
-                               evidence=assembled.evidence, evidence_chars=assembled.evidence_chars,
-                               budget=assembled.budget)
-                )
+                # (its slot's key until the slots are in: `insert_prediction_rows` takes their ids)
+                predictions.append([task.pk, condition.key, label, Prediction.Status.PENDING, slot.key,
+                                    assembled.evidence, assembled.evidence_chars, assembled.budget])
     with transaction.atomic():
         if part is not None:
             _share_the_run(run)  # planned without the run's lock: as a judging part
@@ -206,10 +210,10 @@ def plan_generation(run: Run, *, mem0: mem0_planning.Prepared | None = None, mem
         if part is not None:
             planned = planned.filter(key__in=list(slots))  # this part's, not the phase's
         by_key = dict(planned.values_list("key", "pk"))
-        for prediction in predictions:
-            if prediction.slot is not None:
-                prediction.slot_id = by_key[prediction.slot.key]
-        Prediction.objects.bulk_create(predictions, ignore_conflicts=True)
+        for row in predictions:
+            if row[4] is not None:
+                row[4] = by_key[row[4]]
+        insert_prediction_rows(run.pk, predictions)
 
 
 def wrong_person_donors(run: Run, tasks) -> dict[str, dict[int, int]]:
