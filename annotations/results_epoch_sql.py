@@ -1,4 +1,4 @@
-"""The SQL of the results' epochs (migrations 0008-0011): whether a campaign's stored numbers are current,
+"""The SQL of the results' epochs (migrations 0008-0013): whether a campaign's stored numbers are current,
 read in one query: counters, and a digest of the campaign's ratings.
 
 A campaign's counter moves with every statement that changes what its results read (its
@@ -10,7 +10,10 @@ stored with the epochs read before their inputs: a change committed while they w
 an epoch past them, and the next view computes them again. Ratings move no counter (0011): the
 counter row's lock, held to the end of the rater's transaction, made raters of one campaign wait on
 each other; their count and an order-free hash sum are read with the counters instead (a few
-milliseconds at 20,000 ratings, waiting on no writer).
+milliseconds at 20,000 ratings, waiting on no writer). The engine's answers and grades find by a row
+trigger whether any campaign reads their run and note only those campaigns, and the statement's one
+trigger moves the noted counters (0012-0013): a run no campaign reads costs one index probe per row,
+not a transition table per statement; a reservation fires no function at all.
 """
 from __future__ import annotations
 

@@ -14,10 +14,13 @@ Variants alternate round by round on the same database, so that a shared machine
 falls on all of them alike:
 
 - `now`: the triggers as the migrations leave them;
-- `before`: the engine tables' triggers as they were before experiments 0035 and annotations 0012
-  (those migrations' reverse SQL, applied in this session, and their forward SQL again after);
-  `before-tally` and `before-epochs`: only 0035's (the tally) or only 0012's (the results epochs);
-- `none`: no user trigger at all (`session_replication_role = replica`, this backend only): the floor.
+- `before`: the engine tables' triggers and indexes as they were before experiments 0035-0036 and
+  annotations 0012-0013 (those migrations' reverse SQL, applied in this session, and their forward SQL
+  again after); `before-tally` (0035), `before-epochs` (0012-0013), `before-index` (0036): only
+  those reverted;
+- `untriggered`: every user trigger of the slot, call, prediction and grade tables disabled (ALTER
+  TABLE ... DISABLE TRIGGER USER; the foreign keys' checks stay): what the triggers cost in all;
+- `none`: no trigger at all, foreign keys' checks included (`session_replication_role = replica`).
 
     .venv/bin/python benchmarks/engine_statements.py --tasks 200 --rounds 6
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/h_pgtrig .venv/bin/python benchmarks/engine_statements.py
@@ -61,8 +64,13 @@ from tests.llm_fake_server import running_fake_llm  # noqa: E402
 from tests.receipt_helpers import _reserved  # noqa: E402
 
 # The migrations whose reverse SQL gives the triggers as they were before them ("before").
-CHANGES = {"tally": "experiments.migrations.0035_tally_fewer_deltas",
-           "epochs": "annotations.migrations.0012_results_epochs_row_filters"}
+CHANGES = {"tally": ["experiments.migrations.0035_tally_fewer_deltas"],
+           "epochs": ["annotations.migrations.0012_results_epochs_row_filters",
+                      "annotations.migrations.0013_results_epochs_bulk_predictions"],
+           "index": ["experiments.migrations.0036_drop_model_call_finished"]}
+# In the order they were applied ("before" reverses them all, last first).
+APPLIED = [name for names in CHANGES.values() for name in names]
+ENGINE_TABLES = ("experiments_slot", "experiments_modelcall", "experiments_prediction", "experiments_grade")
 
 
 def backend_cpu_s() -> float:
@@ -81,21 +89,25 @@ def _sql(statements) -> None:
 
 
 def _changes(variant: str) -> list:
-    """The migrations whose reverse SQL makes the variant ("before", "before-tally", ...)."""
+    """The migrations whose reverse SQL makes the variant ("before", "before-tally", ...), in the order applied."""
     if not variant.startswith("before"):
         return []
-    which = [variant.split("-", 1)[1]] if "-" in variant else list(CHANGES)
-    return [importlib.import_module(CHANGES[name]) for name in which]
+    names = APPLIED if variant == "before" else CHANGES[variant.split("-", 1)[1]]
+    return [importlib.import_module(name) for name in APPLIED if name in names]
 
 
 def set_variant(variant: str) -> None:
     """Put the triggers in the variant's state (DDL, committed at once; `set_back` undoes it)."""
     _sql(["SET session_replication_role = " + ("replica" if variant == "none" else "origin")])
+    if variant == "untriggered":
+        _sql([f"ALTER TABLE {table} DISABLE TRIGGER USER" for table in ENGINE_TABLES])
     for module in reversed(_changes(variant)):
         _sql(module.BACKWARD)
 
 
 def set_back(variant: str) -> None:
+    if variant == "untriggered":
+        _sql([f"ALTER TABLE {table} ENABLE TRIGGER USER" for table in ENGINE_TABLES])
     for module in _changes(variant):
         _sql(module.FORWARD)
 
@@ -113,8 +125,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", type=int, default=200, help="tasks per run (calls per phase)")
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--variants", nargs="+", default=["before", "now", "none"],
-                        help="before, before-tally, before-epochs, now, none")
+    parser.add_argument("--variants", nargs="+", default=["before", "now", "untriggered"],
+                        help="before, before-tally, before-epochs, before-index, now, untriggered, none")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     call_command("flush", interactive=False, verbosity=0)
@@ -155,7 +167,17 @@ def main():
             values = figures[(variant, phase)]
             parts.append(f"{phase} {statistics.median(values):.3f} [{min(values):.2f}-{max(values):.2f}]")
         both = [g + j for g, j in zip(figures[(variant, "generation")], figures[(variant, "judging")])]
-        print(f"  {variant:7s} " + "; ".join(parts) + f"; mean of the two {statistics.median(both) / 2:.3f}")
+        print(f"  {variant:13s} " + "; ".join(parts) + f"; mean of the two {statistics.median(both) / 2:.3f}")
+    if "now" in variants:
+        # A round's variants ran minutes apart; their difference within the round is steadier than
+        # the medians on a machine whose speed drifts.
+        print("\nPaired by round, the variant minus `now`, ms per call (median): generation / judging / mean")
+        for variant in variants:
+            if variant != "now":
+                differences = [[a - b for a, b in zip(figures[(variant, phase)], figures[("now", phase)])]
+                               for phase in ("generation", "judging")]
+                print(f"  {variant:13s} {statistics.median(differences[0]):+.3f} / {statistics.median(differences[1]):+.3f}"
+                      f" / {statistics.median([(g + j) / 2 for g, j in zip(*differences)]):+.3f}")
     with open("/proc/loadavg") as load:
         print(f"load {load.read().split()[:3]}")
 

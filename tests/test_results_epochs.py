@@ -359,7 +359,18 @@ def test_a_reservation_of_a_judge_call_notes_nothing(pairs):
     assert not moves(pairs, lambda: ModelCall.objects.create(slot=slot, run=run, phase="judging", attempt=1,
                                                             reserved_at=now, lease_until=now))
     assert _noted() == ("", "")
-    # its deletion, once answered, moves the campaign over the run it judges (the run is finished)
-    ModelCall.objects.filter(slot=slot).update(outcome="ok", text='{"preferred": "A"}')
+    # its receipt and its slot's, in one statement as the journal makes them, move the campaign over
+    # the run it judges (the run is finished); its deletion, once answered, moves it again
+    before = results_epoch(pairs.pk)
+    with connection.cursor() as cursor:
+        cursor.execute("WITH attempt AS (UPDATE experiments_modelcall SET outcome = 'ok', text = %s WHERE slot_id = %s "
+                       "RETURNING slot_id) UPDATE experiments_slot SET status = 'ok' WHERE id IN (SELECT slot_id FROM attempt)",
+                       ['{"preferred": "A"}', slot.pk])
+    assert results_epoch(pairs.pk) > before and _noted() == ("", "")
     assert moves(pairs, lambda: ModelCall.objects.filter(slot=slot).delete())
+    assert _noted() == ("", "")
+    # while the judge run is not finished, its receipts move nothing and leave no note
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
+    call = ModelCall.objects.create(slot=slot, run=run, phase="judging", attempt=2, reserved_at=now, lease_until=now)
+    assert not moves(pairs, lambda: ModelCall.objects.filter(pk=call.pk).update(outcome="ok", text="{}"))
     assert _noted() == ("", "")

@@ -289,8 +289,6 @@ class ModelCall(models.Model):
             models.UniqueConstraint(fields=["slot", "attempt"], name="model_call_attempt_once"),
         ]
         indexes = [
-            # cost per phase, calls per second
-            models.Index(fields=["finished_at"], name="model_call_finished"),
             # the run page: a phase's calls that ended in a recent window (its time left, calls per second);
             # the slot and reservation time ride along, so the window's calls are read from the index alone
             models.Index(fields=["run", "phase", "finished_at", "slot", "reserved_at"], name="model_call_phase"),
