@@ -25,6 +25,7 @@ running `run_report` must not obey an escape sequence a server sent; pages escap
 """
 from __future__ import annotations
 
+import copy
 import unicodedata
 from dataclasses import dataclass
 
@@ -114,9 +115,32 @@ def shown_url(url: str) -> str:
     return text if len(text) <= URL_SHOWN_CHARS else text[: URL_SHOWN_CHARS - 1] + "…"
 
 
+# endpoint_problem's answers with the list they were worked out from (the settings' list itself and
+# a copy of it, so that a list replaced or changed in place is seen), replaced as one: asked before
+# every request.
+_ANSWERS: tuple = (None, None, {})
+_ANSWERS_KEPT = 256
+_UNKNOWN = object()
+
+
 def endpoint_problem(provider: str, base_url: str, api_key_env: str | None = None) -> str | None:
     """Why this provider and base URL may not be called (with the key of `api_key_env`, when
-    named), naming the allowed endpoints or key variables; None when allowed."""
+    named), naming the allowed endpoints or key variables; None when allowed. Remembered per
+    endpoint list: the list is read and every endpoint's URL parsed once, not per request."""
+    global _ANSWERS
+    entries = settings.LLM_ENDPOINTS
+    source, snapshot, answers = _ANSWERS
+    if entries is not source or entries != snapshot or len(answers) >= _ANSWERS_KEPT:
+        answers = {}
+        _ANSWERS = (entries, copy.deepcopy(entries), answers)
+    key = (provider, base_url, api_key_env)
+    answer = answers.get(key, _UNKNOWN)
+    if answer is _UNKNOWN:
+        answer = answers[key] = _worked_out_problem(provider, base_url, api_key_env)
+    return answer
+
+
+def _worked_out_problem(provider: str, base_url: str, api_key_env: str | None) -> str | None:
     if endpoint_for(provider, base_url, api_key_env) is not None:
         return None
     if admitting_endpoints(provider, base_url):
