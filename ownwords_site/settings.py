@@ -234,9 +234,12 @@ OWNWORDS_HAND_OUT_WINDOW = env_int("OWNWORDS_HAND_OUT_WINDOW", None)
 # The journal's statements are prepared on the server (experiments/execution/hot_sql.py); off
 # behind a transaction-pooling pgbouncer older than 1.21.
 OWNWORDS_DB_PREPARE = env_bool("OWNWORDS_DB_PREPARE", True)
-# Off: every slot thread reserves its own attempts instead of in the receipt of the answer that
-# freed its place (experiments/execution/reservation.py; for comparisons).
-OWNWORDS_RESERVE_WITH_RECEIPT = env_bool("OWNWORDS_RESERVE_WITH_RECEIPT", True)
+# On: a slot thread handed an in-flight place has its first attempt reserved in the receipt of the
+# answer that freed it (one commit for both), and waits for that statement. Off (the default): it
+# is given the place at once and reserves its own attempt while that receipt is written: on a
+# disk whose WAL flush takes 0.1 ms this sends sooner (benchmarks/engine-results.md, 6 Dec 2026);
+# where each flush takes milliseconds, on may be the better choice.
+OWNWORDS_RESERVE_WITH_RECEIPT = env_bool("OWNWORDS_RESERVE_WITH_RECEIPT", False)
 # Mem0's stores (a folder per run and process) and its own config file, which Mem0 finds through
 # MEM0_DIR when it is imported: put into the environment here, as the URLs above are.
 OWNWORDS_MEM0_DIR = env_str("OWNWORDS_MEM0_DIR") or str(VAR_DIR / "mem0")

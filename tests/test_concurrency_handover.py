@@ -22,6 +22,7 @@ import pytest
 import redis
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from experiments.execution import concurrency
 from experiments.execution.concurrency import HandoverLimiter, InflightLimiter
@@ -251,14 +252,12 @@ def test_an_answer_hands_its_place_on_before_its_receipt_a_quota_answer_only_aft
     assert limiter.in_flight(name) == 0
 
 
-def test_a_waiting_threads_first_attempt_is_reserved_in_the_statement_of_the_answer_that_frees_its_place(
-        transactional_db, project, server, redis_connection):
+def _three_threads_one_place(run, redis_connection, server):
     """One place (cap 1), three slot threads of one "process": A sends; B asks Redis; C waits in
-    the process with its ticket. A's answer frees the place for C, and C's first attempt is
-    reserved in the same statement (one transaction) as A's receipt; B gets the place through
-    Redis afterwards, reserving on its own. Each slot gets one call and one answer."""
-    run = make_run(project, build_cohort(project, sessions=3, name="ticket"), conditions=[QUESTION_ONLY],
-                   generator=openai_model(server), concurrency={"openai": 1})
+    the process (with its ticket, when tickets are on). A's answer frees the place for C; B gets
+    it through Redis after C's answer. Returns the slots (A, B, C); per slot with a call while C's
+    request was in flight, (the call row's xmin, reserved_at, finished_at); and when the server
+    answered A."""
     first, asking, waiting = run_drive(run.pk).slot_ids
     limiter = HandoverLimiter(InflightLimiter(redis_connection))
     name = limiter_name(model_config(run.protocol.generator))
@@ -274,12 +273,14 @@ def test_a_waiting_threads_first_attempt_is_reserved_in_the_statement_of_the_ans
             connection.close()
 
     threads = {slot_id: threading.Thread(target=execute, args=(slot_id,)) for slot_id in (first, asking, waiting)}
+    moments = {}
 
     def reply(request):
         threads[asking].start()
         wait_until(lambda: name in limiter._asking)  # B asks Redis (the cap is full)
         threads[waiting].start()
-        wait_until(lambda: len(limiter._waiting.get(name, ())) == 1)  # C waits here, with its ticket
+        wait_until(lambda: len(limiter._waiting.get(name, ())) == 1)  # C waits here
+        moments["A answered"] = timezone.now()
         return answer(request, "The first answer.")
 
     reservations = {}
@@ -303,10 +304,34 @@ def test_a_waiting_threads_first_attempt_is_reserved_in_the_statement_of_the_ans
     assert set(Slot.objects.filter(run=run).values_list("status", flat=True)) == {Slot.Status.OK}
     assert ModelCall.objects.filter(run=run).count() == 3  # one call each
     assert set(reservations) == {first, waiting}  # B had not reserved yet: the place was C's
-    # C's reservation and A's receipt: one transaction (the same xmin), one time.
-    assert reservations[waiting][0] == reservations[first][0]
-    assert reservations[waiting][1] == reservations[first][2]
     # B reserved on its own, after C's answer gave the place back through Redis.
     b_call = ModelCall.objects.get(slot_id=asking)
     assert b_call.reserved_at > ModelCall.objects.get(slot_id=waiting).finished_at
     assert limiter.in_flight(name) == 0
+    return (first, asking, waiting), reservations, moments["A answered"]
+
+
+def test_a_waiting_threads_first_attempt_is_reserved_in_the_statement_of_the_answer_that_frees_its_place(
+        transactional_db, project, server, redis_connection, settings):
+    """With OWNWORDS_RESERVE_WITH_RECEIPT on, C's first attempt is reserved in the same statement
+    (one transaction) as A's receipt; B reserves on its own. Each slot gets one call and one answer."""
+    settings.OWNWORDS_RESERVE_WITH_RECEIPT = True
+    run = make_run(project, build_cohort(project, sessions=3, name="ticket"), conditions=[QUESTION_ONLY],
+                   generator=openai_model(server), concurrency={"openai": 1})
+    (first, _, waiting), reservations, _ = _three_threads_one_place(run, redis_connection, server)
+    # C's reservation and A's receipt: one transaction (the same xmin), one time.
+    assert reservations[waiting][0] == reservations[first][0]
+    assert reservations[waiting][1] == reservations[first][2]
+
+
+def test_a_waiting_thread_handed_a_place_reserves_its_own_attempt_by_default(
+        transactional_db, project, server, redis_connection, settings):
+    """The default (OWNWORDS_RESERVE_WITH_RECEIPT off): C is handed A's place with A's answer and
+    reserves its own first attempt, a transaction of its own, not A's receipt's; still one call
+    and one answer per slot, and the cap of one place is never passed (B only after C)."""
+    assert settings.OWNWORDS_RESERVE_WITH_RECEIPT is False
+    run = make_run(project, build_cohort(project, sessions=3, name="own"), conditions=[QUESTION_ONLY],
+                   generator=openai_model(server), concurrency={"openai": 1})
+    (first, _, waiting), reservations, a_answered = _three_threads_one_place(run, redis_connection, server)
+    assert reservations[waiting][0] != reservations[first][0]  # its own transaction
+    assert reservations[waiting][1] >= a_answered  # reserved only once A's place was free

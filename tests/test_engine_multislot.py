@@ -17,6 +17,7 @@ import time
 from collections import Counter
 
 import pytest
+from rq import Worker
 
 from experiments.execution import control
 from experiments.execution.jobs import run_enqueue
@@ -102,6 +103,10 @@ def test_multi_slot_workers_keep_the_global_cap_and_send_nothing_after_a_quota_a
                            concurrency={"openai": cap})
             for _ in range(3):
                 workers.start()
+            # All three listening before the first job: one process alone can send the run's first
+            # 30 requests (half a second at this cap and delay) before the others have started.
+            wait_for(lambda: len(Worker.all(connection=redis_connection)) == 3, 60,
+                     "the three workers to register", workers)
             run_enqueue(run.pk)
             run = wait_for(lambda: Run.objects.filter(pk=run.pk, circuit_open=True).first(), 90,
                            "the quota answer to open the circuit", workers)

@@ -12,9 +12,10 @@
 - the answer's receipt is committed before the in-flight place is given back: a Redis blip
   at that moment costs a logged, retried release, never the answer (an answer or an
   unusable response, which changes no one's right to send, may hand its place first to a
-  thread of the same process waiting for one: in-process, nothing there can fail; that thread's
-  first attempt is then reserved in the receipt's own statement, `receipt_sql`, and it sends
-  only after that commit);
+  thread of the same process waiting for one: in-process, nothing there can fail; that thread
+  reserves its own attempt meanwhile, or, with settings.OWNWORDS_RESERVE_WITH_RECEIPT, has its
+  first attempt reserved in the receipt's own statement, `receipt_sql`, and sends only after
+  that commit);
 - a reservation whose lease ran out without an outcome is *unknown* (`expire_leases`) and never
   re-sent automatically; a slot whose worker died while it waited for its recovery sent
   nothing unanswered, and goes back to pending with its recovery still due.

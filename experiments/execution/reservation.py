@@ -166,7 +166,8 @@ def next_reservation(slot_id: int, *, basis: str, worker: str, lease_s: float,
                      policy: RetryPolicy) -> NextReservation | None:
     """A ticket for the attempt `reserve` would make with one statement (`_reserve_first`: a first
     attempt, no HTTP ceilings), for the thread that hands this one its place; else None (also when
-    settings.OWNWORDS_RESERVE_WITH_RECEIPT is off: every thread reserves its own, for comparisons)."""
+    settings.OWNWORDS_RESERVE_WITH_RECEIPT is off, the default: the thread is handed its place at once
+    and reserves its own attempt while the receipt is written)."""
     if (not settings.OWNWORDS_RESERVE_WITH_RECEIPT or basis != ModelCall.Basis.FIRST
             or policy.has_http_ceilings):
         return None
