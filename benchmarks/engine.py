@@ -103,7 +103,7 @@ WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker", "fork": "rq.worker.Worker"
                   "multi": "experiments.execution.workers.MultiSlotWorker"}
 
 
-from page_setup import ensure_database  # noqa: E402
+from page_setup import cpu_seconds, ensure_database  # noqa: E402
 
 ensure_database(os.environ["DATABASE_URL"])
 
@@ -120,19 +120,6 @@ from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Project, Run, Slot  # noqa: E402
 from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, make_run, openai_model  # noqa: E402
 from tests.llm_fake_server import running_fake_llm  # noqa: E402
-
-
-def cpu_seconds(pids) -> float:
-    """user + system CPU time of these processes (Linux /proc), children that exited included."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
-    return total
 
 
 def pids_named(*names) -> list[int]:

@@ -45,7 +45,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ownwords_site.settings")
 os.environ.setdefault("OWNWORDS_LLM_ENDPOINTS",
                       '[{"name": "bench-local", "url_prefix": "http://127.0.0.1:"}, {"name": "offline", "provider": "offline"}]')
 
-from page_setup import ensure_database  # noqa: E402
+from page_setup import cpu_seconds, ensure_database  # noqa: E402
 
 ensure_database(os.environ["DATABASE_URL"])
 
@@ -74,12 +74,11 @@ ENGINE_TABLES = ("experiments_slot", "experiments_modelcall", "experiments_predi
 
 
 def backend_cpu_s() -> float:
-    """user + system CPU of the PostgreSQL backend serving this process's connection."""
+    """user + system CPU of the PostgreSQL backend serving this process's connection (it has no children)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+    return cpu_seconds([pid])
 
 
 def _sql(statements) -> None:

@@ -1,6 +1,7 @@
 """What the benchmarks share: a scratch PostgreSQL database, Django set up to serve its pages in this
 process and COPY for their bulk rows (pages.py, run_page.py); a database made when missing
-(`ensure_database`: engine.py, receipts.py, survey_app.py).
+(`ensure_database`: engine.py, receipts.py, survey_app.py); a process's CPU time from /proc
+(`cpu_seconds`: engine.py, engine_statements.py).
 
     from page_setup import REUSE, copy, django_on_scratch_database  # beside the script
     django_on_scratch_database("bench_pages")                      # before importing Django's modules
@@ -54,6 +55,19 @@ def ensure_database(url: str) -> None:
                          password=target["PASSWORD"] or None, dbname="postgres", autocommit=True) as admin:
         if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (target["NAME"],)).fetchone():
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(target["NAME"])))
+
+
+def cpu_seconds(pids) -> float:
+    """user + system CPU time of these processes (Linux /proc), children that exited included."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+    return total
 
 
 def copy(table: str, columns: str, rows) -> None:
