@@ -115,6 +115,7 @@ import django_rq  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from rq import Worker  # noqa: E402
+from rq.registry import StartedJobRegistry  # noqa: E402
 
 from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Project, Run, Slot  # noqa: E402
@@ -242,6 +243,18 @@ def wait_finished(run: Run, log_dir: Path) -> None:
         time.sleep(0.05)
 
 
+def wait_queues_idle(log_dir: Path) -> None:
+    """Until no job waits on any queue or runs on any worker: a finished run's post-run work (its
+    robustness tables, its project's paper report, on the analysis lane) is not the next run's."""
+    redis = django_rq.get_connection("default")
+    deadline = time.monotonic() + 600
+    while any(django_rq.get_queue(name, connection=redis).count
+              or StartedJobRegistry(name, connection=redis).get_job_ids(cleanup=False) for name in QUEUES):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the queues did not fall idle; see {log_dir}")
+        time.sleep(0.05)
+
+
 def wait_calls_done(run: Run, log_dir: Path) -> None:
     deadline = time.monotonic() + 600
     while Run.objects.filter(pk=run.pk, phase__in=("memories", "generation", "decisions", "judging"),
@@ -296,6 +309,7 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
     try:
         run_enqueue(warm_up.pk)
         wait_finished(warm_up, log_dir)
+        wait_queues_idle(log_dir)  # measured from here: the warm-up's tables and report are built
         worker_pids = family([p.pid for p in workers])
         pg_before = {pid: cpu_seconds([pid]) for pid in postgres_pids()}
         groups = {"workers": worker_pids, "redis": redis_pids(), "server+bench": [os.getpid()],
