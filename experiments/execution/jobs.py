@@ -26,9 +26,10 @@ import django_rq
 import httpx
 from django.conf import settings
 from rq import Queue
+from rq.suspension import WORKERS_SUSPENDED
 
 from experiments.core.llm.transport import StdlibTransport
-from experiments.execution.concurrency import REDIS_DOWN, HandoverLimiter, InflightLimiter, wait_for_redis
+from experiments.execution.concurrency import REDIS_DOWN, HandoverLimiter, InflightLimiter, LuaScript, wait_for_redis
 from experiments.execution.driver import Step, run_analyze, run_drive, run_plan_part, run_refill
 from experiments.execution.journal import in_this_thread, phase_open, slot_execute
 from experiments.execution.workers import SLOT_JOB_PREFIX
@@ -205,36 +206,82 @@ def job_recheck(run_id: int, due: str) -> None:
     job_drive(run_id)
 
 
-def job_slot(slot_id: int, db=in_this_thread, done_key: str | None = None) -> None:
+def job_slot(slot_id: int, db=in_this_thread, done_key: str | None = None,
+             next_from: tuple[tuple[str, str], ...] | None = None) -> str | None:
     """One slot's attempts; `db` runs its database steps (a multi-slot worker's database threads).
     `done_key`: rq's record of this job, deleted with the bookkeeping below (a multi-slot
-    worker keeps no other record of a slot job)."""
+    worker keeps no other record of a slot job). `next_from`: the worker's queues in its order, as
+    (name, Redis key) pairs, from which the same round trip takes the next slot job for this thread
+    (`_after_slot`: its id is returned; None when none was taken)."""
     slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name(), db=db)
     # The slot's outcome is recorded. What follows tells the driver, through Redis: if Redis is
     # away, wait for it (this worker can take no job without it anyway) and tell it then. A
     # count decremented twice only makes a later job look once more.
     while True:
         try:
-            return db(_after_slot, slot, done_key)
+            return db(_after_slot, slot, done_key, next_from)
         except REDIS_DOWN as exc:
             wait_for_redis(limiter().client, what=f"the bookkeeping after slot {slot_id}", error=exc)
 
 
-def _after_slot(slot, done_key: str | None = None) -> None:
-    # Only the phase's last jobs look whether it is settled: while others of this run and phase
-    # are still queued or running, one of them will. (A lost job keeps the count above zero;
-    # the delayed look drives then. An expired count reads below zero: every job looks.)
-    with limiter().client.pipeline(transaction=False) as pipeline:  # one round trip
-        pipeline.decr(QUEUED_KEY.format(run_id=slot.run_id, phase=slot.phase))
-        pipeline.get(REFILL_KEY.format(run_id=slot.run_id, phase=slot.phase))
-        if done_key is not None:
-            pipeline.delete(done_key)
-        left, refill_at = pipeline.execute()[:2]
-    if refill_at is not None and left == int(refill_at):
-        # The count passes each value once on its way down: one refill per time the window runs low.
-        _queue("default").enqueue(job_refill, slot.run_id, slot.phase)
-    if left <= 0 and not phase_open(slot.run_id, slot.phase):  # the next phase may start
-        job_drive(slot.run_id)
+# KEYS: the phase's count, its refill mark, rq's record of the finished job, rq's suspension flag,
+# then the worker's queues in its order; ARGV: delete the record (1/0), take a next job (1/0), the
+# slot jobs' id prefix, then for each queue whether it carries slot jobs (1/0). Returns the count
+# after the decrement, the refill mark, and the next slot job's id and queue (nil: none taken). A next job is
+# taken only from the first queue, in the worker's order, that holds any, only when that queue
+# carries slot jobs and the job at its head is one, and never while rq's workers are suspended:
+# a drive, a refill or a delayed look waiting on an earlier queue (the driver's `default`) goes to
+# the main thread before any further slot job, as the worker's own dequeue would take it.
+_AFTER_SLOT = """
+local left = redis.call('DECR', KEYS[1])
+local refill_at = redis.call('GET', KEYS[2])
+if ARGV[1] == '1' then redis.call('DEL', KEYS[3]) end
+local next_job, next_queue = false, false
+if ARGV[2] == '1' and redis.call('EXISTS', KEYS[4]) == 0 then
+  for i = 5, #KEYS do
+    local head = redis.call('LINDEX', KEYS[i], 0)
+    if head then
+      if ARGV[i - 1] == '1' and string.sub(head, 1, #ARGV[3]) == ARGV[3] then
+        next_job = redis.call('LPOP', KEYS[i])
+        next_queue = KEYS[i]
+      end
+      break
+    end
+  end
+end
+return {left, refill_at, next_job, next_queue}
+"""
+_after_slot_script: LuaScript | None = None
+
+
+def _after_slot(slot, done_key: str | None = None,
+                next_from: tuple[tuple[str, str], ...] | None = None) -> str | None:
+    """The phase's count of unfinished slot jobs down by one, rq's record of this one deleted, and
+    (`next_from`) the next slot job taken for this thread: one round trip. Returns that job's id."""
+    global _after_slot_script
+    if _after_slot_script is None:
+        _after_slot_script = LuaScript(limiter().client, _AFTER_SLOT)
+    keys = [QUEUED_KEY.format(run_id=slot.run_id, phase=slot.phase),
+            REFILL_KEY.format(run_id=slot.run_id, phase=slot.phase), done_key or "", WORKERS_SUSPENDED]
+    args = ["1" if done_key is not None else "0", "1" if next_from is not None else "0", SLOT_JOB_PREFIX]
+    for name, key in next_from or ():
+        keys.append(key)
+        args.append("1" if name in SLOT_QUEUES else "0")
+    left, refill_at, next_job, next_queue = _after_slot_script(keys, args)
+    try:
+        # Only the phase's last jobs look whether it is settled: while others of this run and phase
+        # are still queued or running, one of them will. (A lost job keeps the count above zero;
+        # the delayed look drives then. An expired count reads below zero: every job looks.)
+        if refill_at is not None and left == int(refill_at):
+            # The count passes each value once on its way down: one refill per time the window runs low.
+            _queue("default").enqueue(job_refill, slot.run_id, slot.phase)
+        if left <= 0 and not phase_open(slot.run_id, slot.phase):  # the next phase may start
+            job_drive(slot.run_id)
+    except BaseException:
+        if next_job is not None:  # this thread will not run it: back to the head of its queue
+            _redis().lpush(next_queue, next_job)
+        raise
+    return next_job.decode() if isinstance(next_job, bytes) else next_job
 
 
 def job_analyze(run_id: int) -> None:

@@ -215,7 +215,10 @@ class MultiSlotWorker(ResilientSimpleWorker):
     """A SimpleWorker that carries up to `OWNWORDS_WORKER_SLOTS` slot jobs at once (threads).
 
     Each slot job (`jobs.job_slot`) runs on a thread of its own from dequeue to the end of its
-    attempts; its database steps run on `OWNWORDS_WORKER_DB_THREADS` threads (`DatabaseThreads`),
+    attempts, and that thread then takes the next slot job itself in the same round trip as its
+    bookkeeping (`jobs._after_slot`), while no job of an earlier queue waits (a drive or refill on
+    `default` goes to the main thread first, as its dequeue would take it); its database steps run
+    on `OWNWORDS_WORKER_DB_THREADS` threads (`DatabaseThreads`),
     its requests over the process's one pooled httpx client. The journal's rules are those of
     any worker: the global in-flight cap is Redis's (the limiter), the circuit and every
     reservation the database's, so threads of one process and processes on many machines are
@@ -278,10 +281,7 @@ class MultiSlotWorker(ResilientSimpleWorker):
     def _dequeued(self, job_id: str, queue):
         # A slot job, whose id says its slot (`jobs.slot_job_id`), is not read from Redis at all:
         # the slot id is all it carries. Anything else is fetched and run as rq would.
-        slot_id = slot_of_job(job_id)
-        if slot_id is not None:
-            return SlotJob(job_id, self.job_class.key_for(job_id), (slot_id,))
-        return super()._dequeued(job_id, queue)
+        return self._slot_job(job_id) or super()._dequeued(job_id, queue)
 
     def execute_job(self, job, queue):
         if not isinstance(job, SlotJob) and job.func_name != SLOT_JOB:
@@ -296,22 +296,41 @@ class MultiSlotWorker(ResilientSimpleWorker):
             raise
 
     def _run_slot_job(self, job, queue) -> None:
-        forgotten = False
+        # A slot job's thread takes the worker's next slot job itself, in the round trip of its
+        # bookkeeping (`jobs._after_slot`), and runs it here: no dequeue in the main thread, no
+        # hand-over between threads, per slot. Only while no job of an earlier queue (a drive, a
+        # refill) waits, rq's workers are not suspended and no stop was asked for: otherwise the
+        # thread is given back and the main thread's dequeue goes on as rq's.
+        while job is not None:
+            job = self._run_one_slot_job(job, queue)
+
+    def _run_one_slot_job(self, job, queue) -> SlotJob | None:
+        forgotten, next_id = False, None
         try:
             # `jobs.job_slot` (SLOT_JOB), found by name as rq does: workers sit below jobs,
             # which names its slot jobs with this module's prefix. A SlotJob's record goes with
             # the job's own bookkeeping (one round trip for both).
             own = {"done_key": job.key} if isinstance(job, SlotJob) else {}
-            import_attribute(job.func_name)(*job.args, db=self.database or database_step, **job.kwargs, **own)
+            if own and not self._stop_requested:
+                own["next_from"] = tuple((q.name, q.key) for q in self._ordered_queues)
+            next_id = import_attribute(job.func_name)(*job.args, db=self.database or database_step, **job.kwargs,
+                                                      **own)
             forgotten = bool(own)
         except Exception:
             logger.exception("slot job %s (%s) failed", job.id, job.args)
         finally:
             if self.database is not None:
                 connections.close_all()  # nothing should be open on a slot thread; if it is, let it go
-            self._free.release()
+            next_job = self._slot_job(next_id) if forgotten else None
+            if next_job is None:
+                self._free.release()
             if not forgotten:
                 self._forget(job, queue)
+        return next_job
+
+    def _slot_job(self, job_id) -> SlotJob | None:
+        slot_id = slot_of_job(job_id) if isinstance(job_id, str) else None
+        return SlotJob(job_id, self.job_class.key_for(job_id), (slot_id,)) if slot_id is not None else None
 
     def _forget(self, job, queue) -> None:
         """rq's record of a slot job: gone once it ran (the journal is the record)."""
