@@ -248,8 +248,12 @@ def wait_queues_idle(log_dir: Path) -> None:
     robustness tables, its project's paper report, on the analysis lane) is not the next run's."""
     redis = django_rq.get_connection("default")
     deadline = time.monotonic() + 600
-    while any(django_rq.get_queue(name, connection=redis).count
-              or StartedJobRegistry(name, connection=redis).get_job_ids(cleanup=False) for name in QUEUES):
+    idle_since = None
+    # Idle for a whole second: a job just popped is on no queue and not yet in its started registry.
+    while idle_since is None or time.monotonic() - idle_since < 1.0:
+        busy = any(django_rq.get_queue(name, connection=redis).count
+                   or StartedJobRegistry(name, connection=redis).get_job_ids(cleanup=False) for name in QUEUES)
+        idle_since = None if busy else (idle_since or time.monotonic())
         if time.monotonic() > deadline:
             raise SystemExit(f"the queues did not fall idle; see {log_dir}")
         time.sleep(0.05)
