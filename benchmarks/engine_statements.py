@@ -20,7 +20,12 @@ falls on all of them alike:
   those reverted;
 - `untriggered`: every user trigger of the slot, call, prediction and grade tables disabled (ALTER
   TABLE ... DISABLE TRIGGER USER; the foreign keys' checks stay): what the triggers cost in all;
-- `none`: no trigger at all, foreign keys' checks included (`session_replication_role = replica`).
+- `none`: no trigger at all, foreign keys' checks included (`session_replication_role = replica`);
+- `drop=<index>[+<index>...]`: those indexes dropped for the round (in this benchmark's database
+  only) and created again after it, from their own definitions: what each costs per call;
+- `ff=<table>:<percent>[+...]`: the table's fillfactor for the round (reset after): room on a page
+  for an update that may be HOT. Only pages filled during the round leave it. Both may be joined
+  with a comma: `drop=model_call_phase,ff=experiments_modelcall:80`.
 
     .venv/bin/python benchmarks/engine_statements.py --tasks 200 --rounds 6
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/h_pgtrig .venv/bin/python benchmarks/engine_statements.py
@@ -95,9 +100,31 @@ def _changes(variant: str) -> list:
     return [importlib.import_module(name) for name in APPLIED if name in names]
 
 
+def set_fillfactor(variant: str) -> None:
+    """A `ff=` variant's fillfactors, set before the round's run is made (its slots and predictions
+    are inserted then); `set_back` resets them."""
+    for part in _parts(variant, "ff="):
+        table, percent = part.split(":")
+        _sql([f"ALTER TABLE {table} SET (fillfactor = {int(percent)})"])
+
+
+_DROPPED = {}  # index name → its definition, while a `drop=` variant has it dropped
+
+
+def _parts(variant: str, prefix: str) -> list:
+    """The items of the variant's `drop=` or `ff=` part (a variant may join both with a comma)."""
+    return [item for part in variant.split(",") if part.startswith(prefix)
+            for item in part[len(prefix):].split("+")]
+
+
 def set_variant(variant: str) -> None:
     """Put the triggers in the variant's state (DDL, committed at once; `set_back` undoes it)."""
     _sql(["SET session_replication_role = " + ("replica" if variant == "none" else "origin")])
+    for name in _parts(variant, "drop="):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
+            _DROPPED[name] = cursor.fetchone()[0]
+        _sql([f'DROP INDEX "{name}"'])
     if variant == "untriggered":
         _sql([f"ALTER TABLE {table} DISABLE TRIGGER USER" for table in ENGINE_TABLES])
     for module in reversed(_changes(variant)):
@@ -105,6 +132,10 @@ def set_variant(variant: str) -> None:
 
 
 def set_back(variant: str) -> None:
+    for name in _parts(variant, "drop="):
+        _sql([_DROPPED.pop(name)])
+    for part in _parts(variant, "ff="):
+        _sql([f"ALTER TABLE {part.split(':')[0]} RESET (fillfactor)"])
     if variant == "untriggered":
         _sql([f"ALTER TABLE {table} ENABLE TRIGGER USER" for table in ENGINE_TABLES])
     for module in _changes(variant):
@@ -125,7 +156,8 @@ def main():
     parser.add_argument("--tasks", type=int, default=200, help="tasks per run (calls per phase)")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--variants", nargs="+", default=["before", "now", "untriggered"],
-                        help="before, before-tally, before-epochs, before-index, now, untriggered, none")
+                        help="before, before-tally, before-epochs, before-index, now, "
+                             "untriggered, none, drop=<index>[+<index>], ff=<table>:<percent>[+...]")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     call_command("flush", interactive=False, verbosity=0)
@@ -141,6 +173,7 @@ def main():
         for round_number in range(args.rounds):
             order = variants if round_number % 2 == 0 else list(reversed(variants))
             for variant in order:
+                set_fillfactor(variant)
                 run = make_run(project, cohort, conditions=[QUESTION_ONLY], name=f"r{round_number}-{variant}",
                                generator=openai_model(server), bootstrap={"draws": 10})
                 set_variant(variant)
