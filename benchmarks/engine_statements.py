@@ -14,10 +14,10 @@ Variants alternate round by round on the same database, so that a shared machine
 falls on all of them alike:
 
 - `now`: the triggers as the migrations leave them;
-- `before`: the engine tables' triggers and indexes as they were before experiments 0035-0036 and
+- `before`: the engine tables' triggers and indexes as they were before experiments 0035-0037 and
   annotations 0012-0013 (those migrations' reverse SQL, applied in this session, and their forward SQL
-  again after); `before-tally` (0035), `before-epochs` (0012-0013), `before-index` (0036): only
-  those reverted;
+  again after); `before-tally` (0035), `before-epochs` (0012-0013), `before-index` (0036),
+  `before-run-indexes` (0037): only those reverted;
 - `untriggered`: every user trigger of the slot, call, prediction and grade tables disabled (ALTER
   TABLE ... DISABLE TRIGGER USER; the foreign keys' checks stay): what the triggers cost in all;
 - `none`: no trigger at all, foreign keys' checks included (`session_replication_role = replica`);
@@ -72,7 +72,8 @@ from tests.receipt_helpers import _reserved  # noqa: E402
 CHANGES = {"tally": ["experiments.migrations.0035_tally_fewer_deltas"],
            "epochs": ["annotations.migrations.0012_results_epochs_row_filters",
                       "annotations.migrations.0013_results_epochs_bulk_predictions"],
-           "index": ["experiments.migrations.0036_drop_model_call_finished"]}
+           "index": ["experiments.migrations.0036_drop_model_call_finished"],
+           "run-indexes": ["experiments.migrations.0037_drop_grade_tally_run_indexes"]}
 # In the order they were applied ("before" reverses them all, last first).
 APPLIED = [name for names in CHANGES.values() for name in names]
 ENGINE_TABLES = ("experiments_slot", "experiments_modelcall", "experiments_prediction", "experiments_grade")
@@ -156,7 +157,7 @@ def main():
     parser.add_argument("--tasks", type=int, default=200, help="tasks per run (calls per phase)")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--variants", nargs="+", default=["before", "now", "untriggered"],
-                        help="before, before-tally, before-epochs, before-index, now, "
+                        help="before, before-tally, before-epochs, before-index, before-run-indexes, now, "
                              "untriggered, none, drop=<index>[+<index>], ff=<table>:<percent>[+...]")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)

@@ -383,7 +383,8 @@ class Grade(models.Model):
         OPERATIONAL_ZERO = "operational_zero", "Operational zero (empty answer)"
         MISSING = "missing", "Missing"
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="grades")
+    # db_index=False: the unique grade_once_per_answer (run, task, answer_sha256) leads with the run (migration 0037).
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="grades", db_index=False)
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
     answer_sha256 = models.CharField(max_length=64)
     status = models.CharField(max_length=20, choices=Status.choices)

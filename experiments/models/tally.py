@@ -21,7 +21,8 @@ from experiments.models.runs import Phase, Run
 
 
 class RunTally(models.Model):
-    run = models.ForeignKey(Run, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    # db_index=False: run_tally_run (run, folded) leads with the run; one index entry less per delta (migration 0037).
+    run = models.ForeignKey(Run, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+", db_index=False)
     phase = models.CharField(max_length=16, choices=Phase.choices)
     status = models.CharField(max_length=16, blank=True, help_text="a slot status; empty on a row of calls")
     folded = models.BooleanField(default=False, help_text="a run's total so far (one per run, phase and status)")
