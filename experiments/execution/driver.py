@@ -114,10 +114,7 @@ def _drive(run_id: int, *, redispatch_after_s: float | None, windowed: bool,
             complete, plan_from = True, None
             slots = Slot.objects.filter(run=run, phase=run.phase)
             if run.phase == Phase.DONE:
-                run.status = Run.Status.FINISHED
-                run.finished_at = timezone.now()
-                run.status_reason = ""  # a pause or resume note no longer describes a finished run
-                run.save(update_fields=["status", "finished_at", "status_reason"])
+                _finish(run)
                 return Step()
             if run.phase == Phase.ANALYSIS:
                 return Step(phase=Phase.ANALYSIS, analyze=True)
@@ -348,6 +345,13 @@ def run_analyze(run_id: int) -> None:
         run.analysis = summary
         run.save(update_fields=["analysis"])
         _advance(run)
+        if run.may_send():
+            # Finished here, before its robustness tables (which never hold the run back) and before
+            # its project's report is queued: that report reads the finished runs, and a worker's
+            # lane could start it before a later drive marked this one finished (it then left this
+            # run out, and no second rebuild was queued for it). A run paused or stopped meanwhile
+            # is finished by the drive once it may go on, as before.
+            _finish(run)
     _tables_after(run)
     report_after_run(run)  # the project's paper report, rebuilt on the queue
 
@@ -363,6 +367,13 @@ def _tables_after(run: Run) -> None:
         tables_refresh(run)
     except Exception:           # noqa: BLE001 - logged with its traceback; the run's own result stands
         logger.exception("run %s: the robustness tables could not be computed", run.pk)
+
+
+def _finish(run: Run) -> None:
+    run.status = Run.Status.FINISHED
+    run.finished_at = timezone.now()
+    run.status_reason = ""  # a pause or resume note no longer describes a finished run
+    run.save(update_fields=["status", "finished_at", "status_reason"])
 
 
 def _advance(run: Run) -> None:
