@@ -345,15 +345,11 @@ def run_analyze(run_id: int) -> None:
         run.analysis = summary
         run.save(update_fields=["analysis"])
         _advance(run)
-        if run.may_send():
-            # Finished here, before its robustness tables (which never hold the run back) and before
-            # its project's report is queued: that report reads the finished runs, and a worker's
-            # lane could start it before a later drive marked this one finished (it then left this
-            # run out, and no second rebuild was queued for it). A run paused or stopped meanwhile
-            # is finished by the drive once it may go on, as before.
-            _finish(run)
+        if run.may_send():  # (else the drive finishes it once it may go on)
+            _finish(run)  # before the report, which reads the finished runs, is queued (see below)
+    # The project's paper report, rebuilt on the queue (a lane may start it at once), reads it finished.
     _tables_after(run)
-    report_after_run(run)  # the project's paper report, rebuilt on the queue
+    report_after_run(run)
 
 
 def _tables_after(run: Run) -> None:
