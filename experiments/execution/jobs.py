@@ -227,11 +227,13 @@ def job_slot(slot_id: int, db=in_this_thread, done_key: str | None = None,
 # KEYS: the phase's count, its refill mark, rq's record of the finished job, rq's suspension flag,
 # then the worker's queues in its order; ARGV: delete the record (1/0), take a next job (1/0), the
 # slot jobs' id prefix, then for each queue whether it carries slot jobs (1/0). Returns the count
-# after the decrement, the refill mark, and the next slot job's id and queue (nil: none taken). A next job is
-# taken only from the first queue, in the worker's order, that holds any, only when that queue
-# carries slot jobs and the job at its head is one, and never while rq's workers are suspended:
-# a drive, a refill or a delayed look waiting on an earlier queue (the driver's `default`) goes to
-# the main thread before any further slot job, as the worker's own dequeue would take it.
+# after the decrement, the refill mark, and the next slot job's id and queue (nil: none taken).
+# A next job is taken only from the first queue, in the worker's order, that holds any, only when
+# that queue carries slot jobs and the job at its head is one, and never while rq's workers are
+# suspended: a drive, a refill or a delayed look waiting on an earlier queue (the driver's
+# `default`) goes to the main thread before any further slot job, as the worker's dequeue would
+# take it. A reply lost with its connection loses the job popped, as a BLPOP's would: the
+# driver hands a slot out again when its job is lost (`REDISPATCH_AFTER_S`).
 _AFTER_SLOT = """
 local left = redis.call('DECR', KEYS[1])
 local refill_at = redis.call('GET', KEYS[2])
