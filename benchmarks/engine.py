@@ -281,6 +281,7 @@ def one_configuration(server, project, cohorts, n_workers: int, worker_class: st
         # the figures are a long run's steady state, not a worker's start-up.
         run_enqueue(warm_up.pk)
         wait_finished(warm_up, log_dir)
+        wait_queues_idle(log_dir)  # measured from here: the warm-up's tables and report are built
         groups = {"workers": [p.pid for p in processes], "redis": pids_named("redis-server"),
                   "server+bench": [os.getpid()]}
         cpu_before = {name: cpu_seconds(pids) for name, pids in groups.items()}
