@@ -20,7 +20,11 @@ seconds and a protocol capping K requests in flight, served by `--processes` mul
 the ideal K / L and the CPU time per call of every process involved: the workers (their
 scheduler included), the PostgreSQL backends of the benchmark's database and PostgreSQL's own
 background processes, and Redis. Redis is a private `redis-server` the script starts (so no
-other user's traffic is counted); `--shared-redis` uses REDIS_URL instead.
+other user's traffic is counted); `--shared-redis` uses REDIS_URL instead. Under each level,
+`engine_breakdown` prints where a place's time went per call (the send beyond L, the journal
+around the send, the places empty in each phase's first round, steady middle and last round), the
+rows each engine table wrote per call, and, where the server preloads `pg_stat_statements` and
+the database has the extension, the statements that took most of PostgreSQL's time per call.
 
     .venv/bin/python benchmarks/engine.py --levels 8:0.2 32:0.2 128:1 --processes 4
     .venv/bin/python benchmarks/engine.py --slots 1000000 --first-request [--whole]  # first request of a large phase
@@ -103,6 +107,7 @@ WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker", "fork": "rq.worker.Worker"
                   "multi": "experiments.execution.workers.MultiSlotWorker"}
 
 
+from engine_breakdown import place_time, rows_written, statement_costs, statements_reset, table_counters  # noqa: E402
 from page_setup import cpu_seconds, ensure_database  # noqa: E402
 
 ensure_database(os.environ["DATABASE_URL"])
@@ -204,6 +209,7 @@ def measure(run: Run, cap: int = CAP, delay_s: float = DELAY_S) -> dict:
     calls = list(ModelCall.objects.filter(slot__run=run).values_list(
         "slot__phase", "reserved_at", "finished_at", "elapsed_s", "outcome"))
     assert all(outcome == "ok" for *_, outcome in calls), "every call should have succeeded"
+    place = place_time([row[:4] for row in calls], cap, delay_s)
     start = min(c[1] for c in calls)
     end = run.finished_at
     wall = (end - start).total_seconds()
@@ -229,6 +235,7 @@ def measure(run: Run, cap: int = CAP, delay_s: float = DELAY_S) -> dict:
         # plans the judging and enqueues it); the last judge call → the run finished (analysis)
         "between_s": (spans["judging"][0] - spans["generation"][1]).total_seconds(),
         "tail_s": (end - spans["judging"][1]).total_seconds(),
+        "place": place,
     }
 
 
@@ -320,6 +327,8 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
         groups = {"workers": worker_pids, "redis": redis_pids(), "server+bench": [os.getpid()],
                   "pg shared": postgres_pids(shared=True)}
         before = {name: {pid: cpu_seconds([pid]) for pid in pids} for name, pids in groups.items()}
+        with_statements = statements_reset()
+        counters = table_counters()
         run_enqueue(measured.pk)
         # CPU is counted from the run's start until its last call is recorded (the phase moves on
         # to the analysis): both phases' calls and the planning between them, not the statistics.
@@ -328,9 +337,12 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
         cpu["postgres"] = sum(cpu_seconds([pid]) - pg_before.get(pid, 0.0) for pid in set(postgres_pids()) | set(pg_before))
         wait_finished(measured, log_dir)
     finally:
-        stop_workers(workers)
+        stop_workers(workers)  # their backends exit and so report their last table counts
     assert not Slot.objects.filter(run=measured).exclude(status=Slot.Status.OK).exists()
     result = measure(measured, cap, delay_s)
+    # The analysis's writes (after the calls) are counted here too: a few rows per run, not per call.
+    result["rows"] = rows_written(counters, table_counters(), result["calls"])
+    result["statements"] = statement_costs(result["calls"]) if with_statements else None
     result["cpu_ms"] = {name: seconds / result["calls"] * 1000 for name, seconds in cpu.items()}
     result["cpu_total_ms"] = sum(result["cpu_ms"][name] for name in ("workers", "postgres", "redis"))
     return result
@@ -380,6 +392,15 @@ def levels_main(args):
                     print(f"{'':>10} per call and place: send beyond L {m['send_extra_ms']:.1f} ms, place not "
                           f"sending within the phases {m['idle_ms']:.1f} ms; between phases {m['between_s']:.2f} s, "
                           f"analysis tail {m['tail_s']:.2f} s", flush=True)
+                    for phase, part in m["place"].items():
+                        print(f"{'':>10} {phase}, ms per call: send beyond L {part['send_extra']:.1f}, around the "
+                              f"send {part['around_send']:.1f}, places empty {part['idle_first']:.1f} (first round) "
+                              f"+ {part['idle_steady']:.1f} (steady) + {part['idle_last']:.1f} (last round)")
+                    print(f"{'':>10} rows per call: {m['rows']}")
+                    if m["statements"] is None:
+                        print(f"{'':>10} statements: pg_stat_statements is not loaded in this database's server")
+                    for line in m["statements"] or ():
+                        print(f"{'':>12}{line}")
                     summary.append((cap, delay_s, m["rate"] / ideal, phase_rates, m["cpu_total_ms"]))
     finally:
         redis.flushdb()

@@ -21,6 +21,8 @@ falls on all of them alike:
 - `untriggered`: every user trigger of the slot, call, prediction and grade tables disabled (ALTER
   TABLE ... DISABLE TRIGGER USER; the foreign keys' checks stay): what the triggers cost in all;
 - `none`: no trigger at all, foreign keys' checks included (`session_replication_role = replica`);
+- `off=<table>.<trigger>[+...]`: those triggers disabled for the round (enabled again after it): what each
+  costs per call;
 - `drop=<index>[+<index>...]`: those indexes dropped for the round (in this benchmark's database
   only) and created again after it, from their own definitions: what each costs per call;
 - `ff=<table>:<percent>[+...]`: the table's fillfactor for the round (reset after): room on a page
@@ -128,6 +130,7 @@ def set_variant(variant: str) -> None:
         _sql([f'DROP INDEX "{name}"'])
     if variant == "untriggered":
         _sql([f"ALTER TABLE {table} DISABLE TRIGGER USER" for table in ENGINE_TABLES])
+    _sql([f"ALTER TABLE {item.split('.')[0]} DISABLE TRIGGER {item.split('.')[1]}" for item in _parts(variant, "off=")])
     for module in reversed(_changes(variant)):
         _sql(module.BACKWARD)
 
@@ -139,6 +142,7 @@ def set_back(variant: str) -> None:
         _sql([f"ALTER TABLE {part.split(':')[0]} RESET (fillfactor)"])
     if variant == "untriggered":
         _sql([f"ALTER TABLE {table} ENABLE TRIGGER USER" for table in ENGINE_TABLES])
+    _sql([f"ALTER TABLE {item.split('.')[0]} ENABLE TRIGGER {item.split('.')[1]}" for item in _parts(variant, "off=")])
     for module in _changes(variant):
         _sql(module.FORWARD)
 
@@ -175,7 +179,7 @@ def main():
             order = variants if round_number % 2 == 0 else list(reversed(variants))
             for variant in order:
                 set_fillfactor(variant)
-                run = make_run(project, cohort, conditions=[QUESTION_ONLY], name=f"r{round_number}-{variant}",
+                run = make_run(project, cohort, conditions=[QUESTION_ONLY], name=f"r{round_number}-v{variants.index(variant)}",
                                generator=openai_model(server), bootstrap={"draws": 10})
                 set_variant(variant)
                 spent = {}  # phase → [CPU seconds, calls] (the driver may hand a phase out in parts)

@@ -1,0 +1,112 @@
+"""Where an engine benchmark run's time and writes go, per call: read from the database after the run.
+
+`benchmarks/engine.py --levels` prints these under each level's figures:
+
+- **a place's time** per call, from the calls' own rows (each reserved at `reserved_at`, sent for
+  `elapsed_s`, its receipt begun at `finished_at`): the send beyond the server's L; the journal
+  around the send (from the reservation's start to its send, and from the answer to the receipt's
+  start: the reservation statement, the waits for the GIL and the CPU); and the places empty, split
+  into the phase's first round (before K calls were first in flight at once), its steady middle,
+  and its last round (after K were last in flight at once);
+- **rows written** per call on the engine's tables (PostgreSQL's `pg_stat_user_tables` counters,
+  read before and after the run: inserts, updates and how many of those were HOT, i.e. wrote no
+  index entry);
+- **statements** per call, when the database has the `pg_stat_statements` extension and the server
+  preloads it (`shared_preload_libraries`; this machine's shared server does not, so the script
+  says so and goes on): each statement's calls, time inside PostgreSQL (wall time, waits included),
+  shared buffers touched and WAL records and bytes written, per engine call.
+
+The counters are the database's: they include the writes of any other client of the benchmark's
+database during the run (there is none but the workers and this script).
+"""
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+
+from django.db import DatabaseError, connection
+
+ENGINE_TABLES = ("experiments_slot", "experiments_modelcall", "experiments_prediction", "experiments_grade",
+                 "experiments_taskgrades", "experiments_runtally")
+
+
+def place_time(calls, cap: int, delay_s: float) -> dict[str, dict[str, float]]:
+    """Per phase, ms per call: `send_extra` (a send beyond L), `around_send` (reservation start →
+    send, and answer → receipt start), `idle_first`, `idle_steady`, `idle_last` (places with no call
+    reserved, in the first round, the middle and the last round). `calls`: (phase, reserved_at,
+    finished_at, elapsed_s) rows."""
+    figures = {}
+    for phase in sorted({row[0] for row in calls}):
+        rows = [row for row in calls if row[0] == phase]
+        n = len(rows)
+        events = sorted([(row[1], 1) for row in rows] + [(row[2], -1) for row in rows], key=lambda e: (e[0], e[1]))
+        full = [when for (when, _), in_flight in zip(events, _running(events)) if in_flight >= cap]
+        first_full, last_full = (full[0], full[-1]) if full else (events[-1][0], events[-1][0])
+        idle = {"first": 0.0, "steady": 0.0, "last": 0.0}
+        in_flight = 0
+        for (when, step), (following, _) in pairwise(events):
+            in_flight += step
+            empty = (cap - in_flight) * (following - when).total_seconds()
+            idle["first" if when < first_full else "last" if when >= last_full else "steady"] += empty
+        busy = sum((row[2] - row[1]).total_seconds() for row in rows)
+        sent = sum(row[3] for row in rows)
+        figures[phase] = {"send_extra": (sent / n - delay_s) * 1000, "around_send": (busy - sent) / n * 1000,
+                          **{f"idle_{part}": seconds / n * 1000 for part, seconds in idle.items()}}
+    return figures
+
+
+def _running(events):
+    total = 0
+    for _, step in events:
+        total += step
+        yield total
+
+
+def table_counters() -> dict[str, tuple[int, int, int]]:
+    """(inserts, updates, HOT updates) so far of each engine table."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+                       "WHERE relname = ANY(%s)", [list(ENGINE_TABLES)])
+        return {name: (ins, upd, hot) for name, ins, upd, hot in cursor.fetchall()}
+
+
+def rows_written(before: dict, after: dict, calls: int) -> str:
+    """The engine tables' rows inserted and updated per call between two `table_counters` readings."""
+    parts = []
+    for table in ENGINE_TABLES:
+        ins, upd, hot = (b - a for a, b in zip(before.get(table, (0, 0, 0)), after.get(table, (0, 0, 0))))
+        if ins or upd:
+            parts.append(f"{table.removeprefix('experiments_')} {ins / calls:.2f} ins {upd / calls:.2f} upd"
+                         f" ({hot / calls:.2f} HOT)")
+    return ", ".join(parts)
+
+
+def statements_reset() -> bool:
+    """Empty `pg_stat_statements`, if it is there and loaded: True when it is."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'")
+            if cursor.fetchone() is None:
+                return False
+            cursor.execute("SELECT pg_stat_statements_reset()")
+        return True
+    except DatabaseError:  # installed in the database, not preloaded by the server
+        return False
+
+
+def statement_costs(calls: int, top: int = 8) -> list[str]:
+    """The benchmark database's statements that took most time inside PostgreSQL, per engine call."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT calls, total_exec_time + total_plan_time, shared_blks_hit + shared_blks_read, wal_records, "
+            "wal_bytes, query FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database "
+            "WHERE datname = current_database()) ORDER BY total_exec_time + total_plan_time DESC LIMIT %s", [top])
+        rows = cursor.fetchall()
+    return [f"{n / calls:5.2f}× {ms / calls:6.3f} ms {blocks / calls:6.1f} buffers {wal / calls:5.1f} WAL records "
+            f"{int(wal_bytes) / calls:7.0f} B  {_name(query)}" for n, ms, blocks, wal, wal_bytes, query in rows]
+
+
+def _name(query: str) -> str:
+    """A statement's first words, enough to tell the receipt from the reservation."""
+    text = re.sub(r"\s+", " ", query).strip()
+    return text[:90] + ("…" if len(text) > 90 else "")
