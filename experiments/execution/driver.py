@@ -34,6 +34,7 @@ from experiments.execution.paper_report_build import report_after_run
 from experiments.execution.planning import PLANNERS, plan_generation, plan_judging, task_inputs
 from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy
 from experiments.execution.sealing import seal_mismatches
+from experiments.execution.statistics_sql import refresh_planned_statistics
 from experiments.models import ModelCall, Run, Slot
 from experiments.models.runs import PHASE_ORDER, Phase
 
@@ -214,19 +215,15 @@ def run_plan_part(run_id: int, *, check_seal: bool = True, windowed: bool = Fals
         start = generation_parts.planned_upto(run) if start is None else start
         complete, plan_from = generation_parts.plan_part(
             run, start, min(max(_first_part(run), start), generation_parts.PART_MAX))
-        if complete:
-            Run.objects.filter(pk=run_id, phase=Phase.GENERATION).exclude(planned_phase=Phase.GENERATION).update(
-                planned_phase=Phase.GENERATION)
-        slot_ids, refill_after = hand_out_next(run, windowed=windowed) if run.may_send() else ((), None)
-        return Step(slot_ids=slot_ids, phase=Phase.GENERATION, plan_rest=not complete, refill_after=refill_after,
-                    plan_from=plan_from)
-    planned = Slot.objects.filter(run=run, phase=Phase.JUDGING).count()
-    complete = plan_judging(run, first=max(_first_part(run), planned))
+    else:
+        planned = Slot.objects.filter(run=run, phase=Phase.JUDGING).count()
+        complete, plan_from = plan_judging(run, first=max(_first_part(run), planned)), None
     if complete:
-        Run.objects.filter(pk=run_id, phase=Phase.JUDGING).exclude(planned_phase=Phase.JUDGING).update(
-            planned_phase=Phase.JUDGING)
+        Run.objects.filter(pk=run_id, phase=run.phase).exclude(planned_phase=run.phase).update(planned_phase=run.phase)
+    refresh_planned_statistics()  # the part's rows outgrew them: the receipts' plans come from these
     slot_ids, refill_after = hand_out_next(run, windowed=windowed) if run.may_send() else ((), None)
-    return Step(slot_ids=slot_ids, phase=Phase.JUDGING, plan_rest=not complete, refill_after=refill_after)
+    return Step(slot_ids=slot_ids, phase=run.phase, plan_rest=not complete, refill_after=refill_after,
+                plan_from=plan_from)
 
 
 def run_refill(run_id: int, phase: str) -> Step:
