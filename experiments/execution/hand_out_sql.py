@@ -28,11 +28,11 @@ def mark_handed_out(run_id: int, phase: str, now: datetime, redispatch_before: d
     if limit is None:
         sql, sql_params = f"UPDATE {table} SET dispatched_at = %s WHERE {where} RETURNING id", [now, *where_params]
     else:
-        # The window is every slot due up to the limit-th one's id: a bound the outer scan of
-        # slot_to_hand_out takes as its index condition, read once. Written `id IN (SELECT … LIMIT)`,
-        # PostgreSQL joined each due slot of the phase to the subquery run again (a nested loop
-        # semi join): a window of w cost w × (the slots due) index reads, 77 ms of every 320-slot
-        # refill in the engine benchmark, and quadratic in the window on a large phase.
+        # The window is every slot due up to the limit-th one's id: one bound, computed once, that
+        # the outer scan takes as an index condition. Written `id IN (SELECT … LIMIT)`, PostgreSQL
+        # joined each due slot of the phase to the subquery run again (a nested loop semi join):
+        # 77 ms of every 320-slot refill in the engine benchmark, and 58.8 s (now 0.2 s) for a
+        # window of 4,096 among 64,000 slots due on tables without statistics.
         sql = (f"UPDATE {table} SET dispatched_at = %s WHERE {where} AND id <= "
                f"(SELECT max(id) FROM (SELECT id FROM {table} WHERE {where} ORDER BY id LIMIT %s) window_ids) "
                "RETURNING id")

@@ -25,7 +25,7 @@ def refresh_planned_statistics() -> list[str]:
     """ANALYZE the planned tables that were never analyzed or grew by half since; their names."""
     with connection.cursor() as cursor:
         # Index: none; one catalog row per table.
-        cursor.execute("SELECT relname FROM pg_class WHERE relname = ANY(%s) AND relkind = 'r' AND "
+        cursor.execute("SELECT relname FROM pg_class WHERE oid = ANY(CAST(%s AS regclass[])) AND "
                        "(reltuples < 0 OR pg_relation_size(oid) > (relpages * %s + 16) * "
                        "current_setting('block_size')::bigint)", [list(PLANNED_TABLES), GROWTH])
         outgrown = sorted(name for (name,) in cursor.fetchall())
