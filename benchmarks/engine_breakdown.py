@@ -17,7 +17,16 @@
   shared buffers touched and WAL records and bytes written, per engine call.
 
 The counters are the database's: they include the writes of any other client of the benchmark's
-database during the run (there is none but the workers and this script).
+database during the run (there is none but the workers and this script). For the statements, a
+private cluster beside the shared server will do (as postgres; the benchmark's CPU figures read
+the backends of its database through `pg_stat_activity`, whichever server):
+
+    /usr/lib/postgresql/15/bin/initdb -D /tmp/pg2/data -U postgres --auth=trust
+    /usr/lib/postgresql/15/bin/pg_ctl -D /tmp/pg2/data -l /tmp/pg2/log start \
+        -o "-p 5433 -k /tmp/pg2 -c shared_preload_libraries=pg_stat_statements -c autovacuum=off"
+    createdb -h 127.0.0.1 -p 5433 -U postgres bench_engine
+    psql -h 127.0.0.1 -p 5433 -U postgres -d bench_engine -c "CREATE EXTENSION pg_stat_statements"
+    DATABASE_URL=postgres://postgres@127.0.0.1:5433/bench_engine .venv/bin/python benchmarks/engine.py --levels 32:0.2
 """
 from __future__ import annotations
 
