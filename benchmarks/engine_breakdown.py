@@ -31,7 +31,7 @@ the backends of its database through `pg_stat_activity`, whichever server):
 from __future__ import annotations
 
 import re
-from itertools import pairwise
+from itertools import accumulate, pairwise
 
 from django.db import DatabaseError, connection
 
@@ -48,27 +48,20 @@ def place_time(calls, cap: int, delay_s: float) -> dict[str, dict[str, float]]:
     for phase in sorted({row[0] for row in calls}):
         rows = [row for row in calls if row[0] == phase]
         n = len(rows)
-        events = sorted([(row[1], 1) for row in rows] + [(row[2], -1) for row in rows], key=lambda e: (e[0], e[1]))
-        full = [when for (when, _), in_flight in zip(events, _running(events)) if in_flight >= cap]
+        # Each reservation +1, each receipt −1, in time order (a receipt before a reservation at the same moment).
+        events = sorted([(row[1], 1) for row in rows] + [(row[2], -1) for row in rows])
+        in_flight = list(accumulate(step for _, step in events))  # after each event
+        full = [when for (when, _), count in zip(events, in_flight) if count >= cap]
         first_full, last_full = (full[0], full[-1]) if full else (events[-1][0], events[-1][0])
         idle = {"first": 0.0, "steady": 0.0, "last": 0.0}
-        in_flight = 0
-        for (when, step), (following, _) in pairwise(events):
-            in_flight += step
-            empty = (cap - in_flight) * (following - when).total_seconds()
+        for ((when, _), (following, _)), count in zip(pairwise(events), in_flight):
+            empty = (cap - count) * (following - when).total_seconds()
             idle["first" if when < first_full else "last" if when >= last_full else "steady"] += empty
         busy = sum((row[2] - row[1]).total_seconds() for row in rows)
         sent = sum(row[3] for row in rows)
         figures[phase] = {"send_extra": (sent / n - delay_s) * 1000, "around_send": (busy - sent) / n * 1000,
                           **{f"idle_{part}": seconds / n * 1000 for part, seconds in idle.items()}}
     return figures
-
-
-def _running(events):
-    total = 0
-    for _, step in events:
-        total += step
-        yield total
 
 
 def table_counters() -> dict[str, tuple[int, int, int]]:
