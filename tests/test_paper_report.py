@@ -10,6 +10,7 @@ import io
 import json
 import re
 import shutil
+import threading
 import zipfile
 from pathlib import Path
 
@@ -354,6 +355,21 @@ def test_the_archive_has_png_and_svg_figures_when_a_browser_is_here(report_proje
     assert b"<svg" in archive.read("figures/figure-3c.svg")[:200]
     assert json.loads(archive.read("report.json"))["figure_images"].startswith("made")
     path.unlink()
+
+
+def test_no_browser_is_said_at_once_not_waited_for(monkeypatch):
+    # kaleido's own sync server waited for ever when its browser could not start (its thread died):
+    # the analysis lane of a worker on a machine without Chromium was held for good.
+    monkeypatch.setenv("BROWSER_PATH", "/nonexistent/chromium")
+    figure = {"data": [{"type": "bar", "x": [1, 2], "y": [3, 4]}], "layout": {}}
+    outcome = []
+    drawing = threading.Thread(target=lambda: outcome.append(report_archive.figure_images({"f": figure})),
+                               daemon=True)
+    drawing.start()
+    drawing.join(60)
+    assert not drawing.is_alive(), "figure_images still waits for a browser that never started"
+    images, note = outcome[0]
+    assert images == {} and note.startswith("not made: plotly's static export needs Chrome or Chromium")
 
 
 # ---- the queued rebuild -------------------------------------------------------------------------------

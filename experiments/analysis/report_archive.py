@@ -11,10 +11,12 @@ draw): a download only reads them, so no request starts a browser.
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import json
 import logging
+import threading
 import zipfile
 
 from experiments.analysis.exports import csv_text
@@ -34,19 +36,41 @@ def figure_images(figures: dict[str, dict]) -> tuple[dict[str, dict[str, bytes]]
         import kaleido
     except ImportError:
         return {}, "not made: kaleido is not installed (requirements.txt); each figure's JSON and CSV are here"
-    images = {}
     try:
-        kaleido.start_sync_server(silence_warnings=True)
-        try:
-            for slug, figure in drawable.items():
-                images[slug] = {fmt: kaleido.calc_fig_sync(figure, opts={"format": fmt}) for fmt in IMAGE_FORMATS}
-        finally:
-            kaleido.stop_sync_server(silence_warnings=True)
+        images = _in_own_loop(_drawn(kaleido, drawable))
     except Exception as exc:  # noqa: BLE001 - no browser here (ChromeNotFoundError and kin): said in report.json
         logger.warning("paper report figures not exported: %s", exc)
         return {}, (f"not made: plotly's static export needs Chrome or Chromium, which did not start here "
                     f"({type(exc).__name__}); set BROWSER_PATH to one; each figure's JSON and CSV are here")
     return images, f"made with kaleido {getattr(kaleido, '__version__', '')}".strip()
+
+
+async def _drawn(kaleido, drawable: dict[str, dict]) -> dict[str, dict[str, bytes]]:
+    # One browser for every figure. Not kaleido's sync server (`start_sync_server`): when its browser
+    # fails to start, its thread dies and `calc_fig_sync` waits for an answer for ever (kaleido 1.5.2),
+    # which held the analysis lane of a worker on a machine without Chromium. Here the error is raised.
+    async with kaleido.Kaleido() as browser:
+        return {slug: {fmt: await browser.calc_fig(figure, opts={"format": fmt}) for fmt in IMAGE_FORMATS}
+                for slug, figure in drawable.items()}
+
+
+def _in_own_loop(coroutine):
+    """Run the coroutine to its end on an event loop of its own thread (the caller's thread may
+    already run one), raising what it raised."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="figure-images")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def drawable_figures(items: list[dict]) -> dict[str, dict]:
