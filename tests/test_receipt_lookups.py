@@ -5,10 +5,10 @@ Without statistics (a fresh or just-planned table; this machine's PostgreSQL run
 off) every estimate is one row, the indexes tie, and the receipt's copied-label lookup
 (`outcomes.result_statements`) walked the run's predictions in label order to find none: 120-140
 buffers per generation receipt in the engine benchmark instead of 64, growing with the run.
-`run_plan_part` gathers them (`statistics_sql.refresh_planned_statistics`). The lookup's buffers
-are read from EXPLAIN (ANALYZE, BUFFERS) of the receipt's statement as the journal runs it, in a
-transaction rolled back, after a thousand predictions of the same condition are added to the
-run's other tasks.
+`run_plan_part` gathers them after each part, `run_drive` after a phase it planned whole
+(`statistics_sql.refresh_planned_statistics`). The lookup's buffers are read from EXPLAIN
+(ANALYZE, BUFFERS) of the receipt's statement as the journal runs it, in a transaction rolled back,
+after a thousand predictions of the same condition are added to the run's other tasks.
 """
 import json
 import math
@@ -87,3 +87,15 @@ def test_a_planned_part_leaves_statistics_and_the_lookup_reads_the_task_not_the_
 def test_statistics_are_gathered_again_only_once_a_table_outgrew_them(unanalyzed):
     assert refresh_planned_statistics() == sorted(PLANNED_TABLES)  # never analyzed
     assert refresh_planned_statistics() == []  # nothing grew since
+
+
+def test_a_phase_planned_whole_by_the_drive_leaves_statistics(unanalyzed):
+    # 30 tasks: base generation is planned in one part by the drive, under the run's lock, and no
+    # `run_plan_part` follows; the drive gathers them itself once its transaction is over.
+    project = Project.objects.create(slug="whole", name="Whole")
+    run = make_run(project, build_cohort(project, sessions=6, targets=5, name="whole"),
+                   conditions=[QUESTION_ONLY], generator={"provider": "offline", "base_url": "", "model": "stand-in"})
+    step = run_drive(run.pk, windowed=True)
+    assert step.slot_ids and not step.plan_rest
+    assert statistics_missing() == []
+    assert run_drive(run.pk, windowed=True).seal_checked is False  # a later look plans nothing: nothing gathered

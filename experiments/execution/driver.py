@@ -78,10 +78,14 @@ def run_drive(run_id: int, *, redispatch_after_s: float | None = None, windowed:
     prepared = None
     for tries in range(MEM0_OUTSIDE_TRIES + 1):
         try:
-            return _drive(run_id, redispatch_after_s=redispatch_after_s, windowed=windowed, mem0=prepared,
+            step = _drive(run_id, redispatch_after_s=redispatch_after_s, windowed=windowed, mem0=prepared,
                           mem0_outside=tries < MEM0_OUTSIDE_TRIES)
         except mem0_planning.OutsideTheLock:
             prepared = _mem0_prepared(run_id)
+            continue
+        if step.seal_checked and not step.plan_rest:
+            refresh_planned_statistics()  # a phase this look planned whole; one in parts: `run_plan_part`
+        return step
     raise AssertionError("unreachable: the last try builds Mem0's store under the lock")
 
 
@@ -350,10 +354,9 @@ def run_analyze(run_id: int) -> None:
 
 
 def _tables_after(run: Run) -> None:
-    """The robustness tables, once the run is done: they take longer than the dashboard
-    (many more intervals), so they never hold the run back; the tables page says when they are
-    missing, and `analysis_refresh` computes them again. A survey run has none: its analysis is
-    scored against recorded options (`analysis.survey_results`)."""
+    """The robustness tables, once the run is done (many more intervals than the dashboard: they
+    never hold the run back; the tables page says when they are missing, `analysis_refresh` computes
+    them again). A survey run has none: it is scored against recorded options (`analysis.survey_results`)."""
     if not kind_rules(run.protocol).robustness_tables:
         return
     try:
