@@ -376,19 +376,27 @@ def test_the_readme_notebook_snippet_runs_against_a_live_server(live_server, mon
 
 
 
-@pytest.mark.slow
-def test_the_docs_page_draws_under_the_policy_without_a_violation(transactional_db, live_server, browser):  # noqa: F811
-    """Swagger UI from ninja's own static files: it draws the API's title under the site's CSP, no violation."""
-    from tests.test_browser_csp import LISTEN, PASSWORD, login
+@pytest.fixture
+def csp_owner(transactional_db):
+    """An owner (the schema is for the roles that may hold a token), made before Playwright starts its
+    loop: an ORM call while it runs opens a connection in another async context, never closed, and
+    PostgreSQL then cannot drop the test database."""
+    from tests.test_browser_csp import PASSWORD
     owner = get_user_model().objects.create_user("cspowner", password=PASSWORD)
-    Membership.objects.create(project=Project.objects.create(slug="csp-api", name="CSP"), user=owner,
-                              role=Role.OWNER)  # the schema is for the roles that may hold a token
+    Membership.objects.create(project=Project.objects.create(slug="csp-api", name="CSP"), user=owner, role=Role.OWNER)
+    return owner.username
+
+
+@pytest.mark.slow
+def test_the_docs_page_draws_under_the_policy_without_a_violation(csp_owner, live_server, browser):  # noqa: F811
+    """Swagger UI from ninja's own static files: it draws the API's title under the site's CSP, no violation."""
+    from tests.test_browser_csp import LISTEN, login
     context = browser.new_context()
     context.add_init_script(LISTEN)
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    login(page, live_server.url, "cspowner")
+    login(page, live_server.url, csp_owner)
     page.goto(live_server.url + "/api/v1/docs")
     page.locator(".swagger-ui .info .title", has_text="OwnWords Lab API").wait_for()
     page.locator(".opblock-summary-path", has_text="/projects/{slug}/runs/{run_id}/export").first.wait_for()

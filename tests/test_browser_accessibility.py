@@ -1,12 +1,10 @@
 """In Chromium: axe-core (vendored, test-only) finds no WCAG 2.1 A/AA violation on the app's pages,
 for each role that uses them."""
 import json
-import threading
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from experiments.models import Membership, Project, Role, Session
 from tests.figure_helpers import draw_every_figure
@@ -78,6 +76,5 @@ def test_no_wcag_violation_on_any_page(site, live_server, browser):
             draw_every_figure(page)  # figures draw lazily: axe checks them drawn
             found[f"{username} {path}"] = violations(page)
         context.close()
-    threading.Thread(target=connections.close_all).start()
     bad = {page: v for page, v in found.items() if v}
     assert not bad, json.dumps(bad, indent=1)

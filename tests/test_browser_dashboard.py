@@ -1,12 +1,10 @@
 """In Chromium: the run dashboard draws every figure with a one-button toolbar, no cloud or share
 button, and fits 1280 and 1920 px wide windows; screenshots are saved for review."""
 import os
-import threading
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from experiments.models import Membership, Project, Role
 from tests.figure_helpers import draw_every_figure
@@ -64,4 +62,3 @@ def test_dashboard_figures_have_no_cloud_button_and_fit_the_window(viewer_and_ru
         assert shot.stat().st_size > 20_000
     assert not errors
     context.close()
-    threading.Thread(target=connections.close_all).start()

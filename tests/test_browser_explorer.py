@@ -3,13 +3,11 @@ show the evidence inside the transcript, click a dashboard cell and land on the 
 Screenshots of each page at 1280 and 1920 px wide are saved for review."""
 import hashlib
 import os
-import threading
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from experiments.models import Membership, Project, Role
 from tests.figure_helpers import draw_every_figure
@@ -110,4 +108,3 @@ def test_an_analyst_finds_a_disagreement_steps_through_it_and_clicks_through_the
     assert int(page.inner_text("#explorer-count strong")) == matches
     assert not errors, errors
     page.close()
-    threading.Thread(target=connections.close_all).start()

@@ -1,12 +1,9 @@
 """In Chromium: the vendored partial plotly bundle (static/vendor/plotly) draws every figure of the
 run dashboard and of a campaign's results, every trace type the app uses (scatter, bar, heatmap,
 box), with no error or warning in the console."""
-import threading
-
 import plotly.offline
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from experiments.models import Membership, Project, Role
 from tests.figure_helpers import draw_every_figure
@@ -77,7 +74,6 @@ def test_the_partial_bundle_draws_every_figure_and_trace_type_without_a_console_
                                     for h in heatmaps), heatmaps
             assert all(h["lines"] <= 1 and h["title"] <= h["plot"] for h in heatmaps), heatmaps
     page.close()
-    threading.Thread(target=connections.close_all).start()
     assert all(drawn.values()), drawn
     assert not problems, problems
 
@@ -102,7 +98,6 @@ def test_figures_below_the_window_draw_only_when_scrolled_near_and_keep_their_pl
     # Each container kept its figure's height before the figure was drawn: nothing below moved.
     assert page.evaluate("el => el.getBoundingClientRect().top + window.scrollY", last.element_handle()) == top_before
     page.close()
-    threading.Thread(target=connections.close_all).start()
     assert not problems, problems
 
 
@@ -122,7 +117,6 @@ def test_printing_draws_every_figure_without_scrolling(figure_pages, live_server
     page.wait_for_function(f"document.querySelectorAll('.plot .main-svg').length >= {plots}", timeout=10_000)
     assert page.locator(".plot[data-drawn=yes]").count() == plots
     page.close()
-    threading.Thread(target=connections.close_all).start()
     assert not problems, problems
 
 
@@ -165,7 +159,6 @@ def test_plotly_loads_at_the_first_scroll_when_no_figure_is_mostly_in_view_and_p
     page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
     page.wait_for_function(f"document.querySelectorAll('.plot[data-drawn=yes]').length === {plots}", timeout=30_000)
     page.close()
-    threading.Thread(target=connections.close_all).start()
     assert not problems, problems
 
 
@@ -209,5 +202,4 @@ def test_a_failed_plotly_load_says_so_and_the_next_scroll_or_printing_loads_it_a
     page.locator(".plot[data-drawn=yes]").nth(plots - 1).wait_for(state="attached", timeout=30_000)
     assert len(requests) == 2 and page.locator(".plot[data-drawn=yes]").count() == plots
     page.close()
-    threading.Thread(target=connections.close_all).start()
     assert not problems, problems

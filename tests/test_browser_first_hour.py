@@ -1,11 +1,8 @@
 """In Chromium, a researcher's first hour as links a person follows, at 1280 and 1920 px, with
 screenshots: home → project → dashboard → a contrast's row → the explorer → a task; and a rater:
 their queue → rate with the keyboard → (the owner) the results with numbers."""
-import threading
-
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections
 from playwright.sync_api import expect
 
 from experiments.models import Membership, Project, Role
@@ -92,5 +89,4 @@ def test_the_first_hour_by_links_alone(first_hour, live_server, browser, tmp_pat
     # nothing wider than the window on any of these pages
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     context.close()
-    threading.Thread(target=connections.close_all).start()
     assert not problems, problems

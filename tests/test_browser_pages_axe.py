@@ -2,12 +2,10 @@
 WCAG 2.1 A/AA violation (axe-core, vendored for the tests), and screenshots of each at 1280 and
 1920 px go to var/screenshots/pages/ for review."""
 import json
-import threading
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from experiments.data.audit_log import Kind
 from experiments.models import AuditEntry, Membership, Project, Role
@@ -53,7 +51,6 @@ def test_the_new_pages_pass_axe_and_are_photographed(site, live_server, browser)
             if width == 1280:
                 found[path] = violations(page)
         context.close()
-    threading.Thread(target=connections.close_all).start()
     bad = {page: v for page, v in found.items() if v}
     assert not bad, json.dumps(bad, indent=1)
 
@@ -96,6 +93,5 @@ def test_targets_are_24_px_and_landmarks_unique(rated_site, live_server, browser
                 "() => axe.run(document, {runOnly: {type: 'rule', values: ['target-size', 'landmark-unique']}})")
             found[path] = [{"id": v["id"], "nodes": [n["target"] for n in v["nodes"]][:5]} for v in result["violations"]]
         context.close()
-    threading.Thread(target=connections.close_all).start()
     bad = {page: v for page, v in found.items() if v}
     assert not bad, json.dumps(bad, indent=1)

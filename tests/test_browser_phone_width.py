@@ -4,13 +4,11 @@ on their own instead (each a tab stop, so the keyboard can scroll it). Every pag
 project page by its links (one of each kind: the first task page, not all twenty), with a finished run,
 its dashboard and a rated campaign."""
 import re
-import threading
 from collections import deque
 from urllib.parse import urlsplit
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from experiments.models import Membership, Project, Role
 from tests.test_browser_session import browser  # noqa: F401 - the shared Chromium fixture
@@ -57,22 +55,30 @@ def _signed_in(browser, live_server, username):
     return page
 
 
-def test_a_raters_pages_are_no_wider_than_a_phone(project_pages, live_server, browser):
-    """The rating page of a grade campaign and of a pairwise one (two answers side by side), with an item shown."""
+@pytest.fixture
+def rater_campaigns(project_pages):
+    """(pk, name) of the campaigns rater-a still has items in ("phone" is rated through), with a password to
+    sign in by. Read before Playwright starts its loop: an ORM call while it runs opens a connection in
+    another async context, never closed, and PostgreSQL then cannot drop the test database."""
     from annotations.models import RatingCampaign
     user = get_user_model().objects.get(username="rater-a")
     user.set_password(PASSWORD)
     user.save()
+    return list(RatingCampaign.objects.exclude(name="phone").order_by("pk").values_list("pk", "name"))
+
+
+def test_a_raters_pages_are_no_wider_than_a_phone(project_pages, rater_campaigns, live_server, browser):
+    """The rating page of a grade campaign and of a pairwise one (two answers side by side), with an item shown."""
+    assert len(rater_campaigns) == 2
     page = _signed_in(browser, live_server, "rater-a")
-    for campaign in RatingCampaign.objects.exclude(name="phone").order_by("pk"):  # "phone" is rated through
-        page.goto(f"{live_server.url}{project_pages}ratings/{campaign.pk}/rate/")
+    for pk, name in rater_campaigns:
+        page.goto(f"{live_server.url}{project_pages}ratings/{pk}/rate/")
         page.locator("#rate-answer, #rate-answer-a").first.wait_for(state="visible", timeout=20_000)
         page.wait_for_timeout(300)  # the item's text laid out
-        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE, (campaign.name, page.evaluate(
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE, (name, page.evaluate(
             f"Array.from(document.querySelectorAll('main *')).filter(e => e.getBoundingClientRect().right > {PHONE})"
             ".slice(0, 4).map(e => e.tagName + '#' + e.id + '.' + e.className)"))
     page.close()
-    threading.Thread(target=connections.close_all).start()
 
 
 def test_no_page_of_a_project_is_wider_than_a_phone(project_pages, live_server, browser):
@@ -104,7 +110,6 @@ def test_no_page_of_a_project_is_wider_than_a_phone(project_pages, live_server, 
                 seen.add(target)
                 queue.append(target)
     page.close()
-    threading.Thread(target=connections.close_all).start()
     assert len(seen) > 25, sorted(seen)  # the crawl reached the project's pages
     assert not wide, wide
     assert not untabbable, untabbable

@@ -1,11 +1,8 @@
 """In Chromium: a survey run's dashboard draws its two figures with the vendored plotly
 bundle, labels the synthetic sample and the offline stand-in, and logs nothing to the console."""
-import threading
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.db import connections
 
 from experiments.core.survey.prompt import MEMORY, OWNWORDS, SCREENER_ONLY
 from experiments.execution.driver import run_inline
@@ -51,7 +48,6 @@ def test_survey_dashboard_draws_its_figures_without_a_console_message(survey_pag
     synthetic = page.locator("#synthetic-label").inner_text()
     offline = page.locator("#offline-label").inner_text()
     page.close()
-    threading.Thread(target=connections.close_all).start()
     assert bars == 2 and points == 2
     assert "Synthetic data" in synthetic and "Offline stand-in" in offline
     assert not problems, problems
@@ -91,4 +87,3 @@ def test_a_respondent_page_leaves_the_item_column_readable_at_1280(six_condition
         const right = main.getBoundingClientRect().right - parseFloat(style.paddingRight);
         return document.querySelector('#respondent-items').getBoundingClientRect().right <= right + 1; }""")
     page.close()
-    threading.Thread(target=connections.close_all).start()

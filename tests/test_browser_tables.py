@@ -1,12 +1,10 @@
 """In Chromium: the tables pages and the dashboard with its criteria have no WCAG 2.1 A/AA
 violation (axe-core), and screenshots go to var/screenshots/pages/ for review."""
 import json
-import threading
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connections
 
 from experiments.models import Membership, Project, Protocol, Role
 from tests.test_browser_accessibility import PASSWORD, violations
@@ -51,6 +49,5 @@ def test_the_tables_pages_pass_axe_and_are_photographed(site, live_server, brows
             assert page.locator("#table-planned").count() == 1
     assert page.locator("#criteria .criterion").count() == 1       # the dashboard says met or not met
     context.close()
-    threading.Thread(target=connections.close_all).start()
     bad = {p: v for p, v in found.items() if v}
     assert not bad, json.dumps(bad, indent=1)
