@@ -16,8 +16,8 @@ import hashlib
 import io
 import json
 import logging
-import threading
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 
 from experiments.analysis.exports import csv_text
 from experiments.core.report_format import csv_rows, table_latex
@@ -56,21 +56,9 @@ async def _drawn(kaleido, drawable: dict[str, dict]) -> dict[str, dict[str, byte
 
 def _in_own_loop(coroutine):
     """Run the coroutine to its end on an event loop of its own thread (the caller's thread may
-    already run one), raising what it raised."""
-    outcome = {}
-
-    def run():
-        try:
-            outcome["value"] = asyncio.run(coroutine)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run, name="figure-images")
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    already run one); its result, or what it raised, raised here."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="figure-images") as thread:
+        return thread.submit(asyncio.run, coroutine).result()
 
 
 def drawable_figures(items: list[dict]) -> dict[str, dict]:
