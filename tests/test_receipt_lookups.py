@@ -98,4 +98,4 @@ def test_a_phase_planned_whole_by_the_drive_leaves_statistics(unanalyzed):
     step = run_drive(run.pk, windowed=True)
     assert step.slot_ids and not step.plan_rest
     assert statistics_missing() == []
-    assert run_drive(run.pk, windowed=True).seal_checked is False  # a later look plans nothing: nothing gathered
+    assert run_drive(run.pk, windowed=True).seal_checked is False  # a later look plans nothing, so gathers nothing
