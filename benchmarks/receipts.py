@@ -6,7 +6,7 @@ decisions and their judge calls, `tests/receipt_helpers.py`) goes through its ph
 phase every slot is reserved, then K slot threads, released together, receive the answers through
 the journal's own step (`journal._decide_and_record`: the receipt, the slot and its results, made
 again after a transient database error) in an order that keeps them on the same tasks at the same
-moment. Their database steps run on min(K, --db-threads) connections, as in a `MultiSlotWorker`
+moment. Their database steps run on min(K, --db-threads) connections lent to them, as in a `MultiSlotWorker`
 (OWNWORDS_WORKER_DB_THREADS, 16 by default; PostgreSQL allows 100 connections by default).
 Printed per K and phase: receipts, seconds, receipts per second, retries (transient database
 errors met and retried), lost (answers not stored: must be 0) and PostgreSQL's deadlock count.
@@ -44,9 +44,10 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from experiments.execution.workers import LoanedConnections  # noqa: E402
 from experiments.models import Project  # noqa: E402
 from tests.engine_helpers import build_cohort, make_run  # noqa: E402
-from tests.receipt_helpers import DECIDING, DatabaseThreads, in_this_thread, receive_run  # noqa: E402
+from tests.receipt_helpers import DECIDING, in_this_thread, receive_run  # noqa: E402
 
 TARGETS_PER_SESSION = 10
 MODEL = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "gpt-test-1", "timeout_s": 60.0}
@@ -66,12 +67,12 @@ def one_level(project, threads: int, tasks: int, db_threads: int) -> list:
     run = make_run(project, cohort, conditions=DECIDING, generator=MODEL, name=f"receipts K={threads}",
                    concurrency={"openai": threads})
     connections = min(threads, db_threads)
-    db = DatabaseThreads(connections) if connections < threads else in_this_thread
+    db = LoanedConnections(connections) if connections < threads else in_this_thread
     try:
         return receive_run(run, threads, db)
     finally:
         if db is not in_this_thread:
-            db.close()
+            db.shutdown()
 
 
 def main():

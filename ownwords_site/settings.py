@@ -219,10 +219,10 @@ RQ_QUEUES = {
 # Slot jobs a MultiSlotWorker process carries at once (threads); also the floor of its pooled
 # HTTP connections per host.
 OWNWORDS_WORKER_SLOTS = env_int("OWNWORDS_WORKER_SLOTS", 16, minimum=1)
-# Database connections per worker process. A slot's database steps are short (one or two
-# statements) and its wait for the service long, so a few threads can serve many slots; but
-# handing each step to another thread costs a thread switch on the path of every request, so
-# up to this many slots each keep a connection of their own.
+# Database connections per worker process (the name is older than the connections' loans). A
+# slot's database steps are short (one or two statements) and its wait for the service long, so a
+# few connections can serve many slots: up to this many slots each keep a connection of their own;
+# with more, this many are lent to the slot threads one step at a time (workers.LoanedConnections).
 OWNWORDS_WORKER_DB_THREADS = env_int("OWNWORDS_WORKER_DB_THREADS", min(OWNWORDS_WORKER_SLOTS, 16), minimum=1)
 # How long a worker's thread may run Python before another gets the GIL (Python's default: 5 ms).
 # A slot thread woken with an in-flight place waits for the GIL behind threads parsing answers

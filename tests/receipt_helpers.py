@@ -11,10 +11,8 @@ mocked: the receipts are PostgreSQL transactions racing for the same rows.
 from __future__ import annotations
 
 import json
-import queue
 import threading
 import time
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from django.db import connection
@@ -79,44 +77,10 @@ def in_this_thread(step, *args):
     return step(*args)
 
 
-class DatabaseThreads:
-    """`workers.DatabaseThreads` with connections closed at the end: the database steps of many
-    slot threads on a few threads, each keeping one connection (a `MultiSlotWorker` of more slots
-    than OWNWORDS_WORKER_DB_THREADS works so; PostgreSQL allows 100 connections by default)."""
-
-    def __init__(self, threads: int):
-        self.work: queue.Queue = queue.Queue()
-        self.threads = [threading.Thread(target=self._serve) for _ in range(threads)]
-        for thread in self.threads:
-            thread.start()
-
-    def _serve(self) -> None:
-        try:
-            while (item := self.work.get()) is not None:
-                step, args, done = item
-                try:
-                    done.set_result(step(*args))
-                except BaseException as exc:  # handed to the slot thread that asked
-                    done.set_exception(exc)
-        finally:
-            connection.close()
-
-    def __call__(self, step, *args):
-        done: Future = Future()
-        self.work.put((step, args, done))
-        return done.result()
-
-    def close(self) -> None:
-        for _ in self.threads:
-            self.work.put(None)
-        for thread in self.threads:
-            thread.join()
-
-
 def receive_phase(run: Run, slot_ids, threads: int, db=in_this_thread) -> PhaseReceipts:
     """Reserve every slot, then receive all their answers on `threads` threads at once. Slots are
     dealt by task, round robin, so the threads work on the same task at the same moments. `db`
-    runs each database step (`DatabaseThreads`: on a few connections shared by the threads)."""
+    runs each database step (`workers.LoanedConnections`: on a few connections lent to the threads)."""
     phase = Slot.objects.get(pk=slot_ids[0]).phase
     by_task = sorted(Slot.objects.filter(pk__in=slot_ids).values_list("task_id", "pk"),
                      key=lambda row: (row[0] or 0, row[1]))

@@ -81,7 +81,10 @@ class InFlightCount:
 def test_multi_slot_workers_keep_the_global_cap_and_send_nothing_after_a_quota_answer(
         live_database, redis_connection, tmp_path):
     redis_connection.flushdb()
-    workers = MultiSlotWorkers(worker_env(live_database), tmp_path, slots=6)
+    # Two database connections lent to each worker's six slot threads (`workers.LoanedConnections`):
+    # the cap and the circuit hold on that path too; the SIGKILL test below keeps one per slot.
+    env = {**worker_env(live_database), "OWNWORDS_WORKER_DB_THREADS": "2"}
+    workers = MultiSlotWorkers(env, tmp_path, slots=6)
     cap = 4
     try:
         with running_fake_llm() as server:

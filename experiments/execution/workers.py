@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import DatabaseError, connection, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
 from dataclasses import dataclass, field
 
 from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
@@ -175,18 +175,49 @@ def database_step(step, *args, **kwargs):
         raise
 
 
-class DatabaseThreads:
-    """Runs database steps on a few threads of their own (each keeps its Django connection),
-    so the number of connections does not grow with the number of slots."""
+class LoanedConnections:
+    """A few database connections, lent to a worker's slot threads one database step at a time,
+    so that the number of connections does not grow with the number of slots.
 
-    def __init__(self, threads: int):
-        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="slot-db")
+    The slot thread runs its step itself on the borrowed connection. Handing each step to a pool of
+    database threads instead (as before) cost two thread switches per step, 0.9 ms of the workers'
+    CPU per call with 38 slot threads per process (benchmarks/engine-results.md, 7 Dec 2026).
+    Django keeps a connection per thread: the borrowed one takes the thread's place for the step and
+    is taken back after it; it allows sharing between threads, as only one uses it at a time."""
+
+    def __init__(self, count: int, alias: str = DEFAULT_DB_ALIAS):
+        self.alias = alias
+        self._available = threading.BoundedSemaphore(count)
+        self._lock = threading.Lock()
+        self._idle: list = []
 
     def __call__(self, step, *args, **kwargs):
-        return self.pool.submit(database_step, step, *args, **kwargs).result()
+        with self._available:
+            with self._lock:
+                borrowed = self._idle.pop() if self._idle else None
+            if borrowed is None:
+                borrowed = connections.create_connection(self.alias)
+                borrowed.inc_thread_sharing()
+            # A slot thread has no connection of its own (each job's end closes any); should it have
+            # one, it is put back after the step rather than dropped unclosed.
+            own = [c for c in connections.all(initialized_only=True) if c.alias == self.alias]
+            connections[self.alias] = borrowed
+            try:
+                return database_step(step, *args, **kwargs)
+            finally:
+                if own:
+                    connections[self.alias] = own[0]
+                else:
+                    del connections[self.alias]
+                with self._lock:
+                    self._idle.append(borrowed)
 
     def shutdown(self) -> None:
-        self.pool.shutdown(wait=True)
+        """Close the connections not lent out (at the worker's end, after its slot threads)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for borrowed in idle:
+            borrowed.close()
 
 
 SLOT_JOB_PREFIX = "ownwords-slot-"
@@ -218,7 +249,8 @@ class MultiSlotWorker(ResilientSimpleWorker):
     attempts, and that thread then takes the next slot job itself in the same round trip as its
     bookkeeping (`jobs._after_slot`), while no job of an earlier queue waits (a drive or refill on
     `default` goes to the main thread first, as its dequeue would take it); its database steps run
-    on `OWNWORDS_WORKER_DB_THREADS` threads (`DatabaseThreads`),
+    on a connection of the slot thread's own, or on one of `OWNWORDS_WORKER_DB_THREADS` connections
+    lent to the slot threads (`LoanedConnections`) when there are more slots,
     its requests over the process's one pooled httpx client. The journal's rules are those of
     any worker: the global in-flight cap is Redis's (the limiter), the circuit and every
     reservation the database's, so threads of one process and processes on many machines are
@@ -241,9 +273,9 @@ class MultiSlotWorker(ResilientSimpleWorker):
         self._free = threading.BoundedSemaphore(self.slots)
         self._slot_threads = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="slot")
         db_threads = settings.OWNWORDS_WORKER_DB_THREADS
-        # As many connections as slots: each slot thread runs its own steps (no hand-over to
-        # another thread on the path of every request). Fewer: a pool of database threads.
-        self.database = DatabaseThreads(db_threads) if db_threads < self.slots else None
+        # As many connections as slots: each slot thread keeps its own. Fewer: a few connections
+        # lent to the slot threads step by step (each thread still runs its own steps).
+        self.database = LoanedConnections(db_threads) if db_threads < self.slots else None
 
     def heartbeat(self, timeout=None, pipeline=None):
         # rq beats after every job and every dequeue (three Redis commands each): with a slot
