@@ -108,7 +108,7 @@ WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker", "fork": "rq.worker.Worker"
 
 
 from engine_breakdown import place_time, rows_written, statement_costs, statements_reset, table_counters  # noqa: E402
-from page_setup import cpu_seconds, ensure_database  # noqa: E402
+from page_setup import cpu_seconds, ensure_database, speed_check  # noqa: E402
 
 ensure_database(os.environ["DATABASE_URL"])
 
@@ -380,15 +380,17 @@ def levels_main(args):
                            build_cohort(project, sessions=tasks // 5, targets=5, name=f"bench-{cap}-{index}")]
                 for _ in range(args.repeat):
                     index += 1
+                    speed_before = speed_check()
                     m = one_level(server, project, cohorts, cap, delay_s, args.processes, slots, log_dir, index,
                                   args.level_class)
                     phase_rates = [m["phases"][p][1] / ideal for p in ("generation", "judging")]
                     cpu = m["cpu_ms"]
+                    speed = f"speed check {speed_before:.2f} -> {speed_check():.2f} s"
                     print(f"{cap:>4} {delay_s:>5.2f} {slots:>5} {m['calls']:>5} {m['wall']:>7.2f} {m['rate']:>8.1f} "
                           f"{ideal:>6.0f} {m['rate'] / ideal:>8.1%} {phase_rates[0]:>6.1%} {phase_rates[1]:>6.1%} "
                           f"{m['cpu_total_ms']:>11.1f}  ({cpu['workers']:.1f} / {cpu['postgres']:.1f} / "
                           f"{cpu['redis']:.1f}; {cpu['server+bench']:.1f}; PostgreSQL's background "
-                          f"processes {cpu['pg shared']:.1f})", flush=True)
+                          f"processes {cpu['pg shared']:.1f}); {speed}", flush=True)
                     print(f"{'':>10} per call and place: send beyond L {m['send_extra_ms']:.1f} ms, place not "
                           f"sending within the phases {m['idle_ms']:.1f} ms; between phases {m['between_s']:.2f} s, "
                           f"analysis tail {m['tail_s']:.2f} s", flush=True)
@@ -410,7 +412,8 @@ def levels_main(args):
           "benchmark database's PostgreSQL backends and Redis from the run's start to its last call's "
           "record (both phases and the planning between them; not the analysis) ÷ its calls (the local "
           "model server with this script, and PostgreSQL's background processes shared with other "
-          "databases, shown apart).")
+          "databases, shown apart). speed check = seconds for sum(i*i for i in range(10**7)) before and after "
+          "the level (the issue's machine: 0.61 s).")
     by_level: dict = {}
     for cap, delay_s, whole, phase, cpu in summary:
         by_level.setdefault((cap, delay_s), []).append((whole, phase, cpu))

@@ -1,7 +1,7 @@
 """What the benchmarks share: a scratch PostgreSQL database, Django set up to serve its pages in this
 process and COPY for their bulk rows (pages.py, run_page.py); a database made when missing
 (`ensure_database`: engine.py, receipts.py, survey_app.py); a process's CPU time from /proc
-(`cpu_seconds`: engine.py, engine_statements.py).
+(`cpu_seconds`: engine.py, engine_statements.py); the machine's speed just now (`speed_check`: engine.py).
 
     from page_setup import REUSE, copy, django_on_scratch_database  # beside the script
     django_on_scratch_database("bench_pages")                      # before importing Django's modules
@@ -12,6 +12,7 @@ created again: do not point DATABASE_URL at real data.
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +56,14 @@ def ensure_database(url: str) -> None:
                          password=target["PASSWORD"] or None, dbname="postgres", autocommit=True) as admin:
         if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (target["NAME"],)).fetchone():
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(target["NAME"])))
+
+
+def speed_check() -> float:
+    """Seconds this machine takes for `sum(i*i for i in range(10**7))` just now: the speed check quoted
+    beside the engine's figures (a shared machine's speed varies twofold within hours)."""
+    started = time.perf_counter()
+    sum(i * i for i in range(10**7))
+    return time.perf_counter() - started
 
 
 def cpu_seconds(pids) -> float:
