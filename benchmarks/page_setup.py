@@ -1,7 +1,8 @@
 """What the benchmarks share: a scratch PostgreSQL database, Django set up to serve its pages in this
 process and COPY for their bulk rows (pages.py, run_page.py); a database made when missing
 (`ensure_database`: engine.py, receipts.py, survey_app.py); a process's CPU time from /proc
-(`cpu_seconds`: engine.py, engine_statements.py); the machine's speed just now (`speed_check`: engine.py).
+(`cpu_seconds`: engine.py, engine_statements.py); the machine's speed just now
+(`speed_check`: engine.py, lighthouse.py).
 
     from page_setup import REUSE, copy, django_on_scratch_database  # beside the script
     django_on_scratch_database("bench_pages")                      # before importing Django's modules

@@ -12,6 +12,7 @@ import pytest
 from django.db import DatabaseError, connection, connections, transaction
 
 from experiments.execution.workers import LoanedConnections
+from tests.test_engine_queue import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,13 +29,9 @@ def _alive(pids) -> set[int]:
         return {row[0] for row in cursor.fetchall()}
 
 
-def _gone(pids, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while _alive(pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+def _gone(pids) -> bool:
+    """True once none of these backends is left (an AssertionError after 5 s)."""
+    return wait_for(lambda: not _alive(pids), 5.0, f"backends {sorted(pids)} to end")
 
 
 def test_eight_threads_run_their_own_steps_on_two_connections_one_step_each_at_a_time():
