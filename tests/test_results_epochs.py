@@ -374,3 +374,50 @@ def test_a_reservation_of_a_judge_call_notes_nothing(pairs):
     call = ModelCall.objects.create(slot=slot, run=run, phase="judging", attempt=2, reserved_at=now, lease_until=now)
     assert not moves(pairs, lambda: ModelCall.objects.filter(pk=call.pk).update(outcome="ok", text="{}"))
     assert _noted() == ("", "")
+
+
+def _row_function_calls() -> int:
+    """How often this transaction called 0009's row function (track_functions, set for it by the test)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COALESCE(sum(calls), 0) FROM pg_stat_xact_user_functions "
+                       "WHERE funcname = 'annotations_results_row_moved'")
+        return cursor.fetchone()[0]
+
+
+def test_a_receipt_of_a_call_in_flight_calls_no_function_and_a_late_one_still_moves_the_counter(pairs):
+    """Migration 0014: the journal's receipt (its call and its slot, both in flight, settled in one
+    statement) fires neither judge trigger: their run cannot have finished. A receipt that lands after
+    its lease ran out (the call already marked unknown) on a run finished meanwhile still moves the counter."""
+    base = pairs.run.protocol
+    protocol = Protocol.objects.create(
+        project=base.project, name="judge", cohort=base.cohort, conditions=list(base.conditions),
+        generator=base.generator, judge=base.judge, regrade_of=pairs.run, kind=Protocol.Kind.PAIRWISE,
+        pairwise_pairs=[[p["x"], p["y"]] for p in pairs.pairs])
+    run = Run.objects.create(protocol=protocol, status=Run.Status.RUNNING, phase="judging")
+    now = timezone.now()
+    slots = [Slot.objects.create(run=run, phase="judging", key=key, role=Slot.Role.JUDGE, system="", user="",
+                                 request_sha256="", status=Slot.Status.IN_FLIGHT) for key in ("k1", "k2")]
+    for slot in slots:
+        ModelCall.objects.create(slot=slot, run=run, phase="judging", attempt=1, reserved_at=now, lease_until=now)
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL track_functions = 'pl'")
+
+    def receipt(slot, outcome_before):
+        with connection.cursor() as cursor:
+            cursor.execute("WITH attempt AS (UPDATE experiments_modelcall SET outcome = 'ok', text = %s, "
+                           "model_version = 'judge-1' WHERE slot_id = %s AND outcome = %s RETURNING slot_id) "
+                           "UPDATE experiments_slot SET status = 'ok' WHERE id IN (SELECT slot_id FROM attempt) "
+                           "AND status = 'in_flight'", ['{"preferred": "A"}', slot.pk, outcome_before])
+
+    before = results_epoch(pairs.pk)
+    receipt(slots[0], "")
+    assert ModelCall.objects.get(slot=slots[0]).outcome == "ok" and Slot.objects.get(pk=slots[0].pk).status == "ok"
+    assert _row_function_calls() == 0 and results_epoch(pairs.pk) == before
+    # the other's lease ran out (`journal.expire_leases`), the run finished; then its answer lands
+    ModelCall.objects.filter(slot=slots[1]).update(outcome=ModelCall.Outcome.UNKNOWN)
+    Slot.objects.filter(pk=slots[1].pk).update(status=Slot.Status.UNKNOWN)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.FINISHED, phase="analysis")
+    before, calls = results_epoch(pairs.pk), _row_function_calls()  # the finish called it too (the run moved)
+    receipt(slots[1], ModelCall.Outcome.UNKNOWN)
+    assert ModelCall.objects.get(slot=slots[1]).outcome == "ok"
+    assert _row_function_calls() == calls + 1 and results_epoch(pairs.pk) > before
