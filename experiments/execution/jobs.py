@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 import uuid
+import zlib
 from datetime import timedelta
 
 import django_rq
@@ -108,13 +109,11 @@ def dispatch(run_id: int, step: Step) -> None:
         refill_key = REFILL_KEY.format(run_id=run_id, phase=step.phase)
         connection.eval(_COUNT_HANDED_OUT, 2, key, refill_key, len(step.slot_ids),
                         "" if step.refill_after is None else step.refill_after, KEY_TTL_S)
-        # The journal is the record; rq keeps a finished job a minute (deleting it at once,
-        # result_ttl=0, costs the worker more than letting it expire). In chunks, each its own
-        # pipeline: the first requests of a phase start while the rest are still being queued.
+        # In chunks, each its own transaction: the first requests of a phase start while the rest
+        # are still being queued.
+        record = None
         for start in range(0, len(step.slot_ids), DISPATCH_CHUNK):
-            queue.enqueue_many([Queue.prepare_data(job_slot, (slot_id,), result_ttl=SLOT_RESULT_TTL_S,
-                                                   job_id=slot_job_id(slot_id))
-                                for slot_id in step.slot_ids[start:start + DISPATCH_CHUNK]])
+            record = enqueue_slot_jobs(queue, step.slot_ids[start:start + DISPATCH_CHUNK], record)
     if step.recheck_in_s is not None:
         schedule_recheck(run_id, step.recheck_in_s)
 
@@ -134,6 +133,38 @@ else
 end
 return count
 """
+
+
+def enqueue_slot_jobs(queue: Queue, slot_ids: list[int], record: dict | None = None) -> dict:
+    """rq's `enqueue_many` of these slots' jobs, written as rq writes them, for a fraction of its CPU.
+
+    rq builds a Job per job and writes it with two HSETs and an RPUSH of its own: 81 µs of CPU per
+    job on this project's machines, on the path of every slot, for a record that a multi-slot
+    worker never reads (the job's id says its slot). `record` is the hash rq wrote for an earlier
+    slot job (None: the first of these goes through rq, and its hash is returned for the rest); each
+    job's hash is that record with its own call (the pickled function and arguments, rq's `data`)
+    and description: an ordinary rq worker reads and runs it as rq's own (tests/test_engine_queue.py).
+    The journal is the record; rq keeps a finished job a minute (deleting it at once, result_ttl=0,
+    costs the worker more than letting it expire)."""
+    if record is None:
+        [job] = queue.enqueue_many([Queue.prepare_data(job_slot, (slot_ids[0],), result_ttl=SLOT_RESULT_TTL_S,
+                                                       job_id=slot_job_id(slot_ids[0]))])
+        record = {**job.to_dict(), "_func_name": job.func_name}
+        slot_ids = slot_ids[1:]
+        if not slot_ids:
+            return record
+    func_name = record["_func_name"]
+    fields = {name: value for name, value in record.items() if name not in ("_func_name", "data", "description")}
+    job_ids = [slot_job_id(slot_id) for slot_id in slot_ids]
+    with queue.connection.pipeline() as pipe:  # MULTI/EXEC, as rq's: every job of the chunk or none
+        for slot_id, job_id in zip(slot_ids, job_ids):
+            # rq's Job.data (the serialised call, compressed in its hash) and its call string
+            call = zlib.compress(queue.serializer.dumps((func_name, None, (slot_id,), {})))
+            pipe.hset(queue.job_class.key_for(job_id),
+                      mapping={**fields, "data": call, "description": f"{func_name}({slot_id!r})"})
+        pipe.rpush(queue.key, *job_ids)
+        pipe.execute()
+    return record
 
 
 def slot_job_id(slot_id: int) -> str:
