@@ -22,6 +22,7 @@ import time
 import uuid
 import zlib
 from datetime import timedelta
+from typing import NamedTuple
 
 import django_rq
 import httpx
@@ -135,33 +136,38 @@ return count
 """
 
 
-def enqueue_slot_jobs(queue: Queue, slot_ids: list[int], record: dict | None = None) -> dict:
+class SlotJobRecord(NamedTuple):
+    """The hash rq wrote for a slot job, but its call: what `enqueue_slot_jobs` writes for the others."""
+
+    func_name: str
+    fields: dict
+
+
+def enqueue_slot_jobs(queue: Queue, slot_ids: list[int], record: SlotJobRecord | None = None) -> SlotJobRecord:
     """rq's `enqueue_many` of these slots' jobs, written as rq writes them, for a fraction of its CPU.
 
     rq builds a Job per job and writes it with two HSETs and an RPUSH of its own: 81 µs of CPU per
-    job on this project's machines, on the path of every slot, for a record that a multi-slot
-    worker never reads (the job's id says its slot). `record` is the hash rq wrote for an earlier
-    slot job (None: the first of these goes through rq, and its hash is returned for the rest); each
-    job's hash is that record with its own call (the pickled function and arguments, rq's `data`)
-    and description: an ordinary rq worker reads and runs it as rq's own (tests/test_engine_queue.py).
-    The journal is the record; rq keeps a finished job a minute (deleting it at once, result_ttl=0,
-    costs the worker more than letting it expire)."""
+    job on this project's machines (23 µs here), on the path of every slot, for a record that a
+    multi-slot worker never reads (the job's id says its slot). `record`: rq's hash of an earlier
+    slot job (None: the first of these goes through rq, and its record is returned for the next
+    chunks). Each job's hash is that record with its own call (rq's `data`, the pickled function
+    and arguments, compressed) and description: an ordinary rq worker reads and runs it as one of
+    rq's own (tests/test_engine_queue.py). The journal is the record; rq keeps a finished job a
+    minute (deleting it at once, result_ttl=0, costs the worker more than letting it expire)."""
     if record is None:
         [job] = queue.enqueue_many([Queue.prepare_data(job_slot, (slot_ids[0],), result_ttl=SLOT_RESULT_TTL_S,
                                                        job_id=slot_job_id(slot_ids[0]))])
-        record = {**job.to_dict(), "_func_name": job.func_name}
+        record = SlotJobRecord(job.func_name, {name: value for name, value in job.to_dict().items()
+                                               if name not in ("data", "description")})
         slot_ids = slot_ids[1:]
         if not slot_ids:
             return record
-    func_name = record["_func_name"]
-    fields = {name: value for name, value in record.items() if name not in ("_func_name", "data", "description")}
     job_ids = [slot_job_id(slot_id) for slot_id in slot_ids]
     with queue.connection.pipeline() as pipe:  # MULTI/EXEC, as rq's: every job of the chunk or none
         for slot_id, job_id in zip(slot_ids, job_ids):
-            # rq's Job.data (the serialised call, compressed in its hash) and its call string
-            call = zlib.compress(queue.serializer.dumps((func_name, None, (slot_id,), {})))
+            call = zlib.compress(queue.serializer.dumps((record.func_name, None, (slot_id,), {})))
             pipe.hset(queue.job_class.key_for(job_id),
-                      mapping={**fields, "data": call, "description": f"{func_name}({slot_id!r})"})
+                      mapping={**record.fields, "data": call, "description": f"{record.func_name}({slot_id!r})"})
         pipe.rpush(queue.key, *job_ids)
         pipe.execute()
     return record
