@@ -499,6 +499,24 @@ def test_a_concurrency_change_is_recorded_and_takes_effect(client, world):
     assert run.amendments.count() == 1
 
 
+
+def test_a_concurrency_change_reaches_a_worker_s_cached_cap_within_its_lifetime(world, monkeypatch):
+    """A slot asks for a database step for its cap only when the cache has none (`policy.cached_cap`):
+    an amendment is read at the next such step, at most CAP_CACHE_S after the last."""
+    run, clock = world["run"], [1000.0]
+    monkeypatch.setattr(policy.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(policy, "_CAP_CACHE", {})
+    assert policy.cached_cap(run.pk, "offline") is None
+    first = policy.current_cap(run, "offline")
+    assert policy.cached_cap(run.pk, "offline") == first
+    control.run_set_concurrency(run=run, user=world["users"]["owner"], provider="offline", cap=first + 3, reason="more")
+    clock[0] += policy.CAP_CACHE_S
+    assert policy.cached_cap(run.pk, "offline") == first  # still within its lifetime
+    clock[0] += 0.001
+    assert policy.cached_cap(run.pk, "offline") is None
+    assert policy.current_cap(run, "offline") == first + 3 == policy.cached_cap(run.pk, "offline")
+
+
 # --- what the run page shows ------------------------------------------------------------------
 
 def test_the_finished_run_page_shows_progress_amendments_seal_and_analysis(client, world, finished):

@@ -40,7 +40,8 @@ from experiments.execution.durable import record_durably, retried
 from experiments.execution.outcomes import apply_result, result_statements
 from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
 from experiments.execution.policy import (
-    LEASE_GRACE_S, Decision, RetryPolicy, current_cap, decide_retry, limiter_name, role_config, run_retry_policy,
+    LEASE_GRACE_S, Decision, RetryPolicy, cached_cap, current_cap, decide_retry, limiter_name, role_config,
+    run_retry_policy,
 )
 from experiments.execution.receipt_sql import record_receipt as _record_receipt
 from experiments.execution.journal_sql import slot_row
@@ -221,7 +222,9 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
     policy = run_retry_policy(run)
     prepared = build_request(config, slot.system, slot.user)
     lease_s = config.timeout_s + LEASE_GRACE_S
-    name, cap = limiter_name(config), db(current_cap, run, config.provider)
+    name, cap = limiter_name(config), cached_cap(run.pk, config.provider)
+    if cap is None:  # read again (every CAP_CACHE_S): a database step
+        cap = db(current_cap, run, config.provider)
     basis, justification, after_call = ModelCall.Basis.FIRST, "", None
     if slot.status == Slot.Status.PENDING and slot.retry_at is not None:
         # Back to pending after its worker died during the cooldown: the recovery is still due.

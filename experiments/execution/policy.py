@@ -210,12 +210,18 @@ CAP_CACHE_S = 2.0  # a concurrency amendment reaches every worker within this
 
 def current_cap(run: Run, provider: str) -> int:
     """The run's in-flight cap for the provider, read again at most every CAP_CACHE_S seconds."""
-    key, now = (run.pk, provider), time.monotonic()
-    cached = _CAP_CACHE.get(key)
-    if cached is None or cached[0] < now:
-        cached = (now + CAP_CACHE_S, effective_concurrency(run, provider))
-        _CAP_CACHE[key] = cached
-    return cached[1]
+    cap = cached_cap(run.pk, provider)
+    if cap is None:
+        cap = effective_concurrency(run, provider)
+        _CAP_CACHE[(run.pk, provider)] = (time.monotonic() + CAP_CACHE_S, cap)
+    return cap
+
+
+def cached_cap(run_id: int, provider: str) -> int | None:
+    """`current_cap` while it needs no database (None: it does): a slot's worker asks for a database
+    connection only then (with more slots than connections, a loan, `workers.LoanedConnections`)."""
+    cached = _CAP_CACHE.get((run_id, provider))
+    return cached[1] if cached is not None and cached[0] >= time.monotonic() else None
 
 
 
