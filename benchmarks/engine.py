@@ -15,9 +15,7 @@ Printed per configuration (worker class × number of workers):
       the queue, job start-up, the reservation's own transaction, the driver at phase ends).
 
 Levels: `--levels 8:0.2 32:0.2 128:1` runs, for each K:L, a server answering after L
-seconds (benchmarks/model_server.py, an asyncio server sending the test server's answers for a
-fraction of its CPU, as a remote provider spends none of this machine's; `--threaded-server`: the
-test server, as before 7 Dec 2026) and a protocol capping K requests in flight, served by `--processes` multi-slot workers
+seconds and a protocol capping K requests in flight, served by `--processes` multi-slot workers
 (`MultiSlotWorker`, ceil(K / processes) + `--spare` slots each), and prints throughput against
 the ideal K / L and the CPU time per call of every process involved: the workers (their
 scheduler included), the PostgreSQL backends of the benchmark's database and PostgreSQL's own
@@ -128,7 +126,6 @@ from experiments.execution.jobs import run_enqueue
 from experiments.models import ModelCall, Project, Run, Slot  # noqa: E402
 from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, make_run, openai_model  # noqa: E402
 from tests.llm_fake_server import running_fake_llm  # noqa: E402
-from model_server import running_model_server  # noqa: E402
 
 
 def pids_named(*names) -> list[int]:
@@ -365,11 +362,8 @@ def levels_main(args):
     summary = []
     index = 0
     try:
-        # The stand-in provider: the asyncio one unless asked (`model_server`: the threaded test
-        # server's CPU, 0.5-0.6 ms per call, took from the engine's share what no provider would).
-        with (running_fake_llm() if args.threaded_server else running_model_server()) as server:
-            if args.threaded_server:
-                Roles(server)
+        with running_fake_llm() as server:
+            Roles(server)
             for level in args.levels:
                 cap_text, _, delay_text = level.partition(":")
                 cap, delay_s = int(cap_text), float(delay_text or DELAY_S)
@@ -762,9 +756,6 @@ def main():
     parser.add_argument("--rounds", type=int, default=0,
                         help="calls per phase = rounds × K instead of --phase-seconds (with --levels)")
     parser.add_argument("--shared-redis", action="store_true", help="use REDIS_URL, not a private redis-server")
-    parser.add_argument("--threaded-server", action="store_true",
-                        help="with --levels: the threaded test server (tests/llm_fake_server.py) as the provider, as "
-                             "before 7 Dec 2026, instead of benchmarks/model_server.py")
     parser.add_argument("--slots", type=int, default=0, help="with --first-request: slots of the generation phase")
     parser.add_argument("--first-request", action="store_true",
                         help="time from a run's start to the first request of a --slots generation phase")
