@@ -1,4 +1,4 @@
-"""The SQL of the results' epochs (migrations 0008-0013): whether a campaign's stored numbers are current,
+"""The SQL of the results' epochs (migrations 0008-0014): whether a campaign's stored numbers are current,
 read in one query: counters, and a digest of the campaign's ratings.
 
 A campaign's counter moves with every statement that changes what its results read (its
@@ -13,7 +13,8 @@ each other; their count and an order-free hash sum are read with the counters in
 milliseconds at 20,000 ratings, waiting on no writer). The engine's answers and grades find by a row
 trigger whether any campaign reads their run and note only those campaigns, and the statement's one
 trigger moves the noted counters (0012-0013): a run no campaign reads costs one index probe per row,
-not a transition table per statement; a reservation fires no function at all.
+not a transition table per statement; a reservation fires no function at all, nor does a judge's
+receipt (0014: a call and slot in flight belong to a run not finished).
 """
 from __future__ import annotations
 
