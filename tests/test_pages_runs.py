@@ -499,7 +499,6 @@ def test_a_concurrency_change_is_recorded_and_takes_effect(client, world):
     assert run.amendments.count() == 1
 
 
-
 def test_a_concurrency_change_reaches_a_worker_s_cached_cap_within_its_lifetime(world, monkeypatch):
     """A slot asks for a database step for its cap only when the cache has none (`policy.cached_cap`):
     an amendment is read at the next such step, at most CAP_CACHE_S after the last."""

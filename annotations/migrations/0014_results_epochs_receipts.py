@@ -3,8 +3,8 @@
 0009's row triggers on a judging slot's and call's updates called `annotations_results_row_moved`
 (and, inside it, `annotations_results_campaigns_of_judges`, a query) twice for every judge answer
 received, only to find, nearly always, that no campaign reads the run, and in any case that the run
-has not finished: 0.2-0.3 ms of PostgreSQL's CPU per call of a run, a twentieth of all the CPU a call
-costs (benchmarks/engine-results.md, 7 Dec 2026).
+has not finished: 0.15-0.3 ms of PostgreSQL's CPU per call of a run, up to a fifteenth of all the CPU
+a call costs (benchmarks/engine-results.md, 7 Dec 2026).
 
 A receipt is the update of a call still in flight (outcome '') and of its slot in flight. A run
 whose slot or call is in flight has not finished and cannot finish before that update commits: the
