@@ -25,10 +25,13 @@ import pytest
 import redis
 from django.conf import settings
 from django.db import connection
+from rq import Queue
+from rq.job import Job
 
-from experiments.execution import control
+from experiments.execution import control, jobs
 from experiments.execution.concurrency import InflightLimiter
 from experiments.execution.jobs import run_enqueue
+from experiments.execution.workers import slot_of_job
 from experiments.models import ModelCall, Prediction, Project, Run, Slot
 from experiments.models.runs import Phase
 from ownwords_site.env import database_url
@@ -115,11 +118,6 @@ def test_a_cap_is_per_name(redis_connection):
 def test_slot_jobs_are_written_as_rq_writes_them_and_an_ordinary_worker_reads_them(redis_connection):
     """`jobs.enqueue_slot_jobs` writes a chunk's jobs itself, after the first: each hash must be what
     rq's own enqueue_many writes for the same job (but its times), in the same order on the queue."""
-    from rq import Queue
-    from rq.job import Job
-
-    from experiments.execution import jobs
-    from experiments.execution.workers import slot_of_job
     tag = uuid.uuid4().hex
     ours = Queue(f"test-ours-{tag}", connection=redis_connection)
     theirs = Queue(f"test-theirs-{tag}", connection=redis_connection)

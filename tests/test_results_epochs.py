@@ -238,13 +238,18 @@ def test_a_deleted_campaign_leaves_no_counter_and_truncate_marks_every_result_st
         assert cursor.fetchone()[0] == 0
 
 
-def test_a_judge_run_s_calls_move_the_counter_only_once_it_has_finished(pairs):
-    shown(pairs, pairwise_results_for_page)
+def pairwise_judge_protocol(pairs) -> Protocol:
+    """A pairwise-judge protocol over the campaign's run, as a re-grade makes one."""
     base = pairs.run.protocol
-    protocol = Protocol.objects.create(
+    return Protocol.objects.create(
         project=base.project, name="judge", cohort=base.cohort, conditions=list(base.conditions),
         generator=base.generator, judge=base.judge, regrade_of=pairs.run, kind=Protocol.Kind.PAIRWISE,
         pairwise_pairs=[[p["x"], p["y"]] for p in pairs.pairs])
+
+
+def test_a_judge_run_s_calls_move_the_counter_only_once_it_has_finished(pairs):
+    shown(pairs, pairwise_results_for_page)
+    protocol = pairwise_judge_protocol(pairs)
     assert not moves(pairs, lambda: Run.objects.create(protocol=protocol))  # not finished: not read
     run = Run.objects.get(protocol=protocol)
     now = timezone.now()
@@ -341,11 +346,7 @@ def test_a_statement_rolled_back_leaves_no_note_and_moves_nothing(campaign):
 
 def test_a_reservation_of_a_judge_call_notes_nothing(pairs):
     """A reservation (no outcome, no model yet) meets none of the judge call's conditions: no function runs."""
-    base = pairs.run.protocol
-    protocol = Protocol.objects.create(
-        project=base.project, name="judge", cohort=base.cohort, conditions=list(base.conditions),
-        generator=base.generator, judge=base.judge, regrade_of=pairs.run, kind=Protocol.Kind.PAIRWISE,
-        pairwise_pairs=[[p["x"], p["y"]] for p in pairs.pairs])
+    protocol = pairwise_judge_protocol(pairs)
     run = Run.objects.create(protocol=protocol, status=Run.Status.FINISHED)
     slot = Slot.objects.create(run=run, phase="judging", key="k1", role=Slot.Role.JUDGE, system="", user="",
                                request_sha256="", status=Slot.Status.PENDING)
@@ -388,11 +389,7 @@ def test_a_receipt_of_a_call_in_flight_calls_no_function_and_a_late_one_still_mo
     """Migration 0014: the journal's receipt (its call and its slot, both in flight, settled in one
     statement) fires neither judge trigger: their run cannot have finished. A receipt that lands after
     its lease ran out (the call already marked unknown) on a run finished meanwhile still moves the counter."""
-    base = pairs.run.protocol
-    protocol = Protocol.objects.create(
-        project=base.project, name="judge", cohort=base.cohort, conditions=list(base.conditions),
-        generator=base.generator, judge=base.judge, regrade_of=pairs.run, kind=Protocol.Kind.PAIRWISE,
-        pairwise_pairs=[[p["x"], p["y"]] for p in pairs.pairs])
+    protocol = pairwise_judge_protocol(pairs)
     run = Run.objects.create(protocol=protocol, status=Run.Status.RUNNING, phase="judging")
     now = timezone.now()
     slots = [Slot.objects.create(run=run, phase="judging", key=key, role=Slot.Role.JUDGE, system="", user="",

@@ -147,7 +147,7 @@ def enqueue_slot_jobs(queue: Queue, slot_ids: list[int], record: SlotJobRecord |
     """rq's `enqueue_many` of these slots' jobs, written as rq writes them, for a fraction of its CPU.
 
     rq builds a Job per job and writes it with two HSETs and an RPUSH of its own: 81 µs of CPU per
-    job on this project's machines (23 µs here), on the path of every slot, for a record that a
+    job on this project's machines (23 µs written as here), on the path of every slot, for a record that a
     multi-slot worker never reads (the job's id says its slot). `record`: rq's hash of an earlier
     slot job (None: the first of these goes through rq, and its record is returned for the next
     chunks). Each job's hash is that record with its own call (rq's `data`, the pickled function
