@@ -9,9 +9,11 @@ once, with a new run, on 8 threads taking slots from one list.
 
 Printed per phase and thread count: the thread CPU (`time.thread_time`, the slot thread's own, so
 the in-process server's threads are not counted) per slot, in all and by step:
-  prepare  `_prepare` (the slot's row, the protocol, the role's settings, the endpoint check)
+  prepare  `slot_reads.prepare` (the slot's row, the protocol, the role's settings, the endpoint check),
+           or `named_slot` for a slot named as its job names it (`--read-first`: every slot read first)
   build    `wire.build_request` and the retry policy
-  reserve  `next_reservation` + `reserve` (the attempt's committed row)
+  reserve  `next_reservation` + `reserve` (the attempt's committed row), or `reserve_named_first` (the
+           attempt's row and the slot's read in one statement)
   limiter  `acquire` + `release` / hand-over of the in-flight place
   send     `client.send` (httpx, the transport, the response's classification)
   record   `_decide_and_record` (the decision and the receipt with the slot's results)
@@ -59,6 +61,7 @@ from django.db import connection, connections  # noqa: E402
 from experiments.core.llm import client as llm_client  # noqa: E402
 from experiments.execution import jobs, journal  # noqa: E402
 from experiments.execution.driver import run_drive  # noqa: E402
+from experiments.execution.policy import sending_role  # noqa: E402
 from experiments.models import Project, Slot  # noqa: E402
 from experiments.models.runs import Phase  # noqa: E402
 from tests.engine_helpers import QUESTION_ONLY, Roles, build_cohort, make_run, openai_model  # noqa: E402
@@ -94,7 +97,9 @@ def timed(step: str, function):
 
 
 def instrument() -> None:
-    journal._prepare = timed("prepare", journal._prepare)
+    journal.prepare = timed("prepare", journal.prepare)
+    journal.named_slot = timed("prepare", journal.named_slot)
+    journal.reserve_named_first = timed("reserve", journal.reserve_named_first)
     journal.build_request = timed("build", journal.build_request)
     journal.run_retry_policy = timed("build", journal.run_retry_policy)
     journal.current_cap = timed("build", journal.current_cap)
@@ -109,7 +114,7 @@ def instrument() -> None:
     limiter.release = timed("limiter", limiter.release)
 
 
-def phases(run, threads: int, http, limiter) -> dict[str, list[dict]]:
+def phases(run, threads: int, http, limiter, read_first: bool = False) -> dict[str, list[dict]]:
     """The run's generation and judging slots through `execute`, a hand-out at a time (a phase
     is handed out in windows and planned in parts: the driver is asked again until it moves on)."""
     per_phase: dict[str, list[dict]] = defaultdict(list)
@@ -120,10 +125,12 @@ def phases(run, threads: int, http, limiter) -> dict[str, list[dict]]:
         slot_ids = list(Slot.objects.filter(run=run, phase=step.phase, status=Slot.Status.PENDING)
                         .order_by("pk").values_list("pk", flat=True))
         assert slot_ids, step
-        per_phase[step.phase] += execute(slot_ids, threads, http, limiter)
+        # Named as a worker's slot job names them (`jobs.slot_job_id`), unless every slot is read first.
+        named = {} if read_first else dict(run_id=run.pk, role=sending_role(step.phase))
+        per_phase[step.phase] += execute(slot_ids, threads, http, limiter, named)
 
 
-def execute(slot_ids: list[int], threads: int, http, limiter) -> list[dict]:
+def execute(slot_ids: list[int], threads: int, http, limiter, named: dict) -> list[dict]:
     """Each slot through `slot_execute` and `_after_slot` on `threads` threads; per slot its steps' CPU."""
     todo: queue.SimpleQueue = queue.SimpleQueue()
     for slot_id in slot_ids:
@@ -141,7 +148,8 @@ def execute(slot_ids: list[int], threads: int, http, limiter) -> list[dict]:
                 spent = _spent()
                 spent.clear()
                 started = time.thread_time()
-                slot = journal.slot_execute(slot_id, limiter=limiter, client=http, worker="bench-slot-path")
+                slot = journal.slot_execute(slot_id, limiter=limiter, client=http, worker="bench-slot-path",
+                                            **named)
                 after_started = time.thread_time()
                 jobs._after_slot(slot)
                 spent["after"] += time.thread_time() - after_started
@@ -177,6 +185,8 @@ def main():
     parser.add_argument("--tasks", type=int, default=400, help="tasks per run (a multiple of 5): N slots per phase")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--profile", help="write a cProfile of the 1-thread run here")
+    parser.add_argument("--read-first", action="store_true",
+                        help="read every slot before its reservation (as a job naming only its slot)")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     call_command("flush", interactive=False, verbosity=0)
@@ -208,7 +218,7 @@ def main():
                 import cProfile
                 profiler = cProfile.Profile(time.thread_time)  # CPU, not waiting
                 profiler.enable()
-            per_phase = phases(run, threads, http, limiter)
+            per_phase = phases(run, threads, http, limiter, args.read_first)
             if profiler is not None:
                 profiler.disable()
                 profiler.dump_stats(args.profile)

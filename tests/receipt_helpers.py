@@ -22,7 +22,8 @@ from experiments.core.llm.wire import Outcome, OutcomeKind
 from experiments.core.slot_keys import parse_slot_key
 from experiments.execution import durable
 from experiments.execution.driver import run_drive
-from experiments.execution.journal import _decide_and_record, _prepare, _reserve
+from experiments.execution.journal import _decide_and_record, _reserve
+from experiments.execution.slot_reads import prepare
 from experiments.execution.policy import LEASE_GRACE_S, run_retry_policy
 from experiments.models import ModelCall, Run, Slot
 
@@ -64,7 +65,7 @@ class PhaseReceipts:
 
 def _reserved(slot_id: int, worker: str):
     """The slot as the journal reads it, its attempt reserved, and its answer and retry rules."""
-    slot, config = _prepare(slot_id)
+    slot, config = prepare(slot_id)
     policy = run_retry_policy(slot.run)
     reservation = _reserve(slot_id, basis=ModelCall.Basis.FIRST, justification="", worker=worker,
                            lease_s=config.timeout_s + LEASE_GRACE_S)

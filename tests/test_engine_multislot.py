@@ -81,10 +81,12 @@ class InFlightCount:
 def test_multi_slot_workers_keep_the_global_cap_and_send_nothing_after_a_quota_answer(
         live_database, redis_connection, tmp_path):
     redis_connection.flushdb()
-    # Two database connections lent to each worker's six slot threads (`workers.LoanedConnections`):
+    # Two database connections lent to each worker's three slot threads (`workers.LoanedConnections`):
     # the cap and the circuit hold on that path too; the SIGKILL test below keeps one per slot.
+    # Fewer slot threads per process than the cap: the cap is reached only with two processes sending
+    # at once (a process with more could keep every place, handing each on to its own threads).
     env = {**worker_env(live_database), "OWNWORDS_WORKER_DB_THREADS": "2"}
-    workers = MultiSlotWorkers(env, tmp_path, slots=6)
+    workers = MultiSlotWorkers(env, tmp_path, slots=3)
     cap = 4
     try:
         with running_fake_llm() as server:
@@ -124,7 +126,7 @@ def test_multi_slot_workers_keep_the_global_cap_and_send_nothing_after_a_quota_a
         workers.kill_all()
         redis_connection.flushdb()
 
-    assert most == cap  # reached with 18 slots offered, never exceeded
+    assert most == cap  # reached with 9 slots offered in three processes, never exceeded
     run.refresh_from_db()
     assert run.status == Run.Status.PAUSED and run.circuit_open
     calls = list(ModelCall.objects.filter(slot__run=run))

@@ -31,7 +31,7 @@ from rq.job import Job
 from experiments.execution import control, jobs
 from experiments.execution.concurrency import InflightLimiter
 from experiments.execution.jobs import run_enqueue
-from experiments.execution.workers import slot_of_job
+from experiments.execution.workers import slot_job_arguments, slot_of_job
 from experiments.models import ModelCall, Prediction, Project, Run, Slot
 from experiments.models.runs import Phase
 from ownwords_site.env import database_url
@@ -117,20 +117,23 @@ def test_a_cap_is_per_name(redis_connection):
 
 def test_slot_jobs_are_written_as_rq_writes_them_and_an_ordinary_worker_reads_them(redis_connection):
     """`jobs.enqueue_slot_jobs` writes a chunk's jobs itself, after the first: each hash must be what
-    rq's own enqueue_many writes for the same job (but its times), in the same order on the queue."""
+    rq's own enqueue_many writes for the same job (but its times), in the same order on the queue; each
+    job's id names its slot, run and role, as its arguments do."""
     tag = uuid.uuid4().hex
     ours = Queue(f"test-ours-{tag}", connection=redis_connection)
     theirs = Queue(f"test-theirs-{tag}", connection=redis_connection)
-    slot_ids = [7, 11, 13, 1_000_003]
+    slot_ids, run_id, role = [7, 11, 13, 1_000_003], 5, "judge"
     try:
-        record = jobs.enqueue_slot_jobs(ours, slot_ids[:2])
-        assert jobs.enqueue_slot_jobs(ours, slot_ids[2:], record) is record
-        theirs.enqueue_many([Queue.prepare_data(jobs.job_slot, (slot_id,), result_ttl=jobs.SLOT_RESULT_TTL_S,
+        record = jobs.enqueue_slot_jobs(ours, slot_ids[:2], run_id=run_id, role=role)
+        assert jobs.enqueue_slot_jobs(ours, slot_ids[2:], record, run_id=run_id, role=role) is record
+        theirs.enqueue_many([Queue.prepare_data(jobs.job_slot, (slot_id, run_id, role),
+                                                result_ttl=jobs.SLOT_RESULT_TTL_S,
                                                 job_id=f"{jobs.SLOT_JOB_PREFIX}{slot_id}-theirs")
                              for slot_id in slot_ids])
         our_ids = [i.decode() for i in redis_connection.lrange(ours.key, 0, -1)]
         their_ids = [i.decode() for i in redis_connection.lrange(theirs.key, 0, -1)]
         assert [slot_of_job(i) for i in our_ids] == slot_ids == [slot_of_job(i) for i in their_ids]
+        assert [slot_job_arguments(i) for i in our_ids] == [(slot_id, run_id, role) for slot_id in slot_ids]
         for our_id, their_id, slot_id in zip(our_ids, their_ids, slot_ids):
             mine, rqs = (redis_connection.hgetall(Job.key_for(i)) for i in (our_id, their_id))
             times = (b"created_at", b"enqueued_at")
@@ -140,7 +143,7 @@ def test_slot_jobs_are_written_as_rq_writes_them_and_an_ordinary_worker_reads_th
             assert redis_connection.ttl(Job.key_for(our_id)) == redis_connection.ttl(Job.key_for(their_id)) == -1
             job = Job.fetch(our_id, connection=redis_connection)  # as an ordinary rq worker reads it
             assert (job.func_name, job.args, job.kwargs, job.origin) == (
-                "experiments.execution.jobs.job_slot", (slot_id,), {}, ours.name)
+                "experiments.execution.jobs.job_slot", (slot_id, run_id, role), {}, ours.name)
         assert redis_connection.sismember("rq:queues", ours.key)
     finally:
         for queue in (ours, theirs):

@@ -17,7 +17,7 @@ import pytest
 from django.db import connection, transaction
 
 from experiments.execution.driver import run_drive, run_plan_part
-from experiments.execution.journal import _slot_for_execution
+from experiments.execution.slot_reads import slot_for_execution
 from experiments.execution.outcomes import result_statements
 from experiments.execution.statistics_sql import PLANNED_TABLES, refresh_planned_statistics
 from experiments.models import Prediction, Project, Slot
@@ -72,7 +72,7 @@ def test_a_planned_part_leaves_statistics_and_the_lookup_reads_the_task_not_the_
     assert statistics_missing() == sorted(PLANNED_TABLES)
     run_plan_part(run.pk, windowed=True)  # the next part, as the lane's job plans it
     assert statistics_missing() == []
-    slot = _slot_for_execution(Slot.objects.filter(run=run, phase=Phase.GENERATION).order_by("pk").first().pk)
+    slot = slot_for_execution(Slot.objects.filter(run=run, phase=Phase.GENERATION).order_by("pk").first().pk)
     assert candidate_lookup_buffers(slot) <= LOOKUP_PAGES
     others = list(Prediction.objects.filter(run=run).exclude(task_id=slot.task_id))
     labels_each = math.ceil(ADDED / len(others))

@@ -32,7 +32,7 @@ from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_exe
 from experiments.execution.kind_table import kind_rules
 from experiments.execution.paper_report_build import report_after_run
 from experiments.execution.planning import PLANNERS, plan_generation, plan_judging, task_inputs
-from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy
+from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy, sending_role
 from experiments.execution.sealing import seal_mismatches
 from experiments.execution.statistics_sql import refresh_planned_statistics
 from experiments.models import ModelCall, Run, Slot
@@ -182,8 +182,7 @@ FIRST_PART_ROUNDS, FIRST_PART_MIN = 1, 64
 
 
 def _first_part(run: Run) -> int:
-    role = Slot.Role.JUDGE if run.phase == Phase.JUDGING else Slot.Role.GENERATOR
-    cap = effective_concurrency(run, role_config(run, role).provider)
+    cap = effective_concurrency(run, role_config(run, sending_role(run.phase)).provider)
     return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * cap)
 
 
@@ -389,8 +388,9 @@ def run_inline(run_id: int, *, client: httpx.Client | None = None, sleep=time.sl
             if step.analyze:
                 run_analyze(run_id)
             elif step.slot_ids:
-                for slot_id in step.slot_ids:
-                    slot_execute(slot_id, limiter=NoLimiter(), client=client, worker="inline", sleep=sleep)
+                for slot_id in step.slot_ids:  # named as a queued slot's job names it (`jobs.slot_job_id`)
+                    slot_execute(slot_id, limiter=NoLimiter(), client=client, worker="inline", sleep=sleep,
+                                 run_id=run_id, role=sending_role(step.phase))
             elif step.recheck_in_s is not None:
                 sleep(step.recheck_in_s)
             else:

@@ -34,6 +34,7 @@ from experiments.core.llm.transport import StdlibTransport
 from experiments.execution.concurrency import REDIS_DOWN, HandoverLimiter, InflightLimiter, LuaScript, wait_for_redis
 from experiments.execution.driver import Step, run_analyze, run_drive, run_plan_part, run_refill
 from experiments.execution.journal import in_this_thread, phase_open, slot_execute
+from experiments.execution.policy import sending_role
 from experiments.execution.workers import SLOT_JOB_PREFIX
 
 # The command that serves every queue; pages and commands print it when no worker answers.
@@ -112,9 +113,10 @@ def dispatch(run_id: int, step: Step) -> None:
                         "" if step.refill_after is None else step.refill_after, KEY_TTL_S)
         # In chunks, each its own transaction: the first requests of a phase start while the rest
         # are still being queued.
-        record = None
+        record, role = None, sending_role(step.phase)
         for start in range(0, len(step.slot_ids), DISPATCH_CHUNK):
-            record = enqueue_slot_jobs(queue, step.slot_ids[start:start + DISPATCH_CHUNK], record)
+            record = enqueue_slot_jobs(queue, step.slot_ids[start:start + DISPATCH_CHUNK], record,
+                                       run_id=run_id, role=role)
     if step.recheck_in_s is not None:
         schedule_recheck(run_id, step.recheck_in_s)
 
@@ -143,7 +145,8 @@ class SlotJobRecord(NamedTuple):
     fields: dict
 
 
-def enqueue_slot_jobs(queue: Queue, slot_ids: list[int], record: SlotJobRecord | None = None) -> SlotJobRecord:
+def enqueue_slot_jobs(queue: Queue, slot_ids: list[int], record: SlotJobRecord | None = None, *,
+                      run_id: int | None = None, role: str | None = None) -> SlotJobRecord:
     """rq's `enqueue_many` of these slots' jobs, written as rq writes them, for a fraction of its CPU.
 
     rq builds a Job per job and writes it with two HSETs and an RPUSH of its own: 81 µs of CPU per
@@ -153,29 +156,36 @@ def enqueue_slot_jobs(queue: Queue, slot_ids: list[int], record: SlotJobRecord |
     chunks). Each job's hash is that record with its own call (rq's `data`, the pickled function
     and arguments, compressed) and description: an ordinary rq worker reads and runs it as one of
     rq's own (tests/test_engine_queue.py). The journal is the record; rq keeps a finished job a
-    minute (deleting it at once, result_ttl=0, costs the worker more than letting it expire)."""
+    minute (deleting it at once, result_ttl=0, costs the worker more than letting it expire).
+    `run_id`, `role`: the run and role of every one of these slots, named in each job (`slot_job_id`)."""
+    named = (run_id, role) if run_id is not None and role is not None else ()
     if record is None:
-        [job] = queue.enqueue_many([Queue.prepare_data(job_slot, (slot_ids[0],), result_ttl=SLOT_RESULT_TTL_S,
-                                                       job_id=slot_job_id(slot_ids[0]))])
+        [job] = queue.enqueue_many([Queue.prepare_data(job_slot, (slot_ids[0], *named), result_ttl=SLOT_RESULT_TTL_S,
+                                                       job_id=slot_job_id(slot_ids[0], *named))])
         record = SlotJobRecord(job.func_name, {name: value for name, value in job.to_dict().items()
                                                if name not in ("data", "description")})
         slot_ids = slot_ids[1:]
         if not slot_ids:
             return record
-    job_ids = [slot_job_id(slot_id) for slot_id in slot_ids]
+    job_ids = [slot_job_id(slot_id, *named) for slot_id in slot_ids]
+    arguments = "".join(f", {value!r}" for value in named)
     with queue.connection.pipeline() as pipe:  # MULTI/EXEC, as rq's: every job of the chunk or none
         for slot_id, job_id in zip(slot_ids, job_ids):
-            call = zlib.compress(queue.serializer.dumps((record.func_name, None, (slot_id,), {})))
+            call = zlib.compress(queue.serializer.dumps((record.func_name, None, (slot_id, *named), {})))
             pipe.hset(queue.job_class.key_for(job_id),
-                      mapping={**record.fields, "data": call, "description": f"{record.func_name}({slot_id!r})"})
+                      mapping={**record.fields, "data": call,
+                               "description": f"{record.func_name}({slot_id!r}{arguments})"})
         pipe.rpush(queue.key, *job_ids)
         pipe.execute()
     return record
 
 
-def slot_job_id(slot_id: int) -> str:
-    """A slot job's id says its slot, so a multi-slot worker need not read the job from Redis."""
-    return f"{SLOT_JOB_PREFIX}{slot_id}-{uuid.uuid4().hex[:12]}"
+def slot_job_id(slot_id: int, run_id: int | None = None, role: str | None = None) -> str:
+    """A slot job's id says its slot, and its run and role when given, so a multi-slot worker need not
+    read the job from Redis (`workers.slot_job_arguments`), nor the slot before its reservation
+    (`journal.slot_execute`)."""
+    named = f"{run_id}-{role}-" if run_id is not None and role is not None else ""
+    return f"{SLOT_JOB_PREFIX}{slot_id}-{named}{uuid.uuid4().hex[:12]}"
 
 
 def schedule_recheck(run_id: int, delay_s: float) -> bool:
@@ -243,14 +253,16 @@ def job_recheck(run_id: int, due: str) -> None:
     job_drive(run_id)
 
 
-def job_slot(slot_id: int, db=in_this_thread, done_key: str | None = None,
-             next_from: tuple[tuple[str, str], ...] | None = None) -> str | None:
-    """One slot's attempts; `db` runs its database steps (a multi-slot worker's database threads).
+def job_slot(slot_id: int, run_id: int | None = None, role: str | None = None, db=in_this_thread,
+             done_key: str | None = None, next_from: tuple[tuple[str, str], ...] | None = None) -> str | None:
+    """One slot's attempts; `run_id`, `role`: what its job says of it (`slot_job_id`; a job enqueued
+    without them reads them with the slot); `db` runs its database steps (a multi-slot worker's loans).
     `done_key`: rq's record of this job, deleted with the bookkeeping below (a multi-slot
     worker keeps no other record of a slot job). `next_from`: the worker's queues in its order, as
     (name, Redis key) pairs, from which the same round trip takes the next slot job for this thread
     (`_after_slot`: its id is returned; None when none was taken)."""
-    slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name(), db=db)
+    slot = slot_execute(slot_id, limiter=limiter(), client=http_client(), worker=worker_name(), db=db,
+                        run_id=run_id, role=role)
     # The slot's outcome is recorded. What follows tells the driver, through Redis: if Redis is
     # away, wait for it (this worker can take no job without it anyway) and tell it then. A
     # count decremented twice only makes a later job look once more.

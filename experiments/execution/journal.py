@@ -30,25 +30,24 @@ from dataclasses import replace
 from datetime import timedelta
 
 import httpx
-from django.db import DEFAULT_DB_ALIAS, transaction
-from django.db.models import DEFERRED
+from django.db import transaction
 from django.utils import timezone
 
 from experiments.core.llm import client as llm_client
 from experiments.core.llm.wire import Outcome, OutcomeKind, build_request, first_call_failure_hint
 from experiments.execution.durable import record_durably, retried
 from experiments.execution.outcomes import apply_result, result_statements
-from experiments.execution.endpoints import EndpointNotAllowed, provider_excerpt, require_allowed_endpoint
+from experiments.execution.endpoints import provider_excerpt
 from experiments.execution.policy import (
     LEASE_GRACE_S, Decision, RetryPolicy, cached_cap, current_cap, decide_retry, limiter_name, role_config,
     run_retry_policy,
 )
 from experiments.execution.receipt_sql import record_receipt as _record_receipt
-from experiments.execution.journal_sql import slot_row
+from experiments.execution.slot_reads import named_slot, prepare
 from experiments.execution.reservation import (
-    NextReservation, Reservation, next_reservation, phase_recoveries, reserve, settle,
+    NextReservation, Reservation, next_reservation, phase_recoveries, reserve, reserve_named_first, settle,
 )
-from experiments.models import ModelCall, Protocol, Run, Slot
+from experiments.models import ModelCall, Run, Slot
 
 logger = logging.getLogger(__name__)
 
@@ -152,81 +151,56 @@ def _late(call_id: int, receipt: dict, slot: Slot, outcome: Outcome) -> bool:
     return False
 
 
-_PROTOCOLS: dict[tuple, Protocol] = {}
-
-
-def _slot_for_execution(slot_id: int) -> Slot:
-    """The slot with its run and the run's protocol, as slot_execute needs them.
-
-    A sealed protocol never changes, so each worker reads it once (keyed by id and seal
-    time); the slot comes from one plain statement. The ORM's select_related costs more
-    CPU than the rest of a slot's bookkeeping together, on the path of every request.
-    """
-    row = slot_row(slot_id)
-    if row is None:
-        raise Slot.DoesNotExist(f"no slot {slot_id}")
-    run_id, phase, key, role, system, user, protocol_id, sealed_at, status, retry_at, note, task_id = row
-    cache_key = (protocol_id, str(sealed_at))
-    protocol = _PROTOCOLS.get(cache_key) if sealed_at is not None else None
-    if protocol is None:
-        protocol = Protocol.objects.get(pk=protocol_id)
-        if protocol.is_sealed():
-            if len(_PROTOCOLS) > 256:
-                _PROTOCOLS.clear()
-            _PROTOCOLS[cache_key] = protocol
-    run = _loaded(Run, id=run_id, protocol_id=protocol_id)
-    run.protocol = protocol
-    # task_id too: the stored grades of a generation answer are refreshed for its task only.
-    slot = _loaded(Slot, id=slot_id, run_id=run_id, phase=phase, key=key, role=role, system=system, user=user,
-                   status=status, retry_at=retry_at, status_note=note, task_id=task_id)
-    slot.run = run
-    return slot
-
-
-_ATTNAMES: dict[type, dict[str, int]] = {}
-
-
-def _loaded(model, **values):
-    """An instance of `model` as the ORM loads one with only these fields (`Model.from_db`): the
-    other fields are deferred, read from the database if ever asked for (never a made-up default
-    that a `save` could write back). Its positional construction costs a third of building it
-    from keyword arguments, which sets every field of the model."""
-    positions = _ATTNAMES.get(model)
-    if positions is None:
-        positions = _ATTNAMES[model] = {field.attname: i for i, field in enumerate(model._meta.concrete_fields)}
-    row = [DEFERRED] * len(positions)
-    for name, value in values.items():
-        row[positions[name]] = value
-    return model.from_db(DEFAULT_DB_ALIAS, None, row)
-
-
 def in_this_thread(step, *args, **kwargs):
     """`slot_execute`'s default `db`: run the database step here."""
     return step(*args, **kwargs)
 
 
+class _ReadTheSlot(Exception):
+    """The slot its job named claimed nothing (`reservation.reserve_named_first`): nothing was
+    reserved or sent, and its in-flight place was given back; it is read and handled as any other."""
+
+
 def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "", sleep=time.sleep,
-                 db=in_this_thread) -> Slot:
+                 db=in_this_thread, run_id: int | None = None, role: str | None = None) -> Slot:
     """Make the attempts of one slot allowed by the journal's rules; returns the slot as read
     before its first attempt (its run id and phase tell the caller where to look next).
 
     Every database step goes through `db(step, *args)`: a multi-slot worker
-    (`workers.MultiSlotWorker`) runs them on a few threads that hold its database connections,
-    while the slot's own thread waits for the limiter, the service and the cooldown. The order
-    of the steps is the journal's, whichever thread runs them.
+    (`workers.MultiSlotWorker`) runs them on a connection lent for the step, while the slot's own
+    thread waits for the limiter, the service and the cooldown. The order of the steps is the
+    journal's, whichever thread runs them.
+
+    `run_id` and `role`: what the slot's job says of it (`jobs.slot_job_id`). The slot is then read
+    in the statement that reserves its first attempt, not in a round trip of its own before it
+    (`slot_reads.named_slot`); when that claims nothing, it is read and handled as below.
     """
-    slot, config = db(_prepare, slot_id)
+    named = named_slot(slot_id, run_id, role, db) if run_id is not None and role is not None else None
+    if named is not None:
+        try:
+            return _attempts(*named, limiter=limiter, client=client, worker=worker, sleep=sleep, db=db, named=True)
+        except _ReadTheSlot:
+            pass
+    slot, config = db(prepare, slot_id)
     if config is None:
         return slot
-    run = slot.run
+    return _attempts(slot, config, limiter=limiter, client=client, worker=worker, sleep=sleep, db=db, named=False)
+
+
+def _attempts(slot: Slot, config, *, limiter, client: httpx.Client, worker: str, sleep, db, named: bool) -> Slot:
+    """`slot_execute`'s attempts of a slot read (`slot_reads.prepare`), or `named` by its job (`named_slot`:
+    its first reservation reads it, or raises _ReadTheSlot before anything is sent)."""
+    slot_id, run = slot.pk, slot.run
     policy = run_retry_policy(run)
-    prepared = build_request(config, slot.system, slot.user)
+    if named and policy.has_http_ceilings:
+        raise _ReadTheSlot  # its reservations are counted under the run's lock (`reservation.reserve`)
+    prepared = None if named else build_request(config, slot.system, slot.user)
     lease_s = config.timeout_s + LEASE_GRACE_S
     name, cap = limiter_name(config), cached_cap(run.pk, config.provider)
     if cap is None:  # read again (every CAP_CACHE_S): a database step
         cap = db(current_cap, run, config.provider)
     basis, justification, after_call = ModelCall.Basis.FIRST, "", None
-    if slot.status == Slot.Status.PENDING and slot.retry_at is not None:
+    if not named and slot.status == Slot.Status.PENDING and slot.retry_at is not None:
         # Back to pending after its worker died during the cooldown: the recovery is still due.
         sleep(max((slot.retry_at - timezone.now()).total_seconds(), 0.0))
         basis, justification = ModelCall.Basis.RECOVERY, slot.status_note
@@ -234,17 +208,26 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
         # The place is given back only after the outcome is committed (`release` never raises),
         # or handed to a waiting thread of this process once a usable answer is in (`_hand_on`),
         # whose first attempt may be reserved with that answer's receipt (`ticket`).
-        ticket = next_reservation(slot_id, basis=basis, worker=worker, lease_s=lease_s, policy=policy)
+        ticket = None if named else next_reservation(slot_id, basis=basis, worker=worker, lease_s=lease_s,
+                                                      policy=policy)
         place = limiter.acquire(name, cap, lease_s=lease_s, ticket=ticket)
         handing = None
         try:
             reservation = ticket.reservation() if ticket is not None else None
-            if reservation is None:
+            if named:
+                reservation = db(reserve_named_first, slot, worker=worker, lease_s=lease_s)
+                if reservation is None:
+                    raise _ReadTheSlot
+                named = False
+            elif reservation is None:
                 reservation = db(reserve, slot_id, basis=basis, justification=justification, worker=worker,
                                  lease_s=lease_s, policy=policy, after_call=after_call)
             if reservation is None:
                 return slot
-            outcome = llm_client.send(config, prepared, client=client)
+            if prepared is None:
+                prepared = _request_or_refusal(config, slot)
+            outcome = (prepared if isinstance(prepared, Outcome)
+                       else llm_client.send(config, prepared, client=client))
             if outcome.kind == OutcomeKind.OK and config.expected_model_version and (
                 outcome.model_version != config.expected_model_version
             ):
@@ -270,27 +253,21 @@ def slot_execute(slot_id: int, *, limiter, client: httpx.Client, worker: str = "
         basis, justification, after_call = ModelCall.Basis.RECOVERY, decision.justification, reservation.call_id
 
 
+def _request_or_refusal(config, slot: Slot):
+    """The slot's request, built once its reservation read the slot (`slot_reads.named_slot`); should it not
+    build, a fatal outcome saying so, recorded for its reservation (nothing was sent) and stopping
+    the run, rather than a reservation left to expire as if it might have been sent."""
+    try:
+        return build_request(config, slot.system, slot.user)
+    except Exception as exc:  # noqa: BLE001 - said in the run's status; nothing was sent
+        return Outcome(OutcomeKind.FATAL, error=f"the request could not be built ({exc!r}); nothing was sent")
+
+
 def _hand_on(limiter, place):
     """Hand the place to a waiting thread of this process (`HandoverLimiter.hand_on`): never
     through Redis, so nothing can fail here before the receipt is stored."""
     hand_on = getattr(limiter, "hand_on", None)
     return hand_on(place) if place is not None and hand_on is not None else None
-
-
-def _prepare(slot_id: int):
-    """The slot and its role's settings; settings None when its endpoint is no longer allowed
-    (the run is stopped then, before anything is sent)."""
-    slot = _slot_for_execution(slot_id)
-    run = slot.run
-    config = role_config(run, slot.role)
-    try:
-        # Sealing and run_start check it too; this covers an endpoint withdrawn mid-run.
-        require_allowed_endpoint(config)
-    except EndpointNotAllowed as exc:
-        Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(
-            status=Run.Status.STOPPED, status_reason=f"Stopped before sending: {exc}")
-        return slot, None
-    return slot, config
 
 
 def _decide_and_record(policy: RetryPolicy, run: Run, slot: Slot, reservation: Reservation,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from experiments.core.llm.offline import OFFLINE_LABEL
 from experiments.core.llm.wire import RETRYABLE_STATUSES, ModelConfig, Outcome, OutcomeKind
 from experiments.models import Amendment, Run, Slot
+from experiments.models.runs import Phase
 
 DEFAULT_RETRY = {"max_recoveries_per_slot": 2, "cooldown_s": 30.0, "phase_allowance": 256}
 # Settings with no default: they enter a protocol's settings (and so its seal) only when set,
@@ -37,6 +38,12 @@ def model_config(data: dict) -> ModelConfig:
         return ModelConfig(**data)
     except (TypeError, ValueError) as exc:
         raise RunError(f"model settings: {exc}") from None
+
+
+def sending_role(phase: str) -> str:
+    """The role whose model sends a phase's requests, as planning makes its slots: the judge in
+    judging, the generator in every other phase."""
+    return Slot.Role.JUDGE if phase == Phase.JUDGING else Slot.Role.GENERATOR
 
 
 def role_config(run: Run, role: str) -> ModelConfig:

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from experiments.execution.outcomes import apply_result
 from experiments.execution.policy import RetryPolicy, effective_http_ceilings
-from experiments.execution.reservation_sql import claim_first, first_ctes
+from experiments.execution.reservation_sql import NAMED_SLOT_COLUMNS, claim_first, claim_named_first, first_ctes
 from experiments.execution.run_counts import reserved_attempts
 from experiments.models import ModelCall, Run, Slot
 
@@ -179,6 +179,23 @@ def first_reservation_ctes(ticket: NextReservation, now) -> tuple[str, list]:
     another statement's WITH list, and their parameters. Durability is the reservation's own:
     the statement they join commits before the ticket's thread may send."""
     return first_ctes(ticket.slot_id, ticket.worker, ticket.lease_s, now)
+
+
+def reserve_named_first(slot: Slot, *, worker: str, lease_s: float) -> Reservation | None:
+    """`reserve`'s one-statement first attempt for a slot its job named (`jobs.slot_job_id`: the
+    run and the role, under the run's protocol as the worker holds it, `slot.run.protocol`), the slot's
+    row read in the same statement and set on `slot` (phase, key, prompts, task; now in flight).
+    None when it claimed nothing: the slot must then be read and handled as any other."""
+    protocol = slot.run.protocol
+    row = claim_named_first(slot.pk, slot.run_id, slot.role, protocol.pk, protocol.sealed_at, worker, lease_s,
+                            timezone.now())
+    if row is None:
+        return None
+    call_id, *columns = row
+    for name, value in zip(NAMED_SLOT_COLUMNS, columns):
+        setattr(slot, name, value)
+    slot.status, slot.retry_at = Slot.Status.IN_FLIGHT, None
+    return Reservation(call_id, ModelCall.Basis.FIRST, 0)
 
 
 def _reserve_first(slot_id: int, *, worker: str, lease_s: float):

@@ -33,6 +33,7 @@ from rq.worker import SimpleWorker, Worker
 
 from experiments.execution.concurrency import REDIS_DOWN, backoff_delays, wait_for_redis
 from experiments.execution.worker_lane import SLOT_JOB, LaneMixin
+from experiments.models import Slot
 
 logger = logging.getLogger(__name__)
 
@@ -225,10 +226,21 @@ SLOT_JOB_PREFIX = "ownwords-slot-"
 
 def slot_of_job(job_id: str) -> int | None:
     """The slot id in a slot job's id (`jobs.dispatch` names them so), else None."""
+    arguments = slot_job_arguments(job_id)
+    return arguments[0] if arguments is not None else None
+
+
+def slot_job_arguments(job_id: str) -> tuple | None:
+    """`jobs.job_slot`'s arguments as a slot job's id says them (`jobs.slot_job_id`): (slot id, run id,
+    role), or (slot id,) for an id that names only its slot; None for any other job."""
     if not job_id.startswith(SLOT_JOB_PREFIX):
         return None
-    number = job_id[len(SLOT_JOB_PREFIX):].split("-", 1)[0]
-    return int(number) if number.isdigit() else None
+    parts = job_id[len(SLOT_JOB_PREFIX):].split("-")
+    if not parts[0].isdigit():
+        return None
+    if len(parts) == 4 and parts[1].isdigit() and parts[2] in Slot.Role.values:
+        return int(parts[0]), int(parts[1]), parts[2]
+    return (int(parts[0]),)
 
 
 @dataclass(frozen=True)
@@ -361,8 +373,8 @@ class MultiSlotWorker(ResilientSimpleWorker):
         return next_job
 
     def _slot_job(self, job_id) -> SlotJob | None:
-        slot_id = slot_of_job(job_id) if isinstance(job_id, str) else None
-        return SlotJob(job_id, self.job_class.key_for(job_id), (slot_id,)) if slot_id is not None else None
+        arguments = slot_job_arguments(job_id) if isinstance(job_id, str) else None
+        return SlotJob(job_id, self.job_class.key_for(job_id), arguments) if arguments is not None else None
 
     def _forget(self, job, queue) -> None:
         """rq's record of a slot job: gone once it ran (the journal is the record)."""
