@@ -11,6 +11,7 @@ from django.utils import timezone
 from experiments.execution import jobs, slot_reads
 from experiments.execution.driver import run_drive, run_inline
 from experiments.execution.journal import slot_execute
+from experiments.execution.policy import model_config
 from experiments.execution.workers import slot_job_arguments
 from experiments.models import Grade, ModelCall, Prediction, Run, Slot
 from experiments.models.runs import Phase
@@ -96,13 +97,13 @@ def test_a_protocol_held_for_the_run_that_is_not_its_own_as_sealed_claims_nothin
     run = run_of(project, server)
     other = run_of(project, server, cohort_name="other")
     other.protocol.generator = {**other.protocol.generator, "model": "not-this-run-s-model"}
-    slot_reads._RUN_PROTOCOLS[run.pk] = other.protocol
+    slot_reads._RUN_SETTINGS[(run.pk, Slot.Role.GENERATOR)] = (other.protocol, model_config(other.protocol.generator))
     slot = first_generation_slot(run)
     try:
         slot_execute(slot.pk, limiter=CountingLimiter(), client=http, worker="test", run_id=run.pk,
                      role=Slot.Role.GENERATOR)
     finally:
-        slot_reads._RUN_PROTOCOLS.pop(run.pk, None)
+        slot_reads._RUN_SETTINGS.pop((run.pk, Slot.Role.GENERATOR), None)
     assert read_slots == [slot.pk]
     assert [r.json["model"] for r in server.requests] == ["gpt-test-1"]
     assert [(c.attempt, c.basis, c.outcome) for c in slot.calls.all()] == [

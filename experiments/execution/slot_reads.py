@@ -22,9 +22,9 @@ from experiments.execution.journal_sql import slot_row
 from experiments.execution.policy import role_config
 from experiments.models import Protocol, Run, Slot
 
-_KEPT = 256  # protocols kept per process (runs, for the named slots); more, and the keeping starts over
-_PROTOCOLS: dict[tuple, Protocol] = {}
-_RUN_PROTOCOLS: dict[int, Protocol] = {}
+_KEPT = 256  # protocols kept per process; more, and the keeping starts over
+_PROTOCOLS: dict[tuple, Protocol] = {}  # by id and seal time
+_RUN_SETTINGS: dict[tuple, tuple[Protocol, ModelConfig]] = {}  # by run and role: its protocol, the role's settings
 
 
 def prepare(slot_id: int) -> tuple[Slot, ModelConfig | None]:
@@ -76,14 +76,17 @@ def named_slot(slot_id: int, run_id: int, role: str, db) -> tuple[Slot, ModelCon
     reserve first attempts (settings.OWNWORDS_RESERVE_WITH_RECEIPT: a ticket's thread gets no row)."""
     if settings.OWNWORDS_RESERVE_WITH_RECEIPT:
         return None
-    protocol = _RUN_PROTOCOLS.get(run_id)
+    protocol, config = _RUN_SETTINGS.get((run_id, role)) or (None, None)
     if protocol is None:
         protocol = db(_sealed_protocol_of, run_id)
         if protocol is None:
             return None
     run = loaded(Run, id=run_id, protocol_id=protocol.pk)
     run.protocol = protocol
-    config = role_config(run, role)
+    if config is None:
+        # Kept with its protocol (a frozen dataclass): its checks cost more than the rest of this.
+        config = role_config(run, role)
+        _keep(_RUN_SETTINGS, (run_id, role), (protocol, config))
     try:
         require_allowed_endpoint(config)
     except EndpointNotAllowed:
@@ -94,18 +97,15 @@ def named_slot(slot_id: int, run_id: int, role: str, db) -> tuple[Slot, ModelCon
 
 
 def _sealed_protocol_of(run_id: int) -> Protocol | None:
-    """The run's protocol, kept for its next slots, when sealed; None when it is not, or no such run."""
+    """The run's protocol when sealed; None when it is not, or there is no such run."""
     run = Run.objects.select_related("protocol").filter(pk=run_id).first()
-    if run is None or not run.protocol.is_sealed():
-        return None
-    _keep(_RUN_PROTOCOLS, run_id, run.protocol)
-    return run.protocol
+    return run.protocol if run is not None and run.protocol.is_sealed() else None
 
 
-def _keep(kept: dict, key, protocol: Protocol) -> None:
+def _keep(kept: dict, key, value) -> None:
     if len(kept) > _KEPT:
         kept.clear()
-    kept[key] = protocol
+    kept[key] = value
 
 
 _ATTNAMES: dict[type, dict[str, int]] = {}
