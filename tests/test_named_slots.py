@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from experiments.execution import jobs, slot_reads
+from experiments.execution import jobs, journal as journal_rules, slot_reads
 from experiments.execution.driver import run_drive, run_inline
 from experiments.execution.journal import slot_execute
 from experiments.execution.policy import model_config
@@ -149,3 +149,25 @@ def test_a_slot_job_s_id_names_its_run_and_role_and_an_older_one_only_its_slot()
     assert slot_job_arguments(jobs.slot_job_id(12)) == (12,)
     assert slot_job_arguments(f"{jobs.SLOT_JOB_PREFIX}12-34-auditor-0123456789ab") == (12,)  # no such role
     assert slot_job_arguments("ownwords-recheck-3-0123456789ab") is None
+
+
+def test_a_named_slot_whose_request_cannot_be_built_stops_the_run_saying_nothing_was_sent(
+        server, http, project, monkeypatch):
+    """Its request is built once its reservation read it: should that fail, the reservation gets a
+    receipt saying so (never left to expire as a request that may have been sent)."""
+    run = run_of(project, server)
+    slot = first_generation_slot(run)
+
+    def unbuildable(config, system, user):
+        raise ValueError("no such wire format")
+
+    monkeypatch.setattr(journal_rules, "build_request", unbuildable)
+    limiter = CountingLimiter()
+    slot_execute(slot.pk, limiter=limiter, client=http, worker="test", run_id=run.pk, role=Slot.Role.GENERATOR)
+    assert server.requests == []
+    [call] = slot.calls.all()
+    assert call.outcome == ModelCall.Outcome.FATAL and "could not be built" in call.error
+    assert "nothing was sent" in call.error and call.finished_at is not None
+    run.refresh_from_db()
+    assert run.status == Run.Status.STOPPED and "could not be built" in run.status_reason
+    assert limiter.taken == limiter.given_back == 1

@@ -27,12 +27,12 @@ from experiments.core.rankers import RankerError
 from experiments.execution.concurrency import NoLimiter
 from experiments.execution.control import decision_pause, slots_awaiting_decision
 from experiments.execution.hand_out import hand_out_next
-from experiments.execution import generation_parts, mem0_planning
+from experiments.execution import generation_parts, mem0_planning, policy
 from experiments.execution.journal import OPEN_STATUSES, expire_leases, slot_execute
 from experiments.execution.kind_table import kind_rules
 from experiments.execution.paper_report_build import report_after_run
 from experiments.execution.planning import PLANNERS, plan_generation, plan_judging, task_inputs
-from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy, sending_role
+from experiments.execution.policy import LEASE_GRACE_S, effective_concurrency, role_config, run_retry_policy
 from experiments.execution.sealing import seal_mismatches
 from experiments.execution.statistics_sql import refresh_planned_statistics
 from experiments.models import ModelCall, Run, Slot
@@ -182,8 +182,7 @@ FIRST_PART_ROUNDS, FIRST_PART_MIN = 1, 64
 
 
 def _first_part(run: Run) -> int:
-    cap = effective_concurrency(run, role_config(run, sending_role(run.phase)).provider)
-    return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * cap)
+    return max(FIRST_PART_MIN, FIRST_PART_ROUNDS * effective_concurrency(run, policy.sending_provider(run)))
 
 
 def _in_parts(run: Run, rules) -> bool:
@@ -390,7 +389,7 @@ def run_inline(run_id: int, *, client: httpx.Client | None = None, sleep=time.sl
             elif step.slot_ids:
                 for slot_id in step.slot_ids:  # named as a queued slot's job names it (`jobs.slot_job_id`)
                     slot_execute(slot_id, limiter=NoLimiter(), client=client, worker="inline", sleep=sleep,
-                                 run_id=run_id, role=sending_role(step.phase))
+                                 run_id=run_id, role=policy.sending_role(step.phase))
             elif step.recheck_in_s is not None:
                 sleep(step.recheck_in_s)
             else:

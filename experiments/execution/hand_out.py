@@ -13,7 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from experiments.execution.hand_out_sql import mark_handed_out
-from experiments.execution.policy import effective_concurrency, role_config, sending_role
+from experiments.execution.policy import effective_concurrency, sending_provider
 from experiments.models import Run, Slot
 
 # A phase's slots are handed out (put on the queue) a window at a time: a million-slot phase would
@@ -29,7 +29,7 @@ def hand_out_window(run: Run) -> int:
     override = settings.OWNWORDS_HAND_OUT_WINDOW
     if override is not None and override > 0:
         return override
-    return max(HAND_OUT_MIN, HAND_OUT_ROUNDS * effective_concurrency(run, role_config(run, sending_role(run.phase)).provider))
+    return max(HAND_OUT_MIN, HAND_OUT_ROUNDS * effective_concurrency(run, sending_provider(run)))
 
 
 def hand_out_next(run: Run, redispatch_after_s: float | None = None, *,

@@ -46,6 +46,11 @@ def sending_role(phase: str) -> str:
     return Slot.Role.JUDGE if phase == Phase.JUDGING else Slot.Role.GENERATOR
 
 
+def sending_provider(run: Run) -> str:
+    """The provider of the model that sends the run's current phase (the name of its in-flight cap)."""
+    return role_config(run, sending_role(run.phase)).provider
+
+
 def role_config(run: Run, role: str) -> ModelConfig:
     protocol = run.protocol
     return model_config(protocol.judge if role == Slot.Role.JUDGE else protocol.generator)
