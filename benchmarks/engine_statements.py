@@ -2,8 +2,8 @@
 
 A run of `--tasks` tasks (question-only: one answer and one judge's grade per task) goes through its
 generation and judging phases; every slot is reserved and received by the journal's real functions,
-as a worker's slot thread calls them (`journal._prepare`: the slot's read; `journal._reserve`: the
-reservation's call insert and slot update; `journal._decide_and_record`: the receipt's one
+as a worker's slot thread calls them (`reservation.reserve_named_first`: the reservation's call insert
+and slot update, and the slot's read, or `slot_reads.prepare` and `journal._reserve` with `read-first`; `journal._decide_and_record`: the receipt's one
 statement, with the prediction of an answer or the grade of a judge). Nothing is sent: the answer
 is made here. The backend serving this process is read from /proc/<pg_backend_pid()>/stat before
 and after each phase: its user + system CPU per call is PostgreSQL's share of the engine's work for
@@ -18,6 +18,8 @@ falls on all of them alike:
   annotations 0012-0013 (those migrations' reverse SQL, applied in this session, and their forward SQL
   again after); `before-tally` (0035), `before-epochs` (0012-0013), `before-index` (0036),
   `before-run-indexes` (0037): only those reverted;
+- `read-first`: as `now`, each slot read before its reservation (as a job naming only its slot; the
+  others are named as `jobs.slot_job_id` names them, read in their reservation);
 - `untriggered`: every user trigger of the slot, call, prediction and grade tables disabled (ALTER
   TABLE ... DISABLE TRIGGER USER; the foreign keys' checks stay): what the triggers cost in all;
 - `none`: no trigger at all, foreign keys' checks included (`session_replication_role = replica`);
@@ -65,6 +67,7 @@ from django.db import connection  # noqa: E402
 
 from experiments.execution.driver import run_drive  # noqa: E402
 from experiments.execution.journal import _decide_and_record  # noqa: E402
+from experiments.execution.policy import sending_role  # noqa: E402
 from experiments.models import Project, Slot  # noqa: E402
 from tests.engine_helpers import QUESTION_ONLY, build_cohort, make_run, openai_model  # noqa: E402
 from tests.llm_fake_server import running_fake_llm  # noqa: E402
@@ -147,11 +150,12 @@ def set_back(variant: str) -> None:
         _sql(module.FORWARD)
 
 
-def one_phase(slot_ids) -> float:
-    """The backend's CPU seconds for reserving and receiving these slots, one after another."""
+def one_phase(slot_ids, named: tuple[int, str] | None = None) -> float:
+    """The backend's CPU seconds for reserving and receiving these slots, one after another
+    (`named`: run id and role, as a slot job names its slot; None: each slot read first)."""
     before = backend_cpu_s()
     for slot_id in slot_ids:
-        policy, slot, reservation, outcome = _reserved(slot_id, "bench")
+        policy, slot, reservation, outcome = _reserved(slot_id, "bench", named)
         _decide_and_record(policy, slot.run, slot, reservation, outcome)
     return backend_cpu_s() - before
 
@@ -162,7 +166,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--variants", nargs="+", default=["before", "now", "untriggered"],
                         help="before, before-tally, before-epochs, before-index, before-run-indexes, now, "
-                             "untriggered, none, drop=<index>[+<index>], ff=<table>:<percent>[+...]")
+                             "read-first, untriggered, none, drop=<index>[+<index>], ff=<table>:<percent>[+...]")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     call_command("flush", interactive=False, verbosity=0)
@@ -188,7 +192,8 @@ def main():
                         slot_ids = sorted(step.slot_ids)
                         phase = Slot.objects.get(pk=slot_ids[0]).phase
                         seconds, calls = spent.setdefault(phase, [0.0, 0])
-                        spent[phase] = [seconds + one_phase(slot_ids), calls + len(slot_ids)]
+                        named = None if variant == "read-first" else (run.pk, sending_role(phase))
+                        spent[phase] = [seconds + one_phase(slot_ids, named), calls + len(slot_ids)]
                     for phase, (seconds, calls) in spent.items():
                         figures[(variant, phase)].append(seconds / calls * 1000)
                 finally:

@@ -22,8 +22,9 @@ from experiments.core.llm.wire import Outcome, OutcomeKind
 from experiments.core.slot_keys import parse_slot_key
 from experiments.execution import durable
 from experiments.execution.driver import run_drive
-from experiments.execution.journal import _decide_and_record, _reserve
-from experiments.execution.slot_reads import prepare
+from experiments.execution.journal import _decide_and_record
+from experiments.execution.reservation import reserve, reserve_named_first
+from experiments.execution.slot_reads import named_slot, prepare
 from experiments.execution.policy import LEASE_GRACE_S, run_retry_policy
 from experiments.models import ModelCall, Run, Slot
 
@@ -63,12 +64,15 @@ class PhaseReceipts:
     errors: list = field(default_factory=list)
 
 
-def _reserved(slot_id: int, worker: str):
-    """The slot as the journal reads it, its attempt reserved, and its answer and retry rules."""
-    slot, config = prepare(slot_id)
+def _reserved(slot_id: int, worker: str, named: tuple[int, str] | None = None):
+    """The slot as the journal reads it, its attempt reserved, and its answer and retry rules;
+    `named` (run id, role): as a slot its job names, read in its reservation (`slot_reads.named_slot`)."""
+    slot, config = named_slot(slot_id, *named, in_this_thread) if named is not None else prepare(slot_id)
     policy = run_retry_policy(slot.run)
-    reservation = _reserve(slot_id, basis=ModelCall.Basis.FIRST, justification="", worker=worker,
-                           lease_s=config.timeout_s + LEASE_GRACE_S)
+    lease_s = config.timeout_s + LEASE_GRACE_S
+    reservation = (reserve_named_first(slot, worker=worker, lease_s=lease_s) if named is not None
+                   else reserve(slot_id, basis=ModelCall.Basis.FIRST, justification="", worker=worker,
+                                lease_s=lease_s, policy=policy))
     outcome = Outcome(OutcomeKind.OK, http_status=200, response_id=f"resp-{slot_id}", model_version="gpt-test-1",
                       finish_reason="stop", text=answer_text(slot))
     return policy, slot, reservation, outcome
