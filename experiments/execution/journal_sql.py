@@ -1,4 +1,4 @@
-"""The SQL of the journal's read of a slot (`journal._slot_for_execution`), on the path of every request."""
+"""The SQL of the journal's read of a slot (`slot_reads.slot_for_execution`), on the path of every request."""
 from __future__ import annotations
 
 from experiments.execution.hot_sql import hot_cursor

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from datetime import timedelta
 
 from django.db import IntegrityError, connection, transaction
@@ -49,8 +50,20 @@ def claim_first(slot_id: int, worker: str, lease_s: float, now) -> int | None:
     return row[0] if row else None
 
 
-# The slot's own columns that the journal reads to send and record it (`journal._slot_for_execution`).
+# The slot's own columns that the journal reads to send and record it (`slot_reads.slot_for_execution`).
 NAMED_SLOT_COLUMNS = ("phase", "key", "system", "user", "task_id")
+
+
+@functools.cache
+def _named_first_sql() -> str:
+    sql = _FIRST_CTES.format(
+        slot=Slot._meta.db_table, run=Run._meta.db_table, call=ModelCall._meta.db_table,
+        named_join=f" JOIN {Protocol._meta.db_table} p ON p.id = r.protocol_id",
+        named_where=" AND r.id = %s AND s.role = %s AND p.id = %s AND p.sealed_at = %s",
+        named_claim=" AND retry_at IS NULL",
+        named_returning="".join(f', "{name}"' for name in NAMED_SLOT_COLUMNS[1:]))
+    return ("WITH " + sql + "\nSELECT r.id, " + ", ".join(f'c."{name}"' for name in NAMED_SLOT_COLUMNS)
+            + " FROM reserved r CROSS JOIN claimed c")
 
 
 def claim_named_first(slot_id: int, run_id: int, role: str, protocol_id: int, sealed_at, worker: str,
@@ -61,15 +74,7 @@ def claim_named_first(slot_id: int, run_id: int, role: str, protocol_id: int, se
     claimed. It claims only a slot of that run and role, under that protocol as sealed then, never a
     slot whose recovery is due (`retry_at`: its worker died in the cooldown): anything else is
     read and handled as before (`journal.slot_execute`)."""
-    sql = _FIRST_CTES.format(
-        slot=Slot._meta.db_table, run=Run._meta.db_table, call=ModelCall._meta.db_table,
-        named_join=f" JOIN {Protocol._meta.db_table} p ON p.id = r.protocol_id",
-        named_where=" AND r.id = %s AND s.role = %s AND p.id = %s AND p.sealed_at = %s",
-        named_claim=" AND retry_at IS NULL",
-        named_returning="".join(f', "{name}"' for name in NAMED_SLOT_COLUMNS[1:]))
-    sql = ("WITH " + sql + "\nSELECT r.id, " + ", ".join(f'c."{name}"' for name in NAMED_SLOT_COLUMNS)
-           + " FROM reserved r CROSS JOIN claimed c")
-    return _claim(sql, [slot_id, Run.Status.RUNNING, run_id, role, protocol_id, sealed_at, Slot.Status.IN_FLIGHT,
+    return _claim(_named_first_sql(), [slot_id, Run.Status.RUNNING, run_id, role, protocol_id, sealed_at, Slot.Status.IN_FLIGHT,
                         now, slot_id, Slot.Status.PENDING, ModelCall.Basis.FIRST, worker[:200], now,
                         now + timedelta(seconds=lease_s)])
 
