@@ -43,11 +43,23 @@ def read_slots(monkeypatch):
     return read
 
 
-def run_of(project, server, *, cohort_name="engine"):
+def run_of(project, server, *, cohort_name="engine", cohort=None, name=None):
     Roles(server)
-    return make_run(project, build_cohort(project, targets=2, name=cohort_name), conditions=[QUESTION_ONLY],
+    return make_run(project, cohort or build_cohort(project, targets=2, name=cohort_name), conditions=[QUESTION_ONLY],
                     generator=openai_model(server), judge=openai_model(server, model="judge-test-1"),
-                    name=f"named-{cohort_name}")
+                    name=name or f"named-{cohort_name}")
+
+
+def results(run) -> dict:
+    """The run's answers and grades by task, and each slot's request and answer by key."""
+    return {
+        "predictions": sorted(Prediction.objects.filter(run=run).values_list(
+            "task_id", "condition", "label", "status", "text", "answer_sha256", "score")),
+        "grades": sorted(Grade.objects.filter(run=run).values_list(
+            "task_id", "answer_sha256", "status", "score", "rationale", "parse_error")),
+        "calls": sorted(ModelCall.objects.filter(run=run).values_list(
+            "slot__key", "slot__request_sha256", "attempt", "basis", "outcome", "text")),
+    }
 
 
 def test_every_slot_of_an_inline_run_is_read_in_its_reservation_and_the_results_are_the_read_ones(
@@ -69,6 +81,18 @@ def test_every_slot_of_an_inline_run_is_read_in_its_reservation_and_the_results_
     grades = Grade.objects.filter(run=run)
     assert grades.count() == 2 and all(g.status == Grade.Status.OK for g in grades)
     assert {p.score for p in predictions} == {g.score for g in grades} != {None}
+
+
+def test_a_run_whose_slots_are_read_first_has_the_same_results(server, http, project, monkeypatch):
+    """The same protocol on the same cohort, once with its slots named (read in their reservations)
+    and once with each slot read before its reservation, as before: the same requests, answers,
+    grades and scores."""
+    named = run_inline(run_of(project, server).pk, client=http)
+    monkeypatch.setattr(journal_rules, "named_slot", lambda *args: None)
+    read_first = run_inline(run_of(project, server, cohort=named.protocol.cohort, name="read-first").pk, client=http)
+    assert named.status == read_first.status == Run.Status.FINISHED
+    assert results(named) == results(read_first)
+    assert len(results(named)["calls"]) == 4 and len(results(named)["grades"]) == 2
 
 
 def first_generation_slot(run) -> Slot:
