@@ -31,7 +31,7 @@ from rq.job import Job
 from experiments.execution import control, jobs
 from experiments.execution.concurrency import InflightLimiter
 from experiments.execution.jobs import run_enqueue
-from experiments.execution.workers import slot_job_arguments, slot_of_job
+from experiments.execution.workers import slot_job_arguments
 from experiments.models import ModelCall, Prediction, Project, Run, Slot
 from experiments.models.runs import Phase
 from ownwords_site.env import database_url
@@ -132,7 +132,7 @@ def test_slot_jobs_are_written_as_rq_writes_them_and_an_ordinary_worker_reads_th
                              for slot_id in slot_ids])
         our_ids = [i.decode() for i in redis_connection.lrange(ours.key, 0, -1)]
         their_ids = [i.decode() for i in redis_connection.lrange(theirs.key, 0, -1)]
-        assert [slot_of_job(i) for i in our_ids] == slot_ids == [slot_of_job(i) for i in their_ids]
+        assert [slot_job_arguments(i)[0] for i in our_ids] == slot_ids == [slot_job_arguments(i)[0] for i in their_ids]
         assert [slot_job_arguments(i) for i in our_ids] == [(slot_id, run_id, role) for slot_id in slot_ids]
         for our_id, their_id, slot_id in zip(our_ids, their_ids, slot_ids):
             mine, rqs = (redis_connection.hgetall(Job.key_for(i)) for i in (our_id, their_id))

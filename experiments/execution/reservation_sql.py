@@ -34,12 +34,28 @@ sending AS (
 )"""
 
 
+# The slot's own columns that the journal reads to send and record it (`slot_reads.slot_for_execution`).
+NAMED_SLOT_COLUMNS = ("phase", "key", "system", "user", "task_id")
+
+
+@functools.cache
+def _first_ctes_sql(*, named: bool) -> str:
+    """`_FIRST_CTES` for these tables, once per process: it is on the path of every request."""
+    parts = dict(named_join="", named_where="", named_claim="", named_returning="")
+    if named:
+        parts = dict(named_join=f" JOIN {Protocol._meta.db_table} p ON p.id = r.protocol_id",
+                     named_where=" AND r.id = %s AND s.role = %s AND p.id = %s AND p.sealed_at = %s",
+                     named_claim=" AND retry_at IS NULL",
+                     named_returning="".join(f', "{name}"' for name in NAMED_SLOT_COLUMNS[1:]))
+    return _FIRST_CTES.format(slot=Slot._meta.db_table, run=Run._meta.db_table, call=ModelCall._meta.db_table,
+                              **parts)
+
+
 def first_ctes(slot_id: int, worker: str, lease_s: float, now) -> tuple[str, list]:
     """The CTEs sending, claimed and reserved (the new call's id) of a first attempt, and their parameters."""
-    sql = _FIRST_CTES.format(slot=Slot._meta.db_table, run=Run._meta.db_table, call=ModelCall._meta.db_table,
-                             named_join="", named_where="", named_claim="", named_returning="")
-    return sql, [slot_id, Run.Status.RUNNING, Slot.Status.IN_FLIGHT, now, slot_id, Slot.Status.PENDING,
-                 ModelCall.Basis.FIRST, worker[:200], now, now + timedelta(seconds=lease_s)]
+    return _first_ctes_sql(named=False), [slot_id, Run.Status.RUNNING, Slot.Status.IN_FLIGHT, now, slot_id,
+                                          Slot.Status.PENDING, ModelCall.Basis.FIRST, worker[:200], now,
+                                          now + timedelta(seconds=lease_s)]
 
 
 def claim_first(slot_id: int, worker: str, lease_s: float, now) -> int | None:
@@ -50,20 +66,10 @@ def claim_first(slot_id: int, worker: str, lease_s: float, now) -> int | None:
     return row[0] if row else None
 
 
-# The slot's own columns that the journal reads to send and record it (`slot_reads.slot_for_execution`).
-NAMED_SLOT_COLUMNS = ("phase", "key", "system", "user", "task_id")
-
-
 @functools.cache
 def _named_first_sql() -> str:
-    sql = _FIRST_CTES.format(
-        slot=Slot._meta.db_table, run=Run._meta.db_table, call=ModelCall._meta.db_table,
-        named_join=f" JOIN {Protocol._meta.db_table} p ON p.id = r.protocol_id",
-        named_where=" AND r.id = %s AND s.role = %s AND p.id = %s AND p.sealed_at = %s",
-        named_claim=" AND retry_at IS NULL",
-        named_returning="".join(f', "{name}"' for name in NAMED_SLOT_COLUMNS[1:]))
-    return ("WITH " + sql + "\nSELECT r.id, " + ", ".join(f'c."{name}"' for name in NAMED_SLOT_COLUMNS)
-            + " FROM reserved r CROSS JOIN claimed c")
+    return ("WITH " + _first_ctes_sql(named=True) + "\nSELECT r.id, "
+            + ", ".join(f'c."{name}"' for name in NAMED_SLOT_COLUMNS) + " FROM reserved r CROSS JOIN claimed c")
 
 
 def claim_named_first(slot_id: int, run_id: int, role: str, protocol_id: int, sealed_at, worker: str,
@@ -74,9 +80,9 @@ def claim_named_first(slot_id: int, run_id: int, role: str, protocol_id: int, se
     claimed. It claims only a slot of that run and role, under that protocol as sealed then, never a
     slot whose recovery is due (`retry_at`: its worker died in the cooldown): anything else is
     read and handled as before (`journal.slot_execute`)."""
-    return _claim(_named_first_sql(), [slot_id, Run.Status.RUNNING, run_id, role, protocol_id, sealed_at, Slot.Status.IN_FLIGHT,
-                        now, slot_id, Slot.Status.PENDING, ModelCall.Basis.FIRST, worker[:200], now,
-                        now + timedelta(seconds=lease_s)])
+    return _claim(_named_first_sql(), [
+        slot_id, Run.Status.RUNNING, run_id, role, protocol_id, sealed_at, Slot.Status.IN_FLIGHT, now, slot_id,
+        Slot.Status.PENDING, ModelCall.Basis.FIRST, worker[:200], now, now + timedelta(seconds=lease_s)])
 
 
 def _claim(sql: str, params: list) -> tuple | None:

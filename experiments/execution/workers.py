@@ -224,12 +224,6 @@ class LoanedConnections:
 SLOT_JOB_PREFIX = "ownwords-slot-"
 
 
-def slot_of_job(job_id: str) -> int | None:
-    """The slot id in a slot job's id (`jobs.dispatch` names them so), else None."""
-    arguments = slot_job_arguments(job_id)
-    return arguments[0] if arguments is not None else None
-
-
 def slot_job_arguments(job_id: str) -> tuple | None:
     """`jobs.job_slot`'s arguments as a slot job's id says them (`jobs.slot_job_id`): (slot id, run id,
     role), or (slot id,) for an id that names only its slot; None for any other job."""
