@@ -7,7 +7,7 @@ phase every slot is reserved, then K slot threads, released together, receive th
 the journal's own step (`journal._decide_and_record`: the receipt, the slot and its results, made
 again after a transient database error) in an order that keeps them on the same tasks at the same
 moment. Their database steps run on min(K, --db-threads) connections lent to them, as in a
-`MultiSlotWorker` (OWNWORDS_WORKER_DB_THREADS, 16 by default; PostgreSQL allows 100 connections by
+`MultiSlotWorker` (OWNWORDS_WORKER_DB_THREADS, 4 by default; PostgreSQL allows 100 connections by
 default).
 Printed per K and phase: receipts, seconds, receipts per second, retries (transient database
 errors met and retried), lost (answers not stored: must be 0) and PostgreSQL's deadlock count.

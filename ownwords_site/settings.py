@@ -223,7 +223,10 @@ OWNWORDS_WORKER_SLOTS = env_int("OWNWORDS_WORKER_SLOTS", 16, minimum=1)
 # slot's database steps are short (one or two statements) and its wait for the service long, so a
 # few connections can serve many slots: up to this many slots each keep a connection of their own;
 # with more, this many are lent to the slot threads one step at a time (workers.LoanedConnections).
-OWNWORDS_WORKER_DB_THREADS = env_int("OWNWORDS_WORKER_DB_THREADS", min(OWNWORDS_WORKER_SLOTS, 16), minimum=1)
+# Each connection is a PostgreSQL backend that plans the engine's statements and fills its caches
+# anew: 4 per process served K = 128 as well as 16 did, with less of the database's CPU per call in
+# a run of 20 s phases (benchmarks/engine-results.md, 7 Dec 2026, 16:40).
+OWNWORDS_WORKER_DB_THREADS = env_int("OWNWORDS_WORKER_DB_THREADS", min(OWNWORDS_WORKER_SLOTS, 4), minimum=1)
 # How long a worker's thread may run Python before another gets the GIL (Python's default: 5 ms).
 # A slot thread woken with an in-flight place waits for the GIL behind threads parsing answers
 # and building records; that wait is on the path of the next request.

@@ -55,11 +55,12 @@ def test_the_engine_knobs_are_read_at_start_up():
     def start(**knobs):
         return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                               env={**env, **knobs})
-    assert start().stdout.split() == ["16", "16", "0.001", "None", "True", "False"]
-    assert start(OWNWORDS_WORKER_SLOTS="4").stdout.split()[:2] == ["4", "4"]  # threads: the slots, at most 16
+    assert start().stdout.split() == ["16", "4", "0.001", "None", "True", "False"]
+    assert start(OWNWORDS_WORKER_SLOTS="2").stdout.split()[:2] == ["2", "2"]  # connections: the slots, at most 4
+    assert start(OWNWORDS_WORKER_SLOTS="40", OWNWORDS_WORKER_DB_THREADS="16").stdout.split()[:2] == ["40", "16"]
     assert start(OWNWORDS_WORKER_SLOTS="40", OWNWORDS_WORKER_SWITCH_S="0.005", OWNWORDS_HAND_OUT_WINDOW="256",
                  OWNWORDS_DB_PREPARE="0", OWNWORDS_RESERVE_WITH_RECEIPT="1").stdout.split() == [
-        "40", "16", "0.005", "256", "False", "True"]
+        "40", "4", "0.005", "256", "False", "True"]
     for name, bad, why in [("OWNWORDS_WORKER_SLOTS", "0", "must be at least 1"),
                            ("OWNWORDS_WORKER_DB_THREADS", "many", "is not an integer"),
                            ("OWNWORDS_WORKER_SWITCH_S", "fast", "is not a number"),
