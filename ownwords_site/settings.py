@@ -224,8 +224,8 @@ OWNWORDS_WORKER_SLOTS = env_int("OWNWORDS_WORKER_SLOTS", 16, minimum=1)
 # few connections can serve many slots: up to this many slots each keep a connection of their own;
 # with more, this many are lent to the slot threads one step at a time (workers.LoanedConnections).
 # Each connection is a PostgreSQL backend that plans the engine's statements and fills its caches
-# anew: 4 per process served K = 128 as well as 16 did, with less of the database's CPU per call in
-# runs of 20 s phases (benchmarks/engine-results.md, "four database connections per worker process").
+# anew: 4 per process served K = 128 as well as 16 did, with a tenth of the planning time
+# (benchmarks/engine-results.md, "four database connections per worker process").
 OWNWORDS_WORKER_DB_THREADS = env_int("OWNWORDS_WORKER_DB_THREADS", min(OWNWORDS_WORKER_SLOTS, 4), minimum=1)
 # How long a worker's thread may run Python before another gets the GIL (Python's default: 5 ms).
 # A slot thread woken with an in-flight place waits for the GIL behind threads parsing answers

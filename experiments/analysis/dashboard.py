@@ -289,8 +289,6 @@ def _cost(run: Run) -> dict:
         unreported=Count("pk", filter=Q(total_tokens__isnull=True)),
     )
     per_phase = list(calls.values("phase").annotate(**aggregates).order_by("phase"))
-    for row in per_phase:
-        row["phase"] = row.pop("phase")  # last, as the payloads stored so far have it
     # In pipeline order (memories, generation, decisions, judging), as the run went.
     per_phase.sort(key=lambda r: (PHASE_ORDER.index(r["phase"]) if r["phase"] in PHASE_ORDER else len(PHASE_ORDER),
                                   r["phase"]))
