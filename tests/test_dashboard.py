@@ -180,6 +180,54 @@ def test_token_counts_the_service_did_not_report_are_unknown_not_zero(finished_r
     assert "input not reported" in body
 
 
+def test_the_cost_per_condition_counts_each_call_of_the_slots_its_answers_came_from_once(finished_run):
+    from datetime import timedelta
+
+    from django.db.models import Count, Q, Sum
+
+    from experiments.analysis.dashboard import _cost
+    from experiments.models import ModelCall
+
+    run = finished_run
+    memory = list(Prediction.objects.filter(run=run, condition=MEMORY, label="final").order_by("pk"))
+    first = memory[0]
+    # A recovery of the first memory answer's slot: two calls, one with usage and time, one without usage.
+    call = first.slot.calls.get()
+    ModelCall.objects.create(slot=first.slot, run=run, phase=call.phase, attempt=2, basis=ModelCall.Basis.RECOVERY,
+                             reserved_at=call.reserved_at, lease_until=call.reserved_at + timedelta(seconds=60),
+                             finished_at=call.reserved_at, outcome="ok", input_tokens=7, output_tokens=3,
+                             total_tokens=10, elapsed_s=1.25)
+    # The same slot also served an OwnWords answer (a shared generation) and a second label of the memory
+    # condition: counted for each condition, once in each.
+    Prediction.objects.filter(run=run, condition=OWNWORDS, task=first.task, label="final").update(slot=first.slot)
+    Prediction.objects.create(run=run, task=first.task, condition=MEMORY, label="b0", status="ok", text="x",
+                              answer_sha256="0" * 64, slot=first.slot)
+    # No answer of the whole record has a slot: a row with no calls.
+    Prediction.objects.filter(run=run, condition=WHOLE).update(slot=None)
+
+    expected = []  # the rows as counted one condition at a time, two statements each (the former way)
+    for condition in run.protocol.conditions:
+        slot_ids = Prediction.objects.filter(run=run, condition=condition).exclude(slot=None).values("slot_id")
+        row = ModelCall.objects.filter(slot_id__in=slot_ids).aggregate(
+            attempts=Count("pk"), recoveries=Count("pk", filter=Q(basis=ModelCall.Basis.RECOVERY)),
+            input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
+            reasoning_tokens=Sum("reasoning_tokens"), elapsed_s=Sum("elapsed_s"),
+            unreported=Count("pk", filter=Q(total_tokens__isnull=True)))
+        expected.append({**row, "condition": condition, "slots": finished_run.slots.filter(pk__in=slot_ids).count()})
+    rows = _cost(run)["per_condition"]
+    assert [list(r) for r in rows] == [list(r) for r in expected]  # the same keys in the same order
+    for row, want in zip(rows, expected):
+        assert {**row, "elapsed_s": None} == {**want, "elapsed_s": None}
+        assert row["elapsed_s"] == pytest.approx(want["elapsed_s"])  # a float sum: its order may differ
+    by_condition = {r["condition"]: r for r in rows}
+    assert by_condition[MEMORY]["recoveries"] == 1 and by_condition[MEMORY]["input_tokens"] == 7
+    assert by_condition[MEMORY]["attempts"] == len(memory) + 1 and by_condition[MEMORY]["slots"] == len(memory)
+    assert by_condition[OWNWORDS]["input_tokens"] == 7 and by_condition[OWNWORDS]["unreported"] > 0
+    assert by_condition[WHOLE] == {"attempts": 0, "recoveries": 0, "input_tokens": None, "output_tokens": None,
+                                   "reasoning_tokens": None, "elapsed_s": None, "unreported": 0,
+                                   "condition": WHOLE, "slots": 0}
+
+
 def test_a_contrast_s_point_and_threshold_bars_open_the_tasks_where_its_two_conditions_differ(client, cast, finished_run):
     from urllib.parse import parse_qs, urlsplit
     client.force_login(cast["analyst"])

@@ -15,11 +15,12 @@ from experiments.core import stats
 from experiments.core.candidates import is_integer_grade_row
 from experiments.core.canonical import canonical_json, sha256_text
 from experiments.analysis.answers_sql import answer_length_counts
+from experiments.analysis.cost_sql import COST_COLUMNS, cost_per_condition
 from experiments.analysis.grades import GradeMatrix, grade_matrix
 from experiments.core.stats.arguments import bootstrap_tails
 from experiments.core.stats.paired import DEFAULT_DRAWS, DEFAULT_SEED
 from experiments.core.conditions import MEMORY, ONE_SHOT, OWNWORDS, RECENCY, WHOLE_RECORD, get_condition
-from experiments.models import AnalysisResult, ModelCall, Prediction, Run, Slot
+from experiments.models import AnalysisResult, ModelCall, Run
 from experiments.models.runs import PHASE_ORDER
 from experiments.core.conditions import FINAL
 from experiments.core.criteria import CriteriaError, evaluate_criteria
@@ -292,12 +293,15 @@ def _cost(run: Run) -> dict:
     # In pipeline order (memories, generation, decisions, judging), as the run went.
     per_phase.sort(key=lambda r: (PHASE_ORDER.index(r["phase"]) if r["phase"] in PHASE_ORDER else len(PHASE_ORDER),
                                   r["phase"]))
-    # A shared generation (byte-identical messages) counts for every condition it served.
+    # A shared generation (byte-identical messages) counts for every condition it served. One grouped
+    # statement for all conditions, not two per condition (`_cost` on 12 conditions of 3,200 tasks: 176-181 ms
+    # -> 57-83 ms).
+    used = cost_per_condition(run.pk)
+    no_calls = {"attempts": 0, "recoveries": 0, "input_tokens": None, "output_tokens": None,
+                "reasoning_tokens": None, "elapsed_s": None, "unreported": 0, "slots": 0}
     per_condition = []
     for condition in run.protocol.conditions:
-        slot_ids = Prediction.objects.filter(run=run, condition=condition).exclude(slot=None).values("slot_id")
-        row = ModelCall.objects.filter(slot_id__in=slot_ids).aggregate(**aggregates)
-        row["condition"] = condition
-        row["slots"] = Slot.objects.filter(pk__in=slot_ids).count()
-        per_condition.append(row)
+        row = used.get(condition, no_calls)
+        per_condition.append({**{name: row[name] for name in COST_COLUMNS}, "condition": condition,
+                              "slots": row["slots"]})
     return {"per_phase": per_phase, "per_condition": per_condition}
