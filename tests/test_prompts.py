@@ -321,6 +321,19 @@ def test_unknown_or_invalid_prompt_names_fail(name):
         load_prompt(name)
     with pytest.raises(PromptError):
         prompt_sha256(name)
+    with pytest.raises(PromptError):
+        render_prompt(name)  # planning's path (`loaded_prompt`: one stat, no separate existence check)
+
+
+def test_a_directory_where_a_prompt_would_be_is_no_prompt(tmp_path, monkeypatch):
+    from experiments.core import prompts
+
+    monkeypatch.setattr(prompts, "PROMPTS_DIR", tmp_path)
+    (tmp_path / "probe.txt").mkdir()
+    with pytest.raises(PromptError, match="no prompt named 'probe'"):
+        render_prompt("probe")
+    with pytest.raises(PromptError, match="no prompt named 'probe'"):
+        load_prompt("probe")
 
 
 def test_a_prompt_file_changed_on_disk_is_read_again(tmp_path, monkeypatch):

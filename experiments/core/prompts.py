@@ -10,6 +10,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 
@@ -29,13 +30,21 @@ class PromptRef:
     sha256: str
 
 
-def prompt_path(name: str) -> Path:
+def _named_path(name: str) -> Path:
     # Names are plain identifiers, so a name can never reach outside PROMPTS_DIR.
     if not _NAME.fullmatch(name):
         raise PromptError(f"invalid prompt name {name!r}: use lowercase letters, digits and _")
-    path = PROMPTS_DIR / f"{name}.txt"
+    return PROMPTS_DIR / f"{name}.txt"
+
+
+def _missing(name: str, path: Path) -> PromptError:
+    return PromptError(f"no prompt named {name!r} (looked for {path})")
+
+
+def prompt_path(name: str) -> Path:
+    path = _named_path(name)
     if not path.is_file():
-        raise PromptError(f"no prompt named {name!r} (looked for {path})")
+        raise _missing(name, path)
     return path
 
 
@@ -106,8 +115,13 @@ def loaded_prompt(name: str) -> tuple[str, PromptRef]:
     again only when its modification time, size or inode changed since the last read (a stat
     instead of a read, a decode and a sha256 per call). Template and reference always come from
     the same bytes."""
-    path = prompt_path(name)
-    stat = path.stat()
+    path = _named_path(name)
+    try:
+        stat = path.stat()  # the one stat per call: it also says whether the prompt exists
+    except FileNotFoundError:
+        raise _missing(name, path) from None
+    if not S_ISREG(stat.st_mode):
+        raise _missing(name, path)
     signature = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
     cached = _LOADED.get(str(path))
     if cached is not None and cached[0] == signature:

@@ -270,7 +270,7 @@ def job_slot(slot_id: int, run_id: int | None = None, role: str | None = None, d
         try:
             return db(_after_slot, slot, done_key, next_from)
         except REDIS_DOWN as exc:
-            wait_for_redis(limiter().client, what=f"the bookkeeping after slot {slot_id}", error=exc)
+            wait_for_redis(_redis(), what=f"the bookkeeping after slot {slot_id}", error=exc)
 
 
 # KEYS: the phase's count, its refill mark, rq's record of the finished job, rq's suspension flag,
@@ -311,7 +311,7 @@ def _after_slot(slot, done_key: str | None = None,
     (`next_from`) the next slot job taken for this thread: one round trip. Returns that job's id."""
     global _after_slot_script
     if _after_slot_script is None:
-        _after_slot_script = LuaScript(limiter().client, _AFTER_SLOT)
+        _after_slot_script = LuaScript(_redis(), _AFTER_SLOT)
     keys = [QUEUED_KEY.format(run_id=slot.run_id, phase=slot.phase),
             REFILL_KEY.format(run_id=slot.run_id, phase=slot.phase), done_key or "", WORKERS_SUSPENDED]
     args = ["1" if done_key is not None else "0", "1" if next_from is not None else "0", SLOT_JOB_PREFIX]
