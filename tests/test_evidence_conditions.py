@@ -10,7 +10,7 @@ import pytest
 from experiments.core.assembly import TaskInput, assemble
 from experiments.core.condition_families import condition_family
 from experiments.core.conditions import (
-    CONDITIONS, DENSE, MEMORY_UNDER_RAW_HEADER, QUESTION_FREE_UNDER_MEMORY_HEADER, get_condition,
+    DENSE, MEMORY_UNDER_RAW_HEADER, QUESTION_FREE_UNDER_MEMORY_HEADER, get_condition,
 )
 from experiments.core.dense import cosine_scores, dense_excerpt
 from experiments.core.evidence import INTERVIEWER, PARTICIPANT, TurnText, ownwords, question_free, ranked_excerpt

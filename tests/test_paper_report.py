@@ -225,7 +225,7 @@ def test_the_page_serves_the_cache_and_says_when_it_is_stale(client, report_proj
     client.force_login(cast["owner"])
     body = client.get(reverse("paper_report", args=[project.slug])).content.decode()
     assert 'id="report-stale"' not in body and 'id="figure-3c"' in body
-    assert f'value="common"' not in body or 'name="template"' in body
+    assert 'value="common"' not in body or 'name="template"' in body
     assert 'value="budget-sweep"' in body  # the needs-run button opens the ready-made protocol
     Run.objects.filter(pk=run.pk).update(status=Run.Status.STOPPED)  # an input of the report changed
     assert cached_report(project)[1] is True

@@ -178,7 +178,7 @@ def test_a_run_plans_two_calls_per_task_and_attempt(project, server, http):
     answers = Prediction.objects.filter(run=run, condition=NOTES_RECORD, label=FINAL)
     assert answers.count() == tasks and {p.status for p in answers} == {"ok"}
     for p in answers:
-        assert f"note119\n\n[QUESTION]" in p.slot.user and "note120" not in p.slot.user
+        assert "note119\n\n[QUESTION]" in p.slot.user and "note120" not in p.slot.user
         assert p.evidence.endswith("note118 note119")
     # the pruned condition: its draft b0 shares the one-shot's call; its final is the pruning call's answer
     for p in Prediction.objects.filter(run=run, condition=PRUNED, label="b0"):

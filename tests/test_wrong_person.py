@@ -2,7 +2,6 @@
 person's memory under the memory header), its seal, a full offline run of the `wrong-person` template,
 and the report's Tables 31 and 32 as far as a run of this app gives them."""
 import hashlib
-import itertools
 
 import numpy as np
 import pytest
