@@ -60,20 +60,27 @@ Flag an item you cannot rate (and say why) rather than guess.
 """
 
 
-def demo_ratings_record(campaign: RatingCampaign) -> int:
-    """Rate DEMO_RATED_SHARE of each demo rater's queue, in queue order; returns how many."""
-    made = 0
+def _demo_queues(campaign: RatingCampaign, *stream: int):
+    """(rater, the rater's seeded generator, assignment) for DEMO_RATED_SHARE of each demo rater's open
+    queue, in queue order; `stream` tells the campaigns' generators apart (the same seeds as ever)."""
     for n, rater in enumerate(campaign.raters.select_related("user").order_by("user__username")):
-        rng = np.random.default_rng([campaign.seed, n])
+        rng = np.random.default_rng([campaign.seed, n, *stream])
         queue = list(Assignment.objects.filter(campaign=campaign, rater=rater.user, status=Assignment.Status.OPEN)
                      .select_related("item").order_by("position"))
         for assignment in queue[:int(len(queue) * DEMO_RATED_SHARE)]:
-            grade = assignment.item.judge_score if assignment.item.judge_score is not None else 1
-            if rng.random() < DEMO_DISAGREEMENT:  # one step up or down, inside 0..3
-                grade += 1 if grade == 0 else -1 if grade == 3 else int(rng.choice([-1, 1]))
-            rating_record(campaign=campaign, user=rater.user, assignment_id=assignment.pk, grade=int(grade),
-                          note=DEMO_RATING_NOTE)
-            made += 1
+            yield rater.user, rng, assignment
+
+
+def demo_ratings_record(campaign: RatingCampaign) -> int:
+    """Rate DEMO_RATED_SHARE of each demo rater's queue, in queue order; returns how many."""
+    made = 0
+    for user, rng, assignment in _demo_queues(campaign):
+        grade = assignment.item.judge_score if assignment.item.judge_score is not None else 1
+        if rng.random() < DEMO_DISAGREEMENT:  # one step up or down, inside 0..3
+            grade += 1 if grade == 0 else -1 if grade == 3 else int(rng.choice([-1, 1]))
+        rating_record(campaign=campaign, user=user, assignment_id=assignment.pk, grade=int(grade),
+                      note=DEMO_RATING_NOTE)
+        made += 1
     return made
 
 
@@ -82,20 +89,16 @@ def demo_preferences_record(campaign: RatingCampaign) -> int:
     answer the judge graded higher (a tie when the grades are equal), another pick for a seeded
     DEMO_DISAGREEMENT share; through `rating_record`, labelled in the note. Returns how many."""
     made = 0
-    for n, rater in enumerate(campaign.raters.select_related("user").order_by("user__username")):
-        rng = np.random.default_rng([campaign.seed, n, 2])
-        queue = list(Assignment.objects.filter(campaign=campaign, rater=rater.user, status=Assignment.Status.OPEN)
-                     .select_related("item").order_by("position"))
-        for assignment in queue[:int(len(queue) * DEMO_RATED_SHARE)]:
-            jx, jy = assignment.item.judge_score, assignment.item.judge_score_b
-            favoured = "tie" if jx is None or jy is None or jx == jy else "x" if jx > jy else "y"
-            if rng.random() < DEMO_DISAGREEMENT:
-                favoured = str(rng.choice([o for o in ("x", "y", "tie") if o != favoured]))
-            preference = ("tie" if favoured == "tie"
-                          else "a" if (favoured == "x") == assignment.x_on_a else "b")
-            rating_record(campaign=campaign, user=rater.user, assignment_id=assignment.pk, grade=None,
-                          preference=preference, note=DEMO_PREFERENCE_NOTE)
-            made += 1
+    for user, rng, assignment in _demo_queues(campaign, 2):
+        jx, jy = assignment.item.judge_score, assignment.item.judge_score_b
+        favoured = "tie" if jx is None or jy is None or jx == jy else "x" if jx > jy else "y"
+        if rng.random() < DEMO_DISAGREEMENT:
+            favoured = str(rng.choice([o for o in ("x", "y", "tie") if o != favoured]))
+        preference = ("tie" if favoured == "tie"
+                      else "a" if (favoured == "x") == assignment.x_on_a else "b")
+        rating_record(campaign=campaign, user=user, assignment_id=assignment.pk, grade=None,
+                      preference=preference, note=DEMO_PREFERENCE_NOTE)
+        made += 1
     return made
 
 
@@ -118,19 +121,15 @@ def demo_answers_record(campaign: RatingCampaign) -> int:
     """Answer DEMO_RATED_SHARE of each demo rater's content-check queue, as the module docstring says;
     returns how many."""
     made = 0
-    for n, rater in enumerate(campaign.raters.select_related("user").order_by("user__username")):
-        rng = np.random.default_rng([campaign.seed, n, 3])
-        queue = list(Assignment.objects.filter(campaign=campaign, rater=rater.user, status=Assignment.Status.OPEN)
-                     .select_related("item").order_by("position"))
-        for assignment in queue[:int(len(queue) * DEMO_RATED_SHARE)]:
-            before, after = assignment.item.judge_score, assignment.item.judge_score_b
-            apart = 0 if before is None or after is None else abs(before - after)
-            answer = "yes" if apart == 0 else "partly" if apart == 1 else "no"
-            if rng.random() < DEMO_DISAGREEMENT:
-                answer = str(rng.choice([a for a in SAME_CONTENT if a != answer]))
-            rating_record(campaign=campaign, user=rater.user, assignment_id=assignment.pk, grade=None,
-                          same_content=answer, note=DEMO_CONTENT_NOTE)
-            made += 1
+    for user, rng, assignment in _demo_queues(campaign, 3):
+        before, after = assignment.item.judge_score, assignment.item.judge_score_b
+        apart = 0 if before is None or after is None else abs(before - after)
+        answer = "yes" if apart == 0 else "partly" if apart == 1 else "no"
+        if rng.random() < DEMO_DISAGREEMENT:
+            answer = str(rng.choice([a for a in SAME_CONTENT if a != answer]))
+        rating_record(campaign=campaign, user=user, assignment_id=assignment.pk, grade=None,
+                      same_content=answer, note=DEMO_CONTENT_NOTE)
+        made += 1
     return made
 
 
