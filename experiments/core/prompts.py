@@ -118,7 +118,7 @@ def loaded_prompt(name: str) -> tuple[str, PromptRef]:
     path = _named_path(name)
     try:
         stat = path.stat()  # the one stat per call: it also says whether the prompt exists
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # what `Path.is_file` reads as no file
         raise _missing(name, path) from None
     if not S_ISREG(stat.st_mode):
         raise _missing(name, path)
