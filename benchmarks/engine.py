@@ -107,7 +107,8 @@ WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker", "fork": "rq.worker.Worker"
                   "multi": "experiments.execution.workers.MultiSlotWorker"}
 
 
-from engine_breakdown import place_time, rows_written, statement_costs, statements_reset, table_counters  # noqa: E402
+from engine_breakdown import (place_time, rows_written, statement_costs, statements_reset, table_counters,  # noqa: E402
+                              wal_counters, wal_flushes)
 from page_setup import cpu_seconds, ensure_database, speed_check  # noqa: E402
 
 ensure_database(os.environ["DATABASE_URL"])
@@ -329,12 +330,14 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
         before = {name: {pid: cpu_seconds([pid]) for pid in pids} for name, pids in groups.items()}
         with_statements = statements_reset()
         counters = table_counters()
+        wal_before = wal_counters()
         run_enqueue(measured.pk)
         # CPU is counted from the run's start until its last call is recorded (the phase moves on
         # to the analysis): both phases' calls and the planning between them, not the statistics.
         wait_calls_done(measured, log_dir)
         cpu = {name: sum(cpu_seconds([pid]) - before[name][pid] for pid in pids) for name, pids in groups.items()}
         cpu["postgres"] = sum(cpu_seconds([pid]) - pg_before.get(pid, 0.0) for pid in set(postgres_pids()) | set(pg_before))
+        wal_after = wal_counters()  # over the same span as the CPU: the calls, not the analysis
         wait_finished(measured, log_dir)
     finally:
         stop_workers(workers)  # their backends exit and so report their last table counts
@@ -343,6 +346,7 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
     # The analysis's writes (after the calls) are counted here too: a few rows per run, not per call.
     result["rows"] = rows_written(counters, table_counters(), result["calls"])
     result["statements"] = statement_costs(result["calls"]) if with_statements else None
+    result["wal"] = wal_flushes(wal_before, wal_after, result["calls"])
     result["cpu_ms"] = {name: seconds / result["calls"] * 1000 for name, seconds in cpu.items()}
     result["cpu_total_ms"] = sum(result["cpu_ms"][name] for name in ("workers", "postgres", "redis"))
     return result
@@ -399,6 +403,7 @@ def levels_main(args):
                               f"send {part['around_send']:.1f}, places empty {part['idle_first']:.1f} (first round) "
                               f"+ {part['idle_steady']:.1f} (steady) + {part['idle_last']:.1f} (last round)")
                     print(f"{'':>10} rows per call: {m['rows']}")
+                    print(f"{'':>10} WAL flushes: {m['wal']}")
                     if m["statements"] is None:
                         print(f"{'':>10} statements: pg_stat_statements is not loaded in this database's server")
                     for line in m["statements"] or ():

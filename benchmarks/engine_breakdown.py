@@ -11,6 +11,10 @@
 - **rows written** per call on the engine's tables (PostgreSQL's `pg_stat_user_tables` counters,
   read before and after the run: inserts, updates and how many of those were HOT, i.e. wrote no
   index entry);
+- **WAL flushes** per call (PostgreSQL's `pg_stat_wal`, 14 and later: the whole server's, so on a shared
+  server other databases' commits count too): how many times a commit made the WAL durable, and, where the
+  server sets `track_wal_io_timing`, the wall time of each (the disk's fsync under the benchmark's load, which
+  the committing backend and every backend whose commit waits for it spend asleep);
 - **statements** per call, when the database has the `pg_stat_statements` extension and the server
   preloads it (`shared_preload_libraries`; this machine's shared server does not, so the script
   says so and goes on): each statement's calls, time inside PostgreSQL (wall time, waits included),
@@ -81,6 +85,27 @@ def rows_written(before: dict, after: dict, calls: int) -> str:
             parts.append(f"{table.removeprefix('experiments_')} {ins / calls:.2f} ins {upd / calls:.2f} upd"
                          f" ({hot / calls:.2f} HOT)")
     return ", ".join(parts)
+
+
+def wal_counters() -> tuple[int, float] | None:
+    """(WAL syncs, their ms) so far on the server, or None before PostgreSQL 14 (no `pg_stat_wal`)."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT wal_sync, wal_sync_time FROM pg_stat_wal")
+            syncs, ms = cursor.fetchone()
+    except DatabaseError:
+        return None
+    return int(syncs), float(ms)
+
+
+def wal_flushes(before, after, calls: int) -> str:
+    """WAL flushes per call between two `wal_counters` readings, and the ms of each when timed."""
+    if before is None or after is None:
+        return "pg_stat_wal is not available (PostgreSQL 14 and later)"
+    syncs, ms = after[0] - before[0], after[1] - before[1]
+    timed = (f", {ms / syncs:.2f} ms each (wall)" if ms > 0 and syncs
+             else " (their time: set track_wal_io_timing on the server)")
+    return f"{syncs / calls:.2f} per call{timed}; the whole server's"
 
 
 def statements_reset() -> bool:
