@@ -23,7 +23,8 @@ background processes, and Redis. Redis is a private `redis-server` the script st
 other user's traffic is counted); `--shared-redis` uses REDIS_URL instead. Under each level,
 `engine_breakdown` prints where a place's time went per call (the send beyond L, the journal
 around the send, the places empty in each phase's first round, steady middle and last round), the
-rows each engine table wrote per call, and, where the server preloads `pg_stat_statements` and
+rows each engine table wrote per call, the WAL flushes per call, the CPU per call in the middle half of
+each phase (a call's cost once the run is under way), and, where the server preloads `pg_stat_statements` and
 the database has the extension, the statements that took most of PostgreSQL's time per call.
 
     .venv/bin/python benchmarks/engine.py --levels 8:0.2 32:0.2 128:1 --processes 4
@@ -107,8 +108,8 @@ WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker", "fork": "rq.worker.Worker"
                   "multi": "experiments.execution.workers.MultiSlotWorker"}
 
 
-from engine_breakdown import (place_time, rows_written, statement_costs, statements_reset, table_counters,  # noqa: E402
-                              wal_counters, wal_flushes)
+from engine_breakdown import (CpuTimeline, middle_cpu, place_time, rows_written, statement_costs,  # noqa: E402
+                              statements_reset, table_counters, wal_counters, wal_flushes)
 from page_setup import cpu_seconds, ensure_database, speed_check  # noqa: E402
 
 ensure_database(os.environ["DATABASE_URL"])
@@ -331,10 +332,13 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
         with_statements = statements_reset()
         counters = table_counters()
         wal_before = wal_counters()
-        run_enqueue(measured.pk)
-        # CPU is counted from the run's start until its last call is recorded (the phase moves on
-        # to the analysis): both phases' calls and the planning between them, not the statistics.
-        wait_calls_done(measured, log_dir)
+        timeline = CpuTimeline({"workers": worker_pids, "postgres": list(pg_before), "redis": groups["redis"]},
+                               cpu_seconds)
+        with timeline:
+            run_enqueue(measured.pk)
+            # CPU is counted from the run's start until its last call is recorded (the phase moves on
+            # to the analysis): both phases' calls and the planning between them, not the statistics.
+            wait_calls_done(measured, log_dir)
         cpu = {name: sum(cpu_seconds([pid]) - before[name][pid] for pid in pids) for name, pids in groups.items()}
         cpu["postgres"] = sum(cpu_seconds([pid]) - pg_before.get(pid, 0.0) for pid in set(postgres_pids()) | set(pg_before))
         wal_after = wal_counters()  # over the same span as the CPU: the calls, not the analysis
@@ -347,6 +351,8 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
     result["rows"] = rows_written(counters, table_counters(), result["calls"])
     result["statements"] = statement_costs(result["calls"]) if with_statements else None
     result["wal"] = wal_flushes(wal_before, wal_after, result["calls"])
+    result["middles"] = middle_cpu(timeline, ModelCall.objects.filter(run=measured).values_list(
+        "phase", "reserved_at", "finished_at"))
     result["cpu_ms"] = {name: seconds / result["calls"] * 1000 for name, seconds in cpu.items()}
     result["cpu_total_ms"] = sum(result["cpu_ms"][name] for name in ("workers", "postgres", "redis"))
     return result
@@ -404,6 +410,11 @@ def levels_main(args):
                               f"+ {part['idle_steady']:.1f} (steady) + {part['idle_last']:.1f} (last round)")
                     print(f"{'':>10} rows per call: {m['rows']}")
                     print(f"{'':>10} WAL flushes: {m['wal']}")
+                    middles = ", ".join(f"{phase} {sum(part.values()):.1f} ({part['workers']:.1f} / "
+                                        f"{part['postgres']:.1f} / {part['redis']:.1f})"
+                                        for phase, part in m["middles"].items())
+                    print(f"{'':>10} the phases' middle halves, CPU ms per call (workers / postgres / redis): "
+                          f"{middles}")
                     if m["statements"] is None:
                         print(f"{'':>10} statements: pg_stat_statements is not loaded in this database's server")
                     for line in m["statements"] or ():

@@ -11,6 +11,9 @@
 - **rows written** per call on the engine's tables (PostgreSQL's `pg_stat_user_tables` counters,
   read before and after the run: inserts, updates and how many of those were HOT, i.e. wrote no
   index entry);
+- **the phases' middles**: the CPU per call of the workers, PostgreSQL's backends and Redis in the middle half
+  of each phase (read every 0.25 s on a thread of the script, `CpuTimeline`), without the planning, the phase
+  boundaries and each phase's first and last rounds: what a call costs once a run is under way;
 - **WAL flushes** per call (PostgreSQL's `pg_stat_wal`, 14 and later: the whole server's, so on a shared
   server other databases' commits count too): how many times a commit made the WAL durable, and, where the
   server sets `track_wal_io_timing`, the wall time of each (the disk's fsync under the benchmark's load, which
@@ -35,6 +38,8 @@ the backends of its database through `pg_stat_activity`, whichever server):
 from __future__ import annotations
 
 import re
+import threading
+import time
 from itertools import accumulate, pairwise
 
 from django.db import DatabaseError, connection
@@ -65,6 +70,56 @@ def place_time(calls, cap: int, delay_s: float) -> dict[str, dict[str, float]]:
         sent = sum(row[3] for row in rows)
         figures[phase] = {"send_extra": (sent / n - delay_s) * 1000, "around_send": (busy - sent) / n * 1000,
                           **{f"idle_{part}": seconds / n * 1000 for part, seconds in idle.items()}}
+    return figures
+
+
+class CpuTimeline:
+    """The CPU seconds of groups of processes (`read(pids)`), read every `every_s` seconds on a thread of
+    this process while the block runs, so that a span of the run can be cut out of them afterwards."""
+
+    def __init__(self, groups: dict[str, list[int]], read, every_s: float = 0.25):
+        self.groups, self.read, self.every_s = groups, read, every_s
+        self.samples: list[tuple[float, dict[str, float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True, name="cpu-timeline")
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append((time.time(), {name: self.read(pids) for name, pids in self.groups.items()}))
+            if self._stop.wait(self.every_s):
+                return
+
+    def between(self, start: float, end: float) -> dict[str, float] | None:
+        """Each group's CPU seconds from the last reading at or before `start` to the first at or after
+        `end` (epoch seconds), or None when the readings do not cover the span."""
+        before = [cpu for when, cpu in self.samples if when <= start]
+        after = [cpu for when, cpu in self.samples if when >= end]
+        if not before or not after:
+            return None
+        return {name: after[0][name] - before[-1][name] for name in self.groups}
+
+
+def middle_cpu(timeline: CpuTimeline, calls) -> dict[str, dict[str, float]]:
+    """Per phase, ms of CPU per call of each group in the middle half of the phase (from its first
+    reservation to its last receipt), over the calls whose receipt fell in it. `calls`: (phase,
+    reserved_at, finished_at) rows."""
+    figures = {}
+    for phase in sorted({row[0] for row in calls}):
+        rows = [(row[1].timestamp(), row[2].timestamp()) for row in calls if row[0] == phase]
+        first, last = min(r for r, _ in rows), max(f for _, f in rows)
+        start, end = first + (last - first) / 4, last - (last - first) / 4
+        done = sum(1 for _, finished in rows if start <= finished < end)
+        cpu = timeline.between(start, end)
+        if cpu is not None and done:
+            figures[phase] = {name: seconds / done * 1000 for name, seconds in cpu.items()}
     return figures
 
 
