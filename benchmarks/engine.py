@@ -207,7 +207,7 @@ def stop_workers(processes) -> None:
             process.wait()
 
 
-def measure(run: Run, cap: int = CAP, delay_s: float = DELAY_S) -> dict:
+def measure(run: Run, cap: int = CAP, delay_s: float = DELAY_S, timeline: CpuTimeline | None = None) -> dict:
     calls = list(ModelCall.objects.filter(slot__run=run).values_list(
         "slot__phase", "reserved_at", "finished_at", "elapsed_s", "outcome"))
     assert all(outcome == "ok" for *_, outcome in calls), "every call should have succeeded"
@@ -238,6 +238,8 @@ def measure(run: Run, cap: int = CAP, delay_s: float = DELAY_S) -> dict:
         "between_s": (spans["judging"][0] - spans["generation"][1]).total_seconds(),
         "tail_s": (end - spans["judging"][1]).total_seconds(),
         "place": place,
+        # CPU per call in each phase's middle half, from the CPU read while the calls ran (`one_level`).
+        "middles": middle_cpu(timeline, spans, calls) if timeline is not None else {},
     }
 
 
@@ -346,13 +348,11 @@ def one_level(server, project, cohorts, cap: int, delay_s: float, processes: int
     finally:
         stop_workers(workers)  # their backends exit and so report their last table counts
     assert not Slot.objects.filter(run=measured).exclude(status=Slot.Status.OK).exists()
-    result = measure(measured, cap, delay_s)
+    result = measure(measured, cap, delay_s, timeline)
     # The analysis's writes (after the calls) are counted here too: a few rows per run, not per call.
     result["rows"] = rows_written(counters, table_counters(), result["calls"])
     result["statements"] = statement_costs(result["calls"]) if with_statements else None
     result["wal"] = wal_flushes(wal_before, wal_after, result["calls"])
-    result["middles"] = middle_cpu(timeline, ModelCall.objects.filter(run=measured).values_list(
-        "phase", "reserved_at", "finished_at"))
     result["cpu_ms"] = {name: seconds / result["calls"] * 1000 for name, seconds in cpu.items()}
     result["cpu_total_ms"] = sum(result["cpu_ms"][name] for name in ("workers", "postgres", "redis"))
     return result

@@ -107,17 +107,15 @@ class CpuTimeline:
         return {name: after[0][name] - before[-1][name] for name in self.groups}
 
 
-def middle_cpu(timeline: CpuTimeline, calls) -> dict[str, dict[str, float]]:
-    """Per phase, ms of CPU per call of each group in the middle half of the phase (from its first
-    reservation to its last receipt), over the calls whose receipt fell in it. `calls`: (phase,
-    reserved_at, finished_at) rows."""
+def middle_cpu(timeline: CpuTimeline, spans: dict, calls) -> dict[str, dict[str, float]]:
+    """Per phase, ms of CPU per call of each group in the middle half of the phase (`spans`: phase →
+    its first reservation and last receipt), over the calls whose receipt fell in it. `calls`: rows
+    that begin (phase, reserved_at, finished_at)."""
     figures = {}
-    for phase in sorted({row[0] for row in calls}):
-        rows = [(row[1].timestamp(), row[2].timestamp()) for row in calls if row[0] == phase]
-        first, last = min(r for r, _ in rows), max(f for _, f in rows)
+    for phase, (first, last) in spans.items():
         start, end = first + (last - first) / 4, last - (last - first) / 4
-        done = sum(1 for _, finished in rows if start <= finished < end)
-        cpu = timeline.between(start, end)
+        done = sum(1 for row in calls if row[0] == phase and start <= row[2] < end)
+        cpu = timeline.between(start.timestamp(), end.timestamp())
         if cpu is not None and done:
             figures[phase] = {name: seconds / done * 1000 for name, seconds in cpu.items()}
     return figures
